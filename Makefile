@@ -1,0 +1,49 @@
+# servesim: build, test, benchmark, lint and fuzz.
+GO        ?= go
+BIN       := bin/servesim
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS   := -X main.version=$(VERSION)
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1x
+STATICCHECK_VERSION := v0.8.2
+GOBIN     := $(shell $(GO) env GOPATH)/bin
+
+.PHONY: all build test bench lint fuzz run clean
+
+all: lint test build
+
+## build: compile bin/servesim with its version
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/servesim
+
+## test: unit, parity, golden and end-to-end tests (the end-to-end tests run the real binary)
+test:
+	$(GO) test -count=1 ./...
+
+## bench: every benchmark with allocation counts
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+
+## lint: gofmt, go vet and staticcheck must all be clean
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(GOBIN)/staticcheck ./...
+
+## fuzz: a short run ($(FUZZTIME)) of every fuzz target
+fuzz:
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "fuzz $$pkg $$target"; \
+	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	  done; \
+	done
+
+## run: the main job on the embedded defaults (profile and trace)
+run: build
+	./$(BIN) simulate --summary
+
+clean:
+	rm -rf bin

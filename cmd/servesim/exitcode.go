@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Exit codes: servesim's scripting contract (see README.md).
+const (
+	exitOK       = 0 // success
+	exitInput    = 1 // bad input, unreadable file or failed validation
+	exitUsage    = 2 // unknown command or flag, bad flag value, wrong arguments
+	exitInternal = 3 // internal error, including a recovered panic
+)
+
+// codedError is an error that knows its exit code.
+type codedError interface {
+	error
+	exitCode() int
+}
+
+// usageError marks a usage mistake (exit 2).
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+func (usageError) exitCode() int   { return exitUsage }
+
+// inputError marks bad input or a failed validation (exit 1).
+type inputError struct{ err error }
+
+func (e inputError) Error() string { return e.err.Error() }
+func (e inputError) Unwrap() error { return e.err }
+func (inputError) exitCode() int   { return exitInput }
+
+// internalError marks a failure of servesim itself (exit 3).
+type internalError struct{ err error }
+
+func (e internalError) Error() string { return "internal error: " + e.err.Error() }
+func (e internalError) Unwrap() error { return e.err }
+func (internalError) exitCode() int   { return exitInternal }
+
+// usageErrorf formats a usage error, e.g. an invalid flag value.
+func usageErrorf(format string, args ...any) error {
+	return usageError{fmt.Errorf(format, args...)}
+}
+
+// errValidationFailed is returned after a command has written a complete
+// result that reports a failed validation, so the process exits 1.
+var errValidationFailed = inputError{errors.New("validation failed")}

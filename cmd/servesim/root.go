@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// version is set at build time with -ldflags "-X main.version=...". When it
+// is empty, the module build information supplies the version.
+var version string
+
+// resolvedVersion returns the version servesim reports and records in its
+// provenance output.
+func resolvedVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "(devel)"
+}
+
+// newRootCmd builds the servesim command tree writing to the given streams.
+func newRootCmd(s *streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "servesim",
+		Short: "Simulate and diagnose large-language-model inference serving",
+		Long: `servesim answers what happens to TTFT, TPOT, energy and temperature when an
+arrival trace hits a GPU under a scheduler and a clock policy; checks measured
+GPU profile bundles; explains p99 spikes; and measures goodput under an SLO.
+
+Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
+1 bad input or failed validation, 2 usage error, 3 internal error.`,
+		Version:       resolvedVersion(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			}
+			return cmd.Help()
+		},
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return usageError{err}
+	})
+	for _, add := range subcommands {
+		root.AddCommand(add(s))
+	}
+	markRunErrors(root)
+	return root
+}
+
+// subcommands lists the constructors of every registered subcommand; each
+// subcommand file appends its constructor in an init function.
+var subcommands []func(*streams) *cobra.Command
+
+// markRunErrors wraps every RunE in the tree so that a plain error returned
+// while running a command counts as bad input (exit 1). Errors that cobra
+// itself returns before running (unknown command, bad arguments) stay
+// unmarked and count as usage errors.
+func markRunErrors(cmd *cobra.Command) {
+	if inner := cmd.RunE; inner != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			err := inner(c, args)
+			var coded codedError
+			if err == nil || errors.As(err, &coded) {
+				return err
+			}
+			return inputError{err}
+		}
+	}
+	for _, child := range cmd.Commands() {
+		markRunErrors(child)
+	}
+}
+
+// run executes servesim with args and returns the process exit code. It is
+// the single place where errors become exit codes and one-line messages.
+func run(args []string, s *streams) (code int) {
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintf(s.Err, "servesim: internal error: %s\n", oneLine(fmt.Sprint(p)))
+			code = exitInternal
+		}
+	}()
+	root := newRootCmd(s)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(s.Err, "servesim: %s\n", oneLine(err.Error()))
+	var coded codedError
+	if errors.As(err, &coded) {
+		return coded.exitCode()
+	}
+	return exitUsage
+}
+
+// oneLine folds a message onto a single line.
+func oneLine(msg string) string {
+	return strings.Join(strings.Fields(msg), " ")
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"io"
+	"os"
+)
+
+// streams are the standard streams a command reads and writes.
+type streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+	// ErrIsTerminal reports whether Err is a terminal, so progress may be drawn.
+	ErrIsTerminal bool
+}
+
+// newStreams returns the process's standard streams.
+func newStreams() *streams {
+	return &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr)}
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// openInput opens path for reading; "-" means standard input. The returned
+// name is what error messages call the input.
+func openInput(path string, s *streams) (io.ReadCloser, string, error) {
+	if path == "-" {
+		return io.NopCloser(s.In), "stdin", nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, path, err
+	}
+	return f, path, nil
+}

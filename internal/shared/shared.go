@@ -1,0 +1,67 @@
+// Package shared locates the read-only shared data set (the Azure 2023
+// traces, the real NVIDIA L4 profile rows and the reference outputs) that
+// tests and benchmarks use. It is never copied into the repository.
+package shared
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// EnvVar names the environment variable that points at the shared folder;
+// .ci/run sets it to ../shared.
+const EnvVar = "SERVESIM_SHARED"
+
+// Dir returns the shared folder. With SERVESIM_SHARED set, a missing folder
+// fails the test: CI must never silently skip. Without it, the folder beside
+// the checkout is used when present, and the test is skipped otherwise.
+func Dir(tb testing.TB) string {
+	tb.Helper()
+	if dir := os.Getenv(EnvVar); dir != "" {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			tb.Fatalf("%s=%q: %v", EnvVar, dir, err)
+		}
+		if _, err := os.Stat(filepath.Join(abs, "data")); err != nil {
+			tb.Fatalf("%s=%q is set but the shared data is missing: %v", EnvVar, dir, err)
+		}
+		return abs
+	}
+	_, file, _, _ := runtime.Caller(0)
+	guess := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
+	if _, err := os.Stat(filepath.Join(guess, "data")); err != nil {
+		tb.Skipf("shared data not found: set %s to the shared folder", EnvVar)
+	}
+	return filepath.Clean(guess)
+}
+
+// Path returns a file or folder inside the shared folder and fails the test
+// when it does not exist.
+func Path(tb testing.TB, elem ...string) string {
+	tb.Helper()
+	p := filepath.Join(append([]string{Dir(tb)}, elem...)...)
+	if _, err := os.Stat(p); err != nil {
+		tb.Fatalf("shared file missing: %v", err)
+	}
+	return p
+}
+
+// CodeTrace is the path of the Azure 2023 code trace.
+func CodeTrace(tb testing.TB) string {
+	tb.Helper()
+	return Path(tb, "data", "azure2023", "AzureLLMInferenceTrace_code.csv")
+}
+
+// ConvTrace is the path of the Azure 2023 conversation trace.
+func ConvTrace(tb testing.TB) string {
+	tb.Helper()
+	return Path(tb, "data", "azure2023", "AzureLLMInferenceTrace_conv.csv")
+}
+
+// Reference is the path of a file under the runnable reference folder.
+func Reference(tb testing.TB, elem ...string) string {
+	tb.Helper()
+	return Path(tb, append([]string{"reference"}, elem...)...)
+}
