@@ -23,8 +23,8 @@ func parseISOTimestamp(value string) (t time.Time, hasZone bool, err error) {
 		return time.Time{}, false, errISOFormat
 	}
 	sep, err := isoDateTimeSeparator(s)
-	if err != nil {
-		return time.Time{}, false, err
+	if err != nil || sep > len(s) {
+		return time.Time{}, false, errISOFormat
 	}
 	year, month, day, err := parseISODate(s[:sep])
 	if err != nil {
