@@ -159,3 +159,11 @@ func TestNormalizeOfferedLoad(t *testing.T) {
 	_, _, err = NormalizeOfferedLoad(nil, p, 0.5)
 	assert.ErrorContains(t, err, "at least one request")
 }
+
+func TestParseISOTimestampRejectsCPythonQuirks(t *testing.T) {
+	// CPython 3.11 accepts these by accident; servesim rejects them.
+	for _, text := range []string{"2023-11-16T18:17:03x+01:00", "2023-11-16T18:17:03:5", "2023-11-16T18:17:03 +01:00"} {
+		_, _, err := parseISOTimestamp(text)
+		assert.Error(t, err, text)
+	}
+}
