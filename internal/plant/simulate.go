@@ -18,9 +18,8 @@ type Options struct {
 	Summary bool
 }
 
-// maxPreallocatedSamples bounds the trajectory room reserved up front; a
-// longer trajectory grows as needed.
-const maxPreallocatedSamples = 1 << 22
+// minPreallocatedSamples is the least trajectory room reserved up front.
+const minPreallocatedSamples = 4096
 
 // runtimeRequest is a request's progress during a simulation.
 type runtimeRequest struct {
@@ -198,10 +197,15 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 		}
 	}
 	if sim.keep {
-		stride := max(1, opt.Stride)
-		steps := p.MaxSimulationTimeS/p.TimeStepS + 3
-		sim.trace.Stride = stride
-		sim.trace.reserve(int(min(steps/float64(stride)+2, maxPreallocatedSamples)))
+		// Room for twice the arrival span (a run rarely lasts longer),
+		// within the step cap; a longer run grows the trajectory
+		// geometrically, a few allocations in all.
+		stride := float64(max(1, opt.Stride))
+		capSteps := p.MaxSimulationTimeS/p.TimeStepS + 3
+		spanSteps := 2*requests[len(requests)-1].ArrivalTimeS/p.TimeStepS + 3
+		samples := min(capSteps, max(spanSteps, minPreallocatedSamples*stride))/stride + 2
+		sim.trace.Stride = int(stride)
+		sim.trace.reserve(int(samples))
 	}
 	return sim, nil
 }
