@@ -13,9 +13,11 @@ import (
 func BenchmarkSimulateCommand(b *testing.B) {
 	profile := shared.Reference(b, "data", "l4_proxy", "l4_profile.csv")
 	trace := shared.CodeTrace(b)
-	for _, mode := range []struct{ name, normalize string }{{"raw", ""}, {"normalized", "0.8"}} {
+	for _, mode := range []struct{ name, normalize, output string }{
+		{"raw", "", "--stride=50"}, {"normalized", "0.8", "--stride=50"}, {"normalized-summary", "0.8", "--summary"},
+	} {
 		b.Run(mode.name, func(b *testing.B) {
-			args := []string{"simulate", "--profile", profile, "--trace", trace, "--scheduler", "chunked", "--controller", "max", "--stride", "50"}
+			args := []string{"simulate", "--profile", profile, "--trace", trace, "--scheduler", "chunked", "--controller", "max", mode.output}
 			if mode.normalize != "" {
 				args = append(args, "--normalize", mode.normalize)
 			}

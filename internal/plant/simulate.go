@@ -220,7 +220,7 @@ func (sim *simulation) occupancy() float64 {
 		r := &sim.requests[sim.head]
 		total += r.promptProcessed + r.generated
 	}
-	return total + sim.activeOccupancy(0)
+	return sim.activeOccupancy(total)
 }
 
 // activeOccupancy adds the active requests' tokens to total in order.

@@ -228,3 +228,42 @@ func TestPlantValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestObservationMatchesTheReferenceSums checks the running totals of the
+// observation against the reference's sums over the whole queue.
+func TestObservationMatchesTheReferenceSums(t *testing.T) {
+	requests := smallWorkload(t)
+	sim, err := newSimulation(requests, NewPlant(profile.Default()), ChunkedPrefill{}, Reactive{}, Options{Summary: true})
+	require.NoError(t, err)
+	checked := 0
+	for {
+		done, err := sim.advance()
+		require.NoError(t, err)
+		if done {
+			break
+		}
+		// The state after a step is what the next step observes (before
+		// its arrivals, which the sums below leave out on both sides).
+		obs := sim.observe(sim.occupancy())
+		remaining, kv, oldest := 0.0, 0.0, math.Inf(1)
+		for i := sim.head; i < sim.pending; i++ {
+			r := &sim.requests[i]
+			remaining += r.prefillRemaining
+			kv += r.promptProcessed + r.generated
+			oldest = min(oldest, r.arrivalS)
+		}
+		generated := 0.0
+		for _, i := range sim.active {
+			kv += sim.requests[i].promptProcessed + sim.requests[i].generated
+			generated += sim.requests[i].generated
+		}
+		assert.InEpsilon(t, remaining+1, obs.PrefillRemainingTokens+1, 1e-12)
+		assert.Equal(t, kv, obs.KVTokens)
+		assert.Equal(t, generated, obs.GeneratedDecodeTokens)
+		if sim.head < sim.pending {
+			assert.Equal(t, max(0, sim.timeS-oldest), obs.OldestPrefillAgeS)
+			checked++
+		}
+	}
+	assert.Positive(t, checked)
+}
