@@ -15,10 +15,10 @@ type Result struct {
 	ControllerName string `json:"controller_name"`
 	SchedulerName  string `json:"scheduler_name"`
 	Trajectory
-	Metrics          Metrics         `json:"metrics"`
-	ProfileStatus    string          `json:"profile_status"`
-	WorkloadChecksum string          `json:"workload_checksum"`
-	Requests         RequestRecords  `json:"requests,omitempty"`
+	Metrics          Metrics        `json:"metrics"`
+	ProfileStatus    string         `json:"profile_status"`
+	WorkloadChecksum string         `json:"workload_checksum"`
+	Requests         RequestRecords `json:"requests,omitempty"`
 	// PlannedClockMHz and PlannedClockStartTimeS are what the reference
 	// emits for its non-planning controllers: an empty plan and a null
 	// start time per sampled step.
