@@ -252,4 +252,3 @@ func (b *bigIntFlag) String() string {
 
 // Type names the flag's value type in help.
 func (b *bigIntFlag) Type() string { return "int" }
-
