@@ -1,6 +1,9 @@
 package scenario
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"math"
@@ -36,6 +39,13 @@ type referenceCases struct {
 		Profiles   string             `json:"profiles"`
 		Summaries  []BenchmarkSummary `json:"summaries"`
 	} `json:"cases"`
+	Large100k []struct {
+		Requests       int                `json:"requests"`
+		Seed           string             `json:"seed"`
+		RPS            float64            `json:"rps"`
+		ArrivalsSHA256 string             `json:"arrivals_sha256"`
+		Summaries      []BenchmarkSummary `json:"summaries"`
+	} `json:"large_100k"`
 	AzureCodeFirst200 struct {
 		ArrivalsMS []float64 `json:"arrivals_ms"`
 		Cases      []struct {
@@ -124,14 +134,6 @@ func TestAgentTraceRejects(t *testing.T) {
 	}
 }
 
-// relDiff is |got-want|/|want| (|got| when want is 0).
-func relDiff(want, got float64) float64 {
-	if want == 0 {
-		return math.Abs(got)
-	}
-	return math.Abs(got-want) / math.Abs(want)
-}
-
 func TestEvaluateMatchesReference(t *testing.T) {
 	rc := loadReferenceCases(t)
 	summaries := 0
@@ -153,6 +155,37 @@ func TestEvaluateMatchesReference(t *testing.T) {
 		}
 	}
 	t.Logf("%d summaries in %d cases equal to the reference (every field exact)", summaries, len(rc.Cases))
+}
+
+// TestLargeTraceMatchesReference compares a 100,000-request trace (its
+// arrivals by SHA-256 of their float64 bits) and its open- and closed-loop
+// summaries with the reference.
+func TestLargeTraceMatchesReference(t *testing.T) {
+	rc := loadReferenceCases(t)
+	require.NotEmpty(t, rc.Large100k)
+	for _, c := range rc.Large100k {
+		trace, err := BuildAgentTrace(c.Requests, bigSeed(t, c.Seed), c.RPS)
+		require.NoError(t, err)
+		h := sha256.New()
+		for _, r := range trace {
+			require.NoError(t, binary.Write(h, binary.LittleEndian, r.ArrivalMS))
+		}
+		require.Equal(t, c.ArrivalsSHA256, hex.EncodeToString(h.Sum(nil)), "arrivals of %d requests at %v rps", c.Requests, c.RPS)
+		profiles := BuiltinProfiles()
+		require.Len(t, c.Summaries, len(profiles)+1)
+		for i, want := range c.Summaries {
+			opts := DefaultBenchmarkOptions()
+			p := profiles[0]
+			if i < len(profiles) {
+				p = profiles[i]
+			} else {
+				opts.ClosedLoop = true
+			}
+			got, err := EvaluateEngineBenchmark(trace, p, opts)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "rps=%v profile=%s closed=%v", c.RPS, p.Name, opts.ClosedLoop)
+		}
+	}
 }
 
 func TestDefaultReportMatchesReferenceGolden(t *testing.T) {
