@@ -41,6 +41,9 @@ func BuildAgentTrace(numRequests int, seed *big.Int, meanRPS float64) ([]Workloa
 			burstFactor = 0.32
 		}
 		currentMS += rng.Expovariate(lambd) * burstFactor
+		if math.IsInf(currentMS, 0) {
+			return nil, fmt.Errorf("agent trace: mean rate %v requests/s is too small: arrival times overflow", meanRPS)
+		}
 		sharedPrefix := 3072
 		if idx%4 == 0 {
 			sharedPrefix = 2048

@@ -126,6 +126,7 @@ func TestAgentTraceRejects(t *testing.T) {
 		{"negative rate", 10, -1},
 		{"NaN rate", 10, math.NaN()},
 		{"infinite rate", 10, math.Inf(1)},
+		{"rate so small arrivals overflow", 10, 1e-310},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := BuildAgentTrace(tt.n, big.NewInt(1), tt.rps)
