@@ -102,6 +102,8 @@ type FieldError struct {
 	Reason string  // what was expected
 }
 
+// Error reads "field value: reason", e.g. "max_batch_slots 0: capacity must
+// be at least 1".
 func (e *FieldError) Error() string {
 	return fmt.Sprintf("%s %v: %s", e.Field, e.Value, e.Reason)
 }
