@@ -25,6 +25,16 @@ func encodeJSON(buf *bytes.Buffer, v any) error {
 	return json.Indent(buf, compact.Bytes(), "", "  ")
 }
 
+// encodeJSONLine writes v to buf as one line of compact JSON (JSON Lines),
+// with the same rules as encodeJSON, and a newline.
+func encodeJSONLine(buf *bytes.Buffer, v any) error {
+	if err := encodeValue(buf, reflect.ValueOf(v)); err != nil {
+		return err
+	}
+	buf.WriteByte('\n')
+	return nil
+}
+
 var (
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
@@ -228,4 +238,32 @@ func isEmptyValue(v reflect.Value) bool {
 	default:
 		return v.IsZero()
 	}
+}
+
+// keyedValue is one member of an orderedObject.
+type keyedValue struct {
+	key   string
+	value any
+}
+
+// orderedObject is a JSON object whose members keep their order (a Go map
+// would sort them), encoded with servesim's result encoder.
+type orderedObject []keyedValue
+
+// MarshalJSON writes the members in order.
+func (o orderedObject) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, kv := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeString(&buf, kv.key)
+		buf.WriteByte(':')
+		if err := encodeValue(&buf, reflect.ValueOf(kv.value)); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
 }

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
 	"math/big"
 	"path/filepath"
-	"reflect"
 
 	"github.com/spf13/cobra"
 
@@ -199,34 +197,6 @@ func scenariosJSON(r scenario.Report) any {
 		ScenarioComparisons orderedObject        `json:"scenario_comparisons"`
 		Diagnostics         scenario.Diagnostics `json:"diagnostics"`
 	}{r.ExecutionMode, r.Experiment, assumptions, r.SLOTargets, r.TraceRequests, comparisons, r.Diagnostics}
-}
-
-// keyedValue is one member of an orderedObject.
-type keyedValue struct {
-	key   string
-	value any
-}
-
-// orderedObject is a JSON object whose members keep their order (a Go map
-// would sort them), encoded with servesim's result encoder.
-type orderedObject []keyedValue
-
-// MarshalJSON writes the members in order.
-func (o orderedObject) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, kv := range o {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		writeString(&buf, kv.key)
-		buf.WriteByte(':')
-		if err := encodeValue(&buf, reflect.ValueOf(kv.value)); err != nil {
-			return nil, err
-		}
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
 }
 
 // bigIntFlag is a flag holding an integer of any size, like Python's seeds.

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	"servesim/internal/plant"
+)
+
+// plantParam is one plant parameter settable from the command line: its
+// flag, its JSON name in the plant object and how to reach the field.
+type plantParam struct {
+	flag  string
+	field string
+	usage string
+	// set stores a parsed value; it fails for a value the field cannot hold.
+	set func(p *plant.Plant, v float64) error
+	// get returns the field's value.
+	get func(p *plant.Plant) float64
+}
+
+func floatParam(flag, field, usage string, ptr func(*plant.Plant) *float64) plantParam {
+	return plantParam{
+		flag: flag, field: field, usage: usage,
+		set: func(p *plant.Plant, v float64) error { *ptr(p) = v; return nil },
+		get: func(p *plant.Plant) float64 { return *ptr(p) },
+	}
+}
+
+// plantParams are the plant flags shared by simulate and sweep, in the
+// order of the reference's ServingPlant fields.
+var plantParams = []plantParam{
+	floatParam("time-step", "time_step_s", "step length in seconds", func(p *plant.Plant) *float64 { return &p.TimeStepS }),
+	floatParam("kv-capacity", "kv_capacity_tokens", "KV-cache capacity in tokens", func(p *plant.Plant) *float64 { return &p.KVCapacityTokens }),
+	floatParam("kv-reserve", "decode_kv_reserve_tokens_per_active", "KV tokens reserved per decoding request before admitting a prefill", func(p *plant.Plant) *float64 { return &p.DecodeKVReserveTokensPerActive }),
+	{
+		flag: "max-active", field: "maximum_active_requests", usage: "maximum concurrently decoding requests",
+		set: func(p *plant.Plant, v float64) error {
+			if v != math.Trunc(v) || math.Abs(v) > math.MaxInt32 {
+				return fmt.Errorf("%v: expected a whole number", v)
+			}
+			p.MaxActiveRequests = int(v)
+			return nil
+		},
+		get: func(p *plant.Plant) float64 { return float64(p.MaxActiveRequests) },
+	},
+	floatParam("ambient", "ambient_temperature_c", "ambient temperature in C", func(p *plant.Plant) *float64 { return &p.AmbientTemperatureC }),
+	floatParam("thermal-tau", "thermal_time_constant_s", "thermal time constant in seconds", func(p *plant.Plant) *float64 { return &p.ThermalTimeConstantS }),
+	floatParam("thermal-resistance", "thermal_resistance_c_per_w", "thermal resistance in C per W", func(p *plant.Plant) *float64 { return &p.ThermalResistanceCPerW }),
+	floatParam("power-limit", "power_limit_w", "board power limit in W (proxy power governor)", func(p *plant.Plant) *float64 { return &p.PowerLimitW }),
+	floatParam("thermal-limit", "thermal_limit_c", "temperature in C at which the clock steps down", func(p *plant.Plant) *float64 { return &p.ThermalLimitC }),
+	floatParam("horizon", "reporting_horizon_s", "reporting horizon in seconds for unfinished_requests_at_reporting_horizon", func(p *plant.Plant) *float64 { return &p.ReportingHorizonS }),
+	floatParam("max-sim-time", "maximum_simulation_time_s", "simulated seconds after which the run stops", func(p *plant.Plant) *float64 { return &p.MaxSimulationTimeS }),
+}
+
+// parseValue parses one value of a plant flag.
+func (pp plantParam) parseValue(s string) (float64, error) {
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("--%s %q: expected a number", pp.flag, s)
+	}
+	var probe plant.Plant
+	if err := pp.set(&probe, v); err != nil {
+		return 0, fmt.Errorf("--%s %w", pp.flag, err)
+	}
+	return v, nil
+}

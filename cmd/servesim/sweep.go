@@ -1,0 +1,388 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"runtime"
+	"strconv"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+	"servesim/internal/sweep"
+)
+
+func init() {
+	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newSweepCmd(s, nil) })
+}
+
+// embeddedDefault names the embedded profile or trace in a sweep axis.
+const embeddedDefault = "embedded"
+
+// sweepOptions are the parsed flags of `servesim sweep`.
+type sweepOptions struct {
+	Profiles    []string
+	Traces      []string
+	Schedulers  []string
+	Controllers []string
+	Normalize   []string
+	// PlantAxes holds the values of every plant flag given, by flag name.
+	PlantAxes   map[string][]string
+	MaxElapsedS float64
+	Jobs        int
+	Format      string
+	TTFTSLOS    float64 // 0 means each profile's own SLO
+	TPOTSLOS    float64
+	Shard       string
+	Quiet       bool
+	Output      outputOptions
+
+	axes  []sweep.Axis
+	cells []sweep.Cell
+}
+
+// newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
+// flag parsing; nil runs the sweep.
+func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
+	opts := &sweepOptions{PlantAxes: map[string][]string{}}
+	plantValues := make([][]string, len(plantParams))
+	cmd := &cobra.Command{
+		Use:   "sweep [flags]",
+		Short: "Run simulate over a grid of profiles, traces, schedulers, controllers, loads and plant values",
+		Long: `sweep runs one simulate per combination of the axes, in parallel on all cores,
+and writes one record per run (its axis values, metrics and summary) in grid
+order whatever the parallelism, then, per trace and profile, the Pareto front of
+energy per output token against p95 TTFT and the best configuration under the
+SLOs.
+
+Every axis is a comma-separated list: --profile and --trace take paths
+("embedded" is the built-in default), --scheduler and --controller take the
+simulate syntax, --normalize takes utilization targets ("none" keeps the raw
+trace), and every plant flag of simulate takes numbers. Each run is identical
+to the same servesim simulate --summary.
+
+The best configuration of a trace and profile is, among the runs in which every
+request completed and p95 TTFT and p95 TPOT meet the SLOs, the one with the
+lowest energy per output token (ties: the earlier run).`,
+		Example: `  servesim sweep --scheduler static,continuous,chunked --controller max,min,reactive \
+      --normalize none,0.5,0.8 --format table
+  servesim sweep --trace AzureLLMInferenceTrace_code.csv --power-limit 55,64.8 --jobs 2 > runs.jsonl
+  servesim sweep --controller fixed:660,max --shard 1/4 > part1.jsonl`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for i, pp := range plantParams {
+				if cmd.Flags().Changed(pp.flag) {
+					opts.PlantAxes[pp.flag] = plantValues[i]
+				}
+			}
+			if !cmd.Flags().Changed("max-elapsed") {
+				opts.MaxElapsedS = plant.NoElapsedLimit
+			}
+			if err := opts.check(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runSweep(s, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&opts.Profiles, "profile", []string{embeddedDefault}, "profile CSVs (embedded: the built-in engineering proxy)")
+	f.StringSliceVar(&opts.Traces, "trace", []string{embeddedDefault}, "Azure-format trace CSVs (embedded: the built-in synthetic trace)")
+	f.StringSliceVar(&opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers: static, continuous, chunked")
+	f.StringSliceVar(&opts.Controllers, "controller", []string{"max"}, "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S]")
+	f.StringSliceVar(&opts.Normalize, "normalize", []string{"none"}, "offered-utilization targets, 0 < U < 1, or none")
+	for i, pp := range plantParams {
+		f.StringSliceVar(&plantValues[i], pp.flag, nil, pp.usage+" (comma-separated values; default: simulate's)")
+	}
+	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
+	f.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "runs at a time")
+	f.StringVar(&opts.Format, "format", "jsonl", "output format: jsonl, csv or table")
+	f.Float64Var(&opts.TTFTSLOS, "ttft-slo", 0, "p95 TTFT objective in seconds for the best configuration (default: each profile's)")
+	f.Float64Var(&opts.TPOTSLOS, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
+	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`")
+	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// check parses every axis value and builds the grid before anything runs:
+// a bad value is a usage error (exit 2).
+func (o *sweepOptions) check(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("max-elapsed") && (math.IsNaN(o.MaxElapsedS) || o.MaxElapsedS < 0) {
+		return usageErrorf("--max-elapsed %v: expected a nonnegative number of seconds", o.MaxElapsedS)
+	}
+	if o.Jobs < 1 {
+		return usageErrorf("--jobs %d: expected at least 1", o.Jobs)
+	}
+	switch o.Format {
+	case "jsonl", "csv", "table":
+	default:
+		return usageErrorf("--format %q: expected jsonl, csv or table", o.Format)
+	}
+	for _, slo := range []struct {
+		name string
+		v    float64
+	}{{"--ttft-slo", o.TTFTSLOS}, {"--tpot-slo", o.TPOTSLOS}} {
+		if math.IsNaN(slo.v) || slo.v < 0 || math.IsInf(slo.v, 0) {
+			return usageErrorf("%s %v: expected a positive number of seconds", slo.name, slo.v)
+		}
+	}
+	o.axes = []sweep.Axis{
+		{Name: "profile", Values: o.Profiles},
+		{Name: "trace", Values: o.Traces},
+		{Name: "scheduler", Values: o.Schedulers},
+		{Name: "controller", Values: o.Controllers},
+		{Name: "normalize", Values: o.Normalize},
+	}
+	for _, pp := range plantParams {
+		if values, ok := o.PlantAxes[pp.flag]; ok {
+			o.axes = append(o.axes, sweep.Axis{Name: pp.flag, Values: values})
+		}
+	}
+	for _, a := range o.axes {
+		if len(a.Values) == 0 {
+			return usageErrorf("--%s: expected at least one value", a.Name)
+		}
+		for _, v := range a.Values {
+			if err := checkAxisValue(a.Name, v); err != nil {
+				return usageError{err}
+			}
+		}
+	}
+	if err := o.checkPlantValues(); err != nil {
+		return usageError{err}
+	}
+	o.cells = sweep.Grid(o.axes)
+	if o.Shard != "" {
+		i, n, err := sweep.ParseShard(o.Shard)
+		if err != nil {
+			return usageError{err}
+		}
+		o.cells = sweep.Shard(o.cells, i, n)
+	}
+	return nil
+}
+
+// checkAxisValue parses one value of a named axis.
+func checkAxisValue(axis, v string) error {
+	switch axis {
+	case "profile", "trace":
+		if v == "" {
+			return fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, embeddedDefault)
+		}
+	case "scheduler":
+		if _, err := plant.NewScheduler(v); err != nil {
+			return fmt.Errorf("--scheduler: %w", err)
+		}
+	case "controller":
+		if _, err := plant.NewController(v); err != nil {
+			return fmt.Errorf("--controller: %w", err)
+		}
+	case "normalize":
+		if _, err := parseNormalize(v); err != nil {
+			return err
+		}
+	default:
+		_, err := paramByFlag(axis).parseValue(v)
+		return err
+	}
+	return nil
+}
+
+// parseNormalize parses a --normalize axis value: 0 (none) or 0 < U < 1.
+func parseNormalize(v string) (float64, error) {
+	if v == "none" {
+		return 0, nil
+	}
+	u, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(u > 0 && u < 1) {
+		return 0, fmt.Errorf("--normalize %q: expected none or a utilization strictly between 0 and 1", v)
+	}
+	return u, nil
+}
+
+func paramByFlag(flag string) plantParam {
+	for _, pp := range plantParams {
+		if pp.flag == flag {
+			return pp
+		}
+	}
+	panic("no plant flag " + flag)
+}
+
+// checkPlantValues validates every plant value given against the plant's
+// rules (with the other parameters at their defaults), so an impossible
+// value fails before anything runs.
+func (o *sweepOptions) checkPlantValues() error {
+	for flag, values := range o.PlantAxes {
+		pp := paramByFlag(flag)
+		for _, v := range values {
+			p := plant.NewPlant(profile.Default())
+			x, _ := pp.parseValue(v)
+			_ = pp.set(&p, x)
+			if err := p.Validate(); err != nil {
+				return fmt.Errorf("--%s %s: %w", flag, v, err)
+			}
+		}
+	}
+	return nil
+}
+
+// sweepInputs are the profiles and traces of a sweep, each loaded once and
+// shared by the runs; a path that fails to load fails only its runs.
+type sweepInputs struct {
+	profiles     map[string]*profile.Profile
+	profileErrs  map[string]error
+	workloads    map[string]plant.Workload
+	workloadErrs map[string]error
+}
+
+func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
+	in := &sweepInputs{
+		profiles: map[string]*profile.Profile{}, profileErrs: map[string]error{},
+		workloads: map[string]plant.Workload{}, workloadErrs: map[string]error{},
+	}
+	for _, path := range o.Profiles {
+		if path == embeddedDefault {
+			in.profiles[path] = profile.Default()
+		} else if p, err := profile.Load(path); err != nil {
+			in.profileErrs[path] = err
+		} else {
+			in.profiles[path] = p
+		}
+	}
+	for _, path := range o.Traces {
+		var w plant.Workload
+		var err error
+		if path == embeddedDefault {
+			w, err = plant.DefaultTrace(o.MaxElapsedS)
+		} else {
+			w, err = loadTraceFile(s, path, o.MaxElapsedS)
+		}
+		if err != nil {
+			in.workloadErrs[path] = err
+		} else {
+			in.workloads[path] = w
+		}
+	}
+	return in
+}
+
+// sweepRun is the outcome of one cell.
+type sweepRun struct {
+	report *plant.Report
+	prof   *profile.Profile
+	err    error
+}
+
+// runCell runs the simulate configuration of one cell.
+func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
+	profilePath := c.Values[0]
+	tracePath := c.Values[1]
+	if err := in.profileErrs[profilePath]; err != nil {
+		return sweepRun{err: err}
+	}
+	if err := in.workloadErrs[tracePath]; err != nil {
+		return sweepRun{err: err}
+	}
+	prof := in.profiles[profilePath]
+	p := plant.NewPlant(prof)
+	for i, a := range o.axes[5:] {
+		pp := paramByFlag(a.Name)
+		x, _ := pp.parseValue(c.Values[5+i])
+		_ = pp.set(&p, x)
+	}
+	if err := p.Validate(); err != nil {
+		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", err)}
+	}
+	sched, _ := plant.NewScheduler(c.Values[2])
+	ctrl, _ := plant.NewController(c.Values[3])
+	normalize, _ := parseNormalize(c.Values[4])
+	recordedPath := profilePath
+	if profilePath == embeddedDefault {
+		recordedPath = profile.EmbeddedPath
+	}
+	report, err := plant.Run(in.workloads[tracePath], plant.Config{
+		Plant:       p,
+		Scheduler:   sched,
+		Controller:  ctrl,
+		Normalize:   normalize,
+		Options:     plant.Options{Summary: true},
+		ProfilePath: recordedPath,
+		Version:     resolvedVersion(),
+	})
+	return sweepRun{report: report, prof: prof, err: err}
+}
+
+// runSweep runs the cells, collects the records and writes them.
+func runSweep(s *streams, o *sweepOptions) error {
+	inputs := loadSweepInputs(s, o)
+	var bar *progressbar.ProgressBar
+	if s.ErrIsTerminal && !o.Quiet {
+		bar = progressbar.NewOptions(len(o.cells),
+			progressbar.OptionSetWriter(s.Err),
+			progressbar.OptionSetDescription("sweep"),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionClearOnFinish())
+	}
+	records := make([]sweepRecord, 0, len(o.cells))
+	err := sweep.Run(o.cells, o.Jobs, func(c sweep.Cell) sweepRun {
+		return o.runCell(inputs, c)
+	}, func(c sweep.Cell, r sweepRun) error {
+		records = append(records, newSweepRecord(o.axes, c, r))
+		if bar != nil {
+			_ = bar.Add(1)
+		}
+		return nil
+	})
+	if bar != nil {
+		_ = bar.Finish()
+	}
+	if err != nil {
+		return internalError{err}
+	}
+	fronts := paretoGroups(o, records)
+	data, err := encodeSweep(o, records, fronts)
+	if err != nil {
+		return internalError{fmt.Errorf("encoding result: %w", err)}
+	}
+	if err := writeBytes(s, o.Output, data); err != nil {
+		return err
+	}
+	failed := 0
+	for _, r := range records {
+		if r.err != nil {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(records))}
+	}
+	return nil
+}
+
+// encodeSweep writes the records and the Pareto section in o.Format.
+func encodeSweep(o *sweepOptions, records []sweepRecord, fronts []paretoGroup) ([]byte, error) {
+	var buf bytes.Buffer
+	switch o.Format {
+	case "csv":
+		return sweepCSV(o.axes, records)
+	case "table":
+		return []byte(sweepTable(o.axes, records, fronts)), nil
+	}
+	for _, r := range records {
+		if err := encodeJSONLine(&buf, r.json()); err != nil {
+			return nil, err
+		}
+	}
+	if err := encodeJSONLine(&buf, paretoJSON(fronts)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
