@@ -1,0 +1,254 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"math/big"
+	"path/filepath"
+	"reflect"
+
+	"github.com/spf13/cobra"
+
+	"servesim/internal/scenario"
+)
+
+func init() {
+	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) })
+}
+
+// scenariosOptions are the scenarios command's flags.
+type scenariosOptions struct {
+	// Requests, Seed and RPS shape the synthetic agent trace.
+	Requests int
+	Seed     bigIntFlag
+	RPS      float64
+	// TracePath, when set, replays an Azure-format trace instead; each
+	// context's first SharedPrefixTokens tokens are the shared prefix.
+	TracePath          string
+	SharedPrefixTokens int
+	// ProfilesPath, when set, is a JSON list of engine profiles replacing
+	// the built-in ones.
+	ProfilesPath string
+	// Benchmark holds the SLOs and the loop mode.
+	Benchmark scenario.BenchmarkOptions
+	// Format is "json" or "table".
+	Format string
+	Output outputOptions
+}
+
+// newScenariosCmd builds `servesim scenarios`; runF, when not nil, replaces
+// running the command (tests use it to check flag parsing).
+func newScenariosCmd(s *streams, runF func(*scenariosOptions) error) *cobra.Command {
+	opts := &scenariosOptions{
+		Requests:  scenario.DefaultAgentRequests,
+		Seed:      bigIntFlag{big.NewInt(scenario.DefaultAgentSeed)},
+		RPS:       scenario.DefaultAgentRPS,
+		Benchmark: scenario.DefaultBenchmarkOptions(),
+		Format:    "json",
+	}
+	cmd := &cobra.Command{
+		Use:   "scenarios",
+		Short: "Compare the goodput and SLO attainment of engine profiles on a trace",
+		Long: `scenarios replays a request trace against engine profiles (assumed
+coefficients: prefill rate, prefix-cache hit efficiency, TPOT per batch size,
+admission capacity) and reports, per engine, TTFT and TPOT percentiles,
+throughput, SLO goodput and SLO attainment, plus two fixed diagnostics (an
+over-batched engine and a closed-loop replay).
+
+Without flags it prints the reference report: the built-in profiles on the
+80-request bursty agent trace (seed 42, 8.5 requests/s), SLO TTFT <= 500 ms
+and TPOT <= 35 ms. The trace is either the synthetic agent trace
+(--requests, --seed, --rps) or an Azure-format CSV (--trace, with
+--shared-prefix-tokens). No serving engine is executed.`,
+		Example: `  servesim scenarios
+  servesim scenarios --rps 12 --seed 7 --tpot-slo-ms 25 --format table
+  servesim scenarios --profiles engines.json --closed-loop
+  servesim scenarios --trace AzureLLMInferenceTrace_code.csv --shared-prefix-tokens 1024`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.check(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runScenarios(s, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Requests, "requests", opts.Requests, "number of requests of the synthetic agent trace")
+	f.Var(&opts.Seed, "seed", "seed of the agent trace's random arrivals (any integer, as Python's random.seed)")
+	f.Float64Var(&opts.RPS, "rps", opts.RPS, "mean arrival rate of the agent trace, requests per second")
+	f.StringVar(&opts.TracePath, "trace", "", "replay this Azure-format CSV (TIMESTAMP,ContextTokens,GeneratedTokens; - for stdin) instead of the agent trace")
+	f.IntVar(&opts.SharedPrefixTokens, "shared-prefix-tokens", 0, "with --trace: the first N context tokens of every request are a shared prefix")
+	f.StringVar(&opts.ProfilesPath, "profiles", "", "JSON list of engine profiles (the seed's field names) replacing the built-ins; - for stdin")
+	f.Float64Var(&opts.Benchmark.TTFTSLOMS, "ttft-slo-ms", opts.Benchmark.TTFTSLOMS, "time-to-first-token SLO, ms")
+	f.Float64Var(&opts.Benchmark.TPOTSLOMS, "tpot-slo-ms", opts.Benchmark.TPOTSLOMS, "time-per-output-token SLO, ms")
+	f.BoolVar(&opts.Benchmark.ClosedLoop, "closed-loop", false, "send each request when all earlier ones have completed (hides queueing)")
+	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// check validates flag values and combinations (usage errors, exit 2).
+func (o *scenariosOptions) check(cmd *cobra.Command) error {
+	changed := cmd.Flags().Changed
+	if o.TracePath != "" {
+		for _, name := range []string{"requests", "seed", "rps"} {
+			if changed(name) {
+				return usageErrorf("--%s shapes the synthetic agent trace: it cannot be combined with --trace", name)
+			}
+		}
+	} else if changed("shared-prefix-tokens") {
+		return usageErrorf("--shared-prefix-tokens applies to a replayed trace: use it with --trace")
+	}
+	if o.TracePath == "-" && o.ProfilesPath == "-" {
+		return usageErrorf("--trace and --profiles cannot both read stdin")
+	}
+	switch {
+	case o.Requests < 1:
+		return usageErrorf("--requests %d: expected at least 1", o.Requests)
+	case !positiveFinite(o.RPS):
+		return usageErrorf("--rps %v: expected a positive, finite rate", o.RPS)
+	case !positiveFinite(o.Benchmark.TTFTSLOMS):
+		return usageErrorf("--ttft-slo-ms %v: expected a positive, finite time", o.Benchmark.TTFTSLOMS)
+	case !positiveFinite(o.Benchmark.TPOTSLOMS):
+		return usageErrorf("--tpot-slo-ms %v: expected a positive, finite time", o.Benchmark.TPOTSLOMS)
+	case o.SharedPrefixTokens < 0:
+		return usageErrorf("--shared-prefix-tokens %d: expected 0 or more", o.SharedPrefixTokens)
+	case o.Format != "json" && o.Format != "table":
+		return usageErrorf("--format %q: expected json or table", o.Format)
+	}
+	return nil
+}
+
+func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+
+// runScenarios builds the report and writes it.
+func runScenarios(s *streams, o *scenariosOptions) error {
+	trace, err := o.loadTrace(s)
+	if err != nil {
+		return err
+	}
+	profiles := scenario.BuiltinProfiles()
+	if o.ProfilesPath != "" {
+		in, name, err := openInput(o.ProfilesPath, s)
+		if err != nil {
+			return fmt.Errorf("profiles %s: %w", name, unwrapPath(err))
+		}
+		profiles, err = scenario.ParseProfiles(in, name)
+		in.Close()
+		if err != nil {
+			return err
+		}
+	}
+	report, err := scenario.BuildReport(trace, profiles, o.Benchmark)
+	if err != nil {
+		return err
+	}
+	if o.Format == "table" {
+		return writeBytes(s, o.Output, []byte(report.Table()))
+	}
+	return writeJSON(s, o.Output, scenariosJSON(report))
+}
+
+// loadTrace returns the replayed trace, or the synthetic agent trace, and
+// sets the workload name accordingly.
+func (o *scenariosOptions) loadTrace(s *streams) ([]scenario.WorkloadRequest, error) {
+	if o.TracePath == "" {
+		return scenario.BuildAgentTrace(o.Requests, o.Seed.Int, o.RPS)
+	}
+	in, name, err := openInput(o.TracePath, s)
+	if err != nil {
+		return nil, fmt.Errorf("trace %s: %w", name, unwrapPath(err))
+	}
+	defer in.Close()
+	o.Benchmark.WorkloadName = filepath.Base(name)
+	return scenario.ReadAzureTrace(in, name, o.SharedPrefixTokens)
+}
+
+// unwrapPath drops the operation and path of a file error, which the
+// message names already.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// scenariosJSON is the report as the reference prints it, keys in its order.
+func scenariosJSON(r scenario.Report) any {
+	assumptions := make(orderedObject, len(r.ScenarioAssumptions))
+	for i, p := range r.ScenarioAssumptions {
+		assumptions[i] = keyedValue{p.Name, p}
+	}
+	comparisons := make(orderedObject, len(r.ScenarioComparisons))
+	for i, c := range r.ScenarioComparisons {
+		comparisons[i] = keyedValue{c.Engine, c}
+	}
+	return struct {
+		ExecutionMode       string               `json:"execution_mode"`
+		Experiment          string               `json:"experiment"`
+		ScenarioAssumptions orderedObject        `json:"scenario_assumptions"`
+		SLOTargets          scenario.SLOTargets  `json:"slo_targets"`
+		TraceRequests       int                  `json:"trace_requests"`
+		ScenarioComparisons orderedObject        `json:"scenario_comparisons"`
+		Diagnostics         scenario.Diagnostics `json:"diagnostics"`
+	}{r.ExecutionMode, r.Experiment, assumptions, r.SLOTargets, r.TraceRequests, comparisons, r.Diagnostics}
+}
+
+// keyedValue is one member of an orderedObject.
+type keyedValue struct {
+	key   string
+	value any
+}
+
+// orderedObject is a JSON object whose members keep their order (a Go map
+// would sort them), encoded with servesim's result encoder.
+type orderedObject []keyedValue
+
+// MarshalJSON writes the members in order.
+func (o orderedObject) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	for i, kv := range o {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		writeString(&buf, kv.key)
+		buf.WriteByte(':')
+		if err := encodeValue(&buf, reflect.ValueOf(kv.value)); err != nil {
+			return nil, err
+		}
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// bigIntFlag is a flag holding an integer of any size, like Python's seeds.
+type bigIntFlag struct{ *big.Int }
+
+// Set parses a decimal integer.
+func (b *bigIntFlag) Set(s string) error {
+	n, ok := new(big.Int).SetString(s, 10)
+	if !ok {
+		return fmt.Errorf("%q: expected a whole number", s)
+	}
+	b.Int = n
+	return nil
+}
+
+// String prints the integer.
+func (b *bigIntFlag) String() string {
+	if b.Int == nil {
+		return "0"
+	}
+	return b.Int.String()
+}
+
+// Type names the flag's value type in help.
+func (b *bigIntFlag) Type() string { return "int" }

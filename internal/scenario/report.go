@@ -1,0 +1,121 @@
+package scenario
+
+import (
+	"fmt"
+	"math/big"
+)
+
+// Fixed texts of the reference's report.
+const (
+	// Experiment names the report.
+	Experiment = "synthetic-arrival-and-goodput-scenarios"
+	// ExecutionMode says what was executed.
+	ExecutionMode = "CPU simulation; arbitrary scenario coefficients, no serving engine executed"
+)
+
+// Workload names of the fixed diagnostics.
+const (
+	overbatchedWorkload = "overbatched-tail-violation"
+	closedLoopWorkload  = "closed-loop-illusion"
+	overbatchedRPS      = 15.0
+)
+
+// SLOTargets are the SLO thresholds a report used.
+type SLOTargets struct {
+	TTFTSLOMS float64 `json:"ttft_slo_ms"` // time-to-first-token threshold
+	TPOTSLOMS float64 `json:"tpot_slo_ms"` // time-per-output-token threshold
+}
+
+// Diagnostics are the report's two fixed illustrations, computed the same
+// way whatever the report's trace, profiles and settings.
+type Diagnostics struct {
+	// OverbatchedUnbounded replays the agent trace at 15 requests/s against
+	// a 48-slot profile whose TPOT breaks the SLO.
+	OverbatchedUnbounded BenchmarkSummary `json:"overbatched_unbounded"`
+	// ClosedLoopBaseline replays the default agent trace against the
+	// baseline profile in closed loop, which hides the queueing.
+	ClosedLoopBaseline BenchmarkSummary `json:"closed_loop_baseline"`
+}
+
+// Report is the reference main's report. ScenarioAssumptions and
+// ScenarioComparisons are in profile order; their names are unique.
+type Report struct {
+	Experiment          string
+	ExecutionMode       string
+	ScenarioAssumptions []EngineProfile
+	SLOTargets          SLOTargets
+	TraceRequests       int
+	ScenarioComparisons []BenchmarkSummary
+	Diagnostics         Diagnostics
+}
+
+// DefaultReport is exactly the reference main's report: the built-in
+// profiles on the default agent trace with the default settings.
+func DefaultReport() (Report, error) {
+	trace, err := BuildAgentTrace(DefaultAgentRequests, big.NewInt(DefaultAgentSeed), DefaultAgentRPS)
+	if err != nil {
+		return Report{}, err
+	}
+	return BuildReport(trace, BuiltinProfiles(), DefaultBenchmarkOptions())
+}
+
+// BuildReport replays trace against each profile with opts and adds the
+// fixed diagnostics. Profile names must be unique.
+func BuildReport(trace []WorkloadRequest, profiles []EngineProfile, opts BenchmarkOptions) (Report, error) {
+	if len(profiles) == 0 {
+		return Report{}, fmt.Errorf("no engine profiles")
+	}
+	seen := make(map[string]bool, len(profiles))
+	comparisons := make([]BenchmarkSummary, len(profiles))
+	for i, p := range profiles {
+		if seen[p.Name] {
+			return Report{}, fmt.Errorf("profile %q: name: used twice", p.Name)
+		}
+		seen[p.Name] = true
+		summary, err := EvaluateEngineBenchmark(trace, p, opts)
+		if err != nil {
+			return Report{}, err
+		}
+		comparisons[i] = summary
+	}
+	diagnostics, err := fixedDiagnostics()
+	if err != nil {
+		return Report{}, err
+	}
+	return Report{
+		Experiment:          Experiment,
+		ExecutionMode:       ExecutionMode,
+		ScenarioAssumptions: profiles,
+		SLOTargets:          SLOTargets{TTFTSLOMS: opts.TTFTSLOMS, TPOTSLOMS: opts.TPOTSLOMS},
+		TraceRequests:       len(trace),
+		ScenarioComparisons: comparisons,
+		Diagnostics:         diagnostics,
+	}, nil
+}
+
+// fixedDiagnostics computes the reference main's diagnostics section.
+func fixedDiagnostics() (Diagnostics, error) {
+	seed := big.NewInt(DefaultAgentSeed)
+	overbatchedTrace, err := BuildAgentTrace(DefaultAgentRequests, seed, overbatchedRPS)
+	if err != nil {
+		return Diagnostics{}, err
+	}
+	opts := DefaultBenchmarkOptions()
+	opts.WorkloadName = overbatchedWorkload
+	overbatched, err := EvaluateEngineBenchmark(overbatchedTrace, overbatchedProfile, opts)
+	if err != nil {
+		return Diagnostics{}, err
+	}
+	trace, err := BuildAgentTrace(DefaultAgentRequests, seed, DefaultAgentRPS)
+	if err != nil {
+		return Diagnostics{}, err
+	}
+	opts = DefaultBenchmarkOptions()
+	opts.WorkloadName = closedLoopWorkload
+	opts.ClosedLoop = true
+	closedLoop, err := EvaluateEngineBenchmark(trace, BuiltinProfiles()[0], opts)
+	if err != nil {
+		return Diagnostics{}, err
+	}
+	return Diagnostics{OverbatchedUnbounded: overbatched, ClosedLoopBaseline: closedLoop}, nil
+}

@@ -1,0 +1,53 @@
+package scenario
+
+import (
+	"math/big"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// checkGolden compares got with testdata/name, rewriting it with -update.
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := "testdata/" + name
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test -update to create it")
+	assert.Equal(t, string(want), got)
+}
+
+func TestTableGolden(t *testing.T) {
+	r, err := DefaultReport()
+	require.NoError(t, err)
+	checkGolden(t, "default_table.golden", r.Table())
+
+	trace, err := BuildAgentTrace(300, big.NewInt(7), 20)
+	require.NoError(t, err)
+	profiles := append(BuiltinProfiles(), EngineProfile{Name: "a_much_longer_engine_name", PrefillTokensPerMS: 90, PrefixCacheHitEfficiency: 0.9, BaseTPOTMS: 9, BatchTPOTSlopeMS: 0.2, MaxBatchSlots: 64})
+	r, err = BuildReport(trace, profiles, BenchmarkOptions{WorkloadName: "w", TTFTSLOMS: 250.5, TPOTSLOMS: 20, ClosedLoop: true})
+	require.NoError(t, err)
+	checkGolden(t, "custom_table.golden", r.Table())
+}
+
+func TestTableIsAligned(t *testing.T) {
+	r, err := DefaultReport()
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(r.Table(), "\n"), "\n")
+	header := lines[1]
+	for _, line := range lines[1:] {
+		if line == "" || strings.HasPrefix(line, "diagnostics") {
+			continue
+		}
+		// Right-aligned numbers end where their header ends.
+		assert.Len(t, line, len(header), "%q", line)
+		assert.Equal(t, line, strings.TrimRight(line, " "))
+	}
+	assert.Contains(t, r.Table(), "baseline")
+	assert.Contains(t, r.Table(), "0.1625")
+}
