@@ -35,6 +35,7 @@ type scenariosOptions struct {
 	// Format is "json" or "table".
 	Format string
 	Output outputOptions
+	Plot   plotOptions
 }
 
 // newScenariosCmd builds `servesim scenarios`; runF, when not nil, replaces
@@ -88,6 +89,7 @@ and TPOT <= 35 ms. The trace is either the synthetic agent trace
 	f.BoolVar(&opts.Benchmark.ClosedLoop, "closed-loop", false, "send each request when all earlier ones have completed (hides queueing)")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
+	addPlotFlag(cmd, &opts.Plot)
 	return cmd
 }
 
@@ -120,7 +122,7 @@ func (o *scenariosOptions) check(cmd *cobra.Command) error {
 	case o.Format != "json" && o.Format != "table":
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
-	return nil
+	return o.Plot.check()
 }
 
 func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
@@ -145,6 +147,9 @@ func runScenarios(s *streams, o *scenariosOptions) error {
 	}
 	report, err := scenario.BuildReport(trace, profiles, o.Benchmark)
 	if err != nil {
+		return err
+	}
+	if err := o.Plot.write(scenariosFigure(report)); err != nil {
 		return err
 	}
 	if o.Format == "table" {

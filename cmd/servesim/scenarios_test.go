@@ -189,6 +189,6 @@ func TestScenariosInputErrors(t *testing.T) {
 func TestScenariosTraceReplay(t *testing.T) {
 	code, out, errOut := runScenariosArgs(t, "", "--trace", shared.CodeTrace(t), "--shared-prefix-tokens", "1024", "--format", "table")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "scenario_comparisons: 8819 requests")
+	assert.Contains(t, out, "scenario comparisons: 8819 requests")
 	assert.Contains(t, out, "AzureLLMInferenceTrace_code.csv")
 }

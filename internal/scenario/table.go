@@ -4,97 +4,62 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"servesim/internal/texttable"
 )
 
-// tableColumn is one metric column of the table: its header (the JSON
-// field name) and how a summary's value is printed.
+// tableColumn is one column of the table: its header (with the unit) and
+// how a summary's value is printed.
 type tableColumn struct {
-	header string
-	left   bool // text, aligned left; numbers align right
+	column texttable.Column
 	value  func(BenchmarkSummary) string
 }
 
 func fixed(decimals int, get func(BenchmarkSummary) float64) func(BenchmarkSummary) string {
-	return func(s BenchmarkSummary) string { return strconv.FormatFloat(get(s), 'f', decimals, 64) }
+	return func(s BenchmarkSummary) string { return texttable.Fixed(get(s), decimals) }
 }
 
 // tableColumns are the summary fields with the decimals the reference
-// rounds them to.
+// rounds them to (the attainment as a percentage).
 var tableColumns = []tableColumn{
-	{"engine", true, func(s BenchmarkSummary) string { return s.Engine }},
-	{"workload", true, func(s BenchmarkSummary) string { return s.Workload }},
-	{"total_requests", false, func(s BenchmarkSummary) string { return strconv.Itoa(s.TotalRequests) }},
-	{"duration_s", false, fixed(3, func(s BenchmarkSummary) float64 { return s.DurationS })},
-	{"ttft_p50_ms", false, fixed(2, func(s BenchmarkSummary) float64 { return s.TTFTP50MS })},
-	{"ttft_p99_ms", false, fixed(2, func(s BenchmarkSummary) float64 { return s.TTFTP99MS })},
-	{"tpot_p50_ms", false, fixed(2, func(s BenchmarkSummary) float64 { return s.TPOTP50MS })},
-	{"tpot_p99_ms", false, fixed(2, func(s BenchmarkSummary) float64 { return s.TPOTP99MS })},
-	{"raw_output_tokens_per_s", false, fixed(2, func(s BenchmarkSummary) float64 { return s.RawOutputTokensPerS })},
-	{"request_throughput_rps", false, fixed(3, func(s BenchmarkSummary) float64 { return s.RequestThroughputRPS })},
-	{"slo_goodput_rps", false, fixed(3, func(s BenchmarkSummary) float64 { return s.SLOGoodputRPS })},
-	{"slo_attainment_ratio", false, fixed(4, func(s BenchmarkSummary) float64 { return s.SLOAttainmentRatio })},
+	{texttable.Column{Header: "engine", Text: true}, func(s BenchmarkSummary) string { return s.Engine }},
+	{texttable.Column{Header: "workload", Text: true}, func(s BenchmarkSummary) string { return s.Workload }},
+	{texttable.Column{Header: "requests"}, func(s BenchmarkSummary) string { return strconv.Itoa(s.TotalRequests) }},
+	{texttable.Column{Header: "duration (s)"}, fixed(3, func(s BenchmarkSummary) float64 { return s.DurationS })},
+	{texttable.Column{Header: "TTFT p50 (ms)"}, fixed(2, func(s BenchmarkSummary) float64 { return s.TTFTP50MS })},
+	{texttable.Column{Header: "TTFT p99 (ms)"}, fixed(2, func(s BenchmarkSummary) float64 { return s.TTFTP99MS })},
+	{texttable.Column{Header: "TPOT p50 (ms)"}, fixed(2, func(s BenchmarkSummary) float64 { return s.TPOTP50MS })},
+	{texttable.Column{Header: "TPOT p99 (ms)"}, fixed(2, func(s BenchmarkSummary) float64 { return s.TPOTP99MS })},
+	{texttable.Column{Header: "output (tok/s)"}, fixed(2, func(s BenchmarkSummary) float64 { return s.RawOutputTokensPerS })},
+	{texttable.Column{Header: "throughput (req/s)"}, fixed(3, func(s BenchmarkSummary) float64 { return s.RequestThroughputRPS })},
+	{texttable.Column{Header: "goodput (req/s)"}, fixed(3, func(s BenchmarkSummary) float64 { return s.SLOGoodputRPS })},
+	{texttable.Column{Header: "SLO met (%)"}, fixed(2, func(s BenchmarkSummary) float64 { return 100 * s.SLOAttainmentRatio })},
 }
 
 // Table renders the report for people: a caption with the trace size and
 // the SLO, then one aligned row of metrics per engine, then the fixed
 // diagnostics in the same columns.
 func (r Report) Table() string {
-	rows := [][]string{headerRow()}
-	for _, s := range r.ScenarioComparisons {
-		rows = append(rows, summaryRow(s))
-	}
-	comparisonRows := len(rows)
-	rows = append(rows, headerRow(), summaryRow(r.Diagnostics.OverbatchedUnbounded), summaryRow(r.Diagnostics.ClosedLoopBaseline))
-	widths := make([]int, len(tableColumns))
-	for _, row := range rows {
-		for i, cell := range row {
-			widths[i] = max(widths[i], utf8.RuneCountInString(cell))
-		}
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "scenario_comparisons: %d requests, SLO ttft <= %s ms and tpot <= %s ms\n",
+	fmt.Fprintf(&b, "scenario comparisons: %d requests, SLO TTFT <= %s ms and TPOT <= %s ms\n",
 		r.TraceRequests, strconv.FormatFloat(r.SLOTargets.TTFTSLOMS, 'f', -1, 64), strconv.FormatFloat(r.SLOTargets.TPOTSLOMS, 'f', -1, 64))
-	for i, row := range rows {
-		if i == comparisonRows {
-			b.WriteString("\ndiagnostics (fixed definitions):\n")
-		}
-		writeRow(&b, row, widths)
-	}
+	b.WriteString(summaryTable(r.ScenarioComparisons))
+	b.WriteString("\ndiagnostics (fixed definitions):\n")
+	b.WriteString(summaryTable([]BenchmarkSummary{r.Diagnostics.OverbatchedUnbounded, r.Diagnostics.ClosedLoopBaseline}))
 	return b.String()
 }
 
-func headerRow() []string {
-	row := make([]string, len(tableColumns))
+func summaryTable(summaries []BenchmarkSummary) string {
+	t := texttable.Table{Columns: make([]texttable.Column, len(tableColumns))}
 	for i, c := range tableColumns {
-		row[i] = c.header
+		t.Columns[i] = c.column
 	}
-	return row
-}
-
-func summaryRow(s BenchmarkSummary) []string {
-	row := make([]string, len(tableColumns))
-	for i, c := range tableColumns {
-		row[i] = c.value(s)
-	}
-	return row
-}
-
-// writeRow writes cells padded to widths, two spaces apart, without
-// trailing spaces.
-func writeRow(b *strings.Builder, row []string, widths []int) {
-	var line strings.Builder
-	for i, cell := range row {
-		if i > 0 {
-			line.WriteString("  ")
+	for _, s := range summaries {
+		row := make([]string, len(tableColumns))
+		for i, c := range tableColumns {
+			row[i] = c.value(s)
 		}
-		pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(cell))
-		if tableColumns[i].left {
-			line.WriteString(cell + pad)
-		} else {
-			line.WriteString(pad + cell)
-		}
+		t.AddRow(row...)
 	}
-	b.WriteString(strings.TrimRight(line.String(), " "))
-	b.WriteByte('\n')
+	return t.String()
 }
