@@ -8,7 +8,11 @@ BENCHTIME ?= 1x
 STATICCHECK_VERSION := v0.8.2
 GOBIN     := $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all build test bench lint fuzz run clean
+SERVESIM_SHARED ?= $(abspath ../shared)
+SWEEP_GRID := --scheduler static,continuous,chunked \
+	--controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.5,0.7,0.9
+
+.PHONY: all build test bench lint fuzz run sweep-demo clean
 
 all: lint test build
 
@@ -44,6 +48,19 @@ fuzz:
 ## run: the main job on the embedded defaults (profile and trace)
 run: build
 	./$(BIN) simulate --summary
+
+## sweep-demo: 3 schedulers x 5 controllers x 4 loads on the whole Azure 2023 code trace,
+## timed with --jobs 1 and --jobs 2; the two outputs must be byte-identical
+sweep-demo: build
+	@test -f "$(SERVESIM_SHARED)/data/azure2023/AzureLLMInferenceTrace_code.csv" || \
+	  { echo "sweep-demo: set SERVESIM_SHARED to the shared folder" >&2; exit 2; }
+	@for jobs in 1 2; do \
+	  start=$$(date +%s.%N); \
+	  ./$(BIN) sweep --quiet --jobs $$jobs --trace "$(SERVESIM_SHARED)/data/azure2023/AzureLLMInferenceTrace_code.csv" \
+	    $(SWEEP_GRID) > bin/sweep-jobs$$jobs.jsonl; \
+	  echo "sweep-demo: --jobs $$jobs: $$(awk -v s=$$start -v e=$$(date +%s.%N) 'BEGIN{printf "%.2f", e-s}') s wall"; \
+	done
+	cmp bin/sweep-jobs1.jsonl bin/sweep-jobs2.jsonl && echo "sweep-demo: outputs identical"
 
 clean:
 	rm -rf bin

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/shared"
+)
+
+// runCLI runs servesim in-process and returns its exit code, stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	s, out, errOut := testStreams("")
+	code := run(args, s)
+	return code, out.String(), errOut.String()
+}
+
+func TestSweepFlagParsing(t *testing.T) {
+	var got *sweepOptions
+	cmd := newSweepCmd(&streams{}, func(o *sweepOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--scheduler", "static,chunked", "--controller", "max,fixed:660", "--normalize", "none,0.5",
+		"--power-limit", "55,64.8", "--max-active", "32", "--shard", "2/3", "--jobs", "3"})
+	require.NoError(t, cmd.Execute())
+	require.NotNil(t, got)
+	var names []string
+	for _, a := range got.axes {
+		names = append(names, a.Name)
+	}
+	assert.Equal(t, []string{"profile", "trace", "scheduler", "controller", "normalize", "max-active", "power-limit"}, names)
+	assert.Len(t, got.cells, 5, "cells 5 to 9 of 16: the second of three contiguous shards")
+	assert.Equal(t, 3, got.Jobs)
+}
+
+func TestSweepRejectsBadAxisValuesBeforeRunning(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"scheduler", []string{"--scheduler", "chunked,fifo"}, "--scheduler"},
+		{"controller", []string{"--controller", "max,fixed:abc"}, "--controller"},
+		{"normalize", []string{"--normalize", "0.5,1.5"}, `--normalize "1.5"`},
+		{"plant number", []string{"--power-limit", "55,lots"}, `--power-limit "lots": expected a number`},
+		{"plant rule", []string{"--time-step", "-1"}, "--time-step -1"},
+		{"whole number", []string{"--max-active", "2.5"}, "--max-active 2.5: expected a whole number"},
+		{"shard", []string{"--shard", "3/2"}, "--shard"},
+		{"format", []string{"--format", "xml"}, "--format"},
+		{"jobs", []string{"--jobs", "0"}, "--jobs"},
+		{"empty profile", []string{"--profile", ""}, "--profile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, append([]string{"sweep"}, tt.args...)...)
+			assert.Equal(t, exitUsage, code)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, tt.want)
+			assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line")
+		})
+	}
+}
+
+// decodeRecords splits JSON Lines into the run records and the final record.
+func decodeRecords(t *testing.T, out string) ([]map[string]any, map[string]any) {
+	t.Helper()
+	var runs []map[string]any
+	var last map[string]any
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec), sc.Text())
+		if rec["kind"] == "run" {
+			runs = append(runs, rec)
+		} else {
+			last = rec
+		}
+	}
+	require.Equal(t, "pareto", last["kind"])
+	return runs, last
+}
+
+func TestSweepRunsEqualSimulate(t *testing.T) {
+	trace := shared.CodeTrace(t)
+	args := []string{"sweep", "--trace", trace, "--max-elapsed", "120", "--scheduler", "static,chunked",
+		"--controller", "reactive,fixed:660,sampled-reactive:2", "--normalize", "none,0.6", "--kv-capacity", "65536"}
+	code, out, errOut := runCLI(t, args...)
+	require.Equal(t, exitOK, code, errOut)
+	runs, _ := decodeRecords(t, out)
+	require.Len(t, runs, 12)
+	for _, i := range []int{0, 5, 7, 11} {
+		rec := runs[i]
+		simArgs := []string{"simulate", "--summary", "--trace", trace, "--max-elapsed", "120",
+			"--scheduler", rec["scheduler"].(string), "--controller", rec["controller"].(string), "--kv-capacity", "65536"}
+		if u, ok := rec["normalize"].(float64); ok {
+			simArgs = append(simArgs, "--normalize", jsonNumber(u))
+		}
+		code, simOut, simErr := runCLI(t, simArgs...)
+		require.Equal(t, exitOK, code, simErr)
+		var sim map[string]any
+		require.NoError(t, json.Unmarshal([]byte(simOut), &sim))
+		assert.Equal(t, sim["summary"], rec["summary"], "cell %d", i)
+		assert.Equal(t, sim["metrics"], rec["metrics"], "cell %d", i)
+	}
+}
+
+func jsonNumber(x float64) string {
+	b, _ := json.Marshal(x)
+	return string(b)
+}
+
+func TestSweepOutputIsIdenticalWhateverTheJobs(t *testing.T) {
+	args := []string{"sweep", "--max-elapsed", "60", "--scheduler", "static,continuous,chunked",
+		"--controller", "max,min,reactive", "--normalize", "none,0.7"}
+	_, one, _ := runCLI(t, append(args, "--jobs", "1")...)
+	_, two, _ := runCLI(t, append(args, "--jobs", "2")...)
+	_, many, _ := runCLI(t, append(args, "--jobs", "7")...)
+	require.NotEmpty(t, one)
+	assert.Equal(t, one, two)
+	assert.Equal(t, one, many)
+}
+
+func TestSweepShardsConcatenateToTheWholeGrid(t *testing.T) {
+	args := []string{"sweep", "--max-elapsed", "30", "--scheduler", "static,chunked", "--controller", "max,min,reactive"}
+	_, whole, _ := runCLI(t, args...)
+	wholeRuns, _ := decodeRecords(t, whole)
+	var joined []map[string]any
+	for _, shard := range []string{"1/4", "2/4", "3/4", "4/4"} {
+		code, out, errOut := runCLI(t, append(args, "--shard", shard)...)
+		require.Equal(t, exitOK, code, errOut)
+		runs, _ := decodeRecords(t, out)
+		joined = append(joined, runs...)
+	}
+	assert.Equal(t, wholeRuns, joined)
+}
+
+func TestSweepFailingCellIsReportedWhileOthersComplete(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nosuch.csv")
+	code, out, errOut := runCLI(t, "sweep", "--max-elapsed", "30", "--profile", "embedded,"+missing, "--controller", "max,min")
+	assert.Equal(t, exitInput, code)
+	assert.Contains(t, errOut, "2 of 4 runs failed")
+	runs, pareto := decodeRecords(t, out)
+	require.Len(t, runs, 4)
+	for i, rec := range runs {
+		if i < 2 {
+			assert.Nil(t, rec["error"])
+			assert.NotNil(t, rec["metrics"])
+		} else {
+			assert.Contains(t, rec["error"], "nosuch.csv")
+			assert.Nil(t, rec["metrics"])
+		}
+	}
+	groups := pareto["groups"].([]any)
+	require.Len(t, groups, 2)
+	assert.Empty(t, groups[1].(map[string]any)["pareto_front"])
+}
+
+func TestSweepParetoAndBest(t *testing.T) {
+	code, out, errOut := runCLI(t, "sweep", "--max-elapsed", "60", "--normalize", "0.3,0.5", "--controller", "max,min,reactive,fixed:1200",
+		"--ttft-slo", "5", "--tpot-slo", "1")
+	require.Equal(t, exitOK, code, errOut)
+	runs, pareto := decodeRecords(t, out)
+	group := pareto["groups"].([]any)[0].(map[string]any)
+	front := group["pareto_front"].([]any)
+	require.NotEmpty(t, front)
+	// No run dominates a front member.
+	for _, f := range front {
+		fm := f.(map[string]any)
+		for _, r := range runs {
+			m := r["metrics"].(map[string]any)
+			e, ttft := m["energy_per_output_token_j"].(float64), m["p95_ttft_s"].(float64)
+			fe, fttft := fm["energy_per_output_token_j"].(float64), fm["p95_ttft_s"].(float64)
+			assert.False(t, e <= fe && ttft <= fttft && (e < fe || ttft < fttft), "cell %v dominates front cell %v", r["cell"], fm["cell"])
+		}
+	}
+	best := group["best_under_slo"].(map[string]any)
+	assert.LessOrEqual(t, best["p95_ttft_s"].(float64), 5.0)
+	assert.Equal(t, 5.0, group["ttft_slo_s"])
+	for _, r := range runs {
+		m := r["metrics"].(map[string]any)
+		if m["p95_ttft_s"].(float64) <= 5 && m["p95_tpot_s"].(float64) <= 1 && m["unfinished_requests_at_end"].(float64) == 0 {
+			assert.GreaterOrEqual(t, m["energy_per_output_token_j"].(float64), best["energy_per_output_token_j"].(float64))
+		}
+	}
+}
+
+func TestSweepCSVAndTable(t *testing.T) {
+	args := []string{"sweep", "--max-elapsed", "30", "--controller", "max,min", "--power-limit", "50,64.8"}
+	code, out, errOut := runCLI(t, append(args, "--format", "csv")...)
+	require.Equal(t, exitOK, code, errOut)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 5)
+	assert.Equal(t, []string{"cell", "profile", "trace", "scheduler", "controller", "normalize", "power_limit_w", "error", "controller"}, rows[0][:9])
+	assert.Contains(t, rows[0], "p95_ttft_s")
+	assert.Equal(t, "64.8", rows[4][6])
+
+	code, out, errOut = runCLI(t, append(args, "--format", "table")...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "p95 TTFT (s)")
+	assert.Contains(t, out, "Pareto front")
+}
+
+func TestSweepOutputFileIsAtomic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.jsonl")
+	code, out, _ := runCLI(t, "sweep", "--max-elapsed", "30", "-o", path)
+	require.Equal(t, exitOK, code)
+	assert.Empty(t, out)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, 2, bytes.Count(data, []byte("\n")))
+}
+
+func TestSweepProgressOnlyOnATerminal(t *testing.T) {
+	tests := []struct {
+		name     string
+		terminal bool
+		args     []string
+		wantBar  bool
+	}{
+		{"terminal", true, nil, true},
+		{"terminal, quiet", true, []string{"--quiet"}, false},
+		{"pipe", false, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, out, errOut := testStreams("")
+			s.ErrIsTerminal = tt.terminal
+			code := run(append([]string{"sweep", "--max-elapsed", "20", "--controller", "max,min"}, tt.args...), s)
+			require.Equal(t, exitOK, code)
+			assert.Equal(t, tt.wantBar, strings.Contains(errOut.String(), "sweep"), errOut.String())
+			assert.NotContains(t, out.String(), "sweep ", "progress never goes to stdout")
+		})
+	}
+}
