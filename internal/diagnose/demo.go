@@ -67,9 +67,8 @@ type DemoReport struct {
 
 // Demo is the seed's main(): the unbounded 98.5% watermark workload
 // diagnosed before remediation, and the 85% watermark with chunked prefill
-// after it.
-func Demo() (DemoReport, error) {
-	opts := DefaultOptions()
+// after it. With DefaultOptions it is the seed's report.
+func Demo(opts Options) (DemoReport, error) {
 	before, err := Diagnose("unbounded_98pct_kv_watermark", SimulateWorkloadLogs(98.5, false), opts)
 	if err != nil {
 		return DemoReport{}, err

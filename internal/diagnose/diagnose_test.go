@@ -123,7 +123,7 @@ func TestRoundMatchesReference(t *testing.T) {
 }
 
 func TestDemoMatchesReference(t *testing.T) {
-	got, err := Demo()
+	got, err := Demo(DefaultOptions())
 	require.NoError(t, err)
 	assertSameJSONFields(t, loadReferenceCases(t).Demo, got, "committed golden")
 	official, err := os.ReadFile(shared.Reference(t, "golden", "seed000_main.json"))

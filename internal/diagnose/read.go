@@ -3,7 +3,6 @@ package diagnose
 import (
 	"bufio"
 	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"io"
@@ -125,22 +124,21 @@ func firstNonBlank(br *bufio.Reader) byte {
 func ScanCSV(r io.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
 	br := bufio.NewReaderSize(r, readBufferSize)
 	skipBOM(br)
-	cr := csv.NewReader(br)
-	cr.ReuseRecord = true
-	header, err := cr.Read()
+	cs := newCSVScanner(br)
+	err := cs.next()
 	if err == io.EOF {
 		return arrivalKindOf(opts, false, false), nil
 	}
 	if err != nil {
-		return ArrivalNone, csvError(name, err)
+		return ArrivalNone, csvError(name, cs.line, err)
 	}
-	headerLine, _ := cr.FieldPos(0)
+	headerLine, width := cs.recLine, cs.fields()
 	var index [numColumns]int
 	for i := range index {
 		index[i] = -1
 	}
-	for i, h := range header {
-		h = strings.TrimSpace(h)
+	for i := range width {
+		h := string(bytes.TrimSpace(cs.field(i)))
 		for c, want := range columnNames {
 			if h != want {
 				continue
@@ -162,26 +160,28 @@ func ScanCSV(r io.Reader, name string, opts ReadOptions, fn func(Record) error) 
 		return ArrivalNone, &InputError{File: name, Line: headerLine, Field: "arrival_s",
 			Reason: "missing column: splitting into windows needs an arrival_s or timestamp column"}
 	}
-	var values [numColumns]string
+	var values [numColumns][]byte
 	for {
-		fields, err := cr.Read()
+		err := cs.next()
 		if err == io.EOF {
 			return kind, nil
 		}
 		if err != nil {
-			return kind, csvError(name, err)
+			return kind, csvError(name, cs.line, err)
 		}
-		line, _ := cr.FieldPos(0)
+		if cs.fields() != width {
+			return kind, csvError(name, cs.recLine, errFieldCount)
+		}
 		for c, i := range index {
 			if i >= 0 {
-				values[c] = fields[i]
+				values[c] = cs.field(i)
 			}
 		}
 		rec, err := parseRecord(&values, kind)
 		if err != nil {
-			return kind, located(err, name, line)
+			return kind, located(err, name, cs.recLine)
 		}
-		rec.Line = line
+		rec.Line = cs.recLine
 		if err := fn(rec); err != nil {
 			return kind, err
 		}
@@ -202,17 +202,9 @@ func arrivalKindOf(opts ReadOptions, hasSeconds, hasTimestamp bool) ArrivalKind 
 	}
 }
 
-// csvError locates an encoding/csv error in the input.
-func csvError(name string, err error) error {
-	var pe *csv.ParseError
-	if errors.As(err, &pe) {
-		reason := pe.Err.Error()
-		if errors.Is(pe.Err, csv.ErrFieldCount) {
-			reason = "wrong number of fields: every row must have as many fields as the header"
-		}
-		return &InputError{File: name, Line: pe.Line, Reason: "malformed CSV: " + reason}
-	}
-	return &InputError{File: name, Reason: err.Error()}
+// csvError locates a CSV syntax or read error in the input.
+func csvError(name string, line int, err error) error {
+	return &InputError{File: name, Line: line, Reason: "malformed CSV: " + err.Error()}
 }
 
 // located adds the input's name and line to a field error.
@@ -233,7 +225,7 @@ func ScanJSONLines(r io.Reader, name string, opts ReadOptions, fn func(Record) e
 	skipBOM(br)
 	kind := ArrivalNone
 	seen := false
-	var values [numColumns]string
+	var values [numColumns][]byte
 	var object map[string]json.RawMessage
 	for line := 1; ; line++ {
 		text, readErr := br.ReadBytes('\n')
@@ -273,7 +265,7 @@ func ScanJSONLines(r io.Reader, name string, opts ReadOptions, fn func(Record) e
 
 // jsonValues copies the text of each needed key of object into values.
 // Strings are unquoted; numbers and booleans keep their literal text.
-func jsonValues(object map[string]json.RawMessage, kind ArrivalKind, values *[numColumns]string) error {
+func jsonValues(object map[string]json.RawMessage, kind ArrivalKind, values *[numColumns][]byte) error {
 	for c := range numColumns {
 		if c >= numRequired && c != arrivalColumn(kind) {
 			continue
@@ -284,13 +276,15 @@ func jsonValues(object map[string]json.RawMessage, kind ArrivalKind, values *[nu
 		}
 		switch raw[0] {
 		case '"':
-			if err := json.Unmarshal(raw, &values[c]); err != nil {
+			var text string
+			if err := json.Unmarshal(raw, &text); err != nil {
 				return &InputError{Field: columnNames[c], Value: string(raw), Reason: "malformed string"}
 			}
+			values[c] = []byte(text)
 		case '{', '[':
 			return &InputError{Field: columnNames[c], Value: string(raw), Reason: "expected a number, a boolean or a string"}
 		default:
-			values[c] = string(raw)
+			values[c] = raw
 		}
 	}
 	return nil
@@ -309,11 +303,11 @@ func arrivalColumn(kind ArrivalKind) int {
 }
 
 // parseRecord parses and validates one request from its column texts.
-func parseRecord(values *[numColumns]string, kind ArrivalKind) (Record, error) {
+func parseRecord(values *[numColumns][]byte, kind ArrivalKind) (Record, error) {
 	var p fieldParser
 	p.values = values
 	rec := Record{Arrival: kind, Log: RequestLog{
-		RequestID:               strings.TrimSpace(values[colRequestID]),
+		RequestID:               string(bytes.TrimSpace(values[colRequestID])),
 		PromptTokens:            p.int(colPromptTokens),
 		OutputTokens:            p.int(colOutputTokens),
 		QueueWaitMs:             p.float(colQueueWaitMs),
@@ -342,7 +336,7 @@ func parseRecord(values *[numColumns]string, kind ArrivalKind) (Record, error) {
 			// Quote the text the input holds rather than its parsed value.
 			for c, n := range columnNames {
 				if n == ie.Field {
-					ie.Value = strings.TrimSpace(values[c])
+					ie.Value = string(bytes.TrimSpace(values[c]))
 				}
 			}
 		}
@@ -353,23 +347,23 @@ func parseRecord(values *[numColumns]string, kind ArrivalKind) (Record, error) {
 
 // fieldParser parses column texts, keeping the first error.
 type fieldParser struct {
-	values *[numColumns]string
+	values *[numColumns][]byte
 	err    error
 }
 
 func (p *fieldParser) fail(c int, reason string) {
 	if p.err == nil {
-		p.err = &InputError{Field: columnNames[c], Value: strings.TrimSpace(p.values[c]), Reason: reason}
+		p.err = &InputError{Field: columnNames[c], Value: string(bytes.TrimSpace(p.values[c])), Reason: reason}
 	}
 }
 
 // int parses an integer; an integral number such as 128.0 or 1e3 counts.
 func (p *fieldParser) int(c int) int64 {
-	s := strings.TrimSpace(p.values[c])
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+	s := bytes.TrimSpace(p.values[c])
+	if n, err := strconv.ParseInt(string(s), 10, 64); err == nil {
 		return n
 	}
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := strconv.ParseFloat(string(s), 64)
 	if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
 		p.fail(c, "expected an integer")
 		return 0
@@ -378,7 +372,7 @@ func (p *fieldParser) int(c int) int64 {
 }
 
 func (p *fieldParser) float(c int) float64 {
-	f, err := strconv.ParseFloat(strings.TrimSpace(p.values[c]), 64)
+	f, err := strconv.ParseFloat(string(bytes.TrimSpace(p.values[c])), 64)
 	if err != nil {
 		p.fail(c, "expected a number")
 	}
@@ -387,11 +381,11 @@ func (p *fieldParser) float(c int) float64 {
 
 // bool accepts true, false, 1 and 0 in any case.
 func (p *fieldParser) bool(c int) bool {
-	s := strings.TrimSpace(p.values[c])
+	s := bytes.TrimSpace(p.values[c])
 	switch {
-	case s == "1" || strings.EqualFold(s, "true"):
+	case string(s) == "1" || bytes.EqualFold(s, []byte("true")):
 		return true
-	case s == "0" || strings.EqualFold(s, "false"):
+	case string(s) == "0" || bytes.EqualFold(s, []byte("false")):
 		return false
 	}
 	p.fail(c, "expected true, false, 1 or 0")
@@ -409,7 +403,7 @@ var timestampLayouts = []string{
 
 // timestamp parses an ISO 8601 time into seconds since the Unix epoch.
 func (p *fieldParser) timestamp(c int) float64 {
-	s := strings.TrimSpace(p.values[c])
+	s := string(bytes.TrimSpace(p.values[c]))
 	for _, layout := range timestampLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
 			return float64(t.Unix()) + float64(t.Nanosecond())/1e9

@@ -84,31 +84,53 @@ func DefaultOptions() Options {
 }
 
 // Validate checks that every option is a finite number, the cost is not
-// negative and the concurrency is positive; the error names the option.
+// negative and the concurrency is positive. The error is an *OptionError.
 func (o Options) Validate() error {
 	values := [...]struct {
 		name  string
 		value float64
 	}{
-		{"gpu_hourly_cost_usd", o.GPUHourlyCostUSD},
-		{"effective_concurrency", o.EffectiveConcurrency},
-		{"kv_watermark_pct", o.KVWatermarkPct},
-		{"hol_ttft_ratio", o.HOLTTFTRatio},
-		{"cold_prefix_hit_pct", o.ColdPrefixHitPct},
-		{"cold_ttft_ms", o.ColdTTFTMs},
+		{OptionGPUHourlyCost, o.GPUHourlyCostUSD},
+		{OptionEffectiveConcurrency, o.EffectiveConcurrency},
+		{OptionKVWatermarkPct, o.KVWatermarkPct},
+		{OptionHOLTTFTRatio, o.HOLTTFTRatio},
+		{OptionColdPrefixHitPct, o.ColdPrefixHitPct},
+		{OptionColdTTFTMs, o.ColdTTFTMs},
 	}
 	for _, v := range values {
 		if math.IsNaN(v.value) || math.IsInf(v.value, 0) {
-			return fmt.Errorf("%s %v: must be a finite number", v.name, v.value)
+			return &OptionError{Option: v.name, Value: v.value, Reason: "must be a finite number"}
 		}
 	}
 	if o.GPUHourlyCostUSD < 0 {
-		return fmt.Errorf("gpu_hourly_cost_usd %v: must not be negative", o.GPUHourlyCostUSD)
+		return &OptionError{Option: OptionGPUHourlyCost, Value: o.GPUHourlyCostUSD, Reason: "must not be negative"}
 	}
 	if o.EffectiveConcurrency <= 0 {
-		return fmt.Errorf("effective_concurrency %v: must be positive", o.EffectiveConcurrency)
+		return &OptionError{Option: OptionEffectiveConcurrency, Value: o.EffectiveConcurrency, Reason: "must be positive"}
 	}
 	return nil
+}
+
+// Names of the options, as OptionError reports them.
+const (
+	OptionGPUHourlyCost        = "gpu_hourly_cost_usd"
+	OptionEffectiveConcurrency = "effective_concurrency"
+	OptionKVWatermarkPct       = "kv_watermark_pct"
+	OptionHOLTTFTRatio         = "hol_ttft_ratio"
+	OptionColdPrefixHitPct     = "cold_prefix_hit_pct"
+	OptionColdTTFTMs           = "cold_ttft_ms"
+)
+
+// OptionError is an invalid option value.
+type OptionError struct {
+	Option string
+	Value  float64
+	Reason string
+}
+
+// Error names the option, its value and what was expected.
+func (e *OptionError) Error() string {
+	return fmt.Sprintf("%s %v: %s", e.Option, e.Value, e.Reason)
 }
 
 // Snapshot is the seed's TelemetrySnapshot: the window's statistics rounded
@@ -219,8 +241,8 @@ func (a *Accumulator) addTokens(total *uint64, n uint64) {
 }
 
 // Snapshot computes the window's statistics and applies the rules in the
-// seed's order. It sorts the accumulator's samples in place; more requests
-// may be added afterwards.
+// seed's order. It reorders the accumulator's samples in place; more
+// requests may be added afterwards.
 func (a *Accumulator) Snapshot(window string, opts Options) (Snapshot, error) {
 	n := len(a.e2e)
 	if n == 0 {
@@ -232,16 +254,14 @@ func (a *Accumulator) Snapshot(window string, opts Options) (Snapshot, error) {
 	if a.overflow || a.recomputeTokens > math.MaxInt64 {
 		return Snapshot{}, errors.New("token totals exceed 64 bits")
 	}
-	for _, s := range [][]float64{a.e2e, a.ttft, a.tpot, a.queue} {
-		slices.Sort(s)
-	}
+	// Selection gives the same element as the seed's sorted()[index].
 	mean := a.sumE2E / float64(n)
-	p50E2E := numeric.NearestRank(a.e2e, q50/100.0)
-	p95E2E := numeric.NearestRank(a.e2e, q95/100.0)
-	p99E2E := numeric.NearestRank(a.e2e, q99/100.0)
-	p50TTFT := numeric.NearestRank(a.ttft, q50/100.0)
-	p99TTFT := numeric.NearestRank(a.ttft, q99/100.0)
-	p99Queue := numeric.NearestRank(a.queue, q99/100.0)
+	p50E2E := numeric.NearestRankSelect(a.e2e, q50/100.0)
+	p95E2E := numeric.NearestRankSelect(a.e2e, q95/100.0)
+	p99E2E := numeric.NearestRankSelect(a.e2e, q99/100.0)
+	p50TTFT := numeric.NearestRankSelect(a.ttft, q50/100.0)
+	p99TTFT := numeric.NearestRankSelect(a.ttft, q99/100.0)
+	p99Queue := numeric.NearestRankSelect(a.queue, q99/100.0)
 	prefixHitPct := 0.0
 	if a.totalPrompt != 0 {
 		prefixHitPct = trueDivide(a.cachedPrompt, a.totalPrompt) * 100.0
@@ -272,8 +292,8 @@ func (a *Accumulator) Snapshot(window string, opts Options) (Snapshot, error) {
 		s.P99ToP50Ratio = roundedPtr(p99E2E/p50E2E, 2)
 	}
 	if len(a.tpot) > 0 {
-		s.P50TPOTMs = roundedPtr(numeric.NearestRank(a.tpot, q50/100.0), 2)
-		s.P99TPOTMs = roundedPtr(numeric.NearestRank(a.tpot, q99/100.0), 2)
+		s.P50TPOTMs = roundedPtr(numeric.NearestRankSelect(a.tpot, q50/100.0), 2)
+		s.P99TPOTMs = roundedPtr(numeric.NearestRankSelect(a.tpot, q99/100.0), 2)
 	}
 	return s, nil
 }
