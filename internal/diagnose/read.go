@@ -204,7 +204,11 @@ func arrivalKindOf(opts ReadOptions, hasSeconds, hasTimestamp bool) ArrivalKind 
 
 // csvError locates a CSV syntax or read error in the input.
 func csvError(name string, line int, err error) error {
-	return &InputError{File: name, Line: line, Reason: "malformed CSV: " + err.Error()}
+	reason := err.Error()
+	if errors.Is(err, errBareQuote) || errors.Is(err, errQuote) || errors.Is(err, errFieldCount) {
+		reason = "malformed CSV: " + reason
+	}
+	return &InputError{File: name, Line: line, Reason: reason}
 }
 
 // located adds the input's name and line to a field error.
