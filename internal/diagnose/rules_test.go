@@ -3,6 +3,7 @@ package diagnose
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -150,6 +151,19 @@ func TestDiagnoseRejects(t *testing.T) {
 		var oe *OptionError
 		assert.True(t, errors.As(err, &oe), "%v", err)
 	}
+}
+
+func TestTokenTotalsAreExact(t *testing.T) {
+	// Python's int / int is exactly rounded; float64(2^53+1) alone is not.
+	assert.Equal(t, 3002399751580331.0, trueDivide(1<<53+1, 3))
+	assert.Equal(t, 0.4, trueDivide(2, 5))
+
+	huge := steady(3, 1, 1)
+	for i := range huge {
+		huge[i].PromptTokens, huge[i].PrefixCachedTokens = math.MaxInt64, 0
+	}
+	_, err := Diagnose("w", huge, DefaultOptions())
+	assert.EqualError(t, err, "token totals exceed 64 bits")
 }
 
 func TestValidateFollowsTheSeed(t *testing.T) {

@@ -197,9 +197,6 @@ func NewAccumulator(n int) *Accumulator {
 	}
 }
 
-// Len is the number of requests added.
-func (a *Accumulator) Len() int { return len(a.e2e) }
-
 // Add validates r (as constructing the seed's RequestLog does) and adds it.
 // A negative zero measurement counts as zero.
 func (a *Accumulator) Add(r RequestLog) error {
