@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -98,7 +99,7 @@ func (o *diagnoseOptions) check(cmd *cobra.Command) error {
 	if o.Demo && len(o.Files) > 0 {
 		return usageErrorf("--demo reads no files (got %q)", o.Files[0])
 	}
-	if cmd.Flags().Changed("by-window") && !(o.ByWindowS > 0 && o.ByWindowS < 1e300) {
+	if cmd.Flags().Changed("by-window") && (!(o.ByWindowS > 0) || math.IsInf(o.ByWindowS, 1)) {
 		return usageErrorf("--by-window %v: expected a positive number of seconds", o.ByWindowS)
 	}
 	if err := o.Diagnosis.Validate(); err != nil {

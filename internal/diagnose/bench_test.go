@@ -44,3 +44,32 @@ func BenchmarkDiagnoseCSV(b *testing.B) {
 		}
 	}
 }
+
+// TestHotPathAllocations guards the per-request cost: adding a request to
+// a sized accumulator allocates nothing, and reading a CSV row allocates
+// only its request id.
+func TestHotPathAllocations(t *testing.T) {
+	const rows = 2000
+	logs := SimulateWorkloadLogs(98.5, false)
+	acc := NewAccumulator((rows + 1) * len(logs)) // AllocsPerRun adds a warm-up run
+	allocs := testing.AllocsPerRun(rows, func() {
+		for _, r := range logs {
+			if err := acc.Add(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Accumulator.Add: %v allocations per %d requests, want 0", allocs, len(logs))
+	}
+
+	data := syntheticCSV(rows)
+	allocs = testing.AllocsPerRun(5, func() {
+		if _, err := ScanCSV(bytes.NewReader(data), "x", ReadOptions{}, func(Record) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if perRow := allocs / rows; perRow > 1.05 {
+		t.Errorf("ScanCSV: %.2f allocations per row, want about 1 (the request id)", perRow)
+	}
+}

@@ -88,8 +88,12 @@ const readBufferSize = 64 << 10
 func Scan(r io.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
 	br := bufio.NewReaderSize(r, readBufferSize)
 	skipBOM(br)
-	if firstNonBlank(br) == '{' {
+	switch firstNonBlank(br) {
+	case '{':
 		return ScanJSONLines(br, name, opts, fn)
+	case '[':
+		return ArrivalNone, &InputError{File: name, Line: 1,
+			Reason: "a JSON array is not a request log: expected JSON Lines (one object per line) or CSV with a header row"}
 	}
 	return ScanCSV(br, name, opts, fn)
 }

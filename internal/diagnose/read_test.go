@@ -120,6 +120,7 @@ func TestReadErrorsNameFileLineAndField(t *testing.T) {
 		{"wrong field count", csvHeader + "c,100,1\n", `logs line 2: malformed CSV: wrong number of fields: every row must have as many fields as the header`},
 		{"bare quote", csvHeader + `c,1"00,1,1,20,12.25,true,0,40,1` + "\n", `logs line 2: malformed CSV: bare " in non-quoted-field`},
 		{"unterminated quote", csvHeader + `c,"100,1,1,20,12.25,true,0,40,1` + "\n", `logs line 2: malformed CSV: extraneous or missing " in quoted-field`},
+		{"JSON array", "[" + jsonRow + "]", `logs line 1: a JSON array is not a request log: expected JSON Lines (one object per line) or CSV with a header row`},
 		{"JSON: missing key", jsonRow + `{"request_id": "b"}` + "\n", `logs line 2: prompt_tokens: missing key`},
 		{"JSON: null", strings.Replace(jsonRow, `"prefill_ms": 20`, `"prefill_ms": null`, 1), `logs line 1: prefill_ms: missing key`},
 		{"JSON: not an object", jsonRow + "[1, 2]\n", `logs line 2: expected one JSON object per line`},

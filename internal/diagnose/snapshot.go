@@ -231,12 +231,13 @@ func (a *Accumulator) Add(r RequestLog) error {
 	return nil
 }
 
-// appendDoubling appends v, doubling the capacity when full: large slices
-// grow by 1.25x under append, which copies a million samples about five
-// times over; doubling copies them about once.
+// appendDoubling appends v. Past 256 samples it doubles the capacity when
+// full: append grows large slices by about 1.25x, which copies a million
+// samples about five times over; doubling copies them about once. Small
+// windows stay small.
 func appendDoubling(s []float64, v float64) []float64 {
-	if len(s) == cap(s) {
-		s = slices.Grow(s, max(1024, cap(s)))
+	if len(s) == cap(s) && cap(s) >= 256 {
+		s = slices.Grow(s, cap(s))
 	}
 	return append(s, v)
 }
