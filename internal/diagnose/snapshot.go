@@ -237,7 +237,9 @@ func (a *Accumulator) Add(r RequestLog) error {
 // windows stay small.
 func appendDoubling(s []float64, v float64) []float64 {
 	if len(s) == cap(s) && cap(s) >= 256 {
-		s = slices.Grow(s, cap(s))
+		grown := make([]float64, len(s), 2*cap(s))
+		copy(grown, s)
+		s = grown
 	}
 	return append(s, v)
 }
