@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"servesim/internal/numeric"
 )
 
 // WindowReport is a log diagnosed window by window: the snapshots of the
@@ -92,12 +94,12 @@ func (w *Windower) Report(base string, opts Options) (WindowReport, error) {
 	return report, nil
 }
 
-// format renders an arrival time: seconds as "90s", timestamps in UTC
-// RFC 3339.
+// format renders an arrival time to the nanosecond: seconds as "90s" (not
+// "0.30000000000000004s"), timestamps in UTC RFC 3339.
 func (k ArrivalKind) format(seconds float64) string {
 	if k == ArrivalTimestamp {
 		sec, frac := math.Modf(seconds)
 		return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC().Format(time.RFC3339Nano)
 	}
-	return strconv.FormatFloat(seconds, 'f', -1, 64) + "s"
+	return strconv.FormatFloat(numeric.Round(seconds, 9), 'f', -1, 64) + "s"
 }

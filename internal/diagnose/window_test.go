@@ -34,6 +34,13 @@ func TestWindower(t *testing.T) {
 	assert.ErrorContains(t, err, "arrival_s and timestamp cannot be mixed")
 	assert.Error(t, w.Add(Record{Log: logs[0]}), "a record without arrival time")
 
+	tenths, err := NewWindower(0.1)
+	require.NoError(t, err)
+	require.NoError(t, tenths.Add(Record{Log: logs[0], ArrivalS: 0.35, Arrival: ArrivalSeconds}))
+	report, err = tenths.Report("x", DefaultOptions())
+	require.NoError(t, err)
+	assert.Equal(t, "x [0.3s, 0.4s)", report.WorstWindow)
+
 	_, err = NewWindower(0)
 	assert.Error(t, err)
 	empty, err := NewWindower(1)
