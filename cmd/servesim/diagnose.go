@@ -28,8 +28,11 @@ type diagnoseOptions struct {
 	// seconds by arrival time.
 	ByWindowS float64
 	// Demo prints the reference's before/after remediation report.
-	Demo   bool
+	Demo bool
+	// Format is "json" or "table".
+	Format string
 	Output outputOptions
+	Plot   plotOptions
 }
 
 // flagForOption maps the library's option names to the flags that set them.
@@ -45,7 +48,7 @@ var flagForOption = map[string]string{
 // newDiagnoseCmd builds `servesim diagnose`; runF, when not nil, replaces
 // running the command (tests use it to check flag parsing).
 func newDiagnoseCmd(s *streams, runF func(*diagnoseOptions) error) *cobra.Command {
-	opts := &diagnoseOptions{Diagnosis: diagnose.DefaultOptions()}
+	opts := &diagnoseOptions{Diagnosis: diagnose.DefaultOptions(), Format: "json"}
 	cmd := &cobra.Command{
 		Use:   "diagnose [FILE...|-]",
 		Short: "Name the likely cause of a p99 latency spike from request logs",
@@ -88,7 +91,9 @@ one log; "-" or no file reads stdin.`,
 	f.Float64Var(&opts.Diagnosis.ColdTTFTMs, "cold-ttft-ms", opts.Diagnosis.ColdTTFTMs, "cold-prefix rule: p99 TTFT (ms) above which a cold cache is the cause")
 	f.Float64Var(&opts.ByWindowS, "by-window", 0, "split the logs into windows of this many `SECONDS` by arrival_s or timestamp and diagnose each")
 	f.BoolVar(&opts.Demo, "demo", false, "print the reference's before/after remediation report on its controlled workload")
+	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
+	addPlotFlag(cmd, &opts.Plot)
 	cmd.MarkFlagsMutuallyExclusive("demo", "by-window")
 	cmd.MarkFlagsMutuallyExclusive("demo", "window")
 	return cmd
@@ -109,7 +114,10 @@ func (o *diagnoseOptions) check(cmd *cobra.Command) error {
 		}
 		return usageError{err}
 	}
-	return nil
+	if o.Format != "json" && o.Format != "table" {
+		return usageErrorf("--format %q: expected json or table", o.Format)
+	}
+	return o.Plot.check()
 }
 
 // runDiagnose reads the logs, diagnoses them and writes the JSON result.
@@ -118,6 +126,13 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 		report, err := diagnose.Demo(o.Diagnosis)
 		if err != nil {
 			return internalError{err}
+		}
+		snapshots := []diagnose.Snapshot{report.BeforeRemediation, report.AfterRemediation}
+		if err := o.Plot.write(diagnoseFigure("demo: before and after remediation", snapshots)); err != nil {
+			return err
+		}
+		if o.Format == "table" {
+			return writeBytes(s, o.Output, []byte(demoTable(report)))
 		}
 		return writeJSON(s, o.Output, report)
 	}
@@ -134,30 +149,43 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 	}
 	readOpts := diagnose.ReadOptions{Arrival: o.ByWindowS > 0}
 	var add func(diagnose.Record) error
-	var result func() (any, error)
+	// result returns the document to write and its snapshots.
+	var result func() (any, []diagnose.Snapshot, error)
 	if o.ByWindowS > 0 {
 		windows, err := diagnose.NewWindower(o.ByWindowS)
 		if err != nil {
 			return usageError{err}
 		}
 		add = windows.Add
-		result = func() (any, error) { return windows.Report(window, o.Diagnosis) }
+		result = func() (any, []diagnose.Snapshot, error) {
+			report, err := windows.Report(window, o.Diagnosis)
+			return report, report.Windows, err
+		}
 	} else {
 		acc := diagnose.NewAccumulator(0)
 		add = func(r diagnose.Record) error { return acc.Add(r.Log) }
-		result = func() (any, error) { return acc.Snapshot(window, o.Diagnosis) }
+		result = func() (any, []diagnose.Snapshot, error) {
+			snapshot, err := acc.Snapshot(window, o.Diagnosis)
+			return snapshot, []diagnose.Snapshot{snapshot}, err
+		}
 	}
 	for _, path := range files {
 		if err := scanLogFile(s, path, readOpts, add); err != nil {
 			return err
 		}
 	}
-	res, err := result()
+	res, snapshots, err := result()
 	if errors.Is(err, diagnose.ErrNoLogs) {
 		return fmt.Errorf("request logs %s: no requests: expected a CSV header row followed by rows, or JSON Lines", joinNames(files))
 	}
 	if err != nil {
 		return err
+	}
+	if err := o.Plot.write(diagnoseFigure(window, snapshots)); err != nil {
+		return err
+	}
+	if o.Format == "table" {
+		return writeBytes(s, o.Output, []byte(snapshotTable(snapshots)))
 	}
 	return writeJSON(s, o.Output, res)
 }

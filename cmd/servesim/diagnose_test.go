@@ -54,7 +54,7 @@ func TestDiagnoseFlags(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			want := &diagnoseOptions{Diagnosis: diagnose.DefaultOptions()}
+			want := &diagnoseOptions{Diagnosis: diagnose.DefaultOptions(), Format: "json"}
 			tt.want(want)
 			assert.Equal(t, want, got)
 		})
