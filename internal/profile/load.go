@@ -235,7 +235,7 @@ func (t *csvTable) floatAt(row []string, line int, name string) (float64, error)
 	}
 	v, err := pyFloat(s)
 	if err != nil {
-		return 0, fmt.Errorf("%s line %d: %s %q: %w: %s", t.Name, line, name, s, err, pyRepr(s))
+		return 0, fmt.Errorf("%s line %d: %s: %w", t.Name, line, name, err)
 	}
 	return v, nil
 }
@@ -248,7 +248,7 @@ func (t *csvTable) intAt(row []string, line int, name string) (pyInteger, error)
 	}
 	v, err := pyInt(s)
 	if err != nil {
-		return pyInteger{}, fmt.Errorf("%s line %d: %s %q: %w", t.Name, line, name, s, err)
+		return pyInteger{}, fmt.Errorf("%s line %d: %s: %w", t.Name, line, name, err)
 	}
 	return v, nil
 }

@@ -116,8 +116,6 @@ func stripDigitUnderscores(s string) (string, bool) {
 	return b.String(), true
 }
 
-var errPyFloat = errors.New("could not convert string to float")
-
 // pyFloat is Python's float(s) for a string.
 func pyFloat(s string) (float64, error) {
 	text, ok := pyNumberText(s)
@@ -125,7 +123,7 @@ func pyFloat(s string) (float64, error) {
 		text, ok = stripDigitUnderscores(text)
 	}
 	if !ok || text == "" {
-		return 0, errPyFloat
+		return 0, floatSyntaxError(s)
 	}
 	body := text
 	neg := false
@@ -143,13 +141,17 @@ func pyFloat(s string) (float64, error) {
 		return math.NaN(), nil
 	}
 	if !isDecimalFloat(body) {
-		return 0, errPyFloat
+		return 0, floatSyntaxError(s)
 	}
 	v, err := strconv.ParseFloat(text, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return 0, errPyFloat
+		return 0, floatSyntaxError(s)
 	}
 	return v, nil // out of range: ParseFloat returns ±Inf or ±0 as Python does
+}
+
+func floatSyntaxError(s string) error {
+	return fmt.Errorf("could not convert string to float: %s", pyRepr(s))
 }
 
 // isDecimalFloat reports whether s is digits[.digits][e[sign]digits] with at
@@ -238,24 +240,24 @@ func pyIntegerFromDigits(text string) pyInteger {
 
 // pyInt is Python's int(s) for a string (base 10).
 func pyInt(s string) (pyInteger, error) {
-	invalid := fmt.Errorf("invalid literal for int() with base 10: %s", pyRepr(s))
+	invalid := func() error { return fmt.Errorf("invalid literal for int() with base 10: %s", pyRepr(s)) }
 	text, ok := pyNumberText(s)
 	if ok {
 		text, ok = stripDigitUnderscores(text)
 	}
 	if !ok || text == "" {
-		return pyInteger{}, invalid
+		return pyInteger{}, invalid()
 	}
 	digits := text
 	if digits[0] == '+' || digits[0] == '-' {
 		digits = digits[1:]
 	}
 	if digits == "" {
-		return pyInteger{}, invalid
+		return pyInteger{}, invalid()
 	}
 	for i := 0; i < len(digits); i++ {
 		if digits[i] < '0' || digits[i] > '9' {
-			return pyInteger{}, invalid
+			return pyInteger{}, invalid()
 		}
 	}
 	if len(digits) > pyMaxIntDigits {
