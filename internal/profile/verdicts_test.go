@@ -3,7 +3,6 @@ package profile
 import (
 	"encoding/json"
 	"flag"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -147,15 +146,4 @@ func firstFailed(r *Report) string {
 		}
 	}
 	return ""
-}
-
-// maxRelativeDifference is used by the parity report in the test log.
-func maxRelativeDifference(a, b []float64) float64 {
-	worst := 0.0
-	for i := range a {
-		if d := math.Abs(a[i]-b[i]) / math.Max(math.Abs(b[i]), math.SmallestNonzeroFloat64); d > worst {
-			worst = d
-		}
-	}
-	return worst
 }

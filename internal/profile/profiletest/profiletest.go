@@ -365,7 +365,7 @@ func (b *Bundle) csv(t *Table) []byte {
 func (b *Bundle) batchStatistics() (map[float64]float64, int) {
 	t := &b.Raw
 	type key struct {
-		clock                                  float64
+		clock                               float64
 		phase, prompt, output, conc, repeat string
 	}
 	realized := map[key][]float64{}
