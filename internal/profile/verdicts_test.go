@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile/profiletest"
+	"servesim/internal/shared"
 )
 
 var bundlesDir = flag.String("bundles-dir", "", "TestWriteBundles writes every synthetic bundle variant into this folder (input of the reference verdict script)")
@@ -85,14 +86,20 @@ func TestVariantTable(t *testing.T) {
 	assert.GreaterOrEqual(t, loads, 6)
 }
 
+func loadVerdicts(t *testing.T, name string) map[string]referenceVerdict {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	var golden map[string]referenceVerdict
+	require.NoError(t, json.Unmarshal(data, &golden))
+	return golden
+}
+
 // TestReferenceVerdicts runs every variant through Validate and compares the
 // verdict, the failing check and, for bundles that load, every number with
 // what the reference's load_profile gave.
 func TestReferenceVerdicts(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "reference_verdicts.json"))
-	require.NoError(t, err)
-	var golden map[string]referenceVerdict
-	require.NoError(t, json.Unmarshal(data, &golden))
+	golden := loadVerdicts(t, "reference_verdicts.json")
 	require.Len(t, golden, len(bundleVariants), "every variant has a reference verdict; regenerate the golden file")
 	dir := t.TempDir()
 	for _, v := range bundleVariants {
@@ -100,41 +107,69 @@ func TestReferenceVerdicts(t *testing.T) {
 			want, ok := golden[v.name]
 			require.True(t, ok, "no reference verdict")
 			r := Validate(writeVariant(t, dir, v))
-			require.Equal(t, want.Valid, r.Profile != nil, "verdict differs from the reference (reference error: %s; ours: %v)", want.Error, r.Err)
+			assertMatchesReference(t, r, want, dir)
 			if !want.Valid {
-				require.Error(t, r.Err)
 				assert.Equal(t, v.failsAt, firstFailed(r), "first failed check; error: %v", r.Err)
-				if want.ErrorType == "ValueError" {
-					got := strings.ReplaceAll(r.Err.Error(), dir+string(filepath.Separator), "<dir>/")
-					assert.Contains(t, got, want.Error, "our message carries the reference's")
-				}
 				return
 			}
-			require.NoError(t, r.Err)
 			require.Empty(t, v.failsAt, "the reference accepts this variant")
-			p := r.Profile
-			assert.Equal(t, v.measured, p.IsMeasured())
-			assert.Equal(t, want.ProfileStatus, p.Status)
-			assert.Equal(t, want.MeasurementValidated, p.MeasurementValid)
-			assert.Equal(t, want.SourceLabel, p.SourceLabel)
-			assert.Equal(t, want.ProfileCSVSHA256, p.ProfileCSVSHA256)
-			assert.Equal(t, want.ManifestSHA256, p.ManifestSHA256)
-			for _, c := range []struct {
-				name      string
-				got, want []float64
-			}{
-				{"clock_mhz", p.ClockMHz, want.ClockMHz},
-				{"prefill_tokens_per_s", p.PrefillTokensPerS, want.PrefillTokensPerS},
-				{"decode_tokens_per_s", p.DecodeTokensPerS, want.DecodeTokensPerS},
-				{"idle_power_w", p.IdlePowerW, want.IdlePowerW},
-				{"prefill_power_w", p.PrefillPowerW, want.PrefillPowerW},
-				{"decode_power_w", p.DecodePowerW, want.DecodePowerW},
-				{"realized_clock_levels_mhz", p.RealizedClockLevelsMHz(), want.RealizedClockMHz},
-				{"baselines", []float64{p.BaselineTTFTS, p.BaselineTPOTS}, []float64{want.BaselineTTFTS, want.BaselineTPOTS}},
-			} {
-				assert.Equal(t, c.want, c.got, "%s must equal the reference bit for bit", c.name)
-			}
+			assert.Equal(t, v.measured, r.Profile.IsMeasured())
 		})
+	}
+}
+
+// TestSharedProfilesMatchReference compares the verdicts and numbers on the
+// shared profiles (the published L4 aggregate rows and the reference's own
+// profiles) with the reference's.
+func TestSharedProfilesMatchReference(t *testing.T) {
+	root := shared.Dir(t)
+	data, err := os.ReadFile(filepath.Join("testdata", "refgen", "shared_index.json"))
+	require.NoError(t, err)
+	var index map[string]string
+	require.NoError(t, json.Unmarshal(data, &index))
+	golden := loadVerdicts(t, "reference_verdicts_shared.json")
+	require.Len(t, golden, len(index))
+	for name, rel := range index {
+		t.Run(name, func(t *testing.T) {
+			assertMatchesReference(t, Validate(filepath.Join(root, rel)), golden[name], root)
+		})
+	}
+}
+
+// assertMatchesReference compares a report with the reference's verdict;
+// dir is the folder the reference's messages call <dir>.
+func assertMatchesReference(t *testing.T, r *Report, want referenceVerdict, dir string) {
+	t.Helper()
+	require.Equal(t, want.Valid, r.Profile != nil, "verdict differs from the reference (reference error: %s; ours: %v)", want.Error, r.Err)
+	if !want.Valid {
+		require.Error(t, r.Err)
+		if want.ErrorType == "ValueError" {
+			got := strings.ReplaceAll(r.Err.Error(), dir+string(filepath.Separator), "<dir>/")
+			assert.Contains(t, got, want.Error, "our message carries the reference's")
+		}
+		return
+	}
+	require.NoError(t, r.Err)
+	p := r.Profile
+	assert.Equal(t, want.ProfileStatus, p.Status)
+	assert.Equal(t, want.MeasurementValidated, p.MeasurementValid)
+	assert.Equal(t, want.SourceLabel, p.SourceLabel)
+	assert.Equal(t, want.ProfileCSVSHA256, p.ProfileCSVSHA256)
+	assert.Equal(t, want.ManifestSHA256, p.ManifestSHA256)
+	for _, c := range []struct {
+		name      string
+		got, want []float64
+	}{
+		{"clock_mhz", p.ClockMHz, want.ClockMHz},
+		{"prefill_tokens_per_s", p.PrefillTokensPerS, want.PrefillTokensPerS},
+		{"decode_tokens_per_s", p.DecodeTokensPerS, want.DecodeTokensPerS},
+		{"idle_power_w", p.IdlePowerW, want.IdlePowerW},
+		{"prefill_power_w", p.PrefillPowerW, want.PrefillPowerW},
+		{"decode_power_w", p.DecodePowerW, want.DecodePowerW},
+		{"realized_clock_levels_mhz", p.RealizedClockLevelsMHz(), want.RealizedClockMHz},
+		{"baselines", []float64{p.BaselineTTFTS, p.BaselineTPOTS}, []float64{want.BaselineTTFTS, want.BaselineTPOTS}},
+	} {
+		assert.Equal(t, c.want, c.got, "%s must equal the reference bit for bit", c.name)
 	}
 }
 
