@@ -292,7 +292,7 @@ func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
 	for _, clock := range clocks {
 		for _, phase := range []string{"prefill", "decode"} {
 			if _, ok := rates[clockPhase{clock, phase}]; !ok {
-				return fmt.Errorf("raw profile lacks %s measurements at %s MHz", phase, pyFormatG(clock))
+				return fmt.Errorf("raw profile lacks %s measurements at %s MHz", missingPhase(clock, phase, keys), pyFormatG(clock))
 			}
 		}
 	}
@@ -366,6 +366,24 @@ func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
 	p.PrefillTokensPerS, p.DecodeTokensPerS = pick(prefillRate), pick(decodeRate)
 	p.IdlePowerW, p.PrefillPowerW, p.DecodePowerW = pick(idlePower), pick(prefillPower), pick(decodePower)
 	return nil
+}
+
+// missingPhase names the phase the reference reports missing. A NaN clock
+// is a group of its own (NaN never equals NaN), found again in Python only
+// under its own phase: the missing phase is the other one.
+func missingPhase(clock float64, phase string, keys []rawGroupKey) string {
+	if !math.IsNaN(clock) {
+		return phase
+	}
+	for _, k := range keys {
+		if math.IsNaN(k.clock) && k.phase == "prefill" {
+			return "decode"
+		}
+		if math.IsNaN(k.clock) {
+			return "prefill"
+		}
+	}
+	return phase
 }
 
 // rawGroup parses the grouping key of a raw row; keep is false for rows of

@@ -139,8 +139,70 @@ var bundleVariants = []bundleVariant{
 		b.Freeze[profiletest.DeriveRowCount] = true
 		b.AfterDerive = func(m *profiletest.Manifest) { m.Set("row_count", 1950) }
 	}},
+	{name: "telemetry_nul_byte", measured: true, edit: func(b *profiletest.Bundle) { b.Telemetry.Set(2, "phase", "idle\x00") }},
+	{name: "row_count_float_truncates", measured: true, edit: editAfterDerive(func(m *profiletest.Manifest) { m.SetRaw("row_count", "1950.7") })},
+	{name: "fallback_count_as_string", measured: true, edit: editAfterDerive(func(m *profiletest.Manifest) { m.Set("telemetry_fallback_batch_count", " 5 ") })},
+	{name: "condition_prompt_float_truncates", measured: true, edit: conditionsWith(func(c []map[string]any) []map[string]any {
+		c[2]["prompt_tokens"] = 128.9
+		return c
+	})},
+	{name: "gpu_name_lowercase_with_suffix", measured: true, edit: setManifest("gpu", map[string]any{"name": "nvidia l4 (24 GB)"})},
+	{name: "realized_mapping_python_keys", measured: true, edit: editAfterDerive(func(m *profiletest.Manifest) {
+		m.SetRaw("clock_profile_selection", `{"realized_clock_median_mhz_by_requested": {"1_200": 1186.25, " 1500 ": "1486.25", "1800.0": 1786.25, "2040": 2011.25, "2100": 2011.25}}`)
+	})},
+	{name: "duplicate_manifest_key_last_wins", measured: true, edit: func(b *profiletest.Bundle) {
+		b.Manifest.Delete("status")
+		b.Manifest.SetRaw("schema_version", `2, "status": "partial", "status": "complete"`)
+	}},
+	{name: "raw_huge_sample_count", measured: true, edit: func(b *profiletest.Bundle) {
+		i := rawRow(b, "2040", "decode", "8", "0")
+		for j := i; j < i+8; j++ {
+			b.Raw.Set(j, "telemetry_sample_count", "99999999999999999999999")
+		}
+	}},
+	{name: "raw_integer_spellings", measured: true, edit: func(b *profiletest.Bundle) {
+		i := rawRow(b, "1200", "decode", "1", "2")
+		b.Raw.Set(i, "repeat", "+2")
+		b.Raw.Set(i, "prompt_tokens", "0128")
+		b.Raw.Set(i, "concurrency", "١")
+	}},
 
 	// One change per rule, each rejected for its own reason.
+	{name: "manifest_top_level_list", failsAt: "manifest", edit: func(b *profiletest.Bundle) {
+		b.AfterChecksums = func(files map[string][]byte) {
+			b.ManifestName = ""
+			files["profile_manifest.json"] = []byte("[1, 2]\n")
+		}
+	}},
+	{name: "manifest_bom", failsAt: "manifest", edit: func(b *profiletest.Bundle) {
+		b.AfterChecksums = func(files map[string][]byte) {
+			b.ManifestName = ""
+			files["profile_manifest.json"] = append([]byte("\ufeff"), b.Manifest.Bytes()...)
+		}
+	}},
+	{name: "telemetry_invalid_utf8", failsAt: "telemetry_csv", edit: func(b *profiletest.Bundle) { b.Telemetry.Set(1, "phase", "idle\xff") }},
+	{name: "raw_field_over_limit", failsAt: "raw_csv", edit: func(b *profiletest.Bundle) { b.Raw.Set(5, "ttft_s", strings.Repeat("9", 131073)) }},
+	{name: "checksum_names_a_folder", failsAt: "sha256 subdir", edit: func(b *profiletest.Bundle) {
+		b.Extra = map[string][]byte{"subdir/x": []byte("x")}
+		setChecksums("", sameHex, `"subdir": "`+strings.Repeat("0", 64)+`"`)(b)
+	}},
+	{name: "repeats_as_string", failsAt: "repeats", edit: setManifest("measured_repeats_per_condition", "5")},
+	{name: "server_args_nested", failsAt: "vllm_server_arguments", edit: setManifestRaw("vllm_server_arguments", `[["--no-enable-prefix-caching"]]`)},
+	{name: "realized_mapping_duplicate_level", failsAt: "realized_medians_declared", edit: editAfterDerive(func(m *profiletest.Manifest) {
+		m.SetRaw("clock_profile_selection", `{"realized_clock_median_mhz_by_requested": {"1200": 1186.25, "1200.0": 1186.25, "1500": 1486.25, "1800": 1786.25, "2040": 2011.25}}`)
+	})},
+	{name: "raw_phase_leading_space", failsAt: "raw_rows", edit: editRaw("decode", "1", "phase", " decode")},
+	{name: "raw_proxy_nan_clock", failsAt: "profile_table", edit: func(b *profiletest.Bundle) {
+		b.Profile = b.Raw
+		b.Profile.Rows = slices.DeleteFunc(slices.Clone(b.Raw.Rows), func(r []string) bool { return r[4] == "2100" })
+		b.Profile.Rows[7] = slices.Clone(b.Profile.Rows[7])
+		b.Profile.Rows[7][4] = "nan"
+		b.Manifest.Set("profile_status", "engineering_proxy_not_measured")
+	}},
+	{name: "raw_proxy_missing_column", failsAt: "profile_table", edit: func(b *profiletest.Bundle) {
+		b.Profile.Header = []string{"clock_mhz", "phase", "total_s"}
+		b.Manifest.Set("profile_status", "engineering_proxy_not_measured")
+	}},
 	{name: "manifest_status_partial", failsAt: "manifest_status", edit: setManifest("status", "partial")},
 	{name: "profile_status_only_in_csv", failsAt: "manifest_profile_status", edit: func(b *profiletest.Bundle) {
 		b.Manifest.Delete("profile_status")

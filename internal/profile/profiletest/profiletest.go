@@ -122,7 +122,7 @@ type Bundle struct {
 	AfterDerive func(m *Manifest)
 	// AfterChecksums edits the file contents after the checksums are taken.
 	AfterChecksums func(files map[string][]byte)
-	// Extra files written beside the bundle.
+	// Extra files written beside the bundle (names may hold folders).
 	Extra map[string][]byte
 }
 
@@ -324,7 +324,11 @@ func (b *Bundle) Write(dir string) (string, error) {
 		if data == nil {
 			continue
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+		full := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
 			return "", err
 		}
 	}
