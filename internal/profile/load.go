@@ -78,7 +78,7 @@ func Validate(path string) *Report {
 	}
 	deps := []string{"profile_table", "profile_status"}
 	if measured && !bundleOK {
-		deps = append(deps, "measured bundle")
+		deps = append(deps, "measured_bundle")
 	}
 	if c.needs("profile_values", deps...) {
 		prof, err := finishProfile(&p, r, manifest, bundleOK, realized)

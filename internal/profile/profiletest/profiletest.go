@@ -78,9 +78,6 @@ func (m *Manifest) Delete(key string) {
 	m.keys = slices.DeleteFunc(m.keys, func(k string) bool { return k == key })
 }
 
-// Has reports whether key is set.
-func (m *Manifest) Has(key string) bool { _, ok := m.values[key]; return ok }
-
 // Bytes is the manifest as an indented JSON object.
 func (m *Manifest) Bytes() []byte {
 	var b bytes.Buffer
