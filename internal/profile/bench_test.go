@@ -25,3 +25,20 @@ func BenchmarkValidateBundle(b *testing.B) {
 		}
 	}
 }
+
+// TestCountingTelemetryAllocatesNothingPerRow guards the telemetry path:
+// counting 10x more rows must not allocate more.
+func TestCountingTelemetryAllocatesNothingPerRow(t *testing.T) {
+	allocs := func(rows int) float64 {
+		data := profiletest.New(rows).Files()[profiletest.TelemetryCSV]
+		return testing.AllocsPerRun(5, func() {
+			if _, err := readCSVTable(profiletest.TelemetryCSV, data, true); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	small, large := allocs(500), allocs(5000)
+	if large > small {
+		t.Fatalf("counting 5000 telemetry rows allocates %v times, 500 rows %v times", large, small)
+	}
+}

@@ -31,8 +31,8 @@ const (
 // eol is the end-of-line event Python's reader processes after each line.
 const eol = -1
 
-// pyCSVReader yields the records of a CSV file without allocating per
-// record: Fields/Field view an internal buffer valid until the next Read.
+// pyCSVReader yields the records of a CSV file. Read allocates nothing per
+// record (it reuses one buffer); Strings copies a record out.
 type pyCSVReader struct {
 	data       []byte
 	pos        int
@@ -201,20 +201,15 @@ func (r *pyCSVReader) startField(c int, isNewline bool) error {
 // NumFields is the number of fields of the current record.
 func (r *pyCSVReader) NumFields() int { return len(r.ends) }
 
-// Field returns field i of the current record, valid until the next Read.
-func (r *pyCSVReader) Field(i int) []byte {
-	start := 0
-	if i > 0 {
-		start = r.ends[i-1]
-	}
-	return r.buf[start:r.ends[i]]
-}
-
-// Strings copies the current record.
+// Strings copies the current record: one string holds all its fields,
+// which are slices of it.
 func (r *pyCSVReader) Strings() []string {
+	all := string(r.buf)
 	out := make([]string, len(r.ends))
-	for i := range out {
-		out[i] = string(r.Field(i))
+	start := 0
+	for i, end := range r.ends {
+		out[i] = all[start:end]
+		start = end
 	}
 	return out
 }
