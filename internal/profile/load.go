@@ -70,11 +70,7 @@ func Validate(path string) *Report {
 
 	var p Profile
 	if c.needs("profile_table", "profile_csv", "manifest") {
-		if err := readProfileTable(table, manifest, &p); err != nil {
-			c.failErr("profile_table", err)
-		} else {
-			c.ok("profile_table", fmt.Sprintf("%d clock levels", len(p.ClockMHz)))
-		}
+		c.result("profile_table", fmt.Sprintf("%d clock levels", len(p.ClockMHz)), readProfileTable(table, manifest, &p))
 	}
 	deps := []string{"profile_table", "profile_status"}
 	if measured && !bundleOK {
@@ -170,29 +166,34 @@ func determineStatus(c *checkList, table *csvTable, manifest *jsonObject, manife
 	return true
 }
 
-// readProfileTable fills the profile columns from an aggregate table or
-// from the profiler's raw schema.
-func readProfileTable(table *csvTable, manifest *jsonObject, p *Profile) error {
+// readProfileTable fills the profile columns from an aggregate table (and
+// returns every unparsable field, in the reference's column-by-column order)
+// or from the profiler's raw schema.
+func readProfileTable(table *csvTable, manifest *jsonObject, p *Profile) []string {
 	isAggregate := true
 	for _, name := range aggregateColumns {
 		isAggregate = isAggregate && table.hasColumn(name)
 	}
 	if !isAggregate {
-		return aggregateRawProfile(table, manifest, p)
+		if err := aggregateRawProfile(table, manifest, p); err != nil {
+			return []string{err.Error()}
+		}
+		return nil
 	}
+	var problems []string
 	columns := []*[]float64{&p.ClockMHz, &p.PrefillTokensPerS, &p.DecodeTokensPerS, &p.IdlePowerW, &p.PrefillPowerW, &p.DecodePowerW}
 	for c, name := range aggregateColumns {
 		values := make([]float64, len(table.Rows))
 		for i, row := range table.Rows {
 			v, err := table.floatAt(row, table.RowLines[i], name)
 			if err != nil {
-				return err
+				problems = append(problems, err.Error())
 			}
 			values[i] = v
 		}
 		*columns[c] = values
 	}
-	return nil
+	return limitProblems(problems)
 }
 
 // finishProfile sets the baselines and provenance and validates p.

@@ -163,3 +163,19 @@ func TestLoadReportsFileLineAndField(t *testing.T) {
 	assert.Contains(t, r.Err.Error(), "manifest "+filepath.Join(dir, "p.json")+": expecting value: line 1 column 43 (char 42)")
 	assert.Equal(t, CheckNotRun, r.Checks[len(r.Checks)-1].Status, "nothing is judged on an unreadable manifest")
 }
+
+func TestValidateReportsEveryBadField(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.csv")
+	require.NoError(t, os.WriteFile(path, []byte("clock_mhz,prefill_tokens_per_s,decode_tokens_per_s,idle_power_w,prefill_power_w,decode_power_w\r\n900,5200,x,18,48,40\r\n1500,7400,41,20,62,-\r\n"), 0o644))
+	r := Validate(path)
+	require.Error(t, r.Err)
+	assert.Contains(t, r.Err.Error(), "p.csv line 2: decode_tokens_per_s: could not convert string to float: 'x'")
+	var detail string
+	for _, c := range r.Checks {
+		if c.Name == "profile_table" {
+			detail = c.Detail
+		}
+	}
+	assert.Contains(t, detail, "line 2: decode_tokens_per_s")
+	assert.Contains(t, detail, "line 3: decode_power_w: could not convert string to float: '-'")
+}
