@@ -73,6 +73,14 @@ func (r *pyCSVReader) Read() error {
 		// One physical line: up to and including \n, \r\n or a lone \r.
 		r.line++
 		for r.pos < len(r.data) {
+			if r.state == inField {
+				if err := r.scanUnquoted(); err != nil {
+					return fmt.Errorf("line %d: %w", r.line, err)
+				}
+				if r.pos >= len(r.data) {
+					break
+				}
+			}
 			c := r.data[r.pos]
 			r.pos++
 			if err := r.process(int(c)); err != nil {
@@ -95,6 +103,29 @@ func (r *pyCSVReader) Read() error {
 			return nil
 		}
 	}
+}
+
+// scanUnquoted adds the run of ordinary bytes that continues an unquoted
+// field in one step (the hot path; process would add them one by one).
+func (r *pyCSVReader) scanUnquoted() error {
+	j := r.pos
+	chars := 0
+	for ; j < len(r.data); j++ {
+		c := r.data[j]
+		if c == ',' || c == '\r' || c == '\n' {
+			break
+		}
+		if c&0xc0 != 0x80 {
+			chars++
+		}
+	}
+	if r.fieldChars+chars > pyCSVFieldLimit {
+		return errFieldLimit
+	}
+	r.buf = append(r.buf, r.data[r.pos:j]...)
+	r.fieldChars += chars
+	r.pos = j
+	return nil
 }
 
 func (r *pyCSVReader) saveField() {
