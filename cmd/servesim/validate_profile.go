@@ -111,9 +111,9 @@ func runValidateProfile(s *streams, opts *validateProfileOptions) error {
 	case len(failures) == 0:
 		return nil
 	case len(opts.Paths) == 1:
-		return inputError{fmt.Errorf("validate-profile: %s", failures[0])}
+		return fmt.Errorf("%w: %s", errValidationFailed, failures[0])
 	}
-	return inputError{fmt.Errorf("validate-profile: %d of %d profiles are invalid; first: %s", len(failures), len(opts.Paths), failures[0])}
+	return fmt.Errorf("%w: %d of %d profiles are invalid; first: %s", errValidationFailed, len(failures), len(opts.Paths), failures[0])
 }
 
 // profileCSVPath resolves PATH: a folder means its l4_profile.csv.

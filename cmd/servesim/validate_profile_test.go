@@ -138,7 +138,7 @@ func TestValidateProfileReportsEveryFailure(t *testing.T) {
 	assert.Equal(t, "not_run", statuses["profile_values"])
 	require.NotNil(t, v.Error)
 	assert.Contains(t, *v.Error, "measured profile model metadata does not match the pinned model")
-	assert.Equal(t, "servesim: validate-profile: "+*v.Error+"\n", stderr)
+	assert.Equal(t, "servesim: validation failed: "+*v.Error+"\n", stderr)
 }
 
 func TestValidateProfileRequireMeasured(t *testing.T) {
