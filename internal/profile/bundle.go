@@ -284,14 +284,10 @@ func (b *bundle) sequence(key string) ([]any, error) {
 	return nil, fmt.Errorf("measured profile manifest field '%s' must be a sequence", key)
 }
 
-// floatArray is np.asarray(manifest[key], dtype=float) for a list: numbers
-// and numeric strings convert, null becomes NaN; nested or other values
-// fail (numpy builds another shape or raises).
-func (b *bundle) floatArray(key string) ([]float64, error) {
-	items, err := b.sequence(key)
-	if err != nil {
-		return nil, err
-	}
+// floatArray is np.asarray(items, dtype=float) for the list manifest[key]:
+// numbers and numeric strings convert, null becomes NaN; nested or other
+// values fail (numpy builds another shape or raises).
+func floatArray(key string, items []any) ([]float64, error) {
 	out := make([]float64, len(items))
 	for i, v := range items {
 		if v == nil {
@@ -349,12 +345,10 @@ func formatLevels(values []float64) string {
 func (b *bundle) checkClocks() {
 	c := b.c
 	const sweepMessage = "measured profile sweep must contain at least four ordered clock levels"
-	if sweep, err := b.floatArray("selected_graphics_clocks_mhz"); err != nil {
-		if strings.Contains(err.Error(), "must be a sequence") {
-			c.failErr("clock_sweep", err)
-		} else {
-			c.fail("clock_sweep", sweepMessage+" ("+err.Error()+")")
-		}
+	if items, err := b.sequence("selected_graphics_clocks_mhz"); err != nil {
+		c.failErr("clock_sweep", err)
+	} else if sweep, err := floatArray("selected_graphics_clocks_mhz", items); err != nil {
+		c.fail("clock_sweep", sweepMessage+" ("+err.Error()+")")
 	} else if !orderedLevels(sweep) {
 		c.fail("clock_sweep", fmt.Sprintf("%s (selected_graphics_clocks_mhz is %s)", sweepMessage, formatLevels(sweep)))
 	} else {
@@ -396,10 +390,11 @@ func (b *bundle) checkClocks() {
 		c.ok("modeled_graphics_clocks", "not declared")
 	} else if c.needs("modeled_graphics_clocks", "modeled_clocks") {
 		const message = "measured aggregate clock levels do not match modeled_graphics_clocks_mhz"
-		values, err := b.floatArray("modeled_graphics_clocks_mhz")
+		items, seqErr := b.sequence("modeled_graphics_clocks_mhz")
+		values, err := floatArray("modeled_graphics_clocks_mhz", items)
 		switch {
-		case err != nil && strings.Contains(err.Error(), "must be a sequence"):
-			c.failErr("modeled_graphics_clocks", err)
+		case seqErr != nil:
+			c.failErr("modeled_graphics_clocks", seqErr)
 		case err != nil:
 			c.fail("modeled_graphics_clocks", message+" ("+err.Error()+")")
 		case !allClose(values, b.modeled, 1e-9):
