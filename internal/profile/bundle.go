@@ -50,6 +50,7 @@ type condition struct {
 	Prompt, Output, Concurrency pyInteger
 }
 
+// String describes the condition in messages.
 func (c condition) String() string {
 	return fmt.Sprintf("%s prompt=%s output=%s concurrency=%s", c.Phase, c.Prompt, c.Output, c.Concurrency)
 }
