@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/diagnose"
 	"servesim/internal/figure"
 	"servesim/internal/figure/figuretest"
 	"servesim/internal/scenario"
@@ -51,4 +52,23 @@ func TestPlotOptionsWriteAtomically(t *testing.T) {
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, entries, 2, "no temporary files left behind")
+}
+
+func TestDiagnoseFigure(t *testing.T) {
+	report, err := diagnose.Demo(diagnose.DefaultOptions())
+	require.NoError(t, err)
+	snapshots := []diagnose.Snapshot{report.BeforeRemediation, report.AfterRemediation}
+	fig := diagnoseFigure("demo", snapshots)
+	requirePanelsDrawn(t, fig, 12*96, 6*96, 5000)
+}
+
+func TestBarLabel(t *testing.T) {
+	tests := []struct{ log, window, want string }{
+		{"a.csv", "a.csv [60s, 80s)", "[60s, 80s)"},
+		{"h.jsonl", "h.jsonl [2023-11-16T18:17:10Z, 2023-11-16T18:17:20Z)", "18:17:10"},
+		{"x", "unbounded_98pct_kv_watermark", "unbounded_98pct_kv_watermark"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, barLabel(tt.log, tt.window))
+	}
 }

@@ -211,7 +211,7 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *plot.Plot {
 	p := newPanel(title, "simulated time (s)", yLabel)
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	for i, s := range series {
-		xys := finitePoints(s.X, s.Y)
+		xys := decimate(finitePoints(s.X, s.Y), maxLinePoints)
 		if len(xys) == 0 {
 			continue
 		}
@@ -230,6 +230,45 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *plot.Plot {
 	}
 	addLegendRoom(p)
 	return p
+}
+
+// maxLinePoints bounds the points drawn per line: a day of 0.1 s steps
+// would otherwise make a huge, slow image that shows nothing more.
+const maxLinePoints = 4000
+
+// decimate keeps, of every bucket of consecutive points, the first, the
+// lowest and the highest (in order), so peaks and dips survive, until at
+// most about limit points remain.
+func decimate(xys plotter.XYs, limit int) plotter.XYs {
+	buckets := limit / 3
+	if len(xys) <= limit || buckets < 1 {
+		return xys
+	}
+	out := make(plotter.XYs, 0, 3*buckets+1)
+	size := (len(xys) + buckets - 1) / buckets
+	for start := 0; start < len(xys); start += size {
+		bucket := xys[start:min(start+size, len(xys))]
+		lo, hi := 0, 0
+		for i, p := range bucket {
+			if p.Y < bucket[lo].Y {
+				lo = i
+			}
+			if p.Y > bucket[hi].Y {
+				hi = i
+			}
+		}
+		keep := []int{0, lo, hi}
+		slices.Sort(keep)
+		for k, i := range keep {
+			if k == 0 || i != keep[k-1] {
+				out = append(out, bucket[i])
+			}
+		}
+	}
+	if last := xys[len(xys)-1]; out[len(out)-1] != last {
+		out = append(out, last)
+	}
+	return out
 }
 
 func hasPoints(series []Series) bool {

@@ -150,9 +150,7 @@ func Median(values []float64) float64 {
 // fraction q in [0, 1]: sorted[clamp(ceil(q*n)-1, 0, n-1)]. The caller
 // decides what no values mean.
 func NearestRank(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	idx := int(math.Ceil(q*float64(n))) - 1
-	return sorted[min(n-1, max(0, idx))]
+	return sorted[NearestRankIndex(len(sorted), q)]
 }
 
 // Round is Python's round(x, ndigits): the exact binary value rounded half

@@ -2,130 +2,267 @@ package profile
 
 import (
 	"crypto/sha256"
-	"encoding/csv"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
-// aggregateColumns are the columns of an aggregate profile table.
+// aggregateColumns are the columns of an aggregate profile table, in the
+// order a measured bundle must have them.
 var aggregateColumns = []string{
 	"clock_mhz", "prefill_tokens_per_s", "decode_tokens_per_s",
 	"idle_power_w", "prefill_power_w", "decode_power_w",
 }
 
 // ManifestPath returns where the manifest of a profile CSV is looked for:
-// profile_manifest.json beside it if that exists, else <csv stem>.json.
+// profile_manifest.json beside it if that exists, else the CSV's path with
+// its suffix replaced by .json (Python's Path.with_suffix).
 func ManifestPath(profilePath string) string {
-	candidate := filepath.Join(filepath.Dir(profilePath), "profile_manifest.json")
+	dir, name := filepath.Split(profilePath)
+	candidate := filepath.Join(dir, "profile_manifest.json")
 	if _, err := os.Stat(candidate); err == nil {
 		return candidate
 	}
-	return strings.TrimSuffix(profilePath, filepath.Ext(profilePath)) + ".json"
+	if i := strings.LastIndexByte(name, '.'); i > 0 && i < len(name)-1 {
+		name = name[:i]
+	}
+	return dir + name + ".json"
 }
 
-// Load reads the profile CSV at path and its manifest.
-//
-// TODO(issue 3): raw profiler schema aggregation and measured bundle validation.
+// Load reads the profile CSV at path, finds its manifest (see ManifestPath),
+// and returns the profile. A measured_l4 profile must be a complete bundle
+// that passes every check of the reference's bundle validation; an aggregate
+// table is read as is and the profiler's raw per-request schema is reduced
+// to per-clock medians. The error is the first check that failed.
 func Load(path string) (*Profile, error) {
-	header, rows, err := readCSV(path)
-	if err != nil {
-		return nil, err
-	}
-	manifestPath := ManifestPath(path)
-	manifest := map[string]any{}
-	manifestSHA := ""
-	if data, err := os.ReadFile(manifestPath); err == nil {
-		if err := json.Unmarshal(data, &manifest); err != nil {
-			return nil, fmt.Errorf("profile manifest %s: %w", manifestPath, err)
+	r := Validate(path)
+	return r.Profile, r.Err
+}
+
+// Validate loads the profile at path like Load and reports every check it
+// could evaluate, not only the first failure. The verdict (Report.Profile
+// non-nil) is the reference's.
+func Validate(path string) *Report {
+	r := &Report{Path: path}
+	c := &checkList{report: r, failed: map[string]bool{}}
+
+	table := readProfileCSV(c, path)
+	r.ManifestPath = ManifestPath(path)
+	manifest, manifestOK := readManifest(c, r)
+	if manifestOK {
+		r.SourceLabel = "unspecified profile"
+		if v, ok := manifest.get("source_label"); ok {
+			r.SourceLabel = pyStrOf(v)
 		}
-		manifestSHA = sha256Hex(data)
 	}
-	status := "unknown"
-	if s, ok := manifest["profile_status"]; ok {
-		status = fmt.Sprint(s)
+	statusKnown := determineStatus(c, table, manifest, manifestOK)
+
+	var realized []float64
+	measured := statusKnown && r.Status == StatusMeasuredL4 && r.ManifestFound
+	bundleOK := false
+	if measured {
+		start := len(r.Checks)
+		realized = validateBundle(c, filepath.Dir(path), table, manifest)
+		bundleOK = c.allPassed(start)
 	}
-	if status == StatusMeasuredL4 {
-		return nil, errors.New("measured_l4 bundle validation is not implemented yet")
+
+	var p Profile
+	if c.needs("profile_table", "profile_csv", "manifest") {
+		c.result("profile_table", fmt.Sprintf("%d clock levels", len(p.ClockMHz)), readProfileTable(table, manifest, &p))
 	}
-	p := Profile{
-		BaselineTTFTS:  DefaultBaselineTTFTS,
-		BaselineTPOTS:  DefaultBaselineTPOTS,
-		Status:         status,
-		SourceLabel:    "unspecified profile",
-		Manifest:       manifest,
-		ManifestSHA256: manifestSHA,
+	deps := []string{"profile_table", "profile_status"}
+	if measured && !bundleOK {
+		deps = append(deps, "measured_bundle")
 	}
-	if v, ok := manifest["baseline_ttft_s"].(float64); ok {
-		p.BaselineTTFTS = v
-	}
-	if v, ok := manifest["baseline_tpot_s"].(float64); ok {
-		p.BaselineTPOTS = v
-	}
-	if v, ok := manifest["source_label"]; ok {
-		p.SourceLabel = fmt.Sprint(v)
-	}
-	index := map[string]int{}
-	for i, name := range header {
-		index[name] = i
-	}
-	columns := []*[]float64{&p.ClockMHz, &p.PrefillTokensPerS, &p.DecodeTokensPerS, &p.IdlePowerW, &p.PrefillPowerW, &p.DecodePowerW}
-	for c, name := range aggregateColumns {
-		i, ok := index[name]
-		if !ok {
-			return nil, fmt.Errorf("profile %s: missing column %s", path, name)
-		}
-		for r, row := range rows {
-			v, err := strconv.ParseFloat(strings.TrimSpace(row[i]), 64)
-			if err != nil {
-				return nil, fmt.Errorf("profile %s line %d: %s %q: expected a number", path, r+2, name, row[i])
+	if c.needs("profile_values", deps...) {
+		prof, err := finishProfile(&p, r, manifest, bundleOK, realized)
+		if err != nil {
+			c.failErr("profile_values", err)
+		} else {
+			c.ok("profile_values", "columns finite, positive and increasing; baselines positive")
+			if r.Err == nil {
+				r.Profile = prof
 			}
-			*columns[c] = append(*columns[c], v)
 		}
 	}
+	return r
+}
+
+// readProfileCSV reads the profile table (check profile_csv).
+func readProfileCSV(c *checkList, path string) *csvTable {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		c.fail("profile_csv", fmt.Sprintf("cannot read the profile: %v", unwrapPathError(err)))
+		return nil
 	}
-	p.ProfileCSVSHA256 = sha256Hex(data)
-	out, err := New(p)
+	c.report.ProfileCSVSHA256 = sha256Hex(data)
+	table, err := readCSVTable(filepath.Base(path), data, false)
 	if err != nil {
-		return nil, fmt.Errorf("profile %s: %w", path, err)
+		c.failErr("profile_csv", err)
+		return nil
 	}
-	return out, nil
+	if table.RowCount == 0 {
+		c.fail("profile_csv", "empty service profile: "+path)
+		return nil
+	}
+	c.ok("profile_csv", fmt.Sprintf("%d rows, %d columns", table.RowCount, len(table.Header)))
+	return table
 }
 
-func readCSV(path string) ([]string, [][]string, error) {
-	f, err := os.Open(path)
+// readManifest reads the manifest when one exists (check manifest).
+func readManifest(c *checkList, r *Report) (*jsonObject, bool) {
+	if _, err := os.Stat(r.ManifestPath); err != nil {
+		c.ok("manifest", "no manifest at "+r.ManifestPath)
+		return &jsonObject{values: map[string]any{}}, true
+	}
+	r.ManifestFound = true
+	data, err := os.ReadFile(r.ManifestPath)
 	if err != nil {
-		return nil, nil, err
+		c.fail("manifest", fmt.Sprintf("manifest %s: %v", r.ManifestPath, unwrapPathError(err)))
+		return nil, false
 	}
-	defer f.Close()
-	r := csv.NewReader(f)
-	header, err := r.Read()
-	if err == io.EOF {
-		return nil, nil, fmt.Errorf("empty service profile: %s", path)
+	r.ManifestSHA256 = sha256Hex(data)
+	v, err := parsePyJSON(data)
+	if err == nil {
+		if obj, ok := v.(*jsonObject); ok {
+			c.ok("manifest", r.ManifestPath)
+			return obj, true
+		}
+		err = fmt.Errorf("%w, not %s", errNotObject, pyTypeName(v))
 	}
+	c.fail("manifest", fmt.Sprintf("manifest %s: %v", r.ManifestPath, err))
+	return nil, false
+}
+
+// determineStatus sets the profile status (check profile_status): the
+// manifest's profile_status, else the CSV's first row's, else "unknown".
+func determineStatus(c *checkList, table *csvTable, manifest *jsonObject, manifestOK bool) bool {
+	r := c.report
+	if !manifestOK {
+		c.needs("profile_status", "manifest")
+		return false
+	}
+	if v, ok := manifest.get("profile_status"); ok {
+		r.Status = pyStrOf(v)
+	} else {
+		if !c.needs("profile_status", "profile_csv") {
+			return false
+		}
+		r.Status = "unknown"
+		if _, ok := table.index["profile_status"]; ok {
+			r.Status = "None"
+			if v, ok := table.value(table.FirstRow, "profile_status"); ok {
+				r.Status = v
+			}
+		}
+	}
+	if r.Status == StatusMeasuredL4 && !r.ManifestFound {
+		c.fail("profile_status", "measured_l4 profile is missing profile_manifest.json")
+		return true
+	}
+	c.ok("profile_status", r.Status)
+	return true
+}
+
+// readProfileTable fills the profile columns from an aggregate table (and
+// returns every unparsable field, in the reference's column-by-column order)
+// or from the profiler's raw schema.
+func readProfileTable(table *csvTable, manifest *jsonObject, p *Profile) []string {
+	isAggregate := true
+	for _, name := range aggregateColumns {
+		isAggregate = isAggregate && table.hasColumn(name)
+	}
+	if !isAggregate {
+		if err := aggregateRawProfile(table, manifest, p); err != nil {
+			return []string{err.Error()}
+		}
+		return nil
+	}
+	var problems []string
+	columns := []*[]float64{&p.ClockMHz, &p.PrefillTokensPerS, &p.DecodeTokensPerS, &p.IdlePowerW, &p.PrefillPowerW, &p.DecodePowerW}
+	for c, name := range aggregateColumns {
+		values := make([]float64, len(table.Rows))
+		for i, row := range table.Rows {
+			v, err := table.floatAt(row, table.RowLines[i], name)
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+			values[i] = v
+		}
+		*columns[c] = values
+	}
+	return limitProblems(problems)
+}
+
+// finishProfile sets the baselines and provenance and validates p.
+func finishProfile(p *Profile, r *Report, manifest *jsonObject, measured bool, realized []float64) (*Profile, error) {
+	var err error
+	if p.BaselineTTFTS, err = manifestFloat(manifest, "baseline_ttft_s", DefaultBaselineTTFTS); err != nil {
+		return nil, err
+	}
+	if p.BaselineTPOTS, err = manifestFloat(manifest, "baseline_tpot_s", DefaultBaselineTPOTS); err != nil {
+		return nil, err
+	}
+	p.Status = r.Status
+	p.SourceLabel = r.SourceLabel
+	p.Manifest = plainJSON(manifest).(map[string]any)
+	p.MeasurementValid = measured
+	p.ProfileCSVSHA256 = r.ProfileCSVSHA256
+	p.ManifestSHA256 = r.ManifestSHA256
+	p.RealizedClockMHz = realized
+	return New(*p)
+}
+
+// manifestFloat is float(manifest.get(key, fallback)).
+func manifestFloat(manifest *jsonObject, key string, fallback float64) (float64, error) {
+	v, ok := manifest.get(key)
+	if !ok {
+		return fallback, nil
+	}
+	f, err := pyFloatOf(v)
 	if err != nil {
-		return nil, nil, fmt.Errorf("profile %s: %w", path, err)
+		return 0, fmt.Errorf("manifest field %s %s: %w", key, pyReprOf(v), err)
 	}
-	rows, err := r.ReadAll()
+	return f, nil
+}
+
+// floatAt is float(row[name]) with the file, line and field in the error.
+func (t *csvTable) floatAt(row []string, line int, name string) (float64, error) {
+	s, ok := t.value(row, name)
+	if !ok {
+		return 0, fmt.Errorf("%s line %d: %s: missing field (float() argument must be a string or a real number, not 'NoneType')", t.Name, line, name)
+	}
+	v, err := pyFloat(s)
 	if err != nil {
-		return nil, nil, fmt.Errorf("profile %s: %w", path, err)
+		return 0, fmt.Errorf("%s line %d: %s: %w", t.Name, line, name, err)
 	}
-	if len(rows) == 0 {
-		return nil, nil, fmt.Errorf("empty service profile: %s", path)
+	return v, nil
+}
+
+// intAt is int(row[name]) with the file, line and field in the error.
+func (t *csvTable) intAt(row []string, line int, name string) (pyInteger, error) {
+	s, ok := t.value(row, name)
+	if !ok {
+		return pyInteger{}, fmt.Errorf("%s line %d: %s: missing field (int() argument must be a string, a bytes-like object or a real number, not 'NoneType')", t.Name, line, name)
 	}
-	return header, rows, nil
+	v, err := pyInt(s)
+	if err != nil {
+		return pyInteger{}, fmt.Errorf("%s line %d: %s: %w", t.Name, line, name, err)
+	}
+	return v, nil
 }
 
 func sha256Hex(data []byte) string {
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// unwrapPathError drops the path an *os.PathError repeats.
+func unwrapPathError(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	}
+	return err
 }

@@ -50,7 +50,7 @@ type Profile struct {
 	BaselineTPOTS      float64
 	Status             string         // profile_status
 	SourceLabel        string         // source_label
-	Manifest           map[string]any // the manifest as loaded (empty without one)
+	Manifest           map[string]any // the manifest as loaded, numbers as float64 (empty without one)
 	MeasurementValid   bool           // the complete measured bundle passed validation
 	ProfileCSVSHA256   string
 	ManifestSHA256     string

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"servesim/internal/diagnose"
+)
+
+func init() {
+	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) })
+}
+
+// diagnoseOptions are the diagnose command's arguments and flags.
+type diagnoseOptions struct {
+	// Files are the request logs, concatenated in order; "-" is stdin and
+	// no file means stdin.
+	Files []string
+	// Window names the snapshot; empty means the first file's base name.
+	Window string
+	// Diagnosis holds the cost proxy and the rule thresholds.
+	Diagnosis diagnose.Options
+	// ByWindowS, when positive, splits the logs into windows of this many
+	// seconds by arrival time.
+	ByWindowS float64
+	// Demo prints the reference's before/after remediation report.
+	Demo bool
+	// Format is "json" or "table".
+	Format string
+	Output outputOptions
+	Plot   plotOptions
+}
+
+// flagForOption maps the library's option names to the flags that set them.
+var flagForOption = map[string]string{
+	diagnose.OptionGPUHourlyCost:        "--gpu-hourly-cost",
+	diagnose.OptionEffectiveConcurrency: "--effective-concurrency",
+	diagnose.OptionKVWatermarkPct:       "--kv-watermark-pct",
+	diagnose.OptionHOLTTFTRatio:         "--hol-ttft-ratio",
+	diagnose.OptionColdPrefixHitPct:     "--cold-prefix-hit-pct",
+	diagnose.OptionColdTTFTMs:           "--cold-ttft-ms",
+}
+
+// newDiagnoseCmd builds `servesim diagnose`; runF, when not nil, replaces
+// running the command (tests use it to check flag parsing).
+func newDiagnoseCmd(s *streams, runF func(*diagnoseOptions) error) *cobra.Command {
+	opts := &diagnoseOptions{Diagnosis: diagnose.DefaultOptions(), Format: "json"}
+	cmd := &cobra.Command{
+		Use:   "diagnose [FILE...|-]",
+		Short: "Name the likely cause of a p99 latency spike from request logs",
+		Long: `diagnose reads completed-request logs (CSV with a header row, or JSON Lines;
+the format is detected from the content) and prints a telemetry snapshot:
+latency percentiles, KV occupancy, preemptions, prefix-cache hit rate, a cost
+proxy and the diagnostic hypothesis the rules choose:
+
+  kv_cache_preemption_and_recompute_thrashing  a preemption and peak KV >= --kv-watermark-pct
+  head_of_line_prefill_queue_blocking          p99 TTFT > --hol-ttft-ratio x p50 TTFT, no preemption
+  cold_prefix_cache_miss_burst                 prefix hit % < --cold-prefix-hit-pct and p99 TTFT > --cold-ttft-ms
+  no_rule_matched
+
+Required columns (keys): request_id, prompt_tokens, output_tokens,
+queue_wait_ms, prefill_ms, decode_tpot_ms, preempted, recompute_penalty_ms,
+prefix_cached_tokens, kv_occupancy_pct_at_arrival. Several files are read as
+one log; "-" or no file reads stdin.`,
+		Example: `  servesim diagnose requests.csv
+  servesim diagnose --by-window 60 requests.jsonl
+  servesim diagnose --demo`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Files = args
+			if err := opts.check(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runDiagnose(s, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Window, "window", "", "name of the window in the snapshot (default: the first file's base name, or stdin)")
+	f.Float64Var(&opts.Diagnosis.GPUHourlyCostUSD, "gpu-hourly-cost", opts.Diagnosis.GPUHourlyCostUSD, "GPU price in USD per hour for the cost proxy")
+	f.Float64Var(&opts.Diagnosis.EffectiveConcurrency, "effective-concurrency", opts.Diagnosis.EffectiveConcurrency, "requests sharing one GPU at a time, for the cost proxy")
+	f.Float64Var(&opts.Diagnosis.KVWatermarkPct, "kv-watermark-pct", opts.Diagnosis.KVWatermarkPct, "KV-thrashing rule: peak KV occupancy (percent) at or above which preemptions mean thrashing")
+	f.Float64Var(&opts.Diagnosis.HOLTTFTRatio, "hol-ttft-ratio", opts.Diagnosis.HOLTTFTRatio, "head-of-line rule: p99 TTFT above this multiple of p50 TTFT")
+	f.Float64Var(&opts.Diagnosis.ColdPrefixHitPct, "cold-prefix-hit-pct", opts.Diagnosis.ColdPrefixHitPct, "cold-prefix rule: prefix-cache hit rate (percent) below which the cache is cold")
+	f.Float64Var(&opts.Diagnosis.ColdTTFTMs, "cold-ttft-ms", opts.Diagnosis.ColdTTFTMs, "cold-prefix rule: p99 TTFT (ms) above which a cold cache is the cause")
+	f.Float64Var(&opts.ByWindowS, "by-window", 0, "split the logs into windows of this many `SECONDS` by arrival_s or timestamp and diagnose each")
+	f.BoolVar(&opts.Demo, "demo", false, "print the reference's before/after remediation report on its controlled workload")
+	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
+	addOutputFlag(cmd, &opts.Output)
+	addPlotFlag(cmd, &opts.Plot)
+	cmd.MarkFlagsMutuallyExclusive("demo", "by-window")
+	cmd.MarkFlagsMutuallyExclusive("demo", "window")
+	return cmd
+}
+
+// check validates the flag values and their combinations (usage errors).
+func (o *diagnoseOptions) check(cmd *cobra.Command) error {
+	if o.Demo && len(o.Files) > 0 {
+		return usageErrorf("--demo reads no files (got %q)", o.Files[0])
+	}
+	if cmd.Flags().Changed("by-window") && (!(o.ByWindowS > 0) || math.IsInf(o.ByWindowS, 1)) {
+		return usageErrorf("--by-window %v: expected a positive number of seconds", o.ByWindowS)
+	}
+	if err := o.Diagnosis.Validate(); err != nil {
+		var oe *diagnose.OptionError
+		if errors.As(err, &oe) {
+			return usageErrorf("%s %v: %s", flagForOption[oe.Option], oe.Value, oe.Reason)
+		}
+		return usageError{err}
+	}
+	if o.Format != "json" && o.Format != "table" {
+		return usageErrorf("--format %q: expected json or table", o.Format)
+	}
+	return o.Plot.check()
+}
+
+// runDiagnose reads the logs, diagnoses them and writes the JSON result.
+func runDiagnose(s *streams, o *diagnoseOptions) error {
+	if o.Demo {
+		report, err := diagnose.Demo(o.Diagnosis)
+		if err != nil {
+			return internalError{err}
+		}
+		snapshots := []diagnose.Snapshot{report.BeforeRemediation, report.AfterRemediation}
+		if err := o.Plot.write(diagnoseFigure("demo: before and after remediation", snapshots)); err != nil {
+			return err
+		}
+		if o.Format == "table" {
+			return writeBytes(s, o.Output, []byte(demoTable(report)))
+		}
+		return writeJSON(s, o.Output, report)
+	}
+	files := o.Files
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	window := o.Window
+	if window == "" {
+		window = "stdin"
+		if files[0] != "-" {
+			window = filepath.Base(files[0])
+		}
+	}
+	readOpts := diagnose.ReadOptions{Arrival: o.ByWindowS > 0}
+	var add func(diagnose.Record) error
+	// result returns the document to write and its snapshots.
+	var result func() (any, []diagnose.Snapshot, error)
+	if o.ByWindowS > 0 {
+		windows, err := diagnose.NewWindower(o.ByWindowS)
+		if err != nil {
+			return usageError{err}
+		}
+		add = windows.Add
+		result = func() (any, []diagnose.Snapshot, error) {
+			report, err := windows.Report(window, o.Diagnosis)
+			return report, report.Windows, err
+		}
+	} else {
+		acc := diagnose.NewAccumulator(0)
+		add = func(r diagnose.Record) error { return acc.Add(r.Log) }
+		result = func() (any, []diagnose.Snapshot, error) {
+			snapshot, err := acc.Snapshot(window, o.Diagnosis)
+			return snapshot, []diagnose.Snapshot{snapshot}, err
+		}
+	}
+	for _, path := range files {
+		if err := scanLogFile(s, path, readOpts, add); err != nil {
+			return err
+		}
+	}
+	res, snapshots, err := result()
+	if errors.Is(err, diagnose.ErrNoLogs) {
+		return fmt.Errorf("request logs %s: no requests: expected a CSV header row followed by rows, or JSON Lines", joinNames(files))
+	}
+	if err != nil {
+		return err
+	}
+	if err := o.Plot.write(diagnoseFigure(window, snapshots)); err != nil {
+		return err
+	}
+	if o.Format == "table" {
+		return writeBytes(s, o.Output, []byte(snapshotTable(snapshots)))
+	}
+	return writeJSON(s, o.Output, res)
+}
+
+// scanLogFile reads one request log, passing each request to add; errors
+// name the file, the line and the field.
+func scanLogFile(s *streams, path string, readOpts diagnose.ReadOptions, add func(diagnose.Record) error) error {
+	in, name, err := openInput(path, s)
+	if err != nil {
+		return fmt.Errorf("request log: %w", err)
+	}
+	defer in.Close()
+	_, err = diagnose.Scan(in, name, readOpts, func(r diagnose.Record) error {
+		if err := add(r); err != nil {
+			var ie *diagnose.InputError
+			if errors.As(err, &ie) {
+				ie.File, ie.Line = name, r.Line
+			}
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("request log %w", err)
+	}
+	return nil
+}
+
+// joinNames lists input names for a message, "-" as stdin.
+func joinNames(files []string) string {
+	names := ""
+	for i, f := range files {
+		if f == "-" {
+			f = "stdin"
+		}
+		if i > 0 {
+			names += ", "
+		}
+		names += f
+	}
+	return names
+}

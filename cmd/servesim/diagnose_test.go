@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/diagnose"
+	"servesim/internal/shared"
+)
+
+func TestDiagnoseFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		want    func(*diagnoseOptions)
+		wantErr string
+	}{
+		{"defaults", []string{"a.csv", "b.jsonl"}, func(o *diagnoseOptions) {
+			o.Files = []string{"a.csv", "b.jsonl"}
+		}, ""},
+		{"every flag", []string{"--window", "peak", "--gpu-hourly-cost", "2.5", "--effective-concurrency", "64",
+			"--kv-watermark-pct", "90", "--hol-ttft-ratio", "4", "--cold-prefix-hit-pct", "10", "--cold-ttft-ms", "500",
+			"--by-window", "60", "-o", "out.json", "-"}, func(o *diagnoseOptions) {
+			o.Files, o.Window, o.ByWindowS, o.Output.Path = []string{"-"}, "peak", 60, "out.json"
+			o.Diagnosis = diagnose.Options{GPUHourlyCostUSD: 2.5, EffectiveConcurrency: 64,
+				Thresholds: diagnose.Thresholds{KVWatermarkPct: 90, HOLTTFTRatio: 4, ColdPrefixHitPct: 10, ColdTTFTMs: 500}}
+		}, ""},
+		{"demo", []string{"--demo"}, func(o *diagnoseOptions) { o.Demo, o.Files = true, []string{} }, ""},
+		{"demo reads no files", []string{"--demo", "a.csv"}, nil, `--demo reads no files (got "a.csv")`},
+		{"zero concurrency", []string{"--effective-concurrency", "0"}, nil, "--effective-concurrency 0: must be positive"},
+		{"negative cost", []string{"--gpu-hourly-cost", "-1"}, nil, "--gpu-hourly-cost -1: must not be negative"},
+		{"NaN threshold", []string{"--cold-ttft-ms", "NaN"}, nil, "--cold-ttft-ms NaN: must be a finite number"},
+		{"zero window", []string{"--by-window", "0"}, nil, "--by-window 0: expected a positive number of seconds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, _ := testStreams("")
+			var got *diagnoseOptions
+			cmd := newDiagnoseCmd(s, func(o *diagnoseOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			cmd.SilenceUsage, cmd.SilenceErrors = true, true
+			err := cmd.Execute()
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Equal(t, tt.wantErr, err.Error())
+				var coded codedError
+				require.ErrorAs(t, err, &coded)
+				assert.Equal(t, exitUsage, coded.exitCode())
+				return
+			}
+			require.NoError(t, err)
+			want := &diagnoseOptions{Diagnosis: diagnose.DefaultOptions(), Format: "json"}
+			tt.want(want)
+			assert.Equal(t, want, got)
+		})
+	}
+}
+
+// runDiagnoseArgs runs `servesim diagnose args...` with stdin.
+func runDiagnoseArgs(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	s, out, errOut := testStreams(stdin)
+	code := run(append([]string{"diagnose"}, args...), s)
+	return code, out.String(), errOut.String()
+}
+
+func TestDiagnoseDemoEqualsReference(t *testing.T) {
+	code, out, errOut := runDiagnoseArgs(t, "", "--demo")
+	require.Equal(t, exitOK, code, errOut)
+	var got, want map[string]any
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	data, err := os.ReadFile(shared.Reference(t, "golden", "seed000_main.json"))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(data, &want))
+	assert.Equal(t, want, got)
+}
+
+const logHeader = "request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival"
+
+func TestDiagnoseFiles(t *testing.T) {
+	dir := t.TempDir()
+	csvPath := filepath.Join(dir, "a.csv")
+	require.NoError(t, os.WriteFile(csvPath, []byte(logHeader+"\nr1,100,10,10,40,10,false,0,50,80\n"), 0o644))
+	jsonPath := filepath.Join(dir, "b.jsonl")
+	require.NoError(t, os.WriteFile(jsonPath, []byte(`{"request_id":"r2","prompt_tokens":100,"output_tokens":10,"queue_wait_ms":10,"prefill_ms":40,"decode_tpot_ms":10,"preempted":1,"recompute_penalty_ms":500,"prefix_cached_tokens":50,"kv_occupancy_pct_at_arrival":95}`+"\n"), 0o644))
+
+	code, out, errOut := runDiagnoseArgs(t, "", csvPath, jsonPath)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Empty(t, errOut)
+	var s diagnose.Snapshot
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, "a.csv", s.WindowName)
+	assert.Equal(t, 2, s.RequestCount)
+	assert.Equal(t, diagnose.HypothesisKVThrashing, s.DiagnosticHypothesis)
+
+	code, out, _ = runDiagnoseArgs(t, logHeader+"\nr1,100,10,10,40,10,false,0,50,80\n", "--window", "peak")
+	require.Equal(t, exitOK, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, "peak", s.WindowName)
+	assert.Equal(t, 1, s.RequestCount)
+
+	code, out, _ = runDiagnoseArgs(t, logHeader+"\nr1,100,10,10,40,10,false,0,50,80\n")
+	require.Equal(t, exitOK, code)
+	require.NoError(t, json.Unmarshal([]byte(out), &s))
+	assert.Equal(t, "stdin", s.WindowName)
+}
+
+func TestDiagnoseByWindow(t *testing.T) {
+	input := "arrival_s," + logHeader + "\n" +
+		"1,r1,100,10,10,40,10,false,0,50,80\n" +
+		"59.9,r2,100,10,10,40,10,false,0,50,80\n" +
+		"130,r3,100,10,3000,40,10,true,9000,50,99\n"
+	code, out, errOut := runDiagnoseArgs(t, input, "--by-window", "60", "--window", "api")
+	require.Equal(t, exitOK, code, errOut)
+	var report diagnose.WindowReport
+	require.NoError(t, json.Unmarshal([]byte(out), &report))
+	require.Len(t, report.Windows, 2, "the empty minute [60s, 120s) is left out")
+	assert.Equal(t, "api [0s, 60s)", report.Windows[0].WindowName)
+	assert.Equal(t, 2, report.Windows[0].RequestCount)
+	assert.Equal(t, "api [120s, 180s)", report.Windows[1].WindowName)
+	assert.Equal(t, diagnose.HypothesisKVThrashing, report.Windows[1].DiagnosticHypothesis)
+	assert.Equal(t, "api [120s, 180s)", report.WorstWindow)
+}
+
+func TestDiagnoseErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.csv")
+	require.NoError(t, os.WriteFile(bad, []byte(logHeader+"\nr1,100,10,10,40,10,false,0,50,80\nr2,100,10,10,40,10,false,0,101,80\n"), 0o644))
+	noArrival := filepath.Join(dir, "plain.csv")
+	require.NoError(t, os.WriteFile(noArrival, []byte(logHeader+"\nr1,100,10,10,40,10,false,0,50,80\n"), 0o644))
+	tests := []struct {
+		name    string
+		stdin   string
+		args    []string
+		wantErr string
+	}{
+		{"seed validation names file, line and field", "", []string{bad},
+			"servesim: request log " + bad + ` line 3: prefix_cached_tokens "101": invalid completed request token counts: must be between 0 and prompt_tokens (100)` + "\n"},
+		{"empty stdin", "", nil, "servesim: request logs stdin: no requests: expected a CSV header row followed by rows, or JSON Lines\n"},
+		{"header only", logHeader + "\n", []string{"-"}, "servesim: request logs stdin: no requests: expected a CSV header row followed by rows, or JSON Lines\n"},
+		{"missing file", "", []string{filepath.Join(dir, "nope.csv")}, "servesim: request log: open " + filepath.Join(dir, "nope.csv") + ": no such file or directory\n"},
+		{"by-window without arrival times", "", []string{"--by-window", "60", noArrival},
+			"servesim: request log " + noArrival + " line 1: arrival_s: missing column: splitting into windows needs an arrival_s or timestamp column\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(dir, "out.json")
+			code, stdout, stderr := runDiagnoseArgs(t, tt.stdin, append(tt.args, "-o", out)...)
+			assert.Equal(t, exitInput, code)
+			assert.Empty(t, stdout)
+			assert.Equal(t, tt.wantErr, stderr)
+			assert.NoFileExists(t, out)
+		})
+	}
+}

@@ -1,0 +1,422 @@
+package diagnose
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Columns (CSV header names and JSON Lines keys) a request log carries,
+// in RequestLog's field order, then the two optional arrival-time columns.
+const (
+	colRequestID = iota
+	colPromptTokens
+	colOutputTokens
+	colQueueWaitMs
+	colPrefillMs
+	colDecodeTPOTMs
+	colPreempted
+	colRecomputePenaltyMs
+	colPrefixCachedTokens
+	colKVOccupancyPct
+	colArrivalS
+	colTimestamp
+	numColumns
+	numRequired = colArrivalS
+)
+
+var columnNames = [numColumns]string{
+	"request_id", "prompt_tokens", "output_tokens", "queue_wait_ms", "prefill_ms",
+	"decode_tpot_ms", "preempted", "recompute_penalty_ms", "prefix_cached_tokens",
+	"kv_occupancy_pct_at_arrival", "arrival_s", "timestamp",
+}
+
+// ArrivalKind says where the arrival times of a log come from.
+type ArrivalKind int
+
+const (
+	// ArrivalNone: arrival times were not asked for.
+	ArrivalNone ArrivalKind = iota
+	// ArrivalSeconds: the arrival_s column, in seconds.
+	ArrivalSeconds
+	// ArrivalTimestamp: the ISO 8601 timestamp column, as Unix seconds.
+	ArrivalTimestamp
+)
+
+// String names the column the arrival times come from.
+func (k ArrivalKind) String() string {
+	switch k {
+	case ArrivalSeconds:
+		return "arrival_s"
+	case ArrivalTimestamp:
+		return "timestamp"
+	default:
+		return "none"
+	}
+}
+
+// ReadOptions configure a log reader.
+type ReadOptions struct {
+	// Arrival asks for each request's arrival time: the arrival_s column
+	// when present, else the timestamp column; one of them is then required.
+	Arrival bool
+}
+
+// Record is one validated request read from a log, with its line number
+// and, when asked for, its arrival time in seconds (ArrivalTimestamp:
+// seconds since the Unix epoch).
+type Record struct {
+	Log      RequestLog
+	Line     int
+	ArrivalS float64
+	Arrival  ArrivalKind
+}
+
+// readBufferSize is the read buffer of the log readers.
+const readBufferSize = 64 << 10
+
+// Scan reads request logs from r, CSV or JSON Lines as the content shows
+// (the first non-blank character '{' means JSON Lines), and calls fn with
+// every validated request in order. name is what errors call the input.
+// Errors are *InputError naming the line and field, or fn's error.
+func Scan(r io.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
+	br := bufio.NewReaderSize(r, readBufferSize)
+	skipBOM(br)
+	switch firstNonBlank(br) {
+	case '{':
+		return ScanJSONLines(br, name, opts, fn)
+	case '[':
+		return ArrivalNone, &InputError{File: name, Line: 1,
+			Reason: "a JSON array is not a request log: expected JSON Lines (one object per line) or CSV with a header row"}
+	}
+	return ScanCSV(br, name, opts, fn)
+}
+
+// skipBOM drops a UTF-8 byte order mark.
+func skipBOM(br *bufio.Reader) {
+	if b, err := br.Peek(3); err == nil && string(b) == "\uFEFF" {
+		_, _ = br.Discard(3)
+	}
+}
+
+// firstNonBlank returns the first byte that is not white space within the
+// buffered window, without consuming anything; 0 when there is none.
+func firstNonBlank(br *bufio.Reader) byte {
+	for i := 1; i <= br.Size(); i++ {
+		b, err := br.Peek(i)
+		if len(b) < i {
+			return 0
+		}
+		if c := b[i-1]; c != ' ' && c != '\t' && c != '\r' && c != '\n' {
+			return c
+		}
+		if err != nil {
+			return 0
+		}
+	}
+	return 0
+}
+
+// ScanCSV reads a CSV request log: a header row naming the columns in any
+// order (extra columns are ignored), then one request per row.
+func ScanCSV(r io.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
+	br := bufio.NewReaderSize(r, readBufferSize)
+	skipBOM(br)
+	cs := newCSVScanner(br)
+	err := cs.next()
+	if err == io.EOF {
+		return arrivalKindOf(opts, false, false), nil
+	}
+	if err != nil {
+		return ArrivalNone, csvError(name, cs.line, err)
+	}
+	headerLine, width := cs.recLine, cs.fields()
+	var index [numColumns]int
+	for i := range index {
+		index[i] = -1
+	}
+	for i := range width {
+		h := string(bytes.TrimSpace(cs.field(i)))
+		for c, want := range columnNames {
+			if h != want {
+				continue
+			}
+			if index[c] >= 0 {
+				return ArrivalNone, &InputError{File: name, Line: headerLine, Field: want, Reason: "column appears twice in the header"}
+			}
+			index[c] = i
+		}
+	}
+	for c := range numRequired {
+		if index[c] < 0 {
+			return ArrivalNone, &InputError{File: name, Line: headerLine, Field: columnNames[c],
+				Reason: "missing column: the header must name " + strings.Join(columnNames[:numRequired], ", ")}
+		}
+	}
+	kind := arrivalKindOf(opts, index[colArrivalS] >= 0, index[colTimestamp] >= 0)
+	if opts.Arrival && kind == ArrivalNone {
+		return ArrivalNone, &InputError{File: name, Line: headerLine, Field: "arrival_s",
+			Reason: "missing column: splitting into windows needs an arrival_s or timestamp column"}
+	}
+	var values [numColumns][]byte
+	for {
+		err := cs.next()
+		if err == io.EOF {
+			return kind, nil
+		}
+		if err != nil {
+			return kind, csvError(name, cs.line, err)
+		}
+		if cs.fields() != width {
+			return kind, csvError(name, cs.recLine, errFieldCount)
+		}
+		for c, i := range index {
+			if i >= 0 {
+				values[c] = cs.field(i)
+			}
+		}
+		rec, err := parseRecord(&values, kind)
+		if err != nil {
+			return kind, located(err, name, cs.recLine)
+		}
+		rec.Line = cs.recLine
+		if err := fn(rec); err != nil {
+			return kind, err
+		}
+	}
+}
+
+// arrivalKindOf picks the arrival column: arrival_s before timestamp.
+func arrivalKindOf(opts ReadOptions, hasSeconds, hasTimestamp bool) ArrivalKind {
+	switch {
+	case !opts.Arrival:
+		return ArrivalNone
+	case hasSeconds:
+		return ArrivalSeconds
+	case hasTimestamp:
+		return ArrivalTimestamp
+	default:
+		return ArrivalNone
+	}
+}
+
+// csvError locates a CSV syntax or read error in the input.
+func csvError(name string, line int, err error) error {
+	reason := err.Error()
+	if errors.Is(err, errBareQuote) || errors.Is(err, errQuote) || errors.Is(err, errFieldCount) {
+		reason = "malformed CSV: " + reason
+	}
+	return &InputError{File: name, Line: line, Reason: reason}
+}
+
+// located adds the input's name and line to a field error.
+func located(err error, name string, line int) error {
+	var ie *InputError
+	if errors.As(err, &ie) {
+		ie.File, ie.Line = name, line
+		return ie
+	}
+	return &InputError{File: name, Line: line, Reason: err.Error()}
+}
+
+// ScanJSONLines reads a JSON Lines request log: one JSON object per line
+// with the CSV header's names as keys (other keys are ignored); blank lines
+// are skipped. Numbers may also be given as strings.
+func ScanJSONLines(r io.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
+	br := bufio.NewReaderSize(r, readBufferSize)
+	skipBOM(br)
+	kind := ArrivalNone
+	seen := false
+	var values [numColumns][]byte
+	var object map[string]json.RawMessage
+	for line := 1; ; line++ {
+		text, readErr := br.ReadBytes('\n')
+		if readErr != nil && readErr != io.EOF {
+			return kind, &InputError{File: name, Line: line, Reason: readErr.Error()}
+		}
+		if text = bytes.TrimSpace(text); len(text) > 0 {
+			clear(object)
+			if err := json.Unmarshal(text, &object); err != nil || object == nil {
+				return kind, &InputError{File: name, Line: line, Reason: "expected one JSON object per line"}
+			}
+			if !seen {
+				seen = true
+				kind = arrivalKindOf(opts, object["arrival_s"] != nil, object["timestamp"] != nil)
+				if opts.Arrival && kind == ArrivalNone {
+					return kind, &InputError{File: name, Line: line, Field: "arrival_s",
+						Reason: "missing key: splitting into windows needs an arrival_s or timestamp key"}
+				}
+			}
+			if err := jsonValues(object, kind, &values); err != nil {
+				return kind, located(err, name, line)
+			}
+			rec, err := parseRecord(&values, kind)
+			if err != nil {
+				return kind, located(err, name, line)
+			}
+			rec.Line = line
+			if err := fn(rec); err != nil {
+				return kind, err
+			}
+		}
+		if readErr == io.EOF {
+			return kind, nil
+		}
+	}
+}
+
+// jsonValues copies the text of each needed key of object into values.
+// Strings are unquoted; numbers and booleans keep their literal text.
+func jsonValues(object map[string]json.RawMessage, kind ArrivalKind, values *[numColumns][]byte) error {
+	for c := range numColumns {
+		if c >= numRequired && c != arrivalColumn(kind) {
+			continue
+		}
+		raw := object[columnNames[c]]
+		if raw == nil || string(raw) == "null" {
+			return &InputError{Field: columnNames[c], Reason: "missing key"}
+		}
+		switch raw[0] {
+		case '"':
+			var text string
+			if err := json.Unmarshal(raw, &text); err != nil {
+				return &InputError{Field: columnNames[c], Value: string(raw), Reason: "malformed string"}
+			}
+			values[c] = []byte(text)
+		case '{', '[':
+			return &InputError{Field: columnNames[c], Value: string(raw), Reason: "expected a number, a boolean or a string"}
+		default:
+			values[c] = raw
+		}
+	}
+	return nil
+}
+
+// arrivalColumn is the column an arrival kind reads, or -1.
+func arrivalColumn(kind ArrivalKind) int {
+	switch kind {
+	case ArrivalSeconds:
+		return colArrivalS
+	case ArrivalTimestamp:
+		return colTimestamp
+	default:
+		return -1
+	}
+}
+
+// parseRecord parses and validates one request from its column texts.
+func parseRecord(values *[numColumns][]byte, kind ArrivalKind) (Record, error) {
+	var p fieldParser
+	p.values = values
+	rec := Record{Arrival: kind, Log: RequestLog{
+		RequestID:               string(bytes.TrimSpace(values[colRequestID])),
+		PromptTokens:            p.int(colPromptTokens),
+		OutputTokens:            p.int(colOutputTokens),
+		QueueWaitMs:             p.float(colQueueWaitMs),
+		PrefillMs:               p.float(colPrefillMs),
+		DecodeTPOTMs:            p.float(colDecodeTPOTMs),
+		Preempted:               p.bool(colPreempted),
+		RecomputePenaltyMs:      p.float(colRecomputePenaltyMs),
+		PrefixCachedTokens:      p.int(colPrefixCachedTokens),
+		KVOccupancyPctAtArrival: p.float(colKVOccupancyPct),
+	}}
+	switch kind {
+	case ArrivalSeconds:
+		rec.ArrivalS = p.float(colArrivalS)
+		if p.err == nil && (math.IsNaN(rec.ArrivalS) || math.IsInf(rec.ArrivalS, 0)) {
+			p.fail(colArrivalS, "expected a finite number of seconds")
+		}
+	case ArrivalTimestamp:
+		rec.ArrivalS = p.timestamp(colTimestamp)
+	}
+	if p.err != nil {
+		return Record{}, p.err
+	}
+	if err := rec.Log.Validate(); err != nil {
+		var ie *InputError
+		if errors.As(err, &ie) {
+			// Quote the text the input holds rather than its parsed value.
+			for c, n := range columnNames {
+				if n == ie.Field {
+					ie.Value = string(bytes.TrimSpace(values[c]))
+				}
+			}
+		}
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// fieldParser parses column texts, keeping the first error.
+type fieldParser struct {
+	values *[numColumns][]byte
+	err    error
+}
+
+func (p *fieldParser) fail(c int, reason string) {
+	if p.err == nil {
+		p.err = &InputError{Field: columnNames[c], Value: string(bytes.TrimSpace(p.values[c])), Reason: reason}
+	}
+}
+
+// int parses an integer; an integral number such as 128.0 or 1e3 counts.
+func (p *fieldParser) int(c int) int64 {
+	s := bytes.TrimSpace(p.values[c])
+	if n, err := strconv.ParseInt(string(s), 10, 64); err == nil {
+		return n
+	}
+	f, err := strconv.ParseFloat(string(s), 64)
+	if err != nil || f != math.Trunc(f) || f < math.MinInt64 || f >= math.MaxInt64 {
+		p.fail(c, "expected an integer")
+		return 0
+	}
+	return int64(f)
+}
+
+func (p *fieldParser) float(c int) float64 {
+	f, err := strconv.ParseFloat(string(bytes.TrimSpace(p.values[c])), 64)
+	if err != nil {
+		p.fail(c, "expected a number")
+	}
+	return f
+}
+
+// bool accepts true, false, 1 and 0 in any case.
+func (p *fieldParser) bool(c int) bool {
+	s := bytes.TrimSpace(p.values[c])
+	switch {
+	case string(s) == "1" || bytes.EqualFold(s, []byte("true")):
+		return true
+	case string(s) == "0" || bytes.EqualFold(s, []byte("false")):
+		return false
+	}
+	p.fail(c, "expected true, false, 1 or 0")
+	return false
+}
+
+// timestampLayouts are the ISO 8601 forms accepted, with or without a zone
+// (without one, UTC); any fraction of a second is accepted after the seconds.
+var timestampLayouts = []string{
+	time.RFC3339,
+	"2006-01-02 15:04:05Z07:00",
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04:05",
+}
+
+// timestamp parses an ISO 8601 time into seconds since the Unix epoch.
+func (p *fieldParser) timestamp(c int) float64 {
+	s := string(bytes.TrimSpace(p.values[c]))
+	for _, layout := range timestampLayouts {
+		if t, err := time.Parse(layout, s); err == nil {
+			return float64(t.Unix()) + float64(t.Nanosecond())/1e9
+		}
+	}
+	p.fail(c, "expected an ISO 8601 time such as 2023-11-16T18:17:03.97996Z or 2023-11-16 18:17:03.9799600")
+	return 0
+}

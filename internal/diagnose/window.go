@@ -1,0 +1,105 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"servesim/internal/numeric"
+)
+
+// WindowReport is a log diagnosed window by window: the snapshots of the
+// non-empty windows in time order, and the name of the window with the
+// highest p99 end-to-end latency (the earliest one on a tie).
+type WindowReport struct {
+	Windows     []Snapshot `json:"windows"`
+	WorstWindow string     `json:"worst_window"`
+}
+
+// maxWindowIndex bounds a window's index so that its start is exact.
+const maxWindowIndex = 1 << 53
+
+// Windower splits requests into consecutive windows of a fixed length by
+// arrival time. Windows are aligned to multiples of the length (from zero
+// seconds, or from the Unix epoch for timestamps, so 60 s windows are clock
+// minutes); a request arriving at t belongs to window floor(t/length).
+type Windower struct {
+	lengthS float64
+	kind    ArrivalKind
+	windows map[int64]*Accumulator
+}
+
+// NewWindower returns a Windower for windows of lengthS seconds (positive).
+func NewWindower(lengthS float64) (*Windower, error) {
+	if !(lengthS > 0) || math.IsInf(lengthS, 0) {
+		return nil, fmt.Errorf("window length %v: must be a positive number of seconds", lengthS)
+	}
+	return &Windower{lengthS: lengthS, windows: make(map[int64]*Accumulator)}, nil
+}
+
+// Add puts rec into its window. Every record must carry an arrival time of
+// the same kind; the error names the field.
+func (w *Windower) Add(rec Record) error {
+	switch {
+	case rec.Arrival == ArrivalNone:
+		return &InputError{Field: "arrival_s", Reason: "missing arrival time: splitting into windows needs arrival_s or timestamp"}
+	case w.kind == ArrivalNone:
+		w.kind = rec.Arrival
+	case rec.Arrival != w.kind:
+		return &InputError{Field: rec.Arrival.String(),
+			Reason: fmt.Sprintf("arrival times come from %s in earlier input: arrival_s and timestamp cannot be mixed", w.kind)}
+	}
+	q := math.Floor(rec.ArrivalS / w.lengthS)
+	if math.Abs(q) > maxWindowIndex {
+		return &InputError{Field: rec.Arrival.String(), Value: w.kind.format(rec.ArrivalS),
+			Reason: "too many windows from zero for the window length"}
+	}
+	idx := int64(q)
+	acc := w.windows[idx]
+	if acc == nil {
+		acc = NewAccumulator(0)
+		w.windows[idx] = acc
+	}
+	return acc.Add(rec.Log)
+}
+
+// Report diagnoses every non-empty window; each is named
+// "<base> [<start>, <end>)".
+func (w *Windower) Report(base string, opts Options) (WindowReport, error) {
+	if len(w.windows) == 0 {
+		return WindowReport{}, ErrNoLogs
+	}
+	indexes := make([]int64, 0, len(w.windows))
+	for idx := range w.windows {
+		indexes = append(indexes, idx)
+	}
+	slices.Sort(indexes)
+	report := WindowReport{Windows: make([]Snapshot, 0, len(indexes))}
+	worst := -1
+	for i, idx := range indexes {
+		start := float64(idx) * w.lengthS
+		name := fmt.Sprintf("%s [%s, %s)", base, w.kind.format(start), w.kind.format(start+w.lengthS))
+		s, err := w.windows[idx].Snapshot(name, opts)
+		if err != nil {
+			return WindowReport{}, err
+		}
+		report.Windows = append(report.Windows, s)
+		if worst < 0 || s.P99E2EMs > report.Windows[worst].P99E2EMs {
+			worst = i
+		}
+	}
+	report.WorstWindow = report.Windows[worst].WindowName
+	return report, nil
+}
+
+// format renders an arrival time to the nanosecond: seconds as "90s" (not
+// "0.30000000000000004s"), timestamps in UTC RFC 3339.
+func (k ArrivalKind) format(seconds float64) string {
+	if k == ArrivalTimestamp {
+		sec, frac := math.Modf(seconds)
+		return time.Unix(int64(sec), int64(math.Round(frac*1e9))).UTC().Format(time.RFC3339Nano)
+	}
+	return strconv.FormatFloat(numeric.Round(seconds, 9), 'f', -1, 64) + "s"
+}

@@ -1,0 +1,461 @@
+package profile
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"slices"
+	"sort"
+	"strings"
+
+	"servesim/internal/numeric"
+)
+
+// matrixKey is one (requested clock, condition) cell of the raw profile.
+type matrixKey struct {
+	clock float64
+	cond  condition
+}
+
+// batchKey is one measured batch: a cell and a repeat.
+type batchKey struct {
+	matrixKey
+	repeat pyInteger
+}
+
+// batch is what the bundle checks need of one batch's requests.
+type batch struct {
+	realized []float64
+	samples  pyInteger
+	fallback bool
+}
+
+// rawBatches groups a measured bundle's raw rows by batch.
+type rawBatches struct {
+	batches map[batchKey]*batch
+	order   []batchKey
+	repeats map[matrixKey]map[pyInteger]int
+}
+
+// collectRawBatches checks every raw row the way the reference's bundle
+// validation does and groups the rows by batch. It returns every row's
+// first problem.
+func collectRawBatches(t *csvTable, sweep []float64) (*rawBatches, []string) {
+	rb := &rawBatches{batches: map[batchKey]*batch{}, repeats: map[matrixKey]map[pyInteger]int{}}
+	inSweep := make(map[float64]bool, len(sweep))
+	for _, c := range sweep {
+		inSweep[c] = true
+	}
+	var problems []string
+	for i, row := range t.Rows {
+		if err := rb.add(t, row, t.RowLines[i], inSweep); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	return rb, problems
+}
+
+func (rb *rawBatches) add(t *csvTable, row []string, line int, inSweep map[float64]bool) error {
+	requested, err := t.floatAt(row, line, "requested_clock_mhz")
+	if err != nil {
+		return err
+	}
+	realized, err := t.floatAt(row, line, "realized_clock_mhz")
+	if err != nil {
+		return err
+	}
+	repeat, err := t.intAt(row, line, "repeat")
+	if err != nil {
+		return err
+	}
+	if !allFinitePositive([]float64{requested, realized}) {
+		return fmt.Errorf("%s line %d: measured requested/realized clocks must be finite and positive (requested %s, realized %s)", t.Name, line, pyFormatG(requested), pyFormatG(realized))
+	}
+	if !inSweep[requested] {
+		return fmt.Errorf("%s line %d: raw profile contains a requested clock absent from the manifest (%s MHz)", t.Name, line, pyFormatG(requested))
+	}
+	cond := condition{Phase: "None"}
+	if s, ok := t.value(row, "phase"); ok {
+		cond.Phase = s
+	}
+	for _, f := range []struct {
+		name string
+		dst  *pyInteger
+	}{{"prompt_tokens", &cond.Prompt}, {"output_tokens", &cond.Output}, {"concurrency", &cond.Concurrency}} {
+		if *f.dst, err = t.intAt(row, line, f.name); err != nil {
+			return err
+		}
+	}
+	if !expectedConditionSet[cond] {
+		return fmt.Errorf("%s line %d: raw profile contains a condition outside the fixed matrix (%s)", t.Name, line, cond)
+	}
+	cell := matrixKey{requested, cond}
+	reps := rb.repeats[cell]
+	if reps == nil {
+		reps = map[pyInteger]int{}
+		rb.repeats[cell] = reps
+	}
+	reps[repeat]++
+	key := batchKey{cell, repeat}
+	samples, err := t.intAt(row, line, "telemetry_sample_count")
+	if err != nil {
+		return err
+	}
+	text, ok := t.value(row, "telemetry_fallback_used")
+	if !ok {
+		return fmt.Errorf("%s line %d: telemetry_fallback_used: missing field", t.Name, line)
+	}
+	text = asciiLower(pyStrip(text))
+	if !samples.positive() || (text != "false" && text != "true") {
+		return fmt.Errorf("%s line %d: raw profile contains invalid telemetry fallback metadata (telemetry_sample_count %s, telemetry_fallback_used %q)", t.Name, line, samples, text)
+	}
+	b := rb.batches[key]
+	if b == nil {
+		b = &batch{samples: samples, fallback: text == "true"}
+		rb.batches[key] = b
+		rb.order = append(rb.order, key)
+	}
+	b.realized = append(b.realized, realized)
+	if b.samples != samples || b.fallback != (text == "true") {
+		return fmt.Errorf("%s line %d: raw profile telemetry fallback metadata must be constant within a batch", t.Name, line)
+	}
+	return nil
+}
+
+// matrixProblems checks that every requested clock and condition has
+// exactly the repeats 0-4, each with as many requests as the concurrency.
+func (rb *rawBatches) matrixProblems(sweep []float64) []string {
+	var problems []string
+	for _, clock := range sweep {
+		for _, cond := range expectedConditions {
+			reps := rb.repeats[matrixKey{clock, cond}]
+			complete := len(reps) == measuredRepeats
+			for r := range int64(measuredRepeats) {
+				_, has := reps[pyIntOf(r)]
+				complete = complete && has
+			}
+			where := fmt.Sprintf("%s MHz %s", pyFormatG(clock), cond)
+			if !complete {
+				problems = append(problems, fmt.Sprintf("raw profile repetition matrix is incomplete (%s: repeats %s)", where, describeRepeats(reps)))
+				continue
+			}
+			for _, count := range reps {
+				if pyIntOf(int64(count)) != cond.Concurrency {
+					problems = append(problems, fmt.Sprintf("raw profile request multiplicity does not match concurrency (%s: %d requests in a batch)", where, count))
+					break
+				}
+			}
+		}
+	}
+	return problems
+}
+
+func describeRepeats(reps map[pyInteger]int) string {
+	names := make([]string, 0, len(reps))
+	for r := range reps {
+		names = append(names, r.String())
+	}
+	sort.Strings(names)
+	return "[" + strings.Join(names, ", ") + "]"
+}
+
+// fallbackCount is the number of batches that used the telemetry fallback.
+func (rb *rawBatches) fallbackCount() int {
+	n := 0
+	for _, b := range rb.batches {
+		if b.fallback {
+			n++
+		}
+	}
+	return n
+}
+
+// balancedMedian is the median of the batch medians of realized clocks at
+// a requested clock: every condition and repeat weighs the same.
+func (rb *rawBatches) balancedMedian(clock float64) float64 {
+	medians := make([]float64, 0, len(expectedConditions)*measuredRepeats)
+	for _, cond := range expectedConditions {
+		for r := range int64(measuredRepeats) {
+			b := rb.batches[batchKey{matrixKey{clock, cond}, pyIntOf(r)}]
+			medians = append(medians, numeric.Median(b.realized))
+		}
+	}
+	return numeric.Median(medians)
+}
+
+// rawRequiredColumns are the raw columns the aggregation reads.
+var rawRequiredColumns = []string{
+	"concurrency", "energy_j", "mean_power_w", "output_tokens", "peak_power_w",
+	"peak_temp_c", "phase", "prompt_tokens", "realized_clock_mhz",
+	"repeat", "requested_clock_mhz", "total_s", "tpot_s", "ttft_s",
+}
+
+// rawGroupKey is one batch of the raw schema as the aggregation groups it.
+type rawGroupKey struct {
+	clock                               float64
+	phase                               string
+	prompt, output, concurrency, repeat pyInteger
+}
+
+type clockPhase struct {
+	clock float64
+	phase string
+}
+
+// aggregateRawProfile is the reference's _aggregate_raw_profile: it reduces
+// the profiler's per-request rows to per-clock medians, indexed and sorted
+// by the median realized clock.
+func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
+	var missing []string
+	for _, name := range rawRequiredColumns {
+		if !t.hasColumn(name) {
+			missing = append(missing, pyRepr(name))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("profile is neither an aggregate table nor the profiler schema; missing columns: [%s]", strings.Join(missing, ", "))
+	}
+	index := map[rawGroupKey]int{}
+	var keys []rawGroupKey
+	var groups [][]int
+	for i, row := range t.Rows {
+		key, keep, err := rawGroup(t, row, t.RowLines[i])
+		if err != nil {
+			return err
+		}
+		if !keep {
+			continue
+		}
+		g, ok := index[key]
+		if !ok {
+			g = len(groups)
+			index[key] = g // NaN clocks never match: each row its own group, as in Python
+			keys = append(keys, key)
+			groups = append(groups, nil)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	clockSet := map[float64]bool{}
+	var clocks []float64
+	for _, k := range keys {
+		if !clockSet[k.clock] || math.IsNaN(k.clock) {
+			clockSet[k.clock] = true
+			clocks = append(clocks, k.clock)
+		}
+	}
+	slices.SortFunc(clocks, compareNaNLast)
+	if len(clocks) < 2 {
+		return fmt.Errorf("raw profile must contain at least two requested clocks")
+	}
+	rates := map[clockPhase][]float64{}
+	powers := map[clockPhase][]float64{}
+	for g, key := range keys {
+		rows := groups[g]
+		elapsed := 0.0
+		for j, i := range rows {
+			v, err := t.floatAt(t.Rows[i], t.RowLines[i], "total_s")
+			if err != nil {
+				return err
+			}
+			if j == 0 || v > elapsed { // Python's max(): a NaN first stays
+				elapsed = v
+			}
+		}
+		if elapsed <= 0 {
+			return fmt.Errorf("%s line %d: raw profile total_s must be positive", t.Name, t.RowLines[rows[0]])
+		}
+		var tokens pyInteger
+		switch key.phase {
+		case "prefill":
+			tokens = multiply(key.prompt, key.concurrency)
+		case "decode":
+			tokens = multiply(key.output, key.concurrency)
+		}
+		cp := clockPhase{key.clock, key.phase}
+		if key.phase != "idle" {
+			n, err := tokens.float()
+			if err != nil {
+				return fmt.Errorf("%s line %d: %w", t.Name, t.RowLines[rows[0]], err)
+			}
+			rates[cp] = append(rates[cp], n/elapsed)
+		}
+		groupPowers := make([]float64, len(rows))
+		for j, i := range rows {
+			v, err := t.floatAt(t.Rows[i], t.RowLines[i], "mean_power_w")
+			if err != nil {
+				return err
+			}
+			groupPowers[j] = v
+		}
+		powers[cp] = append(powers[cp], nanMedian(groupPowers))
+	}
+	for _, clock := range clocks {
+		for _, phase := range []string{"prefill", "decode"} {
+			if _, ok := rates[clockPhase{clock, phase}]; !ok {
+				return fmt.Errorf("raw profile lacks %s measurements at %s MHz", missingPhase(clock, phase, keys), pyFormatG(clock))
+			}
+		}
+	}
+	n := len(clocks)
+	medians := func(m map[clockPhase][]float64, phase string) []float64 {
+		out := make([]float64, n)
+		for i, clock := range clocks {
+			out[i] = nanMedian(m[clockPhase{clock, phase}])
+		}
+		return out
+	}
+	prefillRate, decodeRate := medians(rates, "prefill"), medians(rates, "decode")
+	prefillPower, decodePower := medians(powers, "prefill"), medians(powers, "decode")
+	idleEverywhere := true
+	for _, clock := range clocks {
+		_, ok := powers[clockPhase{clock, "idle"}]
+		idleEverywhere = idleEverywhere && ok
+	}
+	idlePower := make([]float64, n)
+	if idleEverywhere {
+		idlePower = medians(powers, "idle")
+	} else {
+		fill := 0.0
+		if v, ok := manifest.get("idle_power_w"); ok {
+			f, err := pyFloatOf(v)
+			if err != nil {
+				return fmt.Errorf("manifest field idle_power_w %s: %w", pyReprOf(v), err)
+			}
+			fill = f
+		} else {
+			a, b := nanMin(prefillPower), nanMin(decodePower)
+			if b < a { // Python's min(a, b)
+				a = b
+			}
+			fill = 0.45 * a
+		}
+		for i := range idlePower {
+			idlePower[i] = fill
+		}
+	}
+	realized := make([]float64, n)
+	for c, clock := range clocks {
+		var values []float64
+		for g, key := range keys {
+			if key.clock != clock {
+				continue
+			}
+			for _, i := range groups[g] {
+				v, err := t.floatAt(t.Rows[i], t.RowLines[i], "realized_clock_mhz")
+				if err != nil {
+					return err
+				}
+				values = append(values, v)
+			}
+		}
+		realized[c] = nanMedian(values)
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return compareNaNLast(realized[order[a]], realized[order[b]]) < 0 })
+	pick := func(values []float64) []float64 {
+		out := make([]float64, n)
+		for i, j := range order {
+			out[i] = values[j]
+		}
+		return out
+	}
+	p.ClockMHz = pick(realized)
+	p.PrefillTokensPerS, p.DecodeTokensPerS = pick(prefillRate), pick(decodeRate)
+	p.IdlePowerW, p.PrefillPowerW, p.DecodePowerW = pick(idlePower), pick(prefillPower), pick(decodePower)
+	return nil
+}
+
+// missingPhase names the phase the reference reports missing. A NaN clock
+// is a group of its own (NaN never equals NaN), found again in Python only
+// under its own phase: the missing phase is the other one.
+func missingPhase(clock float64, phase string, keys []rawGroupKey) string {
+	if !math.IsNaN(clock) {
+		return phase
+	}
+	for _, k := range keys {
+		if math.IsNaN(k.clock) && k.phase == "prefill" {
+			return "decode"
+		}
+		if math.IsNaN(k.clock) {
+			return "prefill"
+		}
+	}
+	return phase
+}
+
+// rawGroup parses the grouping key of a raw row; keep is false for rows of
+// other phases, which the reference skips.
+func rawGroup(t *csvTable, row []string, line int) (rawGroupKey, bool, error) {
+	var key rawGroupKey
+	phase, ok := t.value(row, "phase")
+	if !ok {
+		return key, false, fmt.Errorf("%s line %d: phase: missing field", t.Name, line)
+	}
+	key.phase = asciiLower(pyStrip(phase))
+	if key.phase != "prefill" && key.phase != "decode" && key.phase != "idle" {
+		return key, false, nil
+	}
+	var err error
+	if key.clock, err = t.floatAt(row, line, "requested_clock_mhz"); err != nil {
+		return key, false, err
+	}
+	for _, f := range []struct {
+		name string
+		dst  *pyInteger
+	}{{"prompt_tokens", &key.prompt}, {"output_tokens", &key.output}, {"concurrency", &key.concurrency}, {"repeat", &key.repeat}} {
+		if *f.dst, err = t.intAt(row, line, f.name); err != nil {
+			return key, false, err
+		}
+	}
+	return key, true, nil
+}
+
+// multiply is Python's exact integer product.
+func multiply(a, b pyInteger) pyInteger {
+	if a.Big == "" && b.Big == "" {
+		hi, lo := a.Small, b.Small
+		if p := hi * lo; hi == 0 || (p/hi == lo && !(hi == -1 && lo == math.MinInt64) && !(lo == -1 && hi == math.MinInt64)) {
+			return pyInteger{Small: p}
+		}
+	}
+	var x, y big.Int
+	x.SetString(a.String(), 10)
+	y.SetString(b.String(), 10)
+	return pyIntegerFromDigits(x.Mul(&x, &y).String())
+}
+
+// nanMedian is np.median: NaN when any value is NaN.
+func nanMedian(values []float64) float64 {
+	if slices.ContainsFunc(values, math.IsNaN) {
+		return math.NaN()
+	}
+	return numeric.Median(values)
+}
+
+// nanMin is np.min: NaN when any value is NaN.
+func nanMin(values []float64) float64 {
+	if slices.ContainsFunc(values, math.IsNaN) {
+		return math.NaN()
+	}
+	return slices.Min(values)
+}
+
+// compareNaNLast orders floats ascending with NaN last (numpy's sort order).
+func compareNaNLast(a, b float64) int {
+	switch {
+	case math.IsNaN(a) && math.IsNaN(b):
+		return 0
+	case math.IsNaN(a):
+		return 1
+	case math.IsNaN(b):
+		return -1
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
