@@ -86,7 +86,7 @@ var trajectoryKeys = []string{
 }
 
 // runName reads the configuration out of a run_matrix.py file name.
-var runName = regexp.MustCompile(`^(code_first300s|code_full_norm0\.8|code_full)__(l4_proxy|l4_synthetic)__(static|continuous|chunked)__(.+)\.json$`)
+var runName = regexp.MustCompile(`^(code_first300s|code_full_norm0\.8_sim14400|code_full_norm0\.8|code_full)__(l4_proxy|l4_synthetic)__(static|continuous|chunked)__(.+)\.json$`)
 
 // parameterRun is a first-five-minutes run with plant parameters changed
 // from the defaults, exercising thermal downshift, the power governor, KV
@@ -143,6 +143,7 @@ var parityTraceSets = []struct {
 	{"parity_code_full_norm0.8.json.gz", "code_full_norm0.8__"},
 	{"parity_code_full.json.gz", "code_full__"},
 	{"parity_plant_parameters.json.gz", "params__"},
+	{"parity_code_full_norm0.8_sim14400.json.gz", "code_full_norm0.8_sim14400__"},
 }
 
 func TestParityWithReference(t *testing.T) {
@@ -372,7 +373,6 @@ func convertReferenceRun(t *testing.T, path string, m []string) goldenRun {
 		g.Controller = run.controller
 		g.Plant = run.plant
 	}
-	timeStep := withParameters(t, NewPlant(nil), g.Plant).TimeStepS
 	switch m[1] {
 	case "code_first300s":
 		v := 300.0
@@ -380,6 +380,10 @@ func convertReferenceRun(t *testing.T, path string, m []string) goldenRun {
 	case "code_full_norm0.8":
 		v := 0.8
 		g.Normalize = &v
+	case "code_full_norm0.8_sim14400":
+		v := 0.8
+		g.Normalize = &v
+		g.Plant = map[string]float64{"maximum_simulation_time_s": 14400}
 	}
 	decode := func(key string, dst any) {
 		require.NoError(t, json.Unmarshal(raw.Result[key], dst), key)
@@ -413,7 +417,8 @@ func convertReferenceRun(t *testing.T, path string, m []string) goldenRun {
 	}
 	var records []map[string]*float64
 	decode("requests", &records)
-	times := stepTimes(40_000, timeStep)
+	configured := withParameters(t, NewPlant(nil), g.Plant)
+	times := stepTimes(int(configured.MaxSimulationTimeS/configured.TimeStepS)+10, configured.TimeStepS)
 	index := make(map[float64]int, len(times))
 	for k, v := range times {
 		index[v] = k
