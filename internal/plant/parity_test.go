@@ -29,13 +29,16 @@ const referenceRunsEnv = "SERVESIM_REFERENCE_RUNS"
 // goldenRun is one reference run in compact form: the configuration, every
 // metric, the sampled trajectory and every request's times.
 type goldenRun struct {
-	Name             string                `json:"name"`
-	Profile          string                `json:"profile"`
-	Scheduler        string                `json:"scheduler"`
-	Controller       string                `json:"controller"`
-	MaxElapsedS      *float64              `json:"max_elapsed_s"`
-	Normalize        *float64              `json:"normalize"`
-	Stride           int                   `json:"stride"`
+	Name        string   `json:"name"`
+	Profile     string   `json:"profile"`
+	Scheduler   string   `json:"scheduler"`
+	Controller  string   `json:"controller"`
+	MaxElapsedS *float64 `json:"max_elapsed_s"`
+	Normalize   *float64 `json:"normalize"`
+	Stride      int      `json:"stride"`
+	// Plant holds the plant parameters changed from the defaults, by
+	// their JSON names.
+	Plant            map[string]float64    `json:"plant,omitempty"`
 	Dilation         *float64              `json:"dilation"`
 	ControllerName   string                `json:"controller_name"`
 	SchedulerName    string                `json:"scheduler_name"`
@@ -83,7 +86,53 @@ var trajectoryKeys = []string{
 }
 
 // runName reads the configuration out of a run_matrix.py file name.
-var runName = regexp.MustCompile(`^(code_first300s|code_full_norm0\.8|code_full)__(l4_proxy|l4_synthetic)__(static|continuous|chunked)__(.+)\.json$`)
+var runName = regexp.MustCompile(`^(code_first300s|code_full_norm0\.8_sim14400|code_full_norm0\.8|code_full)__(l4_proxy|l4_synthetic)__(static|continuous|chunked)__(.+)\.json$`)
+
+// parameterRun is a first-five-minutes run with plant parameters changed
+// from the defaults, exercising thermal downshift, the power governor, KV
+// limits, the active-request cap, another time step and an early stop.
+type parameterRun struct {
+	profile, scheduler, controller string
+	plant                          map[string]float64
+}
+
+// parameterRuns are the runs of parity_plant_parameters.json.gz, by file
+// name (see testdata/README.md for the run_plant.py commands).
+var parameterRuns = map[string]parameterRun{
+	"params__thermal40":       {"l4_proxy", "chunked", "reactive", map[string]float64{"thermal_limit_c": 40}},
+	"params__thermal45_max":   {"l4_synthetic", "continuous", "max", map[string]float64{"thermal_limit_c": 45}},
+	"params__kv20000_active4": {"l4_proxy", "static", "max", map[string]float64{"kv_capacity_tokens": 20000, "maximum_active_requests": 4}},
+	"params__power50":         {"l4_synthetic", "continuous", "max", map[string]float64{"power_limit_w": 50}},
+	"params__step005":         {"l4_synthetic", "chunked", "sampled-reactive:0.5", map[string]float64{"time_step_s": 0.05, "reporting_horizon_s": 30, "maximum_simulation_time_s": 600}},
+	"params__active2_kv9000":  {"l4_synthetic", "chunked", "reactive", map[string]float64{"maximum_active_requests": 2, "kv_capacity_tokens": 9000}},
+	"params__kv6000":          {"l4_proxy", "continuous", "fixed:1125", map[string]float64{"kv_capacity_tokens": 6000}},
+	"params__short":           {"l4_proxy", "static", "min", map[string]float64{"maximum_simulation_time_s": 100, "reporting_horizon_s": 100}},
+}
+
+// withParameters returns p with the named parameters changed.
+func withParameters(t *testing.T, p Plant, params map[string]float64) Plant {
+	for name, v := range params {
+		switch name {
+		case "time_step_s":
+			p.TimeStepS = v
+		case "kv_capacity_tokens":
+			p.KVCapacityTokens = v
+		case "maximum_active_requests":
+			p.MaxActiveRequests = int(v)
+		case "power_limit_w":
+			p.PowerLimitW = v
+		case "thermal_limit_c":
+			p.ThermalLimitC = v
+		case "reporting_horizon_s":
+			p.ReportingHorizonS = v
+		case "maximum_simulation_time_s":
+			p.MaxSimulationTimeS = v
+		default:
+			t.Fatalf("unknown plant parameter %s", name)
+		}
+	}
+	return p
+}
 
 // parityTraceSets are the golden files and the reference runs they hold.
 var parityTraceSets = []struct {
@@ -93,6 +142,8 @@ var parityTraceSets = []struct {
 	{"parity_code_first300s.json.gz", "code_first300s__"},
 	{"parity_code_full_norm0.8.json.gz", "code_full_norm0.8__"},
 	{"parity_code_full.json.gz", "code_full__"},
+	{"parity_plant_parameters.json.gz", "params__"},
+	{"parity_code_full_norm0.8_sim14400.json.gz", "code_full_norm0.8_sim14400__"},
 }
 
 func TestParityWithReference(t *testing.T) {
@@ -179,7 +230,8 @@ func checkParity(t *testing.T, g goldenRun, trace string) parityDiff {
 	require.NoError(t, err)
 	ctrl, err := NewController(g.Controller)
 	require.NoError(t, err)
-	res, err := Simulate(requests, NewPlant(prof), sched, ctrl, Options{Stride: g.Stride})
+	p := withParameters(t, NewPlant(prof), g.Plant)
+	res, err := Simulate(requests, p, sched, ctrl, Options{Stride: g.Stride})
 	require.NoError(t, err)
 
 	require.Equal(t, g.ControllerName, res.ControllerName)
@@ -219,7 +271,7 @@ func checkParity(t *testing.T, g goldenRun, trace string) parityDiff {
 		require.Equal(t, phase, string(res.Phase[kept[j]]), "phase[%d]", kept[j])
 	}
 	require.Equal(t, g.PlanLengths, [2]int{len(res.PlannedClockMHz), len(res.PlannedClockStartTimeS)})
-	times := stepTimes(res.Steps, NewPlant(prof).TimeStepS)
+	times := stepTimes(res.Steps, p.TimeStepS)
 	for k, label := range []string{"prefill_start_s", "first_token_time_s", "completion_time_s"} {
 		require.Len(t, g.Requests[k], len(res.Requests))
 		for i, step := range g.Requests[k] {
@@ -272,8 +324,14 @@ func writeParityGolden(t *testing.T, name, prefix string) {
 	require.NoError(t, err)
 	var runs []goldenRun
 	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
 		m := runName.FindStringSubmatch(e.Name())
-		if m == nil || !strings.HasPrefix(e.Name(), prefix) {
+		if run, ok := parameterRuns[strings.TrimSuffix(e.Name(), ".json")]; ok {
+			m = []string{e.Name(), "code_first300s", run.profile, run.scheduler, run.controller}
+		}
+		if m == nil {
 			continue
 		}
 		runs = append(runs, convertReferenceRun(t, filepath.Join(dir, e.Name()), m))
@@ -311,6 +369,10 @@ func convertReferenceRun(t *testing.T, path string, m []string) goldenRun {
 		Summary:    raw.Summary,
 		Trajectory: map[string][]*float64{},
 	}
+	if run, ok := parameterRuns[g.Name]; ok {
+		g.Controller = run.controller
+		g.Plant = run.plant
+	}
 	switch m[1] {
 	case "code_first300s":
 		v := 300.0
@@ -318,6 +380,10 @@ func convertReferenceRun(t *testing.T, path string, m []string) goldenRun {
 	case "code_full_norm0.8":
 		v := 0.8
 		g.Normalize = &v
+	case "code_full_norm0.8_sim14400":
+		v := 0.8
+		g.Normalize = &v
+		g.Plant = map[string]float64{"maximum_simulation_time_s": 14400}
 	}
 	decode := func(key string, dst any) {
 		require.NoError(t, json.Unmarshal(raw.Result[key], dst), key)
@@ -351,7 +417,8 @@ func convertReferenceRun(t *testing.T, path string, m []string) goldenRun {
 	}
 	var records []map[string]*float64
 	decode("requests", &records)
-	times := stepTimes(40_000, DefaultTimeStepS)
+	configured := withParameters(t, NewPlant(nil), g.Plant)
+	times := stepTimes(int(configured.MaxSimulationTimeS/configured.TimeStepS)+10, configured.TimeStepS)
 	index := make(map[float64]int, len(times))
 	for k, v := range times {
 		index[v] = k

@@ -55,3 +55,34 @@ func TestRunIsNormalizeThenSimulate(t *testing.T) {
 	_, err = Run(w, cfg)
 	assert.ErrorContains(t, err, "strictly between zero and one")
 }
+
+func TestConcurrentRunsShareInputs(t *testing.T) {
+	w, err := DefaultTrace(300)
+	require.NoError(t, err)
+	p := NewPlant(profile.Default())
+	specs := []string{"max", "reactive", "sampled-reactive:0.5", "fixed:900"}
+	want := make([]*Report, len(specs))
+	for i, spec := range specs {
+		c, err := NewController(spec)
+		require.NoError(t, err)
+		want[i], err = Run(w, Config{Plant: p, Scheduler: ChunkedPrefill{}, Controller: c, Options: Options{Stride: 5}})
+		require.NoError(t, err)
+	}
+	got := make([]*Report, len(specs))
+	errs := make([]error, len(specs))
+	done := make(chan int)
+	for i, spec := range specs {
+		go func() {
+			c, _ := NewController(spec)
+			got[i], errs[i] = Run(w, Config{Plant: p, Scheduler: ChunkedPrefill{}, Controller: c, Options: Options{Stride: 5}})
+			done <- i
+		}()
+	}
+	for range specs {
+		<-done
+	}
+	for i := range specs {
+		require.NoError(t, errs[i])
+		assert.Equal(t, want[i], got[i], specs[i])
+	}
+}
