@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"bytes"
 	"os"
 	"testing"
 
@@ -66,5 +67,17 @@ func BenchmarkSimulateOneDay(b *testing.B) {
 		require.NoError(b, err)
 		b.ReportMetric(float64(res.Steps), "steps")
 		b.ReportMetric(float64(len(requests)), "requests")
+	}
+}
+
+// BenchmarkLoadWorkloadCodeTrace parses the whole Azure 2023 code trace.
+func BenchmarkLoadWorkloadCodeTrace(b *testing.B) {
+	data, err := os.ReadFile(shared.CodeTrace(b))
+	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := LoadWorkload(bytes.NewReader(data), "code", NoElapsedLimit)
+		require.NoError(b, err)
 	}
 }
