@@ -52,6 +52,20 @@ func BenchmarkSimulateCodeTrace(b *testing.B) {
 	}
 }
 
+// BenchmarkSimulateCodeTraceNormalized is the whole code trace normalized
+// to 0.8 utilization, as in run_matrix.py.
+func BenchmarkSimulateCodeTraceNormalized(b *testing.B) {
+	prof := referenceProfile(b, "l4_proxy")
+	requests, _, err := NormalizeOfferedLoad(loadCodeTrace(b), prof, 0.8)
+	require.NoError(b, err)
+	p := NewPlant(prof)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, Options{Summary: true})
+		require.NoError(b, err)
+	}
+}
+
 // BenchmarkSimulateOneDay is a synthetic code-like day of about one million
 // requests (--max-sim-time 86400) on the embedded proxy profile, summary
 // only.
