@@ -1,0 +1,182 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+)
+
+func init() {
+	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) })
+}
+
+// simulateOptions are the parsed flags of `servesim simulate`.
+type simulateOptions struct {
+	ProfilePath string
+	TracePath   string
+	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
+	Normalize   float64 // 0 when --normalize is not given
+	Scheduler   string
+	Controller  string
+	Stride      int
+	Summary     bool
+	Output      outputOptions
+	// Plant holds the plant flags; its Profile is set once loaded.
+	Plant plant.Plant
+}
+
+// newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
+// of flag parsing; nil runs the simulation.
+func newSimulateCmd(s *streams, runF func(*simulateOptions) error) *cobra.Command {
+	opts := &simulateOptions{Plant: plant.NewPlant(nil)}
+	cmd := &cobra.Command{
+		Use:   "simulate [flags]",
+		Short: "Replay an arrival trace on the time-stepped serving plant",
+		Long: `Replay an Azure-format arrival trace on the time-stepped serving plant of the
+reference (seed003): a GPU whose prefill/decode rates and powers come from a
+clock profile, a scheduler choosing each 0.1 s step's phase and a clock
+controller choosing its clock. Prints one JSON document: the reference's
+as_dict(stride) keys plus summary, dilation, plant and provenance.
+
+Without --profile it uses the embedded engineering-proxy profile (status
+engineering_proxy_not_measured); without --trace, the embedded synthetic
+trace that resembles the Azure 2023 code trace.`,
+		Example: `  servesim simulate --summary
+  servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
+      --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("max-elapsed") {
+				opts.MaxElapsedS = plant.NoElapsedLimit
+			}
+			if err := opts.check(cmd); err != nil {
+				return err
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return runSimulate(s, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV (a measured bundle is validated first; default: the embedded engineering proxy)")
+	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV TIMESTAMP,ContextTokens,GeneratedTokens, or - for stdin (default: the embedded synthetic trace)")
+	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
+	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
+	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
+	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive or sampled-reactive[:PERIOD_S] (period 1 s)")
+	f.Float64Var(&opts.Plant.TimeStepS, "time-step", plant.DefaultTimeStepS, "step length in seconds")
+	f.Float64Var(&opts.Plant.KVCapacityTokens, "kv-capacity", plant.DefaultKVCapacityTokens, "KV-cache capacity in tokens")
+	f.Float64Var(&opts.Plant.DecodeKVReserveTokensPerActive, "kv-reserve", plant.DefaultDecodeKVReserveTokensPerActive, "KV tokens reserved per decoding request before admitting a prefill")
+	f.IntVar(&opts.Plant.MaxActiveRequests, "max-active", plant.DefaultMaxActiveRequests, "maximum concurrently decoding requests")
+	f.Float64Var(&opts.Plant.AmbientTemperatureC, "ambient", plant.DefaultAmbientTemperatureC, "ambient temperature in C")
+	f.Float64Var(&opts.Plant.ThermalTimeConstantS, "thermal-tau", plant.DefaultThermalTimeConstantS, "thermal time constant in seconds")
+	f.Float64Var(&opts.Plant.ThermalResistanceCPerW, "thermal-resistance", plant.DefaultThermalResistanceCPerW, "thermal resistance in C per W")
+	f.Float64Var(&opts.Plant.PowerLimitW, "power-limit", plant.DefaultPowerLimitW, "board power limit in W (proxy power governor)")
+	f.Float64Var(&opts.Plant.ThermalLimitC, "thermal-limit", plant.DefaultThermalLimitC, "temperature in C at which the clock steps down")
+	f.Float64Var(&opts.Plant.ReportingHorizonS, "horizon", plant.DefaultReportingHorizonS, "reporting horizon in seconds for unfinished_requests_at_reporting_horizon")
+	f.Float64Var(&opts.Plant.MaxSimulationTimeS, "max-sim-time", plant.DefaultMaxSimulationTimeS, "simulated seconds after which the run stops")
+	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
+	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// check rejects flag values that cannot mean anything (usage errors).
+// Plant values are checked with the plant (bad input, exit 1).
+func (o *simulateOptions) check(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("max-elapsed") && (math.IsNaN(o.MaxElapsedS) || o.MaxElapsedS < 0) {
+		return usageErrorf("--max-elapsed %v: expected a nonnegative number of seconds", o.MaxElapsedS)
+	}
+	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
+		return usageErrorf("--normalize %v: expected a utilization strictly between 0 and 1", o.Normalize)
+	}
+	if o.Stride < 1 {
+		return usageErrorf("--stride %d: expected a positive integer", o.Stride)
+	}
+	if _, err := plant.NewScheduler(o.Scheduler); err != nil {
+		return usageErrorf("--scheduler: %v", err)
+	}
+	if _, err := plant.NewController(o.Controller); err != nil {
+		return usageErrorf("--controller: %v", err)
+	}
+	return nil
+}
+
+// plantFlags names the flag of each plant field in validation errors.
+var plantFlags = map[string]string{
+	"time_step_s":                         "--time-step",
+	"kv_capacity_tokens":                  "--kv-capacity",
+	"decode_kv_reserve_tokens_per_active": "--kv-reserve",
+	"maximum_active_requests":             "--max-active",
+	"ambient_temperature_c":               "--ambient",
+	"thermal_time_constant_s":             "--thermal-tau",
+	"thermal_resistance_c_per_w":          "--thermal-resistance",
+	"power_limit_w":                       "--power-limit",
+	"thermal_limit_c":                     "--thermal-limit",
+	"reporting_horizon_s":                 "--horizon",
+	"maximum_simulation_time_s":           "--max-sim-time",
+}
+
+func runSimulate(s *streams, o *simulateOptions) error {
+	prof, profilePath := profile.Default(), profile.EmbeddedPath
+	if o.ProfilePath != "" {
+		var err error
+		if prof, err = profile.Load(o.ProfilePath); err != nil {
+			return err
+		}
+		profilePath = o.ProfilePath
+	}
+	o.Plant.Profile = prof
+	if err := o.Plant.Validate(); err != nil {
+		return fmt.Errorf("plant: %w", flagNamed(err))
+	}
+	workload, err := loadTrace(s, o)
+	if err != nil {
+		return err
+	}
+	sched, _ := plant.NewScheduler(o.Scheduler)
+	ctrl, _ := plant.NewController(o.Controller)
+	report, err := plant.Run(workload, plant.Config{
+		Plant:       o.Plant,
+		Scheduler:   sched,
+		Controller:  ctrl,
+		Normalize:   o.Normalize,
+		Options:     plant.Options{Stride: o.Stride, Summary: o.Summary},
+		ProfilePath: profilePath,
+		Version:     resolvedVersion(),
+	})
+	if err != nil {
+		return err
+	}
+	return writeJSON(s, o.Output, report)
+}
+
+// flagNamed prefixes a plant validation error with the flag that sets the
+// field it names.
+func flagNamed(err error) error {
+	msg := err.Error()
+	for field, flag := range plantFlags {
+		if len(msg) > len(field) && msg[:len(field)] == field && msg[len(field)] == ' ' {
+			return fmt.Errorf("%s: %w", flag, err)
+		}
+	}
+	return err
+}
+
+// loadTrace reads --trace, or the embedded synthetic trace without it.
+func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
+	if o.TracePath == "" {
+		return plant.DefaultTrace(o.MaxElapsedS)
+	}
+	in, name, err := openInput(o.TracePath, s)
+	if err != nil {
+		return plant.Workload{}, fmt.Errorf("trace %s: %w", name, err)
+	}
+	defer in.Close()
+	return plant.LoadWorkload(in, name, o.MaxElapsedS)
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/plant"
+)
+
+// parseSimulate runs `servesim simulate args` with a runF that captures the
+// options instead of simulating.
+func parseSimulate(t *testing.T, args ...string) (*simulateOptions, int, string) {
+	t.Helper()
+	var got *simulateOptions
+	saved := subcommands
+	subcommands = []func(*streams) *cobra.Command{func(s *streams) *cobra.Command {
+		return newSimulateCmd(s, func(o *simulateOptions) error { got = o; return nil })
+	}}
+	t.Cleanup(func() { subcommands = saved })
+	s, _, errOut := testStreams("")
+	code := run(append([]string{"simulate"}, args...), s)
+	return got, code, errOut.String()
+}
+
+func TestSimulateFlagDefaults(t *testing.T) {
+	o, code, _ := parseSimulate(t)
+	require.Equal(t, exitOK, code)
+	want := plant.NewPlant(nil)
+	assert.Equal(t, want, o.Plant)
+	assert.Equal(t, "chunked", o.Scheduler)
+	assert.Equal(t, "max", o.Controller)
+	assert.Equal(t, 1, o.Stride)
+	assert.True(t, math.IsInf(o.MaxElapsedS, 1))
+	assert.Zero(t, o.Normalize)
+	assert.False(t, o.Summary)
+	assert.Empty(t, o.ProfilePath)
+	assert.Empty(t, o.TracePath)
+}
+
+func TestSimulateFlagsSetEveryField(t *testing.T) {
+	o, code, stderr := parseSimulate(t,
+		"--profile", "p.csv", "--trace", "-", "--max-elapsed", "300", "--normalize", "0.8",
+		"--scheduler", "static", "--controller", "sampled-reactive:2.5",
+		"--time-step", "0.05", "--kv-capacity", "65536", "--kv-reserve", "512", "--max-active", "32",
+		"--ambient", "30", "--thermal-tau", "20", "--thermal-resistance", "0.6", "--power-limit", "70",
+		"--thermal-limit", "80", "--horizon", "120", "--max-sim-time", "86400",
+		"--stride", "50", "--summary", "-o", "out.json")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, plant.Plant{
+		TimeStepS: 0.05, KVCapacityTokens: 65536, DecodeKVReserveTokensPerActive: 512, MaxActiveRequests: 32,
+		AmbientTemperatureC: 30, ThermalTimeConstantS: 20, ThermalResistanceCPerW: 0.6, PowerLimitW: 70,
+		ThermalLimitC: 80, ReportingHorizonS: 120, MaxSimulationTimeS: 86400,
+	}, o.Plant)
+	assert.Equal(t, &simulateOptions{
+		ProfilePath: "p.csv", TracePath: "-", MaxElapsedS: 300, Normalize: 0.8, Scheduler: "static",
+		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
+		Plant: o.Plant,
+	}, o)
+}
+
+func TestSimulateUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"scheduler", []string{"--scheduler", "fifo"}, `--scheduler: unknown scheduler "fifo"`},
+		{"controller", []string{"--controller", "turbo"}, `--controller: unknown controller "turbo"`},
+		{"fixed without clock", []string{"--controller", "fixed:"}, `clock MHz "" must be a finite positive number`},
+		{"fixed not a number", []string{"--controller", "fixed:abc"}, `clock MHz "abc"`},
+		{"sampled period", []string{"--controller", "sampled-reactive:0"}, `period in seconds "0"`},
+		{"stride", []string{"--stride", "0"}, "--stride 0: expected a positive integer"},
+		{"normalize one", []string{"--normalize", "1"}, "--normalize 1: expected a utilization strictly between 0 and 1"},
+		{"normalize zero", []string{"--normalize", "0"}, "--normalize 0"},
+		{"max elapsed", []string{"--max-elapsed", "-1"}, "--max-elapsed -1"},
+		{"not a number", []string{"--time-step", "fast"}, `invalid argument "fast" for "--time-step"`},
+		{"argument", []string{"extra"}, `unknown command "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, code, stderr := parseSimulate(t, tt.args...)
+			assert.Nil(t, o)
+			assert.Equal(t, exitUsage, code)
+			assert.Contains(t, stderr, tt.want)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line")
+		})
+	}
+}
+
+func TestSimulateBadInputIsExitOne(t *testing.T) {
+	dir := t.TempDir()
+	trace := func(body string) string {
+		path := filepath.Join(dir, "t.csv")
+		require.NoError(t, os.WriteFile(path, []byte(body), 0o644))
+		return path
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"plant value", []string{"--time-step", "-1"}, "servesim: plant: --time-step: time_step_s -1: must be finite and positive"},
+		{"thermal limit", []string{"--thermal-limit", "20"}, "thermal_limit_c 20: must exceed ambient_temperature_c 25"},
+		{"max active", []string{"--max-active", "0"}, "--max-active: maximum_active_requests 0"},
+		{"missing trace", []string{"--trace", filepath.Join(dir, "none.csv")}, "none.csv: open"},
+		{"bad tokens", []string{"--trace", trace("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,10,-3\n")}, `t.csv line 2: GeneratedTokens "-3": token counts must be positive`},
+		{"missing profile", []string{"--profile", filepath.Join(dir, "none.csv")}, "none.csv"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, out, errOut := testStreams("")
+			code := run(append([]string{"simulate"}, tt.args...), s)
+			assert.Equal(t, exitInput, code)
+			assert.Empty(t, out.String())
+			assert.Contains(t, errOut.String(), tt.want)
+			assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), "one line")
+		})
+	}
+}
+
+func TestSimulateReadsStdinAndWritesTheReport(t *testing.T) {
+	csv := "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,100,3\r\n2023-11-16 18:17:04.0799600,200,2\r\n"
+	s, out, errOut := testStreams(csv)
+	code := run([]string{"simulate", "--trace", "-", "--controller", "fixed:900", "--scheduler", "static"}, s)
+	require.Equal(t, exitOK, code, errOut.String())
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	assert.Equal(t, "fixed_900_mhz", doc["controller_name"])
+	assert.Equal(t, "static_batch_scheduler", doc["scheduler_name"])
+	assert.Nil(t, doc["dilation"])
+	prov := doc["provenance"].(map[string]any)
+	assert.Equal(t, "stdin", prov["trace_path"])
+	assert.EqualValues(t, 2, prov["requests_loaded"])
+	assert.Len(t, doc["requests"], 2)
+	assert.Equal(t, 1.0, doc["metrics"].(map[string]any)["completed_fraction"])
+}

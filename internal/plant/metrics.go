@@ -1,0 +1,191 @@
+package plant
+
+import (
+	"errors"
+	"math"
+
+	"servesim/internal/numeric"
+)
+
+// Metrics are the reference's ServingMetrics. A value that is undefined
+// because no request completed (a mean, a percentile or a violation rate of
+// nothing) is NaN, written as null in JSON.
+type Metrics struct {
+	CompletedFraction                    float64 `json:"completed_fraction"`
+	MeanTTFTS                            float64 `json:"mean_ttft_s"`
+	P95TTFTS                             float64 `json:"p95_ttft_s"`
+	MeanTPOTS                            float64 `json:"mean_tpot_s"`
+	P95TPOTS                             float64 `json:"p95_tpot_s"`
+	MeanLatencyS                         float64 `json:"mean_latency_s"`
+	OutputThroughputTokensPerS           float64 `json:"output_throughput_tokens_per_s"`
+	EnergyJ                              float64 `json:"energy_j"`
+	EnergyPerOutputTokenJ                float64 `json:"energy_per_output_token_j"`
+	PeakPowerW                           float64 `json:"peak_power_w"`
+	PeakTemperatureC                     float64 `json:"peak_temperature_c"`
+	PeakKVTokens                         float64 `json:"peak_kv_tokens"`
+	TTFTViolationRate                    float64 `json:"ttft_violation_rate"`
+	TPOTViolationRate                    float64 `json:"tpot_violation_rate"`
+	PowerViolationW                      float64 `json:"power_violation_w"`
+	ThermalViolationC                    float64 `json:"thermal_violation_c"`
+	KVViolationTokens                    float64 `json:"kv_violation_tokens"`
+	DecodeStallFraction                  float64 `json:"decode_stall_fraction"`
+	PeakQueuedRequests                   float64 `json:"peak_queued_requests"`
+	PeakQueuedRequestsAtMinimumClock     float64 `json:"peak_queued_requests_at_minimum_clock"`
+	UnfinishedRequestsAtReportingHorizon float64 `json:"unfinished_requests_at_reporting_horizon"`
+	UnfinishedRequestsAtEnd              float64 `json:"unfinished_requests_at_end"`
+	ReportingHorizonS                    float64 `json:"reporting_horizon_s"`
+}
+
+// stepStats accumulates the trajectory part of the metrics online, one step
+// at a time, with the reference's arithmetic (np.max with an initial value,
+// decode increments as differences of the cumulative decode tokens).
+type stepStats struct {
+	steps             int
+	firstTimeS        float64
+	lastTimeS         float64
+	lastEnergyJ       float64
+	previousDecode    float64
+	peakPowerW        float64
+	peakTemperatureC  float64
+	peakKVTokens      float64
+	peakQueued        float64
+	peakQueuedAtMin   float64
+	activeSteps       int
+	stalledSteps      int
+	minimumClockMHz   float64 // realized clocks at or below this count as minimum
+	anyAtMinimumClock bool
+}
+
+func newStepStats(p Plant) stepStats {
+	return stepStats{
+		peakTemperatureC: p.AmbientTemperatureC,
+		minimumClockMHz:  p.Profile.MinRealizedClockMHz() + 1e-9,
+	}
+}
+
+// add accounts for one step.
+func (a *stepStats) add(s *stepSample) {
+	if a.steps == 0 {
+		a.firstTimeS = s.timeS
+	}
+	a.steps++
+	a.lastTimeS = s.timeS
+	a.lastEnergyJ = s.energyJ
+	increment := s.cumulativeDecode - a.previousDecode
+	a.previousDecode = s.cumulativeDecode
+	if s.decodeActive > 0 {
+		a.activeSteps++
+		if increment <= 1e-12 {
+			a.stalledSteps++
+		}
+	}
+	a.peakPowerW = pyMax(a.peakPowerW, s.powerW)
+	a.peakTemperatureC = pyMax(a.peakTemperatureC, s.temperatureC)
+	a.peakKVTokens = pyMax(a.peakKVTokens, s.kvTokens)
+	queued := float64(s.prefillQueue) + float64(s.decodeActive)
+	a.peakQueued = pyMax(a.peakQueued, queued)
+	if s.realizedClockMHz <= a.minimumClockMHz {
+		a.anyAtMinimumClock = true
+		a.peakQueuedAtMin = pyMax(a.peakQueuedAtMin, queued)
+	}
+}
+
+// metrics combines the step statistics with the request records (the
+// reference's _metrics).
+func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
+	n := 0
+	for i := range records {
+		if !math.IsNaN(records[i].CompletionTimeS) {
+			n++
+		}
+	}
+	ttft := make([]float64, 0, n)
+	tpot := make([]float64, 0, n)
+	latency := make([]float64, 0, n)
+	outputTokens := 0
+	arrivedAtHorizon, completedAtHorizon := 0, 0
+	horizon := p.ReportingHorizonS
+	for i := range records {
+		r := &records[i]
+		if r.ArrivalTimeS <= horizon {
+			arrivedAtHorizon++
+		}
+		if math.IsNaN(r.CompletionTimeS) {
+			continue
+		}
+		if r.CompletionTimeS <= horizon {
+			completedAtHorizon++
+		}
+		ttft = append(ttft, r.FirstTokenTimeS-r.ArrivalTimeS)
+		tpot = append(tpot, (r.CompletionTimeS-r.FirstTokenTimeS)/float64(max(1, r.OutputTokens-1)))
+		latency = append(latency, r.CompletionTimeS-r.ArrivalTimeS)
+		outputTokens += r.OutputTokens
+	}
+	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
+	stall := 0.0
+	if a.activeSteps > 0 {
+		stall = float64(a.stalledSteps) / float64(a.activeSteps)
+	}
+	peakQueuedAtMin := 0.0
+	if a.anyAtMinimumClock {
+		peakQueuedAtMin = a.peakQueuedAtMin
+	}
+	return Metrics{
+		CompletedFraction:                    float64(n) / float64(max(1, len(records))),
+		MeanTTFTS:                            numeric.Mean(ttft),
+		P95TTFTS:                             numeric.PercentileLinear(ttft, 95),
+		MeanTPOTS:                            numeric.Mean(tpot),
+		P95TPOTS:                             numeric.PercentileLinear(tpot, 95),
+		MeanLatencyS:                         numeric.Mean(latency),
+		OutputThroughputTokensPerS:           float64(outputTokens) / duration,
+		EnergyJ:                              a.lastEnergyJ,
+		EnergyPerOutputTokenJ:                a.lastEnergyJ / float64(max(1, outputTokens)),
+		PeakPowerW:                           a.peakPowerW,
+		PeakTemperatureC:                     a.peakTemperatureC,
+		PeakKVTokens:                         a.peakKVTokens,
+		TTFTViolationRate:                    fractionAbove(ttft, p.Profile.TTFTSLOS()),
+		TPOTViolationRate:                    fractionAbove(tpot, p.Profile.TPOTSLOS()),
+		PowerViolationW:                      pyMax(0, a.peakPowerW-p.PowerLimitW),
+		ThermalViolationC:                    pyMax(0, a.peakTemperatureC-p.ThermalLimitC),
+		KVViolationTokens:                    pyMax(0, a.peakKVTokens-p.KVCapacityTokens),
+		DecodeStallFraction:                  stall,
+		PeakQueuedRequests:                   a.peakQueued,
+		PeakQueuedRequestsAtMinimumClock:     peakQueuedAtMin,
+		UnfinishedRequestsAtReportingHorizon: float64(arrivedAtHorizon - completedAtHorizon),
+		UnfinishedRequestsAtEnd:              float64(len(records) - n),
+		ReportingHorizonS:                    horizon,
+	}
+}
+
+// fractionAbove is np.mean(values > limit); NaN for no values.
+func fractionAbove(values []float64, limit float64) float64 {
+	if len(values) == 0 {
+		return math.NaN()
+	}
+	count := 0
+	for _, v := range values {
+		if v > limit {
+			count++
+		}
+	}
+	return float64(count) / float64(len(values))
+}
+
+// ComputeMetrics recomputes the metrics of r from its stored trajectory and
+// request records under plant p (the reference's compute_metrics). It needs
+// the full trajectory: r must come from Simulate with stride 1 and without
+// Options.Summary.
+func ComputeMetrics(r *Result, p Plant) (Metrics, error) {
+	if r.Stride != 1 || r.Len() != r.Steps || r.Requests == nil {
+		return Metrics{}, errors.New("compute_metrics needs the full trajectory and the request records (stride 1, no summary)")
+	}
+	if err := p.Validate(); err != nil {
+		return Metrics{}, err
+	}
+	stats := newStepStats(p)
+	for i := range r.Len() {
+		s := r.sample(i)
+		stats.add(&s)
+	}
+	return stats.metrics(r.Requests, p), nil
+}

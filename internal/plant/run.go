@@ -1,0 +1,79 @@
+package plant
+
+// Config is one complete simulate configuration: what `servesim simulate`
+// runs, and what a sweep runs many of. Every run needs its own Controller
+// (controllers may keep state); Plant, Scheduler built-ins and workloads
+// may be shared between concurrent runs.
+type Config struct {
+	Plant      Plant
+	Scheduler  Scheduler
+	Controller ClockController
+	// Normalize, when positive, is the target utilization passed to
+	// NormalizeOfferedLoad before simulating; zero simulates the trace as is.
+	Normalize float64
+	Options
+	// ProfilePath and Version are recorded in the provenance only.
+	ProfilePath string
+	Version     string
+}
+
+// Report is the document `servesim simulate` writes: the reference's
+// as_dict(stride) keys, then result_summary, the normalization dilation
+// (nil without normalization), every plant parameter and the provenance.
+type Report struct {
+	Result
+	Summary    Summary    `json:"summary"`
+	Dilation   *float64   `json:"dilation"`
+	Plant      Plant      `json:"plant"`
+	Provenance Provenance `json:"provenance"`
+}
+
+// Provenance identifies the inputs of a run.
+type Provenance struct {
+	ProfilePath          string `json:"profile_path"`
+	ProfileCSVSHA256     string `json:"profile_csv_sha256"`
+	ManifestSHA256       string `json:"manifest_sha256"`
+	ProfileStatus        string `json:"profile_status"`
+	SourceLabel          string `json:"source_label"`
+	MeasurementValidated bool   `json:"measurement_validated"`
+	TracePath            string `json:"trace_path"`
+	TraceSHA256          string `json:"trace_sha256"`
+	RequestsLoaded       int    `json:"requests_loaded"`
+	ServesimVersion      string `json:"servesim_version"`
+}
+
+// Run normalizes w if asked, simulates it under cfg and returns the report.
+func Run(w Workload, cfg Config) (*Report, error) {
+	requests := w.Requests
+	var dilation *float64
+	if cfg.Normalize != 0 {
+		normalized, factor, err := NormalizeOfferedLoad(requests, cfg.Plant.Profile, cfg.Normalize)
+		if err != nil {
+			return nil, err
+		}
+		requests, dilation = normalized, &factor
+	}
+	res, err := Simulate(requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options)
+	if err != nil {
+		return nil, err
+	}
+	prof := cfg.Plant.Profile
+	return &Report{
+		Result:   *res,
+		Summary:  res.Summary(),
+		Dilation: dilation,
+		Plant:    cfg.Plant,
+		Provenance: Provenance{
+			ProfilePath:          cfg.ProfilePath,
+			ProfileCSVSHA256:     prof.ProfileCSVSHA256,
+			ManifestSHA256:       prof.ManifestSHA256,
+			ProfileStatus:        prof.Status,
+			SourceLabel:          prof.SourceLabel,
+			MeasurementValidated: prof.MeasurementValid,
+			TracePath:            w.Source,
+			TraceSHA256:          w.SHA256,
+			RequestsLoaded:       len(w.Requests),
+			ServesimVersion:      cfg.Version,
+		},
+	}, nil
+}

@@ -1,0 +1,88 @@
+package plant
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/profile"
+)
+
+func TestRunIsNormalizeThenSimulate(t *testing.T) {
+	w, err := DefaultTrace(600)
+	require.NoError(t, err)
+	prof := profile.Default()
+	cfg := Config{
+		Plant:       NewPlant(prof),
+		Scheduler:   ChunkedPrefill{},
+		Controller:  Reactive{},
+		Normalize:   0.5,
+		Options:     Options{Stride: 10},
+		ProfilePath: "p.csv",
+		Version:     "v1",
+	}
+	report, err := Run(w, cfg)
+	require.NoError(t, err)
+
+	normalized, dilation, err := NormalizeOfferedLoad(w.Requests, prof, 0.5)
+	require.NoError(t, err)
+	direct, err := Simulate(normalized, cfg.Plant, ChunkedPrefill{}, Reactive{}, Options{Stride: 10})
+	require.NoError(t, err)
+	require.NotNil(t, report.Dilation)
+	assert.Equal(t, dilation, *report.Dilation)
+	assert.Greater(t, dilation, 1.0)
+	assert.Equal(t, *direct, report.Result)
+	assert.Equal(t, direct.Summary(), report.Summary)
+	assert.Equal(t, Provenance{
+		ProfilePath:      "p.csv",
+		ProfileCSVSHA256: prof.ProfileCSVSHA256,
+		ManifestSHA256:   prof.ManifestSHA256,
+		ProfileStatus:    profile.StatusEngineeringProxy,
+		SourceLabel:      prof.SourceLabel,
+		TracePath:        DefaultTraceName,
+		TraceSHA256:      w.SHA256,
+		RequestsLoaded:   len(w.Requests),
+		ServesimVersion:  "v1",
+	}, report.Provenance)
+
+	cfg.Normalize = 0
+	report, err = Run(w, cfg)
+	require.NoError(t, err)
+	assert.Nil(t, report.Dilation)
+
+	cfg.Normalize = 2
+	_, err = Run(w, cfg)
+	assert.ErrorContains(t, err, "strictly between zero and one")
+}
+
+func TestConcurrentRunsShareInputs(t *testing.T) {
+	w, err := DefaultTrace(300)
+	require.NoError(t, err)
+	p := NewPlant(profile.Default())
+	specs := []string{"max", "reactive", "sampled-reactive:0.5", "fixed:900"}
+	want := make([]*Report, len(specs))
+	for i, spec := range specs {
+		c, err := NewController(spec)
+		require.NoError(t, err)
+		want[i], err = Run(w, Config{Plant: p, Scheduler: ChunkedPrefill{}, Controller: c, Options: Options{Stride: 5}})
+		require.NoError(t, err)
+	}
+	got := make([]*Report, len(specs))
+	errs := make([]error, len(specs))
+	done := make(chan int)
+	for i, spec := range specs {
+		go func() {
+			c, _ := NewController(spec)
+			got[i], errs[i] = Run(w, Config{Plant: p, Scheduler: ChunkedPrefill{}, Controller: c, Options: Options{Stride: 5}})
+			done <- i
+		}()
+	}
+	for range specs {
+		<-done
+	}
+	for i := range specs {
+		require.NoError(t, errs[i])
+		assert.Equal(t, want[i], got[i], specs[i])
+	}
+}

@@ -1,0 +1,528 @@
+package plant
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"servesim/internal/profile"
+)
+
+// Options choose what a simulation keeps besides its metrics.
+type Options struct {
+	// Stride samples the trajectory at steps 0, Stride, 2*Stride, ... and
+	// the last step, like the reference's as_dict(stride). Zero means 1.
+	Stride int
+	// Summary keeps no trajectory and no request records: memory is then
+	// O(requests) whatever the number of steps.
+	Summary bool
+}
+
+// minPreallocatedSamples is the least trajectory room reserved up front.
+const minPreallocatedSamples = 4096
+
+// runtimeRequest is a request's progress during a simulation.
+type runtimeRequest struct {
+	arrivalS         float64
+	outputTokens     float64
+	prefillRemaining float64
+	promptProcessed  float64
+	generated        float64
+	prefillStartS    float64 // NaN until prefill starts
+	firstTokenS      float64 // NaN until the first token
+	completionS      float64 // NaN until completion
+	promptTokens     int
+}
+
+// clockLevel is everything the plant needs about one profile level,
+// evaluated once with the profile's own interpolation.
+type clockLevel struct {
+	mhz          float64
+	realizedMHz  float64
+	realizedErr  error
+	prefillRate  float64
+	decodeRate   float64
+	prefillPower float64
+	decodePower  float64
+	idlePower    float64
+}
+
+// power is the profile power of phase at this level.
+func (l *clockLevel) power(phase profile.Phase) float64 {
+	switch phase {
+	case profile.PhasePrefill:
+		return l.prefillPower
+	case profile.PhaseDecode:
+		return l.decodePower
+	}
+	return l.idlePower
+}
+
+// simulation is the state of one run. The queue is requests[head:pending]
+// (arrival order, served from the front); active holds indices of the
+// decoding requests in admission order.
+type simulation struct {
+	plant      Plant
+	scheduler  Scheduler
+	controller ClockController
+	levels     []clockLevel
+	clockMHz   []float64
+	realized   []float64
+	measured   bool
+	decay      float64
+
+	requests     []runtimeRequest
+	pending      int
+	head         int
+	queuedPrompt int // prompt tokens of the queued requests
+	active       []int
+	completed    int
+
+	timeS             float64
+	step              int
+	temperatureC      float64
+	previousClockMHz  float64
+	previousPowerW    float64
+	cumulativeEnergyJ float64
+	cumulativePrefill float64
+	cumulativeDecode  float64
+
+	last  stepSample
+	stats stepStats
+	keep  bool
+	trace Trajectory
+}
+
+// Simulate replays requests (sorted by arrival, unique IDs) on plant p under
+// scheduler s and clock controller c: the reference's simulate. The run
+// ends when every request has completed or after MaxSimulationTimeS.
+func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*Result, error) {
+	sim, err := newSimulation(requests, p, s, c, opt)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		done, err := sim.advance()
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
+	}
+	return sim.result(requests, opt), nil
+}
+
+// validateWorkload applies the reference's checks on a workload.
+func validateWorkload(requests []Request) error {
+	if len(requests) == 0 {
+		return errors.New("workload must contain at least one request")
+	}
+	seen := make([]bool, len(requests))
+	var sparse map[int]bool
+	for i, r := range requests {
+		if err := r.Validate(); err != nil {
+			return fmt.Errorf("request %d: %w", r.ID, err)
+		}
+		if r.ID < len(seen) {
+			if seen[r.ID] {
+				return errors.New("request identifiers must be unique")
+			}
+			seen[r.ID] = true
+		} else {
+			if sparse == nil {
+				sparse = map[int]bool{}
+			}
+			if sparse[r.ID] {
+				return errors.New("request identifiers must be unique")
+			}
+			sparse[r.ID] = true
+		}
+		if i > 0 && r.ArrivalTimeS < requests[i-1].ArrivalTimeS {
+			return errors.New("workload must be sorted by arrival_time_s")
+		}
+	}
+	return nil
+}
+
+func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*simulation, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	if err := validateWorkload(requests); err != nil {
+		return nil, err
+	}
+	if opt.Stride < 0 {
+		return nil, errors.New("stride must be positive")
+	}
+	prof := p.Profile
+	sim := &simulation{
+		plant:            p,
+		scheduler:        s,
+		controller:       c,
+		clockMHz:         prof.ClockMHz,
+		realized:         prof.RealizedClockLevelsMHz(),
+		measured:         prof.IsMeasured(),
+		decay:            math.Exp(-p.TimeStepS / p.ThermalTimeConstantS),
+		requests:         make([]runtimeRequest, len(requests)),
+		active:           make([]int, 0, min(p.MaxActiveRequests, len(requests))),
+		temperatureC:     p.AmbientTemperatureC,
+		previousClockMHz: prof.MinRealizedClockMHz(),
+		previousPowerW:   prof.Power(profile.PhaseIdle, prof.MinClockMHz()),
+		stats:            newStepStats(p),
+		keep:             !opt.Summary,
+	}
+	for _, mhz := range prof.ClockMHz {
+		realized, err := prof.RealizedClockForLevel(mhz)
+		sim.levels = append(sim.levels, clockLevel{
+			mhz:          mhz,
+			realizedMHz:  realized,
+			realizedErr:  err,
+			prefillRate:  prof.Rate(profile.PhasePrefill, mhz),
+			decodeRate:   prof.Rate(profile.PhaseDecode, mhz),
+			prefillPower: prof.Power(profile.PhasePrefill, mhz),
+			decodePower:  prof.Power(profile.PhaseDecode, mhz),
+			idlePower:    prof.Power(profile.PhaseIdle, mhz),
+		})
+	}
+	for i, r := range requests {
+		sim.requests[i] = runtimeRequest{
+			arrivalS:         r.ArrivalTimeS,
+			outputTokens:     float64(r.OutputTokens),
+			prefillRemaining: float64(r.PromptTokens),
+			prefillStartS:    math.NaN(),
+			firstTokenS:      math.NaN(),
+			completionS:      math.NaN(),
+			promptTokens:     r.PromptTokens,
+		}
+	}
+	if sim.keep {
+		// Room for twice the arrival span (a run rarely lasts longer),
+		// within the step cap; a longer run grows the trajectory
+		// geometrically, a few allocations in all.
+		stride := float64(max(1, opt.Stride))
+		capSteps := p.MaxSimulationTimeS/p.TimeStepS + 3
+		spanSteps := 2*requests[len(requests)-1].ArrivalTimeS/p.TimeStepS + 3
+		samples := min(capSteps, max(spanSteps, minPreallocatedSamples*stride))/stride + 2
+		sim.trace.Stride = int(stride)
+		sim.trace.reserve(int(samples))
+	}
+	return sim, nil
+}
+
+// occupancy is the KV-cache occupancy: the reference's sum over every queued
+// and active request, formed over the only ones that can hold tokens (the
+// queue head and the active requests) in the same order, which gives the
+// same floating-point sum since the others add exactly 0.0.
+func (sim *simulation) occupancy() float64 {
+	total := 0.0
+	if sim.head < sim.pending {
+		r := &sim.requests[sim.head]
+		total += r.promptProcessed + r.generated
+	}
+	return sim.activeOccupancy(total)
+}
+
+// activeOccupancy adds the active requests' tokens to total in order.
+func (sim *simulation) activeOccupancy(total float64) float64 {
+	for _, i := range sim.active {
+		r := &sim.requests[i]
+		total += r.promptProcessed + r.generated
+	}
+	return total
+}
+
+// observe builds the observation at the start of the current step.
+func (sim *simulation) observe(kvTokens float64) Observation {
+	obs := Observation{
+		TimeS:                  sim.timeS,
+		StepIndex:              sim.step,
+		PrefillQueue:           sim.pending - sim.head,
+		DecodeActive:           len(sim.active),
+		KVTokens:               kvTokens,
+		KVCapacityTokens:       sim.plant.KVCapacityTokens,
+		TemperatureC:           sim.temperatureC,
+		PreviousClockMHz:       sim.previousClockMHz,
+		PreviousPowerW:         sim.previousPowerW,
+		ClockLevelsMHz:         sim.clockMHz,
+		ArrivedRequests:        sim.pending,
+		CompletedRequests:      sim.completed,
+		RealizedClockLevelsMHz: sim.realized,
+	}
+	if sim.head < sim.pending {
+		head := &sim.requests[sim.head]
+		// Only the head can be partly prefilled; the rest are whole prompts.
+		obs.PrefillRemainingTokens = head.prefillRemaining + float64(sim.queuedPrompt-head.promptTokens)
+		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.arrivalS)
+	}
+	for _, i := range sim.active {
+		obs.GeneratedDecodeTokens += sim.requests[i].generated
+	}
+	return obs
+}
+
+// advance simulates one step. It reports whether the run is over.
+func (sim *simulation) advance() (bool, error) {
+	p := &sim.plant
+	dt := p.TimeStepS
+	if !(sim.timeS <= p.MaxSimulationTimeS+1e-12) {
+		return true, nil
+	}
+	for sim.pending < len(sim.requests) && sim.requests[sim.pending].arrivalS <= sim.timeS+1e-12 {
+		sim.queuedPrompt += sim.requests[sim.pending].promptTokens
+		sim.pending++
+	}
+	obs := sim.observe(sim.occupancy())
+	action := sim.scheduler.Schedule(obs)
+	if err := action.Validate(); err != nil {
+		return true, fmt.Errorf("scheduler %s at step %d: %w", sim.scheduler.Name(), sim.step, err)
+	}
+	requested := sim.controller.RequestClock(obs)
+	if !finite(requested) {
+		return true, fmt.Errorf("clock controller %s at step %d: returned a non-finite request", sim.controller.Name(), sim.step)
+	}
+
+	queued := sim.head < sim.pending
+	decoding := len(sim.active) > 0
+	phase := action.Phase
+	if phase == profile.PhasePrefill && !queued {
+		phase = profile.PhaseIdle
+		if decoding {
+			phase = profile.PhaseDecode
+		}
+	}
+	if phase == profile.PhaseDecode && !decoding {
+		phase = profile.PhaseIdle
+		if queued {
+			phase = profile.PhasePrefill
+		}
+	}
+	level, err := sim.realizeClock(requested, phase)
+	if err != nil {
+		return true, err
+	}
+
+	endS := sim.timeS + dt
+	prefillTime, decodeTime := 0.0, 0.0
+	switch phase {
+	case profile.PhasePrefill:
+		budget := pyMin(level.prefillRate*dt, action.prefillCap())
+		served := sim.servePrefill(budget)
+		sim.cumulativePrefill += served
+		prefillTime = served / pyMax(level.prefillRate, 1e-12)
+		remaining := pyMax(0, dt-prefillTime)
+		if len(sim.active) > 0 && remaining > 1e-12 {
+			decoded := sim.serveDecode(level.decodeRate*remaining, endS)
+			sim.cumulativeDecode += decoded
+			decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
+		}
+		switch {
+		case served > 1e-12 && decodeTime > 1e-12:
+			phase = profile.PhaseInterleaved
+		case served > 1e-12:
+			phase = profile.PhasePrefill
+		case decodeTime > 1e-12:
+			phase = profile.PhaseDecode
+		default:
+			phase = profile.PhaseIdle
+		}
+	case profile.PhaseDecode:
+		decoded := sim.serveDecode(level.decodeRate*dt, endS)
+		sim.cumulativeDecode += decoded
+		decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
+		if decoded <= 1e-12 {
+			phase = profile.PhaseIdle
+		}
+	}
+
+	idleTime := pyMax(0, dt-prefillTime-decodeTime)
+	energy := level.prefillPower*prefillTime + level.decodePower*decodeTime + level.idlePower*idleTime
+	power := energy / dt
+	equilibrium := p.AmbientTemperatureC + p.ThermalResistanceCPerW*power
+	sim.temperatureC = equilibrium + (sim.temperatureC-equilibrium)*sim.decay
+	sim.cumulativeEnergyJ += power * dt
+
+	sim.last = stepSample{
+		index:             sim.step,
+		timeS:             endS,
+		prefillQueue:      sim.pending - sim.head,
+		decodeActive:      len(sim.active),
+		completed:         sim.completed,
+		kvTokens:          sim.occupancy(),
+		temperatureC:      sim.temperatureC,
+		powerW:            power,
+		requestedClockMHz: requested,
+		realizedClockMHz:  level.realizedMHz,
+		energyJ:           sim.cumulativeEnergyJ,
+		phase:             phase,
+		cumulativePrefill: sim.cumulativePrefill,
+		cumulativeDecode:  sim.cumulativeDecode,
+	}
+	sim.stats.add(&sim.last)
+	if sim.keep && sim.step%sim.trace.Stride == 0 {
+		sim.trace.append(&sim.last)
+	}
+
+	sim.previousClockMHz = level.realizedMHz
+	sim.previousPowerW = power
+	sim.timeS += dt
+	sim.step++
+	finished := sim.pending == len(sim.requests) && sim.head == sim.pending && len(sim.active) == 0
+	return finished, nil
+}
+
+// realizeClock resolves a requested clock to the profile level the plant
+// runs (the reference's _realized_clock): quantized down, one level lower at
+// or above the thermal limit, and for an unmeasured profile lowered further
+// while the scheduled phase's power exceeds the power limit.
+func (sim *simulation) realizeClock(requested float64, phase profile.Phase) (*clockLevel, error) {
+	applied := sim.plant.Profile.QuantizeClock(requested, true)
+	index := 0
+	for i := range sim.levels {
+		if sim.levels[i].mhz == applied {
+			index = i
+			break
+		}
+	}
+	if sim.temperatureC >= sim.plant.ThermalLimitC {
+		index = max(0, index-1)
+	}
+	if !sim.measured {
+		for index > 0 && sim.levels[index].power(phase) > sim.plant.PowerLimitW+1e-12 {
+			index--
+		}
+	}
+	level := &sim.levels[index]
+	if level.realizedErr != nil {
+		return nil, level.realizedErr
+	}
+	return level, nil
+}
+
+// servePrefill is the reference's _serve_prefill: it prefills the queue
+// from the front within budget tokens, admitting each finished prompt to
+// decoding while fewer than MaxActiveRequests decode and KV room remains.
+// It returns the prompt tokens served.
+func (sim *simulation) servePrefill(budget float64) float64 {
+	if sim.head == sim.pending || budget <= 0 {
+		return 0
+	}
+	p := &sim.plant
+	remaining := budget
+	total := 0.0
+	for sim.head < sim.pending && remaining > 1e-10 {
+		item := &sim.requests[sim.head]
+		if math.IsNaN(item.prefillStartS) {
+			item.prefillStartS = sim.timeS
+		}
+		reserved := float64(len(sim.active)+1) * p.DecodeKVReserveTokensPerActive
+		freeKV := pyMax(0, p.KVCapacityTokens-sim.occupancy()-reserved)
+		local := remaining
+		if len(sim.active) >= p.MaxActiveRequests && item.prefillRemaining <= local {
+			local = pyMax(0, item.prefillRemaining-1e-9)
+		}
+		served := pyMin(pyMin(local, item.prefillRemaining), freeKV)
+		if served <= 1e-12 {
+			break
+		}
+		item.prefillRemaining -= served
+		item.promptProcessed += served
+		total += served
+		remaining -= served
+		if !(item.prefillRemaining <= 1e-8 && len(sim.active) < p.MaxActiveRequests) {
+			break
+		}
+		item.prefillRemaining = 0
+		sim.queuedPrompt -= item.promptTokens
+		sim.active = append(sim.active, sim.head)
+		sim.head++
+	}
+	return total
+}
+
+// serveDecode is the reference's _serve_decode: it shares budget tokens
+// (at most the free KV room) equally among the active requests, round after
+// round, until it is spent or nobody progresses. Requests that reach their
+// output length complete at endS. It returns the tokens served.
+func (sim *simulation) serveDecode(budget, endS float64) float64 {
+	if len(sim.active) == 0 || budget <= 0 {
+		return 0
+	}
+	freeKV := pyMax(0, sim.plant.KVCapacityTokens-sim.activeOccupancy(0))
+	remaining := pyMin(budget, freeKV)
+	total := 0.0
+	for remaining > 1e-10 && len(sim.active) > 0 {
+		share := remaining / float64(len(sim.active))
+		progress := 0.0
+		finished := 0
+		for _, i := range sim.active {
+			item := &sim.requests[i]
+			served := pyMin(share, item.outputTokens-item.generated)
+			if served <= 0 {
+				continue
+			}
+			if math.IsNaN(item.firstTokenS) {
+				item.firstTokenS = endS
+			}
+			item.generated += served
+			total += served
+			remaining -= served
+			progress += served
+			if item.generated >= item.outputTokens-1e-8 {
+				item.generated = item.outputTokens
+				item.completionS = endS
+				finished++
+			}
+		}
+		if finished > 0 {
+			kept := sim.active[:0]
+			for _, i := range sim.active {
+				if math.IsNaN(sim.requests[i].completionS) {
+					kept = append(kept, i)
+				}
+			}
+			sim.active = kept
+			sim.completed += finished
+		}
+		if progress <= 1e-12 {
+			break
+		}
+	}
+	return total
+}
+
+// result assembles the Result after the last step.
+func (sim *simulation) result(requests []Request, opt Options) *Result {
+	records := make([]RequestRecord, len(requests))
+	for i, r := range requests {
+		rt := &sim.requests[i]
+		records[i] = RequestRecord{
+			RequestID:       r.ID,
+			ArrivalTimeS:    r.ArrivalTimeS,
+			PrefillStartS:   rt.prefillStartS,
+			FirstTokenTimeS: rt.firstTokenS,
+			CompletionTimeS: rt.completionS,
+			PromptTokens:    r.PromptTokens,
+			OutputTokens:    r.OutputTokens,
+		}
+	}
+	res := &Result{
+		ControllerName:   sim.controller.Name(),
+		SchedulerName:    sim.scheduler.Name(),
+		Metrics:          sim.stats.metrics(records, sim.plant),
+		ProfileStatus:    sim.plant.Profile.Status,
+		WorkloadChecksum: WorkloadChecksum(requests),
+		Steps:            sim.stats.steps,
+	}
+	if opt.Summary {
+		return res
+	}
+	if (sim.last.index)%sim.trace.Stride != 0 {
+		sim.trace.append(&sim.last)
+	}
+	res.Trajectory = sim.trace
+	res.Requests = records
+	res.PlannedClockMHz = make([][]float64, sim.trace.Len())
+	res.PlannedClockStartTimeS = make([]*float64, sim.trace.Len())
+	return res
+}

@@ -1,0 +1,143 @@
+package plant
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"time"
+)
+
+// SyntheticTrace describes a seeded synthetic arrival trace whose statistics
+// resemble the Azure LLM inference trace 2023 (code): about 2.57 requests
+// per second arriving in bursts, lognormal prompt and output lengths with
+// the code trace's medians (about 1100 and 16 tokens) and spreads, clamped
+// to its ranges. It is a model of that trace, not a sample of it.
+//
+// Arrivals: a burst holds a geometric number of requests (mean
+// MeanBurstSize) spaced by exponential gaps of mean BurstGapS; the next
+// burst starts an exponential pause after the previous one ends, with the
+// mean pause MeanBurstSize/MeanRequestsPerS - (MeanBurstSize-1)*BurstGapS
+// that makes the long-run rate MeanRequestsPerS. Token counts:
+// round(exp(N(LogMean, LogSigma))) clamped to [Min, Max]. The random source
+// is SplitMix64 seeded with Seed, with uniforms (u>>11)/2^53, exponentials
+// -log(1-u) and normals by Box-Muller, so a trace depends only on its
+// configuration.
+type SyntheticTrace struct {
+	Seed             uint64
+	DurationS        float64 // arrivals fall in [0, DurationS)
+	Start            time.Time
+	MeanRequestsPerS float64
+	MeanBurstSize    float64
+	BurstGapS        float64
+	Prompt           LogNormalTokens
+	Output           LogNormalTokens
+}
+
+// LogNormalTokens is a clamped lognormal token-count distribution.
+type LogNormalTokens struct {
+	LogMean, LogSigma float64
+	Min, Max          int
+}
+
+// CodeTraceLike returns the configuration resembling the Azure 2023 code
+// trace, for durationS seconds of arrivals.
+func CodeTraceLike(seed uint64, durationS float64) SyntheticTrace {
+	return SyntheticTrace{
+		Seed:             seed,
+		DurationS:        durationS,
+		Start:            time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC),
+		MeanRequestsPerS: 2.57,
+		MeanBurstSize:    3,
+		BurstGapS:        0.04,
+		Prompt:           LogNormalTokens{LogMean: 7.0, LogSigma: 1.36, Min: 3, Max: 7437},
+		Output:           LogNormalTokens{LogMean: 2.79, LogSigma: 1.0, Min: 1, Max: 1899},
+	}
+}
+
+// splitMix64 is a small, fully specified random source.
+type splitMix64 struct{ state uint64 }
+
+func (s *splitMix64) next() uint64 {
+	s.state += 0x9e3779b97f4a7c15
+	z := s.state
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// uniform is in [0, 1).
+func (s *splitMix64) uniform() float64 { return float64(s.next()>>11) / (1 << 53) }
+
+func (s *splitMix64) exponential(mean float64) float64 { return -math.Log(1-s.uniform()) * mean }
+
+func (s *splitMix64) normal() float64 {
+	u1 := 1 - s.uniform() // (0, 1]
+	u2 := s.uniform()
+	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+}
+
+func (d LogNormalTokens) draw(s *splitMix64) int {
+	v := math.Round(math.Exp(d.LogMean + d.LogSigma*s.normal()))
+	return int(min(max(v, float64(d.Min)), float64(d.Max)))
+}
+
+// Each calls yield with the arrival time in whole microseconds since Start
+// and the token counts of every request, in arrival order, until yield
+// returns false.
+func (c SyntheticTrace) Each(yield func(arrivalMicros int64, prompt, output int) bool) {
+	rng := splitMix64{state: c.Seed}
+	meanPause := c.MeanBurstSize/c.MeanRequestsPerS - (c.MeanBurstSize-1)*c.BurstGapS
+	continueP := 1 - 1/c.MeanBurstSize // geometric: P(another request in the burst)
+	last := int64(0)
+	burst := 0.0
+	for {
+		burst += rng.exponential(meanPause)
+		at := burst
+		for first := true; first || rng.uniform() < continueP; first = false {
+			if !first {
+				at += rng.exponential(c.BurstGapS)
+			}
+			if at >= c.DurationS {
+				return
+			}
+			micros := max(int64(math.Round(at*1e6)), last)
+			last = micros
+			if !yield(micros, c.Prompt.draw(&rng), c.Output.draw(&rng)) {
+				return
+			}
+		}
+		burst = at
+	}
+}
+
+// Requests returns the trace as a workload (IDs from 0, arrival times in
+// seconds since the first request, as LoadWorkload would give).
+func (c SyntheticTrace) Requests() []Request {
+	var out []Request
+	first := int64(-1)
+	c.Each(func(at int64, prompt, output int) bool {
+		if first < 0 {
+			first = at
+		}
+		out = append(out, Request{ID: len(out), ArrivalTimeS: float64(at-first) / 1e6, PromptTokens: prompt, OutputTokens: output})
+		return true
+	})
+	return out
+}
+
+// WriteCSV writes the trace in the Azure format: a header, then
+// TIMESTAMP,ContextTokens,GeneratedTokens rows with seven fractional
+// digits and CRLF line ends.
+func (c SyntheticTrace) WriteCSV(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprint(bw, "TIMESTAMP,ContextTokens,GeneratedTokens\r\n")
+	c.Each(func(at int64, prompt, output int) bool {
+		sec, micros := bits.Div64(0, uint64(at), 1e6)
+		stamp := c.Start.Add(time.Duration(sec) * time.Second)
+		fmt.Fprintf(bw, "%s.%06d0,%d,%d\r\n", stamp.Format(time.DateTime), micros, prompt, output)
+		return true
+	})
+	return bw.Flush()
+}

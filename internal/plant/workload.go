@@ -1,0 +1,284 @@
+package plant
+
+import (
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"servesim/internal/profile"
+)
+
+// Request is one request of an arrival trace (the reference's Request).
+// OutputTokens is the exogenous output length: the plant uses it to decide
+// when decoding ends, and it is never shown to a Scheduler or ClockController.
+type Request struct {
+	ID                int     // request_id, nonnegative and unique in a workload
+	ArrivalTimeS      float64 // arrival_time_s, relative to the first request
+	PromptTokens      int     // prompt_tokens, positive
+	OutputTokens      int     // output_tokens, positive
+	OriginalTimestamp string  // the trace's TIMESTAMP text, kept for provenance
+}
+
+// Validate applies the reference's Request.validate.
+func (r Request) Validate() error {
+	switch {
+	case r.ID < 0:
+		return errors.New("request_id must be nonnegative")
+	case math.IsNaN(r.ArrivalTimeS) || math.IsInf(r.ArrivalTimeS, 0) || r.ArrivalTimeS < 0:
+		return errors.New("arrival_time_s must be finite and nonnegative")
+	case r.PromptTokens <= 0 || r.OutputTokens <= 0:
+		return errors.New("token counts must be positive")
+	}
+	return nil
+}
+
+// Workload is a loaded arrival trace with the identity of its source.
+type Workload struct {
+	Requests []Request
+	Source   string // the path it was read from, "stdin" or "(embedded)"
+	SHA256   string // SHA-256 of the bytes read
+}
+
+// Azure trace column names.
+const (
+	columnTimestamp = "TIMESTAMP"
+	columnContext   = "ContextTokens"
+	columnGenerated = "GeneratedTokens"
+)
+
+// NoElapsedLimit keeps every row of a trace (the reference's
+// maximum_elapsed_s=None).
+var NoElapsedLimit = math.Inf(1)
+
+// LoadWorkload reads an Azure-format trace (TIMESTAMP, ContextTokens,
+// GeneratedTokens; extra columns ignored; LF or CRLF), the reference's
+// load_workload. Arrival times are seconds since the first row, computed
+// from whole microseconds like Python's timedelta. Rows more than
+// maxElapsedS (plus 1e-12) after the first are left out; NoElapsedLimit
+// keeps them all. name is what errors call the input.
+//
+// It is stricter than the reference in one way: rows must be in time order
+// (the reference only rejects such a workload later, in simulate).
+func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, error) {
+	hash := sha256.New()
+	reader := csv.NewReader(io.TeeReader(r, hash))
+	reader.FieldsPerRecord = -1
+	reader.LazyQuotes = true
+	reader.ReuseRecord = true
+	fail := func(line int, format string, args ...any) (Workload, error) {
+		return Workload{}, fmt.Errorf("trace %s line %d: %s", name, line, fmt.Sprintf(format, args...))
+	}
+	header, err := reader.Read()
+	if err == io.EOF {
+		return Workload{}, fmt.Errorf("trace %s: empty workload trace: expected a header %s,%s,%s and rows", name, columnTimestamp, columnContext, columnGenerated)
+	}
+	if err != nil {
+		return Workload{}, csvError(name, err)
+	}
+	index := map[string]int{}
+	for i, column := range header {
+		if _, seen := index[column]; !seen {
+			index[column] = i
+		}
+	}
+	var cols [3]int
+	for i, column := range []string{columnTimestamp, columnContext, columnGenerated} {
+		c, ok := index[column]
+		if !ok {
+			return Workload{}, fmt.Errorf("trace %s line 1: missing column %s: trace must contain Azure columns %s, %s, %s", name, column, columnContext, columnGenerated, columnTimestamp)
+		}
+		cols[i] = c
+	}
+	var (
+		requests     = make([]Request, 0, expectedRows(r))
+		start, prev  time.Time
+		startHasZone bool
+		rows         int
+	)
+	for {
+		record, err := reader.Read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return Workload{}, csvError(name, err)
+		}
+		if len(record) == 1 && record[0] == "" {
+			continue // a blank line, which Python's csv module skips
+		}
+		line, _ := reader.FieldPos(0)
+		field := func(i int) (string, bool) {
+			if cols[i] < len(record) {
+				return record[cols[i]], true
+			}
+			return "", false
+		}
+		stamp, ok := field(0)
+		if !ok {
+			return fail(line, "missing %s: expected %d fields as in the header", columnTimestamp, len(header))
+		}
+		t, hasZone, err := parseISOTimestamp(stamp)
+		if err != nil {
+			return fail(line, "%s %q: %v", columnTimestamp, stamp, err)
+		}
+		if rows == 0 {
+			start, startHasZone = t, hasZone
+		} else if hasZone != startHasZone {
+			return fail(line, "%s %q: mixes timestamps with and without a UTC offset", columnTimestamp, stamp)
+		} else if t.Before(prev) {
+			return fail(line, "%s %q: earlier than the previous row: the trace must be sorted by time", columnTimestamp, stamp)
+		}
+		prev = t
+		rows++
+		elapsed := float64(t.Sub(start).Microseconds()) / 1e6
+		if elapsed > maxElapsedS+1e-12 {
+			continue
+		}
+		var tokens [2]int
+		for k, column := range []string{columnContext, columnGenerated} {
+			text, ok := field(k + 1)
+			if !ok {
+				return fail(line, "missing %s: expected %d fields as in the header", column, len(header))
+			}
+			n, err := parsePythonInt(text)
+			if err != nil {
+				return fail(line, "%s %q: expected an integer token count", column, text)
+			}
+			if n <= 0 {
+				return fail(line, "%s %q: token counts must be positive", column, text)
+			}
+			tokens[k] = n
+		}
+		requests = append(requests, Request{
+			ID:                len(requests),
+			ArrivalTimeS:      elapsed,
+			PromptTokens:      tokens[0],
+			OutputTokens:      tokens[1],
+			OriginalTimestamp: stamp,
+		})
+	}
+	if rows == 0 {
+		return Workload{}, fmt.Errorf("trace %s: empty workload trace: no rows after the header", name)
+	}
+	if len(requests) == 0 {
+		return Workload{}, fmt.Errorf("trace %s: no workload rows remain after filtering to the first %g s", name, maxElapsedS)
+	}
+	return Workload{Requests: requests, Source: name, SHA256: hex.EncodeToString(hash.Sum(nil))}, nil
+}
+
+// expectedRows estimates the rows of a trace from its size when r knows it
+// (a file or an in-memory reader), so the requests are allocated once.
+func expectedRows(r io.Reader) int {
+	const bytesPerRow = 32 // "2023-11-16 18:17:03.9799600,4808,10\r\n" is 38
+	switch v := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if info, err := v.Stat(); err == nil && info.Mode().IsRegular() {
+			return int(info.Size() / bytesPerRow)
+		}
+	case interface{ Len() int }:
+		return v.Len() / bytesPerRow
+	}
+	return 0
+}
+
+// csvError turns a CSV syntax error into a one-line message with its line.
+func csvError(name string, err error) error {
+	var parseErr *csv.ParseError
+	if errors.As(err, &parseErr) {
+		return fmt.Errorf("trace %s line %d: %v", name, parseErr.Line, parseErr.Err)
+	}
+	return fmt.Errorf("trace %s: %w", name, err)
+}
+
+// parsePythonInt parses an integer the way Python's int(text) does for
+// ASCII input: surrounding whitespace, an optional sign, digits with single
+// underscores between them.
+func parsePythonInt(text string) (int, error) {
+	s := strings.TrimSpace(text)
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 || body == "" || body[0] == '_' || body[len(body)-1] == '_' || strings.Contains(body, "__") {
+		return 0, strconv.ErrSyntax
+	}
+	for i := range len(body) {
+		if !isDigit(body[i]) && body[i] != '_' {
+			return 0, strconv.ErrSyntax
+		}
+	}
+	return strconv.Atoi(s[:len(s)-len(body)] + strings.ReplaceAll(body, "_", ""))
+}
+
+// WorkloadChecksum is the reference's workload_checksum: the SHA-256 of
+// "id,arrival(9 decimals),prompt,output" lines joined by newlines.
+func WorkloadChecksum(requests []Request) string {
+	hash := sha256.New()
+	buf := make([]byte, 0, 64)
+	for i, r := range requests {
+		buf = buf[:0]
+		if i > 0 {
+			buf = append(buf, '\n')
+		}
+		buf = strconv.AppendInt(buf, int64(r.ID), 10)
+		buf = append(buf, ',')
+		buf = strconv.AppendFloat(buf, r.ArrivalTimeS, 'f', 9, 64)
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, int64(r.PromptTokens), 10)
+		buf = append(buf, ',')
+		buf = strconv.AppendInt(buf, int64(r.OutputTokens), 10)
+		hash.Write(buf)
+	}
+	return hex.EncodeToString(hash.Sum(nil))
+}
+
+// NormalizeOfferedLoad is the reference's normalize_offered_load: it dilates
+// arrival times once so that the isolated maximum-clock service demand is
+// targetUtilization of the trace span. It only dilates (factor
+// max(1, rho/target)); a lighter trace is shifted to start at zero and
+// otherwise unchanged. It returns new requests and the factor.
+func NormalizeOfferedLoad(requests []Request, p *profile.Profile, targetUtilization float64) ([]Request, float64, error) {
+	if !(targetUtilization > 0 && targetUtilization < 1) {
+		return nil, 0, errors.New("target_utilization must lie strictly between zero and one")
+	}
+	if len(requests) == 0 {
+		return nil, 0, errors.New("workload must contain at least one request")
+	}
+	first := requests[0].ArrivalTimeS
+	span := pyMax(requests[len(requests)-1].ArrivalTimeS-first, 1e-9)
+	maxClock := p.MaxClockMHz()
+	prefillRate := p.Rate(profile.PhasePrefill, maxClock)
+	decodeRate := p.Rate(profile.PhaseDecode, maxClock)
+	isolated := 0.0
+	for _, r := range requests {
+		isolated += float64(r.PromptTokens)/prefillRate + float64(r.OutputTokens)/decodeRate
+	}
+	dilation := pyMax(1.0, isolated/span/targetUtilization)
+	out := make([]Request, len(requests))
+	for i, r := range requests {
+		r.ArrivalTimeS = (r.ArrivalTimeS - first) * dilation
+		out[i] = r
+	}
+	return out, dilation, nil
+}
+
+// pyMax is Python's max(a, b): a unless b is greater.
+func pyMax(a, b float64) float64 {
+	if b > a {
+		return b
+	}
+	return a
+}
+
+// pyMin is Python's min(a, b): a unless b is smaller.
+func pyMin(a, b float64) float64 {
+	if b < a {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,169 @@
+package plant
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/profile"
+	"servesim/internal/shared"
+)
+
+// TestParseISOTimestampMatchesPython checks the timestamp parser against
+// Python 3.11's datetime.fromisoformat on accepted and rejected forms
+// (testdata/fromisoformat_cases.json, printed by /usr/bin/python3).
+func TestParseISOTimestampMatchesPython(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "fromisoformat_cases.json"))
+	require.NoError(t, err)
+	var cases []struct {
+		Text       string `json:"text"`
+		UnixMicros *int64 `json:"unix_micros"`
+		HasZone    bool   `json:"has_zone"`
+	}
+	require.NoError(t, json.Unmarshal(data, &cases))
+	require.NotEmpty(t, cases)
+	for _, c := range cases {
+		got, hasZone, err := parseISOTimestamp(c.Text)
+		if c.UnixMicros == nil {
+			assert.Errorf(t, err, "%q is rejected by Python, accepted as %v", c.Text, got)
+			continue
+		}
+		if assert.NoErrorf(t, err, "%q", c.Text) {
+			assert.Equalf(t, *c.UnixMicros, got.UnixMicro(), "%q", c.Text)
+			assert.Equalf(t, c.HasZone, hasZone, "%q", c.Text)
+		}
+	}
+}
+
+func TestLoadWorkloadMatchesTheReference(t *testing.T) {
+	// Numbers printed by the reference's load_workload on the code trace.
+	f, err := os.Open(shared.CodeTrace(t))
+	require.NoError(t, err)
+	defer f.Close()
+	w, err := LoadWorkload(f, "code.csv", 300)
+	require.NoError(t, err)
+	require.Len(t, w.Requests, 781)
+	assert.Equal(t, Request{ID: 1, ArrivalTimeS: 0.052, PromptTokens: 3180, OutputTokens: 8, OriginalTimestamp: "2023-11-16 18:17:04.0319600"}, w.Requests[1])
+	assert.Equal(t, "b0f27704811454a2c556125e614b6d1e159adf628d99d63842eb5f4a5da0ce5b", WorkloadChecksum(w.Requests))
+	assert.Len(t, w.SHA256, 64)
+}
+
+func TestLoadWorkloadAcceptsLFAndCRLFAndExtraColumns(t *testing.T) {
+	for _, body := range []string{
+		"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,10,2\n2023-11-16 18:17:04.9799600,20,3\n",
+		"TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,10,2\r\n2023-11-16 18:17:04.9799600,20,3\r\n",
+		"GeneratedTokens,Extra,TIMESTAMP,ContextTokens\n2,x,2023-11-16 18:17:03.9799600,10\n\n3,y,2023-11-16 18:17:04.9799600, 2_0 \n",
+		"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16T18:17:03.97996Z,10,2\n2023-11-16T19:17:04.97996+01:00,20,3\n",
+	} {
+		w, err := LoadWorkload(strings.NewReader(body), "t.csv", NoElapsedLimit)
+		require.NoError(t, err, body)
+		require.Len(t, w.Requests, 2)
+		assert.Equal(t, 1.0, w.Requests[1].ArrivalTimeS)
+		assert.Equal(t, 20, w.Requests[1].PromptTokens)
+		assert.Equal(t, 3, w.Requests[1].OutputTokens)
+	}
+}
+
+func TestLoadWorkloadFiltersByElapsedTime(t *testing.T) {
+	body := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,1,1\n2023-11-16 18:00:01,1,1\n2023-11-16 18:00:02,1,1\n"
+	w, err := LoadWorkload(strings.NewReader(body), "t.csv", 1)
+	require.NoError(t, err)
+	assert.Len(t, w.Requests, 2)
+}
+
+func TestLoadWorkloadErrorsNameFileLineAndField(t *testing.T) {
+	header := "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+	row := "2023-11-16 18:17:03.9799600,10,2\n"
+	tests := []struct {
+		name, body, want string
+		limit            float64
+	}{
+		{"empty file", "", "trace t.csv: empty workload trace", NoElapsedLimit},
+		{"header only", header, "trace t.csv: empty workload trace: no rows", NoElapsedLimit},
+		{"missing column", "TIMESTAMP,ContextTokens\n" + row, "trace t.csv line 1: missing column GeneratedTokens", NoElapsedLimit},
+		{"bad timestamp", header + row + "yesterday,10,2\n", `trace t.csv line 3: TIMESTAMP "yesterday": expected an ISO 8601 date-time`, NoElapsedLimit},
+		{"negative tokens", header + row + "2023-11-16 18:17:04,10,-3\n", `trace t.csv line 3: GeneratedTokens "-3": token counts must be positive`, NoElapsedLimit},
+		{"zero tokens", header + "2023-11-16 18:17:04,0,3\n", `line 2: ContextTokens "0": token counts must be positive`, NoElapsedLimit},
+		{"fractional tokens", header + "2023-11-16 18:17:04,1.5,3\n", `line 2: ContextTokens "1.5": expected an integer token count`, NoElapsedLimit},
+		{"decreasing time", header + row + "2023-11-16 18:17:02,10,2\n", `line 3: TIMESTAMP "2023-11-16 18:17:02": earlier than the previous row`, NoElapsedLimit},
+		{"short row", header + row + "2023-11-16 18:17:04\n", "line 3: missing ContextTokens", NoElapsedLimit},
+		{"mixed zones", header + row + "2023-11-16 18:17:04+00:00,1,1\n", "line 3: TIMESTAMP \"2023-11-16 18:17:04+00:00\": mixes timestamps", NoElapsedLimit},
+		{"bad quote", header + "\"2023-11-16 18:17:04,1,1\n", "trace t.csv line 2:", NoElapsedLimit},
+		{"nothing left", header + row, "no workload rows remain", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := LoadWorkload(strings.NewReader(tt.body), "t.csv", tt.limit)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+			assert.NotContains(t, err.Error(), "\n")
+		})
+	}
+}
+
+// FuzzLoadWorkload checks that the trace parser never panics, and that what
+// it accepts is a valid, sorted workload.
+func FuzzLoadWorkload(f *testing.F) {
+	f.Add("TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,4808,10\r\n2023-11-16 18:17:04.0319600,3180,8\r\n")
+	f.Add("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-W46-4T10:00Z,1,1\n")
+	f.Add("GeneratedTokens,TIMESTAMP,ContextTokens\n1,20231116T181703,+1_0\n")
+	f.Add("TIMESTAMP\n\"x\"\"y\",1\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		w, err := LoadWorkload(strings.NewReader(body), "fuzz.csv", NoElapsedLimit)
+		if err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		if len(w.Requests) == 0 {
+			t.Fatal("accepted an empty workload")
+		}
+		if err := validateWorkload(w.Requests); err != nil {
+			t.Fatalf("accepted an invalid workload: %v", err)
+		}
+	})
+}
+
+func TestWorkloadChecksumFormat(t *testing.T) {
+	// sha256 of "0,0.000000000,1,2\n1,0.123456789,3,4" (Python's f"{x:.9f}").
+	got := WorkloadChecksum([]Request{{ID: 0, PromptTokens: 1, OutputTokens: 2}, {ID: 1, ArrivalTimeS: 0.1234567891, PromptTokens: 3, OutputTokens: 4}})
+	assert.Equal(t, "2b5270e9dc068a8f7e5ec4f73bc23fbf8e00a1521d125211834d8067711b6cc6", got)
+}
+
+func TestNormalizeOfferedLoad(t *testing.T) {
+	p := profile.Default()
+	requests := []Request{{ID: 0, ArrivalTimeS: 5, PromptTokens: 9500, OutputTokens: 240}, {ID: 1, ArrivalTimeS: 6, PromptTokens: 9500, OutputTokens: 240}}
+	out, dilation, err := NormalizeOfferedLoad(requests, p, 0.5)
+	require.NoError(t, err)
+	// Isolated service 2 x (1 + 1) s over a 1 s span: rho 4, dilation 8.
+	assert.Equal(t, 8.0, dilation)
+	assert.Equal(t, []float64{0, 8}, []float64{out[0].ArrivalTimeS, out[1].ArrivalTimeS})
+	assert.Equal(t, 5.0, requests[0].ArrivalTimeS, "input unchanged")
+
+	light := []Request{{ID: 0, PromptTokens: 1, OutputTokens: 1}, {ID: 1, ArrivalTimeS: 1000, PromptTokens: 1, OutputTokens: 1}}
+	_, dilation, err = NormalizeOfferedLoad(light, p, 0.8)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, dilation, "only dilates")
+
+	for _, u := range []float64{0, 1, -0.5, math.NaN()} {
+		_, _, err := NormalizeOfferedLoad(requests, p, u)
+		assert.ErrorContains(t, err, "strictly between zero and one")
+	}
+	_, _, err = NormalizeOfferedLoad(nil, p, 0.5)
+	assert.ErrorContains(t, err, "at least one request")
+}
+
+func TestParseISOTimestampRejectsCPythonQuirks(t *testing.T) {
+	// CPython 3.11 accepts these by accident; servesim rejects them.
+	for _, text := range []string{"2023-11-16T18:17:03x+01:00", "2023-11-16T18:17:03:5", "2023-11-16T18:17:03 +01:00"} {
+		_, _, err := parseISOTimestamp(text)
+		assert.Error(t, err, text)
+	}
+}
