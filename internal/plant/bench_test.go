@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"bytes"
 	"os"
 	"testing"
 
@@ -51,6 +52,20 @@ func BenchmarkSimulateCodeTrace(b *testing.B) {
 	}
 }
 
+// BenchmarkSimulateCodeTraceNormalized is the whole code trace normalized
+// to 0.8 utilization, as in run_matrix.py.
+func BenchmarkSimulateCodeTraceNormalized(b *testing.B) {
+	prof := referenceProfile(b, "l4_proxy")
+	requests, _, err := NormalizeOfferedLoad(loadCodeTrace(b), prof, 0.8)
+	require.NoError(b, err)
+	p := NewPlant(prof)
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, Options{Summary: true})
+		require.NoError(b, err)
+	}
+}
+
 // BenchmarkSimulateOneDay is a synthetic code-like day of about one million
 // requests (--max-sim-time 86400) on the embedded proxy profile, summary
 // only.
@@ -66,5 +81,17 @@ func BenchmarkSimulateOneDay(b *testing.B) {
 		require.NoError(b, err)
 		b.ReportMetric(float64(res.Steps), "steps")
 		b.ReportMetric(float64(len(requests)), "requests")
+	}
+}
+
+// BenchmarkLoadWorkloadCodeTrace parses the whole Azure 2023 code trace.
+func BenchmarkLoadWorkloadCodeTrace(b *testing.B) {
+	data, err := os.ReadFile(shared.CodeTrace(b))
+	require.NoError(b, err)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, err := LoadWorkload(bytes.NewReader(data), "code", NoElapsedLimit)
+		require.NoError(b, err)
 	}
 }

@@ -283,3 +283,61 @@ func TestRequestRecordsJSON(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "[]", string(empty))
 }
+
+// measuredProfile is the embedded proxy relabelled as a validated
+// measurement with realized-clock medians below the requested levels.
+func measuredProfile(t *testing.T) *profile.Profile {
+	t.Helper()
+	p := *profile.Default()
+	p.Status = profile.StatusMeasuredL4
+	p.MeasurementValid = true
+	p.RealizedClockMHz = []float64{400, 650, 930, 1200, 1450, 1700, 1950}
+	measured, err := profile.New(p)
+	require.NoError(t, err)
+	return measured
+}
+
+func TestRealizeClock(t *testing.T) {
+	tests := []struct {
+		name         string
+		prof         *profile.Profile
+		requested    float64
+		phase        profile.Phase
+		temperatureC float64
+		powerLimitW  float64
+		wantMHz      float64
+		wantRealized float64
+	}{
+		{"quantized down", profile.Default(), 1000, profile.PhaseIdle, 25, 64.8, 960, 960},
+		{"clamped below", profile.Default(), 1, profile.PhaseIdle, 25, 64.8, 420, 420},
+		{"thermal downshift", profile.Default(), 1000, profile.PhaseIdle, 75, 64.8, 690, 690},
+		{"governor lowers prefill", profile.Default(), 2040, profile.PhasePrefill, 25, 64.8, 1770, 1770},
+		{"governor lowers decode further", profile.Default(), 2040, profile.PhaseDecode, 25, 64.8, 1500, 1500},
+		{"governor stops at the bottom", profile.Default(), 2040, profile.PhasePrefill, 25, 1, 420, 420},
+		{"measured: no governor", measuredProfile(t), 2040, profile.PhasePrefill, 25, 1, 2040, 1950},
+		{"measured: thermal downshift", measuredProfile(t), 2040, profile.PhasePrefill, 80, 1, 1770, 1700},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := NewPlant(tt.prof)
+			p.PowerLimitW = tt.powerLimitW
+			sim, err := newSimulation([]Request{{PromptTokens: 1, OutputTokens: 1}}, p, StaticBatch{}, MaxClock{}, Options{Summary: true})
+			require.NoError(t, err)
+			sim.temperatureC = tt.temperatureC
+			level, err := sim.realizeClock(tt.requested, tt.phase)
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantMHz, level.mhz)
+			assert.Equal(t, tt.wantRealized, level.realizedMHz)
+		})
+	}
+}
+
+func TestMeasuredProfileReportsRealizedClocks(t *testing.T) {
+	res, err := Simulate(smallWorkload(t), NewPlant(measuredProfile(t)), ChunkedPrefill{}, Reactive{}, Options{})
+	require.NoError(t, err)
+	realized := measuredProfile(t).RealizedClockMHz
+	for i, mhz := range res.RealizedClockMHz {
+		assert.Contains(t, realized, mhz, "step %d", res.StepIndex[i])
+	}
+	assert.Equal(t, profile.StatusMeasuredL4, res.ProfileStatus)
+}

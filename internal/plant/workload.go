@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"strconv"
 	"strings"
@@ -97,7 +98,7 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 		cols[i] = c
 	}
 	var (
-		requests     []Request
+		requests     = make([]Request, 0, expectedRows(r))
 		start, prev  time.Time
 		startHasZone bool
 		rows         int
@@ -161,7 +162,7 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 			ArrivalTimeS:      elapsed,
 			PromptTokens:      tokens[0],
 			OutputTokens:      tokens[1],
-			OriginalTimestamp: strings.Clone(stamp),
+			OriginalTimestamp: stamp,
 		})
 	}
 	if rows == 0 {
@@ -171,6 +172,21 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 		return Workload{}, fmt.Errorf("trace %s: no workload rows remain after filtering to the first %g s", name, maxElapsedS)
 	}
 	return Workload{Requests: requests, Source: name, SHA256: hex.EncodeToString(hash.Sum(nil))}, nil
+}
+
+// expectedRows estimates the rows of a trace from its size when r knows it
+// (a file or an in-memory reader), so the requests are allocated once.
+func expectedRows(r io.Reader) int {
+	const bytesPerRow = 32 // "2023-11-16 18:17:03.9799600,4808,10\r\n" is 38
+	switch v := r.(type) {
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if info, err := v.Stat(); err == nil && info.Mode().IsRegular() {
+			return int(info.Size() / bytesPerRow)
+		}
+	case interface{ Len() int }:
+		return v.Len() / bytesPerRow
+	}
+	return 0
 }
 
 // csvError turns a CSV syntax error into a one-line message with its line.
