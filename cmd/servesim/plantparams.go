@@ -54,15 +54,47 @@ var plantParams = []plantParam{
 	floatParam("max-sim-time", "maximum_simulation_time_s", "simulated seconds after which the run stops", func(p *plant.Plant) *float64 { return &p.MaxSimulationTimeS }),
 }
 
-// parseValue parses one value of a plant flag.
+// parseValue parses one value of a plant flag; the error does not name the
+// flag.
 func (pp plantParam) parseValue(s string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return 0, fmt.Errorf("--%s %q: expected a number", pp.flag, s)
+		return 0, fmt.Errorf("%q: expected a number", s)
 	}
 	var probe plant.Plant
 	if err := pp.set(&probe, v); err != nil {
-		return 0, fmt.Errorf("--%s %w", pp.flag, err)
+		return 0, err
 	}
 	return v, nil
+}
+
+// plantFlagValue is the pflag.Value of one plant flag of simulate.
+type plantFlagValue struct {
+	param plantParam
+	plant *plant.Plant
+}
+
+// String returns the field's current value.
+func (v plantFlagValue) String() string {
+	if v.plant == nil {
+		return ""
+	}
+	return strconv.FormatFloat(v.param.get(v.plant), 'g', -1, 64)
+}
+
+// Set parses and stores a value.
+func (v plantFlagValue) Set(s string) error {
+	x, err := v.param.parseValue(s)
+	if err != nil {
+		return err
+	}
+	return v.param.set(v.plant, x)
+}
+
+// Type names the value's kind in help.
+func (v plantFlagValue) Type() string {
+	if v.param.flag == "max-active" {
+		return "int"
+	}
+	return "float"
 }

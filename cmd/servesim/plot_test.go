@@ -11,6 +11,8 @@ import (
 	"servesim/internal/diagnose"
 	"servesim/internal/figure"
 	"servesim/internal/figure/figuretest"
+	"servesim/internal/plant"
+	"servesim/internal/profile"
 	"servesim/internal/scenario"
 )
 
@@ -70,5 +72,58 @@ func TestBarLabel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, barLabel(tt.log, tt.window))
+	}
+}
+
+// simulateForFigure runs the embedded defaults for maxElapsed seconds of
+// the trace, keeping every step, as simulate --plot does.
+func simulateForFigure(t *testing.T, maxElapsed, maxSimTime float64) *plant.Report {
+	t.Helper()
+	w, err := plant.DefaultTrace(maxElapsed)
+	require.NoError(t, err)
+	p := plant.NewPlant(profile.Default())
+	p.MaxSimulationTimeS = maxSimTime
+	ctrl, err := plant.NewController("reactive")
+	require.NoError(t, err)
+	report, err := plant.Run(w, plant.Config{Plant: p, Scheduler: plant.ChunkedPrefill{}, Controller: ctrl,
+		Normalize: 0.8, Options: plant.Options{Stride: 1}})
+	require.NoError(t, err)
+	return report
+}
+
+func TestSimulateFigure(t *testing.T) {
+	report := simulateForFigure(t, 120, 3600)
+	fig := simulateFigure(report, &report.Result)
+	requirePanelsDrawn(t, fig, 15*96, 12*96, 800)
+}
+
+func TestSimulateFigureWithNothingCompleted(t *testing.T) {
+	report := simulateForFigure(t, 120, 0.1)
+	require.Equal(t, 0.0, report.Metrics.CompletedFraction)
+	fig := simulateFigure(report, &report.Result)
+	data, err := fig.Render("png")
+	require.NoError(t, err)
+	counts := figuretest.ColoredPixels(figuretest.DecodePNG(t, data, 15*96, 12*96), fig)
+	for p, n := range counts[0] {
+		assert.Greater(t, n, 50, "time panel %d still draws the few steps", p)
+	}
+	for p, n := range counts[1] {
+		assert.Less(t, n, 20, "distribution panel %d says nothing completed instead of drawing", p)
+	}
+}
+
+func TestSimulatePlotLeavesTheDocumentUnchanged(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"--stride", "50"}, {"--summary"}, {"--stride", "7", "--controller", "sampled-reactive"}, {"--format", "table"},
+	} {
+		base := append([]string{"simulate", "--max-elapsed", "300", "--normalize", "0.7"}, args...)
+		code, want, errOut := runCLI(t, base...)
+		require.Equal(t, exitOK, code, errOut)
+		path := filepath.Join(dir, "run.png")
+		code, got, errOut := runCLI(t, append(base, "--plot", path)...)
+		require.Equal(t, exitOK, code, errOut)
+		assert.Equal(t, want, got, "%v", args)
+		assert.FileExists(t, path)
 	}
 }

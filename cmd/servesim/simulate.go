@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,7 +25,10 @@ type simulateOptions struct {
 	Controller  string
 	Stride      int
 	Summary     bool
-	Output      outputOptions
+	// Format is "json" or "table".
+	Format string
+	Output outputOptions
+	Plot   plotOptions
 	// Plant holds the plant flags; its Profile is set once loaded.
 	Plant plant.Plant
 }
@@ -32,7 +36,7 @@ type simulateOptions struct {
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
 // of flag parsing; nil runs the simulation.
 func newSimulateCmd(s *streams, runF func(*simulateOptions) error) *cobra.Command {
-	opts := &simulateOptions{Plant: plant.NewPlant(nil)}
+	opts := &simulateOptions{Plant: plant.NewPlant(nil), Format: "json"}
 	cmd := &cobra.Command{
 		Use:   "simulate [flags]",
 		Short: "Replay an arrival trace on the time-stepped serving plant",
@@ -69,20 +73,14 @@ trace that resembles the Azure 2023 code trace.`,
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
 	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive or sampled-reactive[:PERIOD_S] (period 1 s)")
-	f.Float64Var(&opts.Plant.TimeStepS, "time-step", plant.DefaultTimeStepS, "step length in seconds")
-	f.Float64Var(&opts.Plant.KVCapacityTokens, "kv-capacity", plant.DefaultKVCapacityTokens, "KV-cache capacity in tokens")
-	f.Float64Var(&opts.Plant.DecodeKVReserveTokensPerActive, "kv-reserve", plant.DefaultDecodeKVReserveTokensPerActive, "KV tokens reserved per decoding request before admitting a prefill")
-	f.IntVar(&opts.Plant.MaxActiveRequests, "max-active", plant.DefaultMaxActiveRequests, "maximum concurrently decoding requests")
-	f.Float64Var(&opts.Plant.AmbientTemperatureC, "ambient", plant.DefaultAmbientTemperatureC, "ambient temperature in C")
-	f.Float64Var(&opts.Plant.ThermalTimeConstantS, "thermal-tau", plant.DefaultThermalTimeConstantS, "thermal time constant in seconds")
-	f.Float64Var(&opts.Plant.ThermalResistanceCPerW, "thermal-resistance", plant.DefaultThermalResistanceCPerW, "thermal resistance in C per W")
-	f.Float64Var(&opts.Plant.PowerLimitW, "power-limit", plant.DefaultPowerLimitW, "board power limit in W (proxy power governor)")
-	f.Float64Var(&opts.Plant.ThermalLimitC, "thermal-limit", plant.DefaultThermalLimitC, "temperature in C at which the clock steps down")
-	f.Float64Var(&opts.Plant.ReportingHorizonS, "horizon", plant.DefaultReportingHorizonS, "reporting horizon in seconds for unfinished_requests_at_reporting_horizon")
-	f.Float64Var(&opts.Plant.MaxSimulationTimeS, "max-sim-time", plant.DefaultMaxSimulationTimeS, "simulated seconds after which the run stops")
+	for _, pp := range plantParams {
+		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
+	}
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
+	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
 	addOutputFlag(cmd, &opts.Output)
+	addPlotFlag(cmd, &opts.Plot)
 	return cmd
 }
 
@@ -104,22 +102,10 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if _, err := plant.NewController(o.Controller); err != nil {
 		return usageErrorf("--controller: %v", err)
 	}
-	return nil
-}
-
-// plantFlags names the flag of each plant field in validation errors.
-var plantFlags = map[string]string{
-	"time_step_s":                         "--time-step",
-	"kv_capacity_tokens":                  "--kv-capacity",
-	"decode_kv_reserve_tokens_per_active": "--kv-reserve",
-	"maximum_active_requests":             "--max-active",
-	"ambient_temperature_c":               "--ambient",
-	"thermal_time_constant_s":             "--thermal-tau",
-	"thermal_resistance_c_per_w":          "--thermal-resistance",
-	"power_limit_w":                       "--power-limit",
-	"thermal_limit_c":                     "--thermal-limit",
-	"reporting_horizon_s":                 "--horizon",
-	"maximum_simulation_time_s":           "--max-sim-time",
+	if o.Format != "json" && o.Format != "table" {
+		return usageErrorf("--format %q: expected json or table", o.Format)
+	}
+	return o.Plot.check()
 }
 
 func runSimulate(s *streams, o *simulateOptions) error {
@@ -141,17 +127,33 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewController(o.Controller)
+	options := plant.Options{Stride: o.Stride, Summary: o.Summary}
+	if o.Plot.Path != "" {
+		// The figure draws every step: simulate once keeping them all,
+		// then thin the document as --stride and --summary ask.
+		options = plant.Options{Stride: 1}
+	}
 	report, err := plant.Run(workload, plant.Config{
 		Plant:       o.Plant,
 		Scheduler:   sched,
 		Controller:  ctrl,
 		Normalize:   o.Normalize,
-		Options:     plant.Options{Stride: o.Stride, Summary: o.Summary},
+		Options:     options,
 		ProfilePath: profilePath,
 		Version:     resolvedVersion(),
 	})
 	if err != nil {
 		return err
+	}
+	if o.Plot.Path != "" {
+		full := report.Result
+		if err := o.Plot.write(simulateFigure(report, &full)); err != nil {
+			return err
+		}
+		report.Result = *full.Thinned(o.Stride, o.Summary)
+	}
+	if o.Format == "table" {
+		return writeBytes(s, o.Output, []byte(simulateTable(report)))
 	}
 	return writeJSON(s, o.Output, report)
 }
@@ -160,9 +162,9 @@ func runSimulate(s *streams, o *simulateOptions) error {
 // field it names.
 func flagNamed(err error) error {
 	msg := err.Error()
-	for field, flag := range plantFlags {
-		if len(msg) > len(field) && msg[:len(field)] == field && msg[len(field)] == ' ' {
-			return fmt.Errorf("%s: %w", flag, err)
+	for _, pp := range plantParams {
+		if strings.HasPrefix(msg, pp.field+" ") {
+			return fmt.Errorf("--%s: %w", pp.flag, err)
 		}
 	}
 	return err
@@ -173,10 +175,5 @@ func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
 	if o.TracePath == "" {
 		return plant.DefaultTrace(o.MaxElapsedS)
 	}
-	in, name, err := openInput(o.TracePath, s)
-	if err != nil {
-		return plant.Workload{}, fmt.Errorf("trace %s: %w", name, err)
-	}
-	defer in.Close()
-	return plant.LoadWorkload(in, name, o.MaxElapsedS)
+	return loadTraceFile(s, o.TracePath, o.MaxElapsedS)
 }

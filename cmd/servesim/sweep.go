@@ -188,8 +188,9 @@ func checkAxisValue(axis, v string) error {
 			return err
 		}
 	default:
-		_, err := paramByFlag(axis).parseValue(v)
-		return err
+		if _, err := paramByFlag(axis).parseValue(v); err != nil {
+			return fmt.Errorf("--%s %w", axis, err)
+		}
 	}
 	return nil
 }
@@ -298,7 +299,7 @@ func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
 		_ = pp.set(&p, x)
 	}
 	if err := p.Validate(); err != nil {
-		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", err)}
+		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", flagNamed(err))}
 	}
 	sched, _ := plant.NewScheduler(c.Values[2])
 	ctrl, _ := plant.NewController(c.Values[3])

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"servesim/internal/figure"
+	"servesim/internal/plant"
+	"servesim/internal/texttable"
+)
+
+// simulateFigure draws a run: five aligned panels over simulated time
+// (queues, KV cache, clocks, power, temperature, each against its limit)
+// and the TTFT and TPOT distributions against the SLOs. full must hold every
+// step and every request record.
+func simulateFigure(r *plant.Report, full *plant.Result) figure.Figure {
+	t := full.Trajectory
+	ints := func(v []int) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = float64(x)
+		}
+		return out
+	}
+	ttft, tpot := latencySamples(full.Requests)
+	prof := r.Plant.Profile
+	empty := "no request completed"
+	return figure.Figure{
+		Title: fmt.Sprintf("simulate: %s, %s, profile %s, trace %s",
+			full.SchedulerName, full.ControllerName, full.ProfileStatus, filepath.Base(r.Provenance.TracePath)),
+		Width:  15 * vg.Inch,
+		Height: 12 * vg.Inch,
+		Columns: []figure.Column{
+			{Weight: 2, Panels: []*plot.Plot{
+				figure.TimeSeries("queues", "requests", []figure.Series{
+					{Name: "prefill queue", X: t.TimeS, Y: ints(t.PrefillQueue)},
+					{Name: "active decodes", X: t.TimeS, Y: ints(t.DecodeActive)},
+				}, nil),
+				figure.TimeSeries("KV cache", "tokens", []figure.Series{{Name: "KV tokens", X: t.TimeS, Y: t.KVTokens}},
+					&figure.Line{Name: "capacity", Value: r.Plant.KVCapacityTokens}),
+				figure.TimeSeries("GPU clock", "MHz", []figure.Series{
+					{Name: "requested", X: t.TimeS, Y: t.RequestedClockMHz},
+					{Name: "realized", X: t.TimeS, Y: t.RealizedClockMHz},
+				}, nil),
+				figure.TimeSeries("board power", "W", []figure.Series{{Name: "power", X: t.TimeS, Y: t.PowerW}},
+					&figure.Line{Name: "power limit", Value: r.Plant.PowerLimitW}),
+				figure.TimeSeries("GPU temperature", "°C", []figure.Series{{Name: "temperature", X: t.TimeS, Y: t.TemperatureC}},
+					&figure.Line{Name: "thermal limit", Value: r.Plant.ThermalLimitC}),
+			}},
+			{Weight: 1, Panels: []*plot.Plot{
+				figure.CDF("time to first token", "TTFT (s)", ttft, &figure.Line{Name: "SLO", Value: prof.TTFTSLOS()}, empty),
+				figure.CDF("time per output token", "TPOT (s)", tpot, &figure.Line{Name: "SLO", Value: prof.TPOTSLOS()}, empty),
+			}},
+		},
+	}
+}
+
+// latencySamples returns the TTFT and TPOT of every completed request, as
+// the metrics define them.
+func latencySamples(records plant.RequestRecords) (ttft, tpot []float64) {
+	for _, rec := range records {
+		if math.IsNaN(rec.CompletionTimeS) {
+			continue
+		}
+		ttft = append(ttft, rec.FirstTokenTimeS-rec.ArrivalTimeS)
+		tpot = append(tpot, (rec.CompletionTimeS-rec.FirstTokenTimeS)/float64(max(1, rec.OutputTokens-1)))
+	}
+	return ttft, tpot
+}
+
+// simulateTable renders a run's metrics for terminals: one metric per row
+// with its unit, and the limit or objective it is held against.
+func simulateTable(r *plant.Report) string {
+	m := r.Metrics
+	prof := r.Plant.Profile
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, %s; profile %s: %s; trace %s: %d requests\n\n",
+		r.SchedulerName, r.ControllerName, r.ProfileStatus, r.Provenance.ProfilePath,
+		r.Provenance.TracePath, r.Provenance.RequestsLoaded)
+	t := texttable.Table{Columns: []texttable.Column{
+		{Header: "metric", Text: true}, {Header: "value"}, {Header: "limit or SLO", Text: true},
+	}}
+	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
+	t.AddRow("completed (%)", pct(m.CompletedFraction), "")
+	t.AddRow("mean TTFT (s)", texttable.Fixed(m.MeanTTFTS, 4), "")
+	t.AddRow("p95 TTFT (s)", texttable.Fixed(m.P95TTFTS, 4), "SLO "+texttable.Fixed(prof.TTFTSLOS(), 4))
+	t.AddRow("TTFT SLO violations (%)", pct(m.TTFTViolationRate), "")
+	t.AddRow("mean TPOT (ms)", texttable.Fixed(1000*m.MeanTPOTS, 3), "")
+	t.AddRow("p95 TPOT (ms)", texttable.Fixed(1000*m.P95TPOTS, 3), "SLO "+texttable.Fixed(1000*prof.TPOTSLOS(), 3))
+	t.AddRow("TPOT SLO violations (%)", pct(m.TPOTViolationRate), "")
+	t.AddRow("mean latency (s)", texttable.Fixed(m.MeanLatencyS, 4), "")
+	t.AddRow("output throughput (tok/s)", texttable.Fixed(m.OutputThroughputTokensPerS, 2), "")
+	t.AddRow("energy (kJ)", texttable.Fixed(m.EnergyJ/1000, 3), "")
+	t.AddRow("energy per output token (J)", texttable.Fixed(m.EnergyPerOutputTokenJ, 4), "")
+	t.AddRow("peak power (W)", texttable.Fixed(m.PeakPowerW, 2), "limit "+texttable.Fixed(r.Plant.PowerLimitW, 2))
+	t.AddRow("peak temperature (°C)", texttable.Fixed(m.PeakTemperatureC, 2), "limit "+texttable.Fixed(r.Plant.ThermalLimitC, 2))
+	t.AddRow("peak KV (tokens)", texttable.Fixed(m.PeakKVTokens, 0), "capacity "+texttable.Fixed(r.Plant.KVCapacityTokens, 0))
+	t.AddRow("decode stall (%)", pct(m.DecodeStallFraction), "")
+	t.AddRow("peak queued (requests)", texttable.Fixed(m.PeakQueuedRequests, 0), "")
+	t.AddRow("peak queued at min clock", texttable.Fixed(m.PeakQueuedRequestsAtMinimumClock, 0), "")
+	t.AddRow("unfinished at horizon", texttable.Fixed(m.UnfinishedRequestsAtReportingHorizon, 0),
+		"horizon "+strconv.FormatFloat(m.ReportingHorizonS, 'g', -1, 64)+" s")
+	t.AddRow("unfinished at end", texttable.Fixed(m.UnfinishedRequestsAtEnd, 0), "")
+	b.WriteString(t.String())
+	return b.String()
+}
