@@ -10,137 +10,206 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 )
 
-// encodeJSON writes v to buf as JSON indented by two spaces. It follows
-// encoding/json's rules for struct tags (name, omitempty, "-"), embedded
-// structs, maps with sorted keys and json.Marshaler, with three differences
-// that make results safe for every JSON reader: NaN and infinities are
-// written as null, nil slices as [] and HTML characters are not escaped.
-func encodeJSON(buf *bytes.Buffer, v any) error {
-	var compact bytes.Buffer
-	if err := encodeValue(&compact, reflect.ValueOf(v)); err != nil {
-		return err
-	}
-	return json.Indent(buf, compact.Bytes(), "", "  ")
+// jsonEncoder appends JSON to buf in one pass. It follows encoding/json's
+// rules for struct tags (name, omitempty, "-"), embedded structs, maps with
+// sorted keys and json.Marshaler, with three differences that make results
+// safe for every JSON reader: NaN and infinities are written as null, nil
+// slices as [] and HTML characters are not escaped. With indent, nested
+// values are indented by two spaces per level, as json.Indent does.
+type jsonEncoder struct {
+	buf    []byte
+	indent bool
+	depth  int
 }
 
-// encodeJSONLine writes v to buf as one line of compact JSON (JSON Lines),
-// with the same rules as encodeJSON, and a newline.
-func encodeJSONLine(buf *bytes.Buffer, v any) error {
-	if err := encodeValue(buf, reflect.ValueOf(v)); err != nil {
-		return err
-	}
-	buf.WriteByte('\n')
-	return nil
+// appendJSON appends v to buf, indented by two spaces.
+func appendJSON(buf []byte, v any) ([]byte, error) {
+	e := jsonEncoder{buf: buf, indent: true}
+	err := e.value(reflect.ValueOf(v))
+	return e.buf, err
+}
+
+// appendJSONLine appends v to buf as one line of compact JSON (JSON Lines)
+// and a newline.
+func appendJSONLine(buf []byte, v any) ([]byte, error) {
+	e := jsonEncoder{buf: buf}
+	err := e.value(reflect.ValueOf(v))
+	return append(e.buf, '\n'), err
 }
 
 var (
 	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
+	orderedObjectType = reflect.TypeFor[orderedObject]()
 )
 
-func encodeValue(buf *bytes.Buffer, v reflect.Value) error {
+// open starts an object or array member list.
+func (e *jsonEncoder) open(c byte) {
+	e.buf = append(e.buf, c)
+	e.depth++
+}
+
+// separate starts the i-th member: a comma after the first, then a line
+// break and the indentation.
+func (e *jsonEncoder) separate(i int) {
+	if i > 0 {
+		e.buf = append(e.buf, ',')
+	}
+	e.newline()
+}
+
+// close ends a member list of n members.
+func (e *jsonEncoder) close(c byte, n int) {
+	e.depth--
+	if n > 0 {
+		e.newline()
+	}
+	e.buf = append(e.buf, c)
+}
+
+func (e *jsonEncoder) newline() {
+	if !e.indent {
+		return
+	}
+	e.buf = append(e.buf, '\n')
+	for range e.depth {
+		e.buf = append(e.buf, ' ', ' ')
+	}
+}
+
+// key writes a member's name and the colon.
+func (e *jsonEncoder) key(name string) {
+	e.buf = appendJSONString(e.buf, name)
+	e.buf = append(e.buf, ':')
+	if e.indent {
+		e.buf = append(e.buf, ' ')
+	}
+}
+
+func (e *jsonEncoder) value(v reflect.Value) error {
 	if !v.IsValid() {
-		buf.WriteString("null")
+		e.buf = append(e.buf, "null"...)
 		return nil
 	}
-	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(v.Type()).Implements(jsonMarshalerType) {
+	t := v.Type()
+	if t == orderedObjectType {
+		return e.ordered(v.Interface().(orderedObject))
+	}
+	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(jsonMarshalerType) {
 		v = v.Addr()
+		t = v.Type()
 	}
-	if v.Type().Implements(jsonMarshalerType) {
-		if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
-			buf.WriteString("null")
-			return nil
-		}
-		raw, err := v.Interface().(json.Marshaler).MarshalJSON()
-		if err != nil {
-			return err
-		}
-		return json.Compact(buf, raw)
+	if t.Implements(jsonMarshalerType) {
+		return e.marshaler(v)
 	}
-	if v.Type().Implements(textMarshalerType) && v.Kind() != reflect.Pointer {
+	if t.Implements(textMarshalerType) && v.Kind() != reflect.Pointer {
 		text, err := v.Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
 			return err
 		}
-		writeString(buf, string(text))
+		e.buf = appendJSONString(e.buf, string(text))
 		return nil
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
 		if v.IsNil() {
-			buf.WriteString("null")
+			e.buf = append(e.buf, "null"...)
 			return nil
 		}
-		return encodeValue(buf, v.Elem())
+		return e.value(v.Elem())
 	case reflect.Bool:
-		buf.WriteString(strconv.FormatBool(v.Bool()))
+		e.buf = strconv.AppendBool(e.buf, v.Bool())
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		buf.WriteString(strconv.FormatInt(v.Int(), 10))
+		e.buf = strconv.AppendInt(e.buf, v.Int(), 10)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		buf.WriteString(strconv.FormatUint(v.Uint(), 10))
+		e.buf = strconv.AppendUint(e.buf, v.Uint(), 10)
 	case reflect.Float32, reflect.Float64:
-		writeFloat(buf, v.Float(), v.Type().Bits())
+		e.buf = appendJSONFloat(e.buf, v.Float(), t.Bits())
 	case reflect.String:
-		writeString(buf, v.String())
+		e.buf = appendJSONString(e.buf, v.String())
 	case reflect.Slice, reflect.Array:
-		buf.WriteByte('[')
-		for i := range v.Len() {
-			if i > 0 {
-				buf.WriteByte(',')
-			}
-			if err := encodeValue(buf, v.Index(i)); err != nil {
-				return err
-			}
-		}
-		buf.WriteByte(']')
+		return e.list(v)
 	case reflect.Map:
-		return encodeMap(buf, v)
+		return e.mapValue(v)
 	case reflect.Struct:
-		buf.WriteByte('{')
-		first := true
-		if err := encodeFields(buf, v, &first); err != nil {
-			return err
-		}
-		buf.WriteByte('}')
+		e.open('{')
+		n, err := e.fields(v, 0)
+		e.close('}', n)
+		return err
 	default:
-		return fmt.Errorf("cannot encode %s as JSON", v.Type())
+		return fmt.Errorf("cannot encode %s as JSON", t)
 	}
 	return nil
 }
 
-// writeFloat formats f as encoding/json does, but NaN and infinities as null.
-func writeFloat(buf *bytes.Buffer, f float64, bits int) {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		buf.WriteString("null")
-		return
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b := strconv.AppendFloat(nil, f, format, -1, bits)
-	if format == 'e' {
-		// Shorten e-09 to e-9, as encoding/json does.
-		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
+// list writes a slice or array; []float64 and []int, the bulk of a
+// trajectory, skip reflection per element.
+func (e *jsonEncoder) list(v reflect.Value) error {
+	e.open('[')
+	n := v.Len()
+	switch s := v.Interface().(type) {
+	case []float64:
+		for i, x := range s {
+			e.separate(i)
+			e.buf = appendJSONFloat(e.buf, x, 64)
+		}
+	case []int:
+		for i, x := range s {
+			e.separate(i)
+			e.buf = strconv.AppendInt(e.buf, int64(x), 10)
+		}
+	default:
+		for i := range n {
+			e.separate(i)
+			if err := e.value(v.Index(i)); err != nil {
+				return err
+			}
 		}
 	}
-	buf.Write(b)
+	e.close(']', n)
+	return nil
 }
 
-func writeString(buf *bytes.Buffer, s string) {
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	buf.Truncate(buf.Len() - 1)
+// marshaler writes the output of a json.Marshaler, re-indented to fit.
+func (e *jsonEncoder) marshaler(v reflect.Value) error {
+	if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
+		e.buf = append(e.buf, "null"...)
+		return nil
+	}
+	raw, err := v.Interface().(json.Marshaler).MarshalJSON()
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	if e.indent {
+		err = json.Indent(&out, raw, strings.Repeat("  ", e.depth), "  ")
+	} else {
+		err = json.Compact(&out, raw)
+	}
+	e.buf = append(e.buf, out.Bytes()...)
+	return err
 }
 
-func encodeMap(buf *bytes.Buffer, v reflect.Value) error {
+func (e *jsonEncoder) ordered(o orderedObject) error {
+	e.open('{')
+	for i, kv := range o {
+		e.separate(i)
+		e.key(kv.key)
+		if err := e.value(reflect.ValueOf(kv.value)); err != nil {
+			return err
+		}
+	}
+	e.close('}', len(o))
+	return nil
+}
+
+func (e *jsonEncoder) mapValue(v reflect.Value) error {
 	if v.IsNil() {
-		buf.WriteString("null")
+		e.buf = append(e.buf, "null"...)
 		return nil
 	}
 	type entry struct {
@@ -165,25 +234,65 @@ func encodeMap(buf *bytes.Buffer, v reflect.Value) error {
 		entries = append(entries, entry{key, iter.Value()})
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-	buf.WriteByte('{')
-	for i, e := range entries {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		writeString(buf, e.key)
-		buf.WriteByte(':')
-		if err := encodeValue(buf, e.val); err != nil {
+	e.open('{')
+	for i, en := range entries {
+		e.separate(i)
+		e.key(en.key)
+		if err := e.value(en.val); err != nil {
 			return err
 		}
 	}
-	buf.WriteByte('}')
+	e.close('}', len(entries))
 	return nil
 }
 
-// encodeFields writes the fields of struct v, inlining untagged embedded
-// structs; first tracks whether a separating comma is due.
-func encodeFields(buf *bytes.Buffer, v reflect.Value, first *bool) error {
-	t := v.Type()
+// fields writes the fields of struct v after n members already written and
+// returns the new count; untagged embedded structs are inlined.
+func (e *jsonEncoder) fields(v reflect.Value, n int) (int, error) {
+	for _, f := range structFields(v.Type()) {
+		fv := v.Field(f.index)
+		if f.inline {
+			if fv.Kind() == reflect.Pointer {
+				if fv.IsNil() {
+					continue
+				}
+				fv = fv.Elem()
+			}
+			var err error
+			if n, err = e.fields(fv, n); err != nil {
+				return n, err
+			}
+			continue
+		}
+		if f.omitEmpty && isEmptyValue(fv) {
+			continue
+		}
+		e.separate(n)
+		n++
+		e.key(f.name)
+		if err := e.value(fv); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// structField is how one field of a struct type is encoded.
+type structField struct {
+	index     int
+	name      string
+	omitEmpty bool
+	inline    bool // an untagged embedded struct (or pointer to one)
+}
+
+var structFieldCache sync.Map // reflect.Type -> []structField
+
+// structFields lists the encoded fields of struct type t, computed once.
+func structFields(t reflect.Type) []structField {
+	if cached, ok := structFieldCache.Load(t); ok {
+		return cached.([]structField)
+	}
+	var out []structField
 	for i := range t.NumField() {
 		field := t.Field(i)
 		tag := field.Tag.Get("json")
@@ -191,21 +300,13 @@ func encodeFields(buf *bytes.Buffer, v reflect.Value, first *bool) error {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		fv := v.Field(i)
-		if field.Anonymous && name == "" {
-			ft := field.Type
-			if ft.Kind() == reflect.Pointer {
-				if fv.IsNil() {
-					continue
-				}
-				fv, ft = fv.Elem(), ft.Elem()
-			}
-			if ft.Kind() == reflect.Struct {
-				if err := encodeFields(buf, fv, first); err != nil {
-					return err
-				}
-				continue
-			}
+		ft := field.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if field.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			out = append(out, structField{index: i, inline: true})
+			continue
 		}
 		if !field.IsExported() {
 			continue
@@ -213,20 +314,10 @@ func encodeFields(buf *bytes.Buffer, v reflect.Value, first *bool) error {
 		if name == "" {
 			name = field.Name
 		}
-		if strings.Contains(opts, "omitempty") && isEmptyValue(fv) {
-			continue
-		}
-		if !*first {
-			buf.WriteByte(',')
-		}
-		*first = false
-		writeString(buf, name)
-		buf.WriteByte(':')
-		if err := encodeValue(buf, fv); err != nil {
-			return err
-		}
+		out = append(out, structField{index: i, name: name, omitEmpty: strings.Contains(opts, "omitempty")})
 	}
-	return nil
+	structFieldCache.Store(t, out)
+	return out
 }
 
 func isEmptyValue(v reflect.Value) bool {
@@ -240,6 +331,85 @@ func isEmptyValue(v reflect.Value) bool {
 	}
 }
 
+// appendJSONFloat formats f as encoding/json does, but NaN and infinities
+// as null.
+func appendJSONFloat(b []byte, f float64, bits int) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(b, "null"...)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 && (f != 0 || !math.Signbit(f)) {
+		// Whole numbers (token counts, clock levels) print as integers,
+		// as the shortest formatting would, without its cost.
+		return strconv.AppendInt(b, int64(f), 10)
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	start := len(b)
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// Shorten e-09 to e-9, as encoding/json does.
+		if n := len(b); n-start >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendJSONString appends s as a JSON string: quotes, backslashes and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD, HTML
+// characters and other text as is.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
 // keyedValue is one member of an orderedObject.
 type keyedValue struct {
 	key   string
@@ -249,21 +419,3 @@ type keyedValue struct {
 // orderedObject is a JSON object whose members keep their order (a Go map
 // would sort them), encoded with servesim's result encoder.
 type orderedObject []keyedValue
-
-// MarshalJSON writes the members in order.
-func (o orderedObject) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	for i, kv := range o {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		writeString(&buf, kv.key)
-		buf.WriteByte(':')
-		if err := encodeValue(&buf, reflect.ValueOf(kv.value)); err != nil {
-			return nil, err
-		}
-	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
-}

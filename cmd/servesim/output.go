@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -67,12 +66,12 @@ func writeFileAtomic(path string, data []byte) error {
 	return nil
 }
 
-// marshalJSON is the one JSON encoding of results.
+// marshalJSON is the one JSON encoding of results: indented, then a
+// newline.
 func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := encodeJSON(&buf, v); err != nil {
+	data, err := appendJSON(make([]byte, 0, 1<<20), v)
+	if err != nil {
 		return nil, err
 	}
-	buf.WriteByte('\n')
-	return buf.Bytes(), nil
+	return append(data, '\n'), nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"runtime"
@@ -370,20 +369,18 @@ func runSweep(s *streams, o *sweepOptions) error {
 
 // encodeSweep writes the records and the Pareto section in o.Format.
 func encodeSweep(o *sweepOptions, records []sweepRecord, fronts []paretoGroup) ([]byte, error) {
-	var buf bytes.Buffer
 	switch o.Format {
 	case "csv":
 		return sweepCSV(o.axes, records)
 	case "table":
 		return []byte(sweepTable(o.axes, records, fronts)), nil
 	}
+	var buf []byte
+	var err error
 	for _, r := range records {
-		if err := encodeJSONLine(&buf, r.json()); err != nil {
+		if buf, err = appendJSONLine(buf, r.json()); err != nil {
 			return nil, err
 		}
 	}
-	if err := encodeJSONLine(&buf, paretoJSON(fronts)); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return appendJSONLine(buf, paretoJSON(fronts))
 }

@@ -1,10 +1,6 @@
 package plant
 
 import (
-	"bytes"
-	"encoding/json"
-	"math"
-
 	"servesim/internal/profile"
 )
 
@@ -144,63 +140,6 @@ type RequestRecord struct {
 
 // RequestRecords are the records of a run, in workload order.
 type RequestRecords []RequestRecord
-
-// requestRecordJSON is a RequestRecord with its missing times as nil, the
-// form encoding/json writes as null.
-type requestRecordJSON struct {
-	RequestID       int      `json:"request_id"`
-	ArrivalTimeS    float64  `json:"arrival_time_s"`
-	PrefillStartS   *float64 `json:"prefill_start_s"`
-	FirstTokenTimeS *float64 `json:"first_token_time_s"`
-	CompletionTimeS *float64 `json:"completion_time_s"`
-	PromptTokens    int      `json:"prompt_tokens"`
-	OutputTokens    int      `json:"output_tokens"`
-}
-
-// MarshalJSON writes the records with encoding/json, times never reached
-// as null. It encodes one record at a time into a buffer sized up front:
-// a run can hold a million records, and this is much faster and lighter
-// than generic reflection over all of them.
-func (rs RequestRecords) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(2 + len(rs)*recordJSONSizeHint)
-	buf.WriteByte('[')
-	enc := json.NewEncoder(&buf)
-	rec := &requestRecordJSON{}
-	for i := range rs {
-		r := &rs[i]
-		*rec = requestRecordJSON{
-			RequestID:       r.RequestID,
-			ArrivalTimeS:    r.ArrivalTimeS,
-			PrefillStartS:   reached(&r.PrefillStartS),
-			FirstTokenTimeS: reached(&r.FirstTokenTimeS),
-			CompletionTimeS: reached(&r.CompletionTimeS),
-			PromptTokens:    r.PromptTokens,
-			OutputTokens:    r.OutputTokens,
-		}
-		if err := enc.Encode(rec); err != nil {
-			return nil, err
-		}
-		buf.Truncate(buf.Len() - 1) // Encode ends each value with a newline
-		buf.WriteByte(',')
-	}
-	if len(rs) > 0 {
-		buf.Truncate(buf.Len() - 1)
-	}
-	buf.WriteByte(']')
-	return buf.Bytes(), nil
-}
-
-// recordJSONSizeHint is about the encoded size of one record.
-const recordJSONSizeHint = 224
-
-// reached is nil for a NaN time, else the time.
-func reached(t *float64) *float64 {
-	if math.IsNaN(*t) {
-		return nil
-	}
-	return t
-}
 
 // Summary is the reference's result_summary: provenance and every metric in
 // one flat record.

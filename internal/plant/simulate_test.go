@@ -268,22 +268,6 @@ func TestObservationMatchesTheReferenceSums(t *testing.T) {
 	assert.Positive(t, checked)
 }
 
-func TestRequestRecordsJSON(t *testing.T) {
-	nan := math.NaN()
-	records := RequestRecords{
-		{RequestID: 0, ArrivalTimeS: 0, PrefillStartS: 0, FirstTokenTimeS: 2.600000000000001, CompletionTimeS: 2.8, PromptTokens: 4808, OutputTokens: 10},
-		{RequestID: 1, ArrivalTimeS: 1e-7, PrefillStartS: nan, FirstTokenTimeS: nan, CompletionTimeS: nan, PromptTokens: 1, OutputTokens: 2},
-	}
-	data, err := records.MarshalJSON()
-	require.NoError(t, err)
-	assert.JSONEq(t, `[
-		{"request_id":0,"arrival_time_s":0,"prefill_start_s":0,"first_token_time_s":2.600000000000001,"completion_time_s":2.8,"prompt_tokens":4808,"output_tokens":10},
-		{"request_id":1,"arrival_time_s":1e-7,"prefill_start_s":null,"first_token_time_s":null,"completion_time_s":null,"prompt_tokens":1,"output_tokens":2}]`, string(data))
-	empty, err := RequestRecords{}.MarshalJSON()
-	require.NoError(t, err)
-	assert.Equal(t, "[]", string(empty))
-}
-
 // measuredProfile is the embedded proxy relabelled as a validated
 // measurement with realized-clock medians below the requested levels.
 func measuredProfile(t *testing.T) *profile.Profile {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/plant"
+)
+
+// encodingJSON is what encoding/json writes for v, indented by two spaces,
+// HTML left as is: servesim's encoder must agree on every value it can write.
+func encodingJSON(t *testing.T, v any, indent bool) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if indent {
+		enc.SetIndent("", "  ")
+	}
+	require.NoError(t, enc.Encode(v))
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+func TestEncoderAgreesWithEncodingJSON(t *testing.T) {
+	type leaf struct {
+		F  float64 `json:"f"`
+		S  string  `json:"s,omitempty"`
+		NS []int   `json:"ns"`
+	}
+	type Embedded struct {
+		E int `json:"e"`
+	}
+	type doc struct {
+		Embedded
+		Name   string             `json:"name"`
+		Leaves []leaf             `json:"leaves"`
+		Empty  []leaf             `json:"empty"`
+		Map    map[string]float64 `json:"map"`
+		Ptr    *leaf              `json:"ptr"`
+		Any    any                `json:"any"`
+		Hidden int                `json:"-"`
+		plain  int
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	strs := []string{"", "plain", "quote\" back\\slash", "tab\tnew\nline\r", "<html & more>", "ünïcødé ✓", "\x01\x1f", "\u2028\u2029", "bad\xffutf8"}
+	floats := []float64{0, -0.0, 1, -1.5, 1e-7, 1e21, 123456789.123, 5e-324, math.MaxFloat64, 0.1}
+	for trial := range 200 {
+		d := doc{Embedded: Embedded{E: trial}, Name: strs[r.IntN(len(strs))], Map: map[string]float64{}, Empty: []leaf{}, Leaves: []leaf{}}
+		for range r.IntN(4) {
+			d.Leaves = append(d.Leaves, leaf{F: floats[r.IntN(len(floats))] * r.Float64(), S: strs[r.IntN(len(strs))], NS: []int{r.IntN(100), -r.IntN(100)}})
+		}
+		for range r.IntN(3) {
+			d.Map[strs[r.IntN(len(strs))]] = floats[r.IntN(len(floats))]
+		}
+		if r.IntN(2) == 0 {
+			d.Ptr = &leaf{F: 2, NS: []int{}}
+		}
+		d.Any = map[string]any{"k": []any{1.5, "x", nil, true}}
+		for _, indent := range []bool{true, false} {
+			var got []byte
+			var err error
+			if indent {
+				got, err = appendJSON(nil, d)
+			} else {
+				got, err = appendJSONLine(nil, d)
+				got = bytes.TrimSuffix(got, []byte("\n"))
+			}
+			require.NoError(t, err)
+			assert.Equal(t, encodingJSON(t, d, indent), string(got), "trial %d indent %v", trial, indent)
+		}
+	}
+}
+
+func TestEncoderWritesUndefinedNumbersAsNull(t *testing.T) {
+	records := plant.RequestRecords{
+		{RequestID: 0, FirstTokenTimeS: 2.600000000000001, CompletionTimeS: 2.8, PromptTokens: 4808, OutputTokens: 10},
+		{RequestID: 1, ArrivalTimeS: 1e-7, PrefillStartS: math.NaN(), FirstTokenTimeS: math.NaN(), CompletionTimeS: math.Inf(1), PromptTokens: 1, OutputTokens: 2},
+	}
+	got, err := appendJSONLine(nil, records)
+	require.NoError(t, err)
+	assert.Equal(t, `[{"request_id":0,"arrival_time_s":0,"prefill_start_s":0,"first_token_time_s":2.600000000000001,"completion_time_s":2.8,"prompt_tokens":4808,"output_tokens":10},`+
+		`{"request_id":1,"arrival_time_s":1e-7,"prefill_start_s":null,"first_token_time_s":null,"completion_time_s":null,"prompt_tokens":1,"output_tokens":2}]`+"\n", string(got))
+	ordered, err := appendJSON(nil, orderedObject{{"z", 1}, {"a", math.NaN()}, {"m", orderedObject{}}})
+	require.NoError(t, err)
+	assert.Equal(t, "{\n  \"z\": 1,\n  \"a\": null,\n  \"m\": {}\n}", string(ordered))
+}
