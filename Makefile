@@ -12,7 +12,7 @@ SERVESIM_SHARED ?= $(abspath ../shared)
 SWEEP_GRID := --scheduler static,continuous,chunked \
 	--controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.5,0.7,0.9
 
-.PHONY: all build test bench lint fuzz run sweep-demo clean
+.PHONY: all build test bench lint fuzz run docs sweep-demo clean
 
 all: lint test build
 
@@ -48,6 +48,13 @@ fuzz:
 ## run: the main job on the embedded defaults (profile and trace)
 run: build
 	./$(BIN) simulate --summary
+
+## docs: regenerate the example figures shown in README.md (docs/*.png)
+docs: build
+	mkdir -p docs
+	./$(BIN) simulate --normalize 0.5 --max-elapsed 900 --scheduler continuous --controller reactive --summary --plot docs/simulate.png >/dev/null
+	./$(BIN) scenarios --plot docs/scenarios.png >/dev/null
+	./$(BIN) diagnose --by-window 20 --plot docs/diagnose.png internal/diagnose/testdata/logs/kv_thrashing.csv >/dev/null
 
 ## sweep-demo: 3 schedulers x 5 controllers x 4 loads on the whole Azure 2023 code trace,
 ## timed with --jobs 1 and --jobs 2; the two outputs must be byte-identical
