@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/spf13/cobra"
+
 	"servesim/internal/plant"
 )
 
@@ -97,4 +99,17 @@ func (v plantFlagValue) Type() string {
 		return "int"
 	}
 	return "float"
+}
+
+// checkMaxElapsed validates --max-elapsed, or sets it to no limit when the
+// flag was not given.
+func checkMaxElapsed(cmd *cobra.Command, maxElapsedS *float64) error {
+	if !cmd.Flags().Changed("max-elapsed") {
+		*maxElapsedS = plant.NoElapsedLimit
+		return nil
+	}
+	if math.IsNaN(*maxElapsedS) || *maxElapsedS < 0 {
+		return usageErrorf("--max-elapsed %v: expected a nonnegative number of seconds", *maxElapsedS)
+	}
+	return nil
 }

@@ -49,6 +49,23 @@ func withTestCommand(t *testing.T, cmd func(*streams) *cobra.Command) {
 	t.Cleanup(func() { subcommands = saved })
 }
 
+// parseFlags runs `servesim name args` with only the command newCmd builds,
+// given a runF that captures the parsed options instead of running. It
+// returns the options (nil when parsing failed), the exit code, stdout and
+// stderr.
+func parseFlags[O any](t *testing.T, name string, newCmd func(*streams, func(*O) error) *cobra.Command, args ...string) (*O, int, string, string) {
+	t.Helper()
+	var got *O
+	saved := subcommands
+	subcommands = []func(*streams) *cobra.Command{func(s *streams) *cobra.Command {
+		return newCmd(s, func(o *O) error { got = o; return nil })
+	}}
+	t.Cleanup(func() { subcommands = saved })
+	s, out, errOut := testStreams("")
+	code := run(append([]string{name}, args...), s)
+	return got, code, out.String(), errOut.String()
+}
+
 func TestRunMapsCommandErrors(t *testing.T) {
 	tests := []struct {
 		name     string

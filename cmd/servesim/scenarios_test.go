@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,15 +19,8 @@ import (
 // command is swapped for one that records its options instead of running.
 func parseScenarios(t *testing.T, args ...string) (*scenariosOptions, int, string) {
 	t.Helper()
-	var got *scenariosOptions
-	saved := subcommands
-	subcommands = []func(*streams) *cobra.Command{func(s *streams) *cobra.Command {
-		return newScenariosCmd(s, func(o *scenariosOptions) error { got = o; return nil })
-	}}
-	t.Cleanup(func() { subcommands = saved })
-	s, _, errOut := testStreams("")
-	code := run(append([]string{"scenarios"}, args...), s)
-	return got, code, errOut.String()
+	o, code, _, stderr := parseFlags(t, "scenarios", newScenariosCmd, args...)
+	return o, code, stderr
 }
 
 func TestScenariosFlags(t *testing.T) {

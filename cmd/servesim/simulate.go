@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,9 +53,6 @@ trace that resembles the Azure 2023 code trace.`,
       --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !cmd.Flags().Changed("max-elapsed") {
-				opts.MaxElapsedS = plant.NoElapsedLimit
-			}
 			if err := opts.check(cmd); err != nil {
 				return err
 			}
@@ -87,8 +83,8 @@ trace that resembles the Azure 2023 code trace.`,
 // check rejects flag values that cannot mean anything (usage errors).
 // Plant values are checked with the plant (bad input, exit 1).
 func (o *simulateOptions) check(cmd *cobra.Command) error {
-	if cmd.Flags().Changed("max-elapsed") && (math.IsNaN(o.MaxElapsedS) || o.MaxElapsedS < 0) {
-		return usageErrorf("--max-elapsed %v: expected a nonnegative number of seconds", o.MaxElapsedS)
+	if err := checkMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
+		return err
 	}
 	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
 		return usageErrorf("--normalize %v: expected a utilization strictly between 0 and 1", o.Normalize)

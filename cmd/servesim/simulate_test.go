@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -19,15 +18,8 @@ import (
 // options instead of simulating.
 func parseSimulate(t *testing.T, args ...string) (*simulateOptions, int, string) {
 	t.Helper()
-	var got *simulateOptions
-	saved := subcommands
-	subcommands = []func(*streams) *cobra.Command{func(s *streams) *cobra.Command {
-		return newSimulateCmd(s, func(o *simulateOptions) error { got = o; return nil })
-	}}
-	t.Cleanup(func() { subcommands = saved })
-	s, _, errOut := testStreams("")
-	code := run(append([]string{"simulate"}, args...), s)
-	return got, code, errOut.String()
+	o, code, _, stderr := parseFlags(t, "simulate", newSimulateCmd, args...)
+	return o, code, stderr
 }
 
 func TestSimulateFlagDefaults(t *testing.T) {

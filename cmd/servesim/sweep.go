@@ -77,9 +77,6 @@ lowest energy per output token (ties: the earlier run).`,
 					opts.PlantAxes[pp.flag] = plantValues[i]
 				}
 			}
-			if !cmd.Flags().Changed("max-elapsed") {
-				opts.MaxElapsedS = plant.NoElapsedLimit
-			}
 			if err := opts.check(cmd); err != nil {
 				return err
 			}
@@ -112,8 +109,8 @@ lowest energy per output token (ties: the earlier run).`,
 // check parses every axis value and builds the grid before anything runs:
 // a bad value is a usage error (exit 2).
 func (o *sweepOptions) check(cmd *cobra.Command) error {
-	if cmd.Flags().Changed("max-elapsed") && (math.IsNaN(o.MaxElapsedS) || o.MaxElapsedS < 0) {
-		return usageErrorf("--max-elapsed %v: expected a nonnegative number of seconds", o.MaxElapsedS)
+	if err := checkMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
+		return err
 	}
 	if o.Jobs < 1 {
 		return usageErrorf("--jobs %d: expected at least 1", o.Jobs)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -31,19 +30,12 @@ func TestValidateProfileFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got *validateProfileOptions
-			saved := subcommands
-			subcommands = []func(*streams) *cobra.Command{func(s *streams) *cobra.Command {
-				return newValidateProfileCmd(s, func(o *validateProfileOptions) error { got = o; return nil })
-			}}
-			t.Cleanup(func() { subcommands = saved })
-			s, out, errOut := testStreams("")
-			code := run(append([]string{"validate-profile"}, tt.args...), s)
-			assert.Equal(t, tt.wantCode, code, errOut.String())
-			assert.Empty(t, out.String())
+			got, code, out, errOut := parseFlags(t, "validate-profile", newValidateProfileCmd, tt.args...)
+			assert.Equal(t, tt.wantCode, code, errOut)
+			assert.Empty(t, out)
 			if tt.wantCode != exitOK {
 				assert.Nil(t, got)
-				assert.Equal(t, 1, strings.Count(errOut.String(), "\n"), "one line on stderr")
+				assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line on stderr")
 				return
 			}
 			require.NotNil(t, got)

@@ -294,24 +294,19 @@ func finitePoints(xs, ys []float64) plotter.XYs {
 func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 func addHorizontal(p *plot.Plot, l Line, xmin, xmax float64) {
-	if !isFinite(l.Value) {
-		return
-	}
-	line, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: l.Value}, {X: xmax, Y: l.Value}})
-	if err != nil {
-		return
-	}
-	line.Color = limitColor
-	line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(line)
-	p.Legend.Add(l.Name, line)
+	addReference(p, l, plotter.XYs{{X: xmin, Y: l.Value}, {X: xmax, Y: l.Value}})
 }
 
 func addVertical(p *plot.Plot, l Line) {
+	addReference(p, l, plotter.XYs{{X: l.Value, Y: 0}, {X: l.Value, Y: 1}})
+}
+
+// addReference draws a limit or objective: a dashed red segment.
+func addReference(p *plot.Plot, l Line, ends plotter.XYs) {
 	if !isFinite(l.Value) {
 		return
 	}
-	line, err := plotter.NewLine(plotter.XYs{{X: l.Value, Y: 0}, {X: l.Value, Y: 1}})
+	line, err := plotter.NewLine(ends)
 	if err != nil {
 		return
 	}
