@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/plant"
 	"servesim/internal/scenario"
 )
 
@@ -158,8 +159,9 @@ func runScenarios(s *streams, o *scenariosOptions) error {
 	return writeJSON(s, o.Output, scenariosJSON(report))
 }
 
-// loadTrace returns the replayed trace, or the synthetic agent trace, and
-// sets the workload name accordingly.
+// loadTrace returns the replayed trace (read by the plant's loader, so it
+// has the arrivals simulate sees), or the synthetic agent trace, and sets the
+// workload name accordingly.
 func (o *scenariosOptions) loadTrace(s *streams) ([]scenario.WorkloadRequest, error) {
 	if o.TracePath == "" {
 		return scenario.BuildAgentTrace(o.Requests, o.Seed.Int, o.RPS)
@@ -170,7 +172,11 @@ func (o *scenariosOptions) loadTrace(s *streams) ([]scenario.WorkloadRequest, er
 	}
 	defer in.Close()
 	o.Benchmark.WorkloadName = filepath.Base(name)
-	return scenario.ReadAzureTrace(in, name, o.SharedPrefixTokens)
+	w, err := plant.LoadWorkload(in, name, plant.NoElapsedLimit)
+	if err != nil {
+		return nil, err
+	}
+	return scenario.FromPlantTrace(w.Requests, o.SharedPrefixTokens)
 }
 
 // unwrapPath drops the operation and path of a file error, which the

@@ -166,6 +166,7 @@ func TestScenariosInputErrors(t *testing.T) {
 		{"missing profiles file", "", []string{"--profiles", filepath.Join(dir, "nope.json")}, "servesim: profiles " + filepath.Join(dir, "nope.json") + ": no such file or directory\n"},
 		{"profiles from stdin", `[{"name": "x"}]`, []string{"--profiles", "-"}, `servesim: profiles stdin line 1: profile 1 "x": missing field "prefill_tokens_per_ms"` + "\n"},
 		{"bad trace", "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,10,-3\r\n", []string{"--trace", "-"}, `servesim: trace stdin line 2: GeneratedTokens "-3": token counts must be positive` + "\n"},
+		{"unsorted trace", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:04,1,1\n2023-11-16 18:17:03.9999999,1,1\n", []string{"--trace", "-", "-o", out}, `servesim: trace stdin line 3: TIMESTAMP "2023-11-16 18:17:03.9999999": earlier than the previous row: the trace must be sorted by time` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

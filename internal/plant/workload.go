@@ -40,6 +40,14 @@ func (r Request) Validate() error {
 	return nil
 }
 
+// ArrivalMicroseconds is ArrivalTimeS in whole microseconds. LoadWorkload
+// (and SyntheticTrace) compute arrivals as whole microseconds divided by
+// 1e6, so this recovers them exactly for any span under 70 years; other
+// arrival times are rounded to the nearest microsecond.
+func (r Request) ArrivalMicroseconds() int64 {
+	return int64(math.Round(r.ArrivalTimeS * 1e6))
+}
+
 // Workload is a loaded arrival trace with the identity of its source.
 type Workload struct {
 	Requests []Request

@@ -70,6 +70,27 @@ func TestLoadWorkloadAcceptsLFAndCRLFAndExtraColumns(t *testing.T) {
 	}
 }
 
+func TestArrivalMicrosecondsRecoversWholeMicroseconds(t *testing.T) {
+	w, err := LoadWorkload(strings.NewReader("TIMESTAMP,ContextTokens,GeneratedTokens\n"+
+		"2023-11-16 18:17:03.9799600,1,1\n2023-11-16 18:17:04.0319609,1,1\n2023-11-17 18:17:03.9799601,1,1\n"), "t.csv", NoElapsedLimit)
+	require.NoError(t, err)
+	var got []int64
+	for _, r := range w.Requests {
+		got = append(got, r.ArrivalMicroseconds())
+	}
+	// the 7th fractional digit is truncated, as Python's datetime does
+	assert.Equal(t, []int64{0, 52_000, 86_400_000_000}, got)
+
+	// float64(m)/1e6 round-trips for every m up to 70 years of microseconds
+	const limit = 70 * 366 * 86_400 * 1_000_000
+	for m := int64(0); m < limit; m = m*3 + 7 {
+		for _, v := range []int64{m, limit - m} {
+			require.Equal(t, v, Request{ArrivalTimeS: float64(v) / 1e6}.ArrivalMicroseconds(), "m=%d", v)
+		}
+	}
+	assert.Equal(t, int64(2), Request{ArrivalTimeS: 1.6e-6}.ArrivalMicroseconds(), "other times are rounded")
+}
+
 func TestLoadWorkloadFiltersByElapsedTime(t *testing.T) {
 	body := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:00:00,1,1\n2023-11-16 18:00:01,1,1\n2023-11-16 18:00:02,1,1\n"
 	w, err := LoadWorkload(strings.NewReader(body), "t.csv", 1)

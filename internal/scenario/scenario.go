@@ -2,7 +2,8 @@
 // reports goodput and SLO attainment: a faithful port of the reference's
 // seed001 (WorkloadRequest, EngineProfile, BenchmarkSummary, the built-in
 // SCENARIO_PROFILES, build_agent_trace, evaluate_engine_benchmark and the
-// main report), plus readers for engine-profile files and Azure-format traces.
+// main report), plus a reader for engine-profile files and the conversion of
+// Azure-format traces loaded by the plant package.
 //
 // The coefficients are assumptions, not measurements: the replay is a CPU
 // algorithm with controlled inputs, and no serving engine is executed.
