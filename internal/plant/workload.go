@@ -93,9 +93,7 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 	}
 	index := map[string]int{}
 	for i, column := range header {
-		if _, seen := index[column]; !seen {
-			index[column] = i
-		}
+		index[column] = i // a repeated name means its last column, as csv.DictReader reads it
 	}
 	var cols [3]int
 	for i, column := range []string{columnTimestamp, columnContext, columnGenerated} {

@@ -60,6 +60,8 @@ func TestLoadWorkloadAcceptsLFAndCRLFAndExtraColumns(t *testing.T) {
 		"TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,10,2\r\n2023-11-16 18:17:04.9799600,20,3\r\n",
 		"GeneratedTokens,Extra,TIMESTAMP,ContextTokens\n2,x,2023-11-16 18:17:03.9799600,10\n\n3,y,2023-11-16 18:17:04.9799600, 2_0 \n",
 		"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16T18:17:03.97996Z,10,2\n2023-11-16T19:17:04.97996+01:00,20,3\n",
+		// A repeated column name means its last column, as csv.DictReader reads it.
+		"TIMESTAMP,ContextTokens,GeneratedTokens,ContextTokens\n2023-11-16 18:17:03.9799600,x,2,10\n2023-11-16 18:17:04.9799600,y,3,20\n",
 	} {
 		w, err := LoadWorkload(strings.NewReader(body), "t.csv", NoElapsedLimit)
 		require.NoError(t, err, body)
