@@ -24,6 +24,23 @@ type jsonEncoder struct {
 	buf    []byte
 	indent bool
 	depth  int
+	// With chunked, buf is moved to chunks whenever it passes spillBytes,
+	// so a large document is built without ever copying it to grow it.
+	chunked bool
+	chunks  [][]byte
+}
+
+// spillBytes is the size at which a chunked encoder starts a new chunk.
+const spillBytes = 256 << 10
+
+// encodeJSONChunks encodes v indented by two spaces, with a final newline,
+// as consecutive chunks to be written in order.
+func encodeJSONChunks(v any) ([][]byte, error) {
+	e := jsonEncoder{buf: make([]byte, 0, spillBytes+spillBytes/4), indent: true, chunked: true}
+	if err := e.value(reflect.ValueOf(v)); err != nil {
+		return nil, err
+	}
+	return append(e.chunks, append(e.buf, '\n')), nil
 }
 
 // appendJSON appends v to buf, indented by two spaces.
@@ -56,6 +73,10 @@ func (e *jsonEncoder) open(c byte) {
 // separate starts the i-th member: a comma after the first, then a line
 // break and the indentation.
 func (e *jsonEncoder) separate(i int) {
+	if e.chunked && len(e.buf) >= spillBytes {
+		e.chunks = append(e.chunks, e.buf)
+		e.buf = make([]byte, 0, spillBytes+spillBytes/4)
+	}
 	if i > 0 {
 		e.buf = append(e.buf, ',')
 	}

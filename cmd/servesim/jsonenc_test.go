@@ -89,3 +89,22 @@ func TestEncoderWritesUndefinedNumbersAsNull(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "{\n  \"z\": 1,\n  \"a\": null,\n  \"m\": {}\n}", string(ordered))
 }
+
+func TestChunkedEncodingEqualsOneBuffer(t *testing.T) {
+	type row struct {
+		ID    int       `json:"id"`
+		Times []float64 `json:"times"`
+		Name  string    `json:"name"`
+	}
+	rows := make([]row, 20000)
+	for i := range rows {
+		rows[i] = row{ID: i, Times: []float64{float64(i) / 7, math.NaN(), 1e-9 * float64(i)}, Name: strings.Repeat("x", i%13)}
+	}
+	doc := orderedObject{{"rows", rows}, {"tail", []int{1, 2, 3}}}
+	chunks, err := encodeJSONChunks(doc)
+	require.NoError(t, err)
+	require.Greater(t, len(chunks), 3, "a large document spans several chunks")
+	whole, err := appendJSON(nil, doc)
+	require.NoError(t, err)
+	assert.Equal(t, string(whole)+"\n", string(bytes.Join(chunks, nil)))
+}

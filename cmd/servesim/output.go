@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -22,33 +24,42 @@ func addOutputFlag(cmd *cobra.Command, opts *outputOptions) {
 // writeJSON encodes v completely (two-space indent, trailing newline, NaN and
 // infinities as null) and only then writes it, so a failure leaves nothing.
 func writeJSON(s *streams, out outputOptions, v any) error {
-	data, err := marshalJSON(v)
+	chunks, err := encodeJSONChunks(v)
 	if err != nil {
 		return internalError{fmt.Errorf("encoding result: %w", err)}
 	}
-	return writeBytes(s, out, data)
+	return writeBytes(s, out, chunks...)
 }
 
-// writeBytes writes a finished result to standard output or atomically to
-// out.Path: a temporary file in the same folder is renamed into place.
-func writeBytes(s *streams, out outputOptions, data []byte) error {
+// writeBytes writes a finished result, given as consecutive chunks, to
+// standard output or atomically to out.Path: a temporary file in the same
+// folder is renamed into place.
+func writeBytes(s *streams, out outputOptions, chunks ...[]byte) error {
 	if out.Path == "" || out.Path == "-" {
-		_, err := s.Out.Write(data)
+		_, err := writeChunks(s.Out, chunks)
 		return err
 	}
-	return writeFileAtomic(out.Path, data)
+	return writeFileAtomic(out.Path, chunks...)
 }
 
-// writeFileAtomic writes data to path through a temporary file and a rename,
-// so readers never see a partial file and a failure leaves no file behind.
-func writeFileAtomic(path string, data []byte) error {
+// writeChunks writes the chunks in order, with one system call where the
+// writer allows it.
+func writeChunks(w io.Writer, chunks [][]byte) (int64, error) {
+	buffers := net.Buffers(chunks)
+	return buffers.WriteTo(w)
+}
+
+// writeFileAtomic writes the chunks to path through a temporary file and a
+// rename, so readers never see a partial file and a failure leaves no file
+// behind.
+func writeFileAtomic(path string, chunks ...[]byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("output %s: %w", path, err)
 	}
 	tmpName := tmp.Name()
-	_, werr := tmp.Write(data)
+	_, werr := writeChunks(tmp, chunks)
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr
@@ -64,14 +75,4 @@ func writeFileAtomic(path string, data []byte) error {
 		return fmt.Errorf("output %s: %w", path, werr)
 	}
 	return nil
-}
-
-// marshalJSON is the one JSON encoding of results: indented, then a
-// newline.
-func marshalJSON(v any) ([]byte, error) {
-	data, err := appendJSON(make([]byte, 0, 1<<20), v)
-	if err != nil {
-		return nil, err
-	}
-	return append(data, '\n'), nil
 }
