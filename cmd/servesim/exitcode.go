@@ -22,23 +22,35 @@ type codedError interface {
 // usageError marks a usage mistake (exit 2).
 type usageError struct{ err error }
 
+// Error returns the message of the wrapped error.
 func (e usageError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e usageError) Unwrap() error { return e.err }
-func (usageError) exitCode() int   { return exitUsage }
+
+func (usageError) exitCode() int { return exitUsage }
 
 // inputError marks bad input or a failed validation (exit 1).
 type inputError struct{ err error }
 
+// Error returns the message of the wrapped error.
 func (e inputError) Error() string { return e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e inputError) Unwrap() error { return e.err }
-func (inputError) exitCode() int   { return exitInput }
+
+func (inputError) exitCode() int { return exitInput }
 
 // internalError marks a failure of servesim itself (exit 3).
 type internalError struct{ err error }
 
+// Error returns the wrapped error's message, marked as internal.
 func (e internalError) Error() string { return "internal error: " + e.err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e internalError) Unwrap() error { return e.err }
-func (internalError) exitCode() int   { return exitInternal }
+
+func (internalError) exitCode() int { return exitInternal }
 
 // usageErrorf formats a usage error, e.g. an invalid flag value.
 func usageErrorf(format string, args ...any) error {
