@@ -58,11 +58,11 @@ const ExecutionMode = "CPU algorithm with controlled inputs; any latency/capacit
 
 // DemoReport is the seed main()'s report, with its keys in its order.
 type DemoReport struct {
-	ExecutionMode             string   `json:"execution_mode"`
-	BeforeRemediation         Snapshot `json:"before_remediation"`
-	AfterRemediation          Snapshot `json:"after_remediation"`
-	P99ReductionX             float64  `json:"p99_reduction_x"`
-	RecomputeTokensEliminated int64    `json:"recompute_tokens_eliminated"`
+	ExecutionMode             string   `json:"execution_mode"`              // execution_mode: the constant ExecutionMode
+	BeforeRemediation         Snapshot `json:"before_remediation"`          // before_remediation: snapshot of the unbounded 98.5% KV watermark workload
+	AfterRemediation          Snapshot `json:"after_remediation"`           // after_remediation: snapshot of the gated 85% watermark plus chunked prefill workload
+	P99ReductionX             float64  `json:"p99_reduction_x"`             // p99_reduction_x: before p99_e2e_ms / after p99_e2e_ms, rounded to 2 decimals
+	RecomputeTokensEliminated int64    `json:"recompute_tokens_eliminated"` // recompute_tokens_eliminated: before minus after estimated_recompute_tokens
 }
 
 // Demo is the seed's main(): the unbounded 98.5% watermark workload

@@ -13,16 +13,16 @@ import (
 
 // RequestLog is one completed request as a serving engine logs it.
 type RequestLog struct {
-	RequestID               string  `json:"request_id"`
-	PromptTokens            int64   `json:"prompt_tokens"`
-	OutputTokens            int64   `json:"output_tokens"`
-	QueueWaitMs             float64 `json:"queue_wait_ms"`
-	PrefillMs               float64 `json:"prefill_ms"`
-	DecodeTPOTMs            float64 `json:"decode_tpot_ms"`
-	Preempted               bool    `json:"preempted"`
-	RecomputePenaltyMs      float64 `json:"recompute_penalty_ms"`
-	PrefixCachedTokens      int64   `json:"prefix_cached_tokens"`
-	KVOccupancyPctAtArrival float64 `json:"kv_occupancy_pct_at_arrival"`
+	RequestID               string  `json:"request_id"`                  // request_id: the engine's request identifier
+	PromptTokens            int64   `json:"prompt_tokens"`               // prompt_tokens: prompt length, tokens, at least 1
+	OutputTokens            int64   `json:"output_tokens"`               // output_tokens: generated tokens, at least 1
+	QueueWaitMs             float64 `json:"queue_wait_ms"`               // queue_wait_ms: time queued before prefill, ms
+	PrefillMs               float64 `json:"prefill_ms"`                  // prefill_ms: prefill time, ms (TTFT = queue_wait_ms + prefill_ms)
+	DecodeTPOTMs            float64 `json:"decode_tpot_ms"`              // decode_tpot_ms: decode time per output token after the first, ms
+	Preempted               bool    `json:"preempted"`                   // preempted: the request was evicted from the KV cache and recomputed
+	RecomputePenaltyMs      float64 `json:"recompute_penalty_ms"`        // recompute_penalty_ms: time lost to recompute after preemption, ms
+	PrefixCachedTokens      int64   `json:"prefix_cached_tokens"`        // prefix_cached_tokens: prompt tokens served from the prefix cache, 0..prompt_tokens
+	KVOccupancyPctAtArrival float64 `json:"kv_occupancy_pct_at_arrival"` // kv_occupancy_pct_at_arrival: KV-cache occupancy when the request arrived, percent 0..100
 }
 
 // Reasons a RequestLog fails validation; they keep the seed's two messages.
@@ -83,11 +83,11 @@ func (r RequestLog) E2EMs() float64 {
 // InputError is a request log problem located as precisely as known: the
 // input's name, its line (0 when unknown), the field and its text.
 type InputError struct {
-	File   string
-	Line   int
-	Field  string
-	Value  string
-	Reason string
+	File   string // input name, e.g. the log file's path
+	Line   int    // 1-based line number, 0 when unknown
+	Field  string // field (column or key) name, empty when the whole line is bad
+	Value  string // the field's text as read
+	Reason string // what is wrong and what was expected
 }
 
 // Error formats the problem on one line, e.g.

@@ -72,10 +72,10 @@ type ReadOptions struct {
 // and, when asked for, its arrival time in seconds (ArrivalTimestamp:
 // seconds since the Unix epoch).
 type Record struct {
-	Log      RequestLog
-	Line     int
-	ArrivalS float64
-	Arrival  ArrivalKind
+	Log      RequestLog  // the validated request
+	Line     int         // 1-based line number in the input
+	ArrivalS float64     // arrival time, s (Unix epoch s for ArrivalTimestamp); 0 unless Arrival is asked for
+	Arrival  ArrivalKind // where ArrivalS came from
 }
 
 // readBufferSize is the read buffer of the log readers.

@@ -56,7 +56,7 @@ type Thresholds struct {
 	// ColdPrefixHitPct (percent) with p99 TTFT above ColdTTFTMs (ms) means a
 	// cold prefix-cache miss burst. Seed: 20 and 1000.
 	ColdPrefixHitPct float64
-	ColdTTFTMs       float64
+	ColdTTFTMs       float64 // p99 TTFT threshold of the cold prefix-cache rule, ms
 }
 
 // Options configure a diagnosis: the cost proxy and the rule thresholds.
@@ -123,9 +123,9 @@ const (
 
 // OptionError is an invalid option value.
 type OptionError struct {
-	Option string
-	Value  float64
-	Reason string
+	Option string  // option name, one of the Option* constants
+	Value  float64 // the rejected value
+	Reason string  // what was expected
 }
 
 // Error names the option, its value and what was expected.
@@ -138,24 +138,42 @@ func (e *OptionError) Error() string {
 // the seed's None (no p50 to divide by; no request with more than one
 // output token).
 type Snapshot struct {
-	WindowName                  string   `json:"window_name"`
-	RequestCount                int      `json:"request_count"`
-	MeanE2EMs                   float64  `json:"mean_e2e_ms"`
-	P50E2EMs                    float64  `json:"p50_e2e_ms"`
-	P95E2EMs                    float64  `json:"p95_e2e_ms"`
-	P99E2EMs                    float64  `json:"p99_e2e_ms"`
-	P99ToP50Ratio               *float64 `json:"p99_to_p50_ratio"`
-	P50TTFTMs                   float64  `json:"p50_ttft_ms"`
-	P99TTFTMs                   float64  `json:"p99_ttft_ms"`
-	P50TPOTMs                   *float64 `json:"p50_tpot_ms"`
-	P99TPOTMs                   *float64 `json:"p99_tpot_ms"`
-	P99QueueWaitMs              float64  `json:"p99_queue_wait_ms"`
-	PeakKVOccupancyPct          float64  `json:"peak_kv_occupancy_pct"`
-	PreemptionCount             int      `json:"preemption_count"`
-	EstimatedRecomputeTokens    int64    `json:"estimated_recompute_tokens"`
-	PrefixCacheHitRatePct       float64  `json:"prefix_cache_hit_rate_pct"`
-	ModeledCostPer1kRequestsUSD float64  `json:"modeled_cost_per_1k_requests_usd"`
-	DiagnosticHypothesis        string   `json:"diagnostic_hypothesis"`
+	// window_name: the window's label.
+	WindowName string `json:"window_name"`
+	// request_count: number of requests in the window.
+	RequestCount int `json:"request_count"`
+	// mean_e2e_ms: mean end-to-end latency (TTFT + max(0, output_tokens-1) x decode_tpot_ms + recompute_penalty_ms), ms, 1 decimal.
+	MeanE2EMs float64 `json:"mean_e2e_ms"`
+	// p50_e2e_ms: nearest-rank 50th percentile of end-to-end latency, ms, 1 decimal.
+	P50E2EMs float64 `json:"p50_e2e_ms"`
+	// p95_e2e_ms: nearest-rank 95th percentile of end-to-end latency, ms, 1 decimal.
+	P95E2EMs float64 `json:"p95_e2e_ms"`
+	// p99_e2e_ms: nearest-rank 99th percentile of end-to-end latency, ms, 1 decimal.
+	P99E2EMs float64 `json:"p99_e2e_ms"`
+	// p99_to_p50_ratio: p99 / p50 end-to-end latency before rounding, 2 decimals; nil when p50 is 0.
+	P99ToP50Ratio *float64 `json:"p99_to_p50_ratio"`
+	// p50_ttft_ms: nearest-rank median of TTFT (queue_wait_ms + prefill_ms), ms, 1 decimal.
+	P50TTFTMs float64 `json:"p50_ttft_ms"`
+	// p99_ttft_ms: nearest-rank 99th percentile of TTFT, ms, 1 decimal.
+	P99TTFTMs float64 `json:"p99_ttft_ms"`
+	// p50_tpot_ms: nearest-rank median of decode_tpot_ms + recompute_penalty_ms/(output_tokens-1) over requests with more than one output token, ms, 2 decimals; nil without any.
+	P50TPOTMs *float64 `json:"p50_tpot_ms"`
+	// p99_tpot_ms: nearest-rank 99th percentile of that TPOT, ms, 2 decimals; nil without any.
+	P99TPOTMs *float64 `json:"p99_tpot_ms"`
+	// p99_queue_wait_ms: nearest-rank 99th percentile of queue_wait_ms, ms, 1 decimal.
+	P99QueueWaitMs float64 `json:"p99_queue_wait_ms"`
+	// peak_kv_occupancy_pct: maximum kv_occupancy_pct_at_arrival, percent, 1 decimal.
+	PeakKVOccupancyPct float64 `json:"peak_kv_occupancy_pct"`
+	// preemption_count: number of preempted requests.
+	PreemptionCount int `json:"preemption_count"`
+	// estimated_recompute_tokens: sum of prompt_tokens + output_tokens/2 (integer division) over preempted requests.
+	EstimatedRecomputeTokens int64 `json:"estimated_recompute_tokens"`
+	// prefix_cache_hit_rate_pct: 100 x total prefix_cached_tokens / total prompt_tokens (0 without prompt tokens), percent, 1 decimal.
+	PrefixCacheHitRatePct float64 `json:"prefix_cache_hit_rate_pct"`
+	// modeled_cost_per_1k_requests_usd: illustrative proxy (mean e2e in s / EffectiveConcurrency) x 1000 x GPUHourlyCostUSD / 3600, USD, 4 decimals; not a bill.
+	ModeledCostPer1kRequestsUSD float64 `json:"modeled_cost_per_1k_requests_usd"`
+	// diagnostic_hypothesis: name of the first rule that matches under Thresholds (KV thrashing, head-of-line blocking, cold prefix cache), else "no_rule_matched".
+	DiagnosticHypothesis string `json:"diagnostic_hypothesis"`
 }
 
 // ErrNoLogs is returned when there is no request to diagnose.

@@ -14,8 +14,8 @@ import (
 // non-empty windows in time order, and the name of the window with the
 // highest p99 end-to-end latency (the earliest one on a tie).
 type WindowReport struct {
-	Windows     []Snapshot `json:"windows"`
-	WorstWindow string     `json:"worst_window"`
+	Windows     []Snapshot `json:"windows"`      // snapshots of the non-empty windows, in time order
+	WorstWindow string     `json:"worst_window"` // window_name of the snapshot with the highest p99_e2e_ms
 }
 
 // maxWindowIndex bounds a window's index so that its start is exact.

@@ -26,17 +26,17 @@ import (
 // Figure is a titled page of panels arranged in columns. Panels stacked in
 // one column share their canvas width, so time axes line up.
 type Figure struct {
-	Title   string
+	Title   string    // page title drawn above the columns
 	Width   vg.Length // zero means 14 inches
 	Height  vg.Length // zero means 10 inches
-	Columns []Column
+	Columns []Column  // columns, left to right
 }
 
 // Column is a vertical stack of panels; Weight sets its share of the width
 // (zero counts as 1).
 type Column struct {
-	Weight float64
-	Panels []*plot.Plot
+	Weight float64      // relative share of the page width; zero counts as 1
+	Panels []*plot.Plot // panels, top to bottom
 }
 
 // Format returns the image format for a file name's extension: "png" or
@@ -159,14 +159,14 @@ var limitColor = color.RGBA{200, 0, 0, 255}
 
 // Series is one named line of a panel.
 type Series struct {
-	Name string
-	X, Y []float64
+	Name string    // legend label
+	X, Y []float64 // coordinates, paired by index
 }
 
 // Line is a named horizontal (limit) or vertical (objective) reference line.
 type Line struct {
-	Name  string
-	Value float64
+	Name  string  // legend label
+	Value float64 // position on the value axis (y for a limit, x for an objective)
 }
 
 // newPanel returns an empty plot with a title and axis labels.
@@ -364,8 +364,8 @@ func CDF(title, xLabel string, samples []float64, objective *Line, empty string)
 
 // BarGroup is one named set of bar heights, one per category.
 type BarGroup struct {
-	Name   string
-	Values []float64
+	Name   string    // legend label
+	Values []float64 // bar height per category, in category order
 }
 
 // Bars returns a grouped bar chart: one cluster per category, one bar per
@@ -402,9 +402,9 @@ func Bars(title, yLabel string, categories []string, groups []BarGroup) *plot.Pl
 
 // ColoredBar is one bar whose colour is chosen by its class.
 type ColoredBar struct {
-	Label string
-	Value float64
-	Class string
+	Label string  // category label under the bar
+	Value float64 // bar height
+	Class string  // class that selects the bar's colour
 }
 
 // ClassBars returns a bar chart whose bars are coloured by class (with a

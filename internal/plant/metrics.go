@@ -11,29 +11,52 @@ import (
 // because no request completed (a mean, a percentile or a violation rate of
 // nothing) is NaN, written as null in JSON.
 type Metrics struct {
-	CompletedFraction                    float64 `json:"completed_fraction"`
-	MeanTTFTS                            float64 `json:"mean_ttft_s"`
-	P95TTFTS                             float64 `json:"p95_ttft_s"`
-	MeanTPOTS                            float64 `json:"mean_tpot_s"`
-	P95TPOTS                             float64 `json:"p95_tpot_s"`
-	MeanLatencyS                         float64 `json:"mean_latency_s"`
-	OutputThroughputTokensPerS           float64 `json:"output_throughput_tokens_per_s"`
-	EnergyJ                              float64 `json:"energy_j"`
-	EnergyPerOutputTokenJ                float64 `json:"energy_per_output_token_j"`
-	PeakPowerW                           float64 `json:"peak_power_w"`
-	PeakTemperatureC                     float64 `json:"peak_temperature_c"`
-	PeakKVTokens                         float64 `json:"peak_kv_tokens"`
-	TTFTViolationRate                    float64 `json:"ttft_violation_rate"`
-	TPOTViolationRate                    float64 `json:"tpot_violation_rate"`
-	PowerViolationW                      float64 `json:"power_violation_w"`
-	ThermalViolationC                    float64 `json:"thermal_violation_c"`
-	KVViolationTokens                    float64 `json:"kv_violation_tokens"`
-	DecodeStallFraction                  float64 `json:"decode_stall_fraction"`
-	PeakQueuedRequests                   float64 `json:"peak_queued_requests"`
-	PeakQueuedRequestsAtMinimumClock     float64 `json:"peak_queued_requests_at_minimum_clock"`
+	// completed_fraction: completed requests / max(1, all requests).
+	CompletedFraction float64 `json:"completed_fraction"`
+	// mean_ttft_s: mean of first_token_time_s - arrival_time_s over completed requests, s.
+	MeanTTFTS float64 `json:"mean_ttft_s"`
+	// p95_ttft_s: 95th percentile (numpy linear) of time to first token over completed requests, s.
+	P95TTFTS float64 `json:"p95_ttft_s"`
+	// mean_tpot_s: mean of (completion - first token) / max(1, output_tokens-1) over completed requests, s.
+	MeanTPOTS float64 `json:"mean_tpot_s"`
+	// p95_tpot_s: 95th percentile (numpy linear) of that time per output token, s.
+	P95TPOTS float64 `json:"p95_tpot_s"`
+	// mean_latency_s: mean of completion_time_s - arrival_time_s over completed requests, s.
+	MeanLatencyS float64 `json:"mean_latency_s"`
+	// output_throughput_tokens_per_s: output tokens of completed requests / max(last - first step time, time step), tokens/s.
+	OutputThroughputTokensPerS float64 `json:"output_throughput_tokens_per_s"`
+	// energy_j: cumulative energy at the last step (0 without steps), J.
+	EnergyJ float64 `json:"energy_j"`
+	// energy_per_output_token_j: energy_j / max(1, output tokens of completed requests), J/token.
+	EnergyPerOutputTokenJ float64 `json:"energy_per_output_token_j"`
+	// peak_power_w: maximum step power (at least 0), W.
+	PeakPowerW float64 `json:"peak_power_w"`
+	// peak_temperature_c: maximum step temperature (at least ambient), degrees C.
+	PeakTemperatureC float64 `json:"peak_temperature_c"`
+	// peak_kv_tokens: maximum KV-cache occupancy (at least 0), tokens.
+	PeakKVTokens float64 `json:"peak_kv_tokens"`
+	// ttft_violation_rate: fraction of completed requests whose TTFT exceeds the profile's TTFT SLO (2 x baseline).
+	TTFTViolationRate float64 `json:"ttft_violation_rate"`
+	// tpot_violation_rate: fraction of completed requests whose TPOT exceeds the profile's TPOT SLO (1.5 x baseline).
+	TPOTViolationRate float64 `json:"tpot_violation_rate"`
+	// power_violation_w: max(0, peak_power_w - power limit), W.
+	PowerViolationW float64 `json:"power_violation_w"`
+	// thermal_violation_c: max(0, peak_temperature_c - thermal limit), degrees C.
+	ThermalViolationC float64 `json:"thermal_violation_c"`
+	// kv_violation_tokens: max(0, peak_kv_tokens - KV capacity), tokens.
+	KVViolationTokens float64 `json:"kv_violation_tokens"`
+	// decode_stall_fraction: share of steps with decoding requests that generated no decode token (increment <= 1e-12); 0 without such steps.
+	DecodeStallFraction float64 `json:"decode_stall_fraction"`
+	// peak_queued_requests: maximum over steps of prefill queue + decoding requests.
+	PeakQueuedRequests float64 `json:"peak_queued_requests"`
+	// peak_queued_requests_at_minimum_clock: the same maximum over steps whose realized clock is within 1e-9 MHz of the profile's minimum realized clock; 0 without such steps.
+	PeakQueuedRequestsAtMinimumClock float64 `json:"peak_queued_requests_at_minimum_clock"`
+	// unfinished_requests_at_reporting_horizon: requests arrived by the reporting horizon minus requests completed by it.
 	UnfinishedRequestsAtReportingHorizon float64 `json:"unfinished_requests_at_reporting_horizon"`
-	UnfinishedRequestsAtEnd              float64 `json:"unfinished_requests_at_end"`
-	ReportingHorizonS                    float64 `json:"reporting_horizon_s"`
+	// unfinished_requests_at_end: requests never completed.
+	UnfinishedRequestsAtEnd float64 `json:"unfinished_requests_at_end"`
+	// reporting_horizon_s: the plant's reporting horizon, s.
+	ReportingHorizonS float64 `json:"reporting_horizon_s"`
 }
 
 // stepStats accumulates the trajectory part of the metrics online, one step

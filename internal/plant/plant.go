@@ -19,7 +19,7 @@ import (
 // (the reference's ServingPlant). Build one with NewPlant, which fills in
 // the reference's defaults, then adjust fields.
 type Plant struct {
-	Profile                        *profile.Profile `json:"-"`
+	Profile                        *profile.Profile `json:"-"`                                   // service and power profile; required, not encoded
 	TimeStepS                      float64          `json:"time_step_s"`                         // default 0.1
 	KVCapacityTokens               float64          `json:"kv_capacity_tokens"`                  // default 131072
 	DecodeKVReserveTokensPerActive float64          `json:"decode_kv_reserve_tokens_per_active"` // default 1024

@@ -15,21 +15,21 @@ import (
 // request's output length: decode completion is a hidden disturbance.
 // The two level slices are shared by every step and must not be modified.
 type Observation struct {
-	TimeS                  float64 // step start
-	StepIndex              int
-	PrefillQueue           int     // requests waiting for (or in) prefill
-	DecodeActive           int     // requests decoding
-	PrefillRemainingTokens float64 // prompt tokens still to prefill, over the queue
-	GeneratedDecodeTokens  float64 // tokens generated so far by the active requests
-	OldestPrefillAgeS      float64 // age of the oldest queued request, 0 without one
-	KVTokens               float64 // KV-cache occupancy
-	KVCapacityTokens       float64
-	TemperatureC           float64
-	PreviousClockMHz       float64 // realized clock of the previous step
-	PreviousPowerW         float64
+	TimeS                  float64   // step start
+	StepIndex              int       // 0-based index of the step
+	PrefillQueue           int       // requests waiting for (or in) prefill
+	DecodeActive           int       // requests decoding
+	PrefillRemainingTokens float64   // prompt tokens still to prefill, over the queue
+	GeneratedDecodeTokens  float64   // tokens generated so far by the active requests
+	OldestPrefillAgeS      float64   // age of the oldest queued request, 0 without one
+	KVTokens               float64   // KV-cache occupancy
+	KVCapacityTokens       float64   // the plant's KV-cache capacity, tokens
+	TemperatureC           float64   // temperature at step start, degrees C
+	PreviousClockMHz       float64   // realized clock of the previous step
+	PreviousPowerW         float64   // power of the previous step, W
 	ClockLevelsMHz         []float64 // requested profile levels, increasing
-	ArrivedRequests        int
-	CompletedRequests      int
+	ArrivedRequests        int       // requests arrived so far
+	CompletedRequests      int       // requests completed so far
 	RealizedClockLevelsMHz []float64 // realized clock paired with each level
 }
 
@@ -38,8 +38,8 @@ type Observation struct {
 // the prompt tokens a prefill step may serve; zero means no cap (the
 // reference's default, infinity).
 type Action struct {
-	Phase            profile.Phase
-	MaxPrefillTokens float64
+	Phase            profile.Phase // what the step serves: prefill, decode or idle
+	MaxPrefillTokens float64       // cap on prompt tokens served this step; 0 means no cap
 }
 
 // Validate applies the reference's ScheduleAction.validate.
@@ -168,7 +168,9 @@ func (MinClock) Name() string { return "minimum_clock_controller" }
 func (MinClock) RequestClock(obs Observation) float64 { return obs.ClockLevelsMHz[0] }
 
 // FixedClock always requests MHz (fixed_clock_controller).
-type FixedClock struct{ MHz float64 }
+type FixedClock struct {
+	MHz float64 // requested clock, MHz
+}
 
 // Name implements ClockController: fixed_<MHz as Python's :g>_mhz.
 func (f FixedClock) Name() string { return "fixed_" + formatG(f.MHz) + "_mhz" }
@@ -233,8 +235,8 @@ func (Reactive) RequestClock(obs Observation) float64 {
 // between (SampleAndHoldClockController): Inner is consulted on the first
 // step and whenever floor((time + 1e-12) / PeriodS) changes.
 type SampleAndHold struct {
-	Inner   ClockController
-	PeriodS float64
+	Inner   ClockController // the controller sampled at each period boundary
+	PeriodS float64         // hold period, s
 
 	held        float64
 	lastControl int

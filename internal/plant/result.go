@@ -9,18 +9,18 @@ import (
 // keys in the same order. With Options.Summary the trajectory, the request
 // records and the plan columns are empty and left out of the JSON.
 type Result struct {
-	ControllerName string `json:"controller_name"`
-	SchedulerName  string `json:"scheduler_name"`
+	ControllerName string `json:"controller_name"` // controller_name: the clock controller's Name
+	SchedulerName  string `json:"scheduler_name"`  // scheduler_name: the scheduler's Name
 	Trajectory
-	Metrics          Metrics        `json:"metrics"`
-	ProfileStatus    string         `json:"profile_status"`
-	WorkloadChecksum string         `json:"workload_checksum"`
-	Requests         RequestRecords `json:"requests,omitempty"`
+	Metrics          Metrics        `json:"metrics"`            // metrics: the run's ServingMetrics, over every step whatever the stride
+	ProfileStatus    string         `json:"profile_status"`     // profile_status of the plant's profile
+	WorkloadChecksum string         `json:"workload_checksum"`  // workload_checksum: SHA-256 hex of the reference's canonical request lines
+	Requests         RequestRecords `json:"requests,omitempty"` // requests: one record per request, in workload order
 	// PlannedClockMHz and PlannedClockStartTimeS are what the reference
 	// emits for its non-planning controllers: an empty plan and a null
 	// start time per sampled step.
 	PlannedClockMHz        [][]float64 `json:"planned_clock_mhz,omitempty"`
-	PlannedClockStartTimeS []*float64  `json:"planned_clock_start_time_s,omitempty"`
+	PlannedClockStartTimeS []*float64  `json:"planned_clock_start_time_s,omitempty"` // null for each sampled step
 	// Steps is the number of simulated steps (the length of the full
 	// trajectory).
 	Steps int `json:"-"`
@@ -30,21 +30,21 @@ type Result struct {
 // ... and always the last step (the reference's as_dict stride rule). Each
 // value describes the state at the end of its step.
 type Trajectory struct {
-	Stride                  int             `json:"-"`
-	StepIndex               []int           `json:"-"`                // which steps were sampled
-	TimeS                   []float64       `json:"time_s,omitempty"` // step end
-	PrefillQueue            []int           `json:"prefill_queue,omitempty"`
-	DecodeActive            []int           `json:"decode_active,omitempty"`
-	CompletedRequests       []int           `json:"completed_requests,omitempty"`
-	KVTokens                []float64       `json:"kv_tokens,omitempty"`
-	TemperatureC            []float64       `json:"temperature_c,omitempty"`
-	PowerW                  []float64       `json:"power_w,omitempty"`
-	RequestedClockMHz       []float64       `json:"requested_clock_mhz,omitempty"`
-	RealizedClockMHz        []float64       `json:"realized_clock_mhz,omitempty"`
-	EnergyJ                 []float64       `json:"energy_j,omitempty"` // cumulative
-	Phase                   []profile.Phase `json:"phase,omitempty"`
-	CumulativePrefillTokens []float64       `json:"-"`
-	CumulativeDecodeTokens  []float64       `json:"-"`
+	Stride                  int             `json:"-"`                             // sampling stride, steps (1 keeps every step)
+	StepIndex               []int           `json:"-"`                             // which steps were sampled
+	TimeS                   []float64       `json:"time_s,omitempty"`              // step end
+	PrefillQueue            []int           `json:"prefill_queue,omitempty"`       // requests waiting for (or in) prefill
+	DecodeActive            []int           `json:"decode_active,omitempty"`       // requests decoding
+	CompletedRequests       []int           `json:"completed_requests,omitempty"`  // requests completed so far
+	KVTokens                []float64       `json:"kv_tokens,omitempty"`           // KV-cache occupancy, tokens
+	TemperatureC            []float64       `json:"temperature_c,omitempty"`       // temperature, degrees C
+	PowerW                  []float64       `json:"power_w,omitempty"`             // power drawn during the step, W
+	RequestedClockMHz       []float64       `json:"requested_clock_mhz,omitempty"` // clock the controller requested, MHz
+	RealizedClockMHz        []float64       `json:"realized_clock_mhz,omitempty"`  // clock the profile realizes for that request, MHz
+	EnergyJ                 []float64       `json:"energy_j,omitempty"`            // cumulative
+	Phase                   []profile.Phase `json:"phase,omitempty"`               // phase the step served
+	CumulativePrefillTokens []float64       `json:"-"`                             // prompt tokens prefilled so far
+	CumulativeDecodeTokens  []float64       `json:"-"`                             // output tokens generated so far
 }
 
 // Len is the number of sampled steps.
@@ -129,13 +129,13 @@ func (t *Trajectory) sample(i int) stepSample {
 // in the reference). Times are step ends, except PrefillStartS, the start of
 // the step in which its prefill began.
 type RequestRecord struct {
-	RequestID       int     `json:"request_id"`
-	ArrivalTimeS    float64 `json:"arrival_time_s"`
-	PrefillStartS   float64 `json:"prefill_start_s"`
-	FirstTokenTimeS float64 `json:"first_token_time_s"`
-	CompletionTimeS float64 `json:"completion_time_s"`
-	PromptTokens    int     `json:"prompt_tokens"`
-	OutputTokens    int     `json:"output_tokens"`
+	RequestID       int     `json:"request_id"`         // request_id: the request's index in the workload
+	ArrivalTimeS    float64 `json:"arrival_time_s"`     // arrival_time_s: arrival, s
+	PrefillStartS   float64 `json:"prefill_start_s"`    // prefill_start_s: start of the step that began its prefill, s
+	FirstTokenTimeS float64 `json:"first_token_time_s"` // first_token_time_s: end of the step that produced its first output token, s
+	CompletionTimeS float64 `json:"completion_time_s"`  // completion_time_s: end of the step that produced its last output token, s
+	PromptTokens    int     `json:"prompt_tokens"`      // prompt_tokens: prompt length, tokens
+	OutputTokens    int     `json:"output_tokens"`      // output_tokens: output length, tokens
 }
 
 // RequestRecords are the records of a run, in workload order.
@@ -144,10 +144,10 @@ type RequestRecords []RequestRecord
 // Summary is the reference's result_summary: provenance and every metric in
 // one flat record.
 type Summary struct {
-	Controller       string `json:"controller"`
-	Scheduler        string `json:"scheduler"`
-	ProfileStatus    string `json:"profile_status"`
-	WorkloadChecksum string `json:"workload_checksum"`
+	Controller       string `json:"controller"`        // controller: the result's controller_name
+	Scheduler        string `json:"scheduler"`         // scheduler: the result's scheduler_name
+	ProfileStatus    string `json:"profile_status"`    // profile_status: the result's profile_status
+	WorkloadChecksum string `json:"workload_checksum"` // workload_checksum: the result's workload_checksum
 	Metrics
 }
 

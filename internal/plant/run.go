@@ -5,16 +5,16 @@ package plant
 // (controllers may keep state); Plant, Scheduler built-ins and workloads
 // may be shared between concurrent runs.
 type Config struct {
-	Plant      Plant
-	Scheduler  Scheduler
-	Controller ClockController
+	Plant      Plant           // plant limits and profile
+	Scheduler  Scheduler       // phase scheduler
+	Controller ClockController // clock controller, fresh for this run
 	// Normalize, when positive, is the target utilization passed to
 	// NormalizeOfferedLoad before simulating; zero simulates the trace as is.
 	Normalize float64
 	Options
 	// ProfilePath and Version are recorded in the provenance only.
 	ProfilePath string
-	Version     string
+	Version     string // servesim version, recorded as servesim_version
 }
 
 // Report is the document `servesim simulate` writes: the reference's
@@ -22,24 +22,24 @@ type Config struct {
 // (nil without normalization), every plant parameter and the provenance.
 type Report struct {
 	Result
-	Summary    Summary    `json:"summary"`
-	Dilation   *float64   `json:"dilation"`
-	Plant      Plant      `json:"plant"`
-	Provenance Provenance `json:"provenance"`
+	Summary    Summary    `json:"summary"`    // summary: result_summary of the run
+	Dilation   *float64   `json:"dilation"`   // dilation: arrival-time dilation factor of NormalizeOfferedLoad; nil without normalization
+	Plant      Plant      `json:"plant"`      // plant: every plant parameter of the run
+	Provenance Provenance `json:"provenance"` // provenance: identity of the inputs
 }
 
 // Provenance identifies the inputs of a run.
 type Provenance struct {
-	ProfilePath          string `json:"profile_path"`
-	ProfileCSVSHA256     string `json:"profile_csv_sha256"`
-	ManifestSHA256       string `json:"manifest_sha256"`
-	ProfileStatus        string `json:"profile_status"`
-	SourceLabel          string `json:"source_label"`
-	MeasurementValidated bool   `json:"measurement_validated"`
-	TracePath            string `json:"trace_path"`
-	TraceSHA256          string `json:"trace_sha256"`
-	RequestsLoaded       int    `json:"requests_loaded"`
-	ServesimVersion      string `json:"servesim_version"`
+	ProfilePath          string `json:"profile_path"`          // profile CSV path as given; empty for the embedded profile
+	ProfileCSVSHA256     string `json:"profile_csv_sha256"`    // SHA-256 hex of the profile CSV bytes
+	ManifestSHA256       string `json:"manifest_sha256"`       // SHA-256 hex of the manifest bytes; empty without one
+	ProfileStatus        string `json:"profile_status"`        // the profile's profile_status
+	SourceLabel          string `json:"source_label"`          // the profile's source_label
+	MeasurementValidated bool   `json:"measurement_validated"` // the complete measured bundle passed validation
+	TracePath            string `json:"trace_path"`            // where the trace was read from, "stdin" or "(embedded)"
+	TraceSHA256          string `json:"trace_sha256"`          // SHA-256 hex of the trace bytes read
+	RequestsLoaded       int    `json:"requests_loaded"`       // requests in the trace as loaded
+	ServesimVersion      string `json:"servesim_version"`      // version of servesim that ran
 }
 
 // Run normalizes w if asked, simulates it under cfg and returns the report.

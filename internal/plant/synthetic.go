@@ -25,20 +25,20 @@ import (
 // -log(1-u) and normals by Box-Muller, so a trace depends only on its
 // configuration.
 type SyntheticTrace struct {
-	Seed             uint64
-	DurationS        float64 // arrivals fall in [0, DurationS)
-	Start            time.Time
-	MeanRequestsPerS float64
-	MeanBurstSize    float64
-	BurstGapS        float64
-	Prompt           LogNormalTokens
-	Output           LogNormalTokens
+	Seed             uint64          // SplitMix64 seed
+	DurationS        float64         // arrivals fall in [0, DurationS)
+	Start            time.Time       // wall-clock time of arrival 0, for the CSV TIMESTAMP column
+	MeanRequestsPerS float64         // long-run arrival rate, requests/s
+	MeanBurstSize    float64         // mean requests per burst
+	BurstGapS        float64         // mean gap between arrivals within a burst, s
+	Prompt           LogNormalTokens // prompt length distribution, tokens
+	Output           LogNormalTokens // output length distribution, tokens
 }
 
 // LogNormalTokens is a clamped lognormal token-count distribution.
 type LogNormalTokens struct {
-	LogMean, LogSigma float64
-	Min, Max          int
+	LogMean, LogSigma float64 // mean and standard deviation of the natural log of the token count
+	Min, Max          int     // inclusive clamp bounds, tokens
 }
 
 // CodeTraceLike returns the configuration resembling the Azure 2023 code

@@ -50,9 +50,9 @@ func (r Request) ArrivalMicroseconds() int64 {
 
 // Workload is a loaded arrival trace with the identity of its source.
 type Workload struct {
-	Requests []Request
-	Source   string // the path it was read from, "stdin" or "(embedded)"
-	SHA256   string // SHA-256 of the bytes read
+	Requests []Request // requests in trace order
+	Source   string    // the path it was read from, "stdin" or "(embedded)"
+	SHA256   string    // SHA-256 of the bytes read
 }
 
 // Azure trace column names.

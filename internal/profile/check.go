@@ -21,9 +21,9 @@ const (
 // the order the reference evaluates them, so the first failed check is the
 // error the reference raises.
 type Check struct {
-	Name   string      `json:"name"`
-	Status CheckStatus `json:"status"`
-	Detail string      `json:"detail"`
+	Name   string      `json:"name"`   // short name of the validation step
+	Status CheckStatus `json:"status"` // outcome of the step
+	Detail string      `json:"detail"` // what was found, or why the step failed or was skipped
 }
 
 // Report is the outcome of loading one profile: every check, the provenance
@@ -36,10 +36,10 @@ type Report struct {
 	// Status is the profile_status (the manifest's, else the CSV's first
 	// row's, else "unknown"); empty when neither could be read.
 	Status           string
-	SourceLabel      string // the manifest's source_label, else "unspecified profile"
-	ProfileCSVSHA256 string // empty when the CSV could not be read
-	ManifestSHA256   string // empty without a readable manifest
-	Checks           []Check
+	SourceLabel      string  // the manifest's source_label, else "unspecified profile"
+	ProfileCSVSHA256 string  // empty when the CSV could not be read
+	ManifestSHA256   string  // empty without a readable manifest
+	Checks           []Check // every check, in evaluation order
 	// Profile is the loaded profile; nil when any check failed.
 	Profile *Profile
 	// Err is the first failure (the reference's error); nil when the

@@ -40,21 +40,21 @@ const (
 // the reference's PerformanceProfile. Build one with Load or New; the zero
 // value is not usable.
 type Profile struct {
-	ClockMHz           []float64 // requested clock levels, strictly increasing
-	PrefillTokensPerS  []float64
-	DecodeTokensPerS   []float64
-	IdlePowerW         []float64
-	PrefillPowerW      []float64
-	DecodePowerW       []float64
-	BaselineTTFTS      float64
-	BaselineTPOTS      float64
+	ClockMHz           []float64      // requested clock levels, strictly increasing
+	PrefillTokensPerS  []float64      // prefill_tokens_per_s: prefill service rate per level, tokens/s
+	DecodeTokensPerS   []float64      // decode_tokens_per_s: decode service rate per level, tokens/s
+	IdlePowerW         []float64      // idle_power_w: idle power per level, W
+	PrefillPowerW      []float64      // prefill_power_w: power while prefilling per level, W
+	DecodePowerW       []float64      // decode_power_w: power while decoding per level, W
+	BaselineTTFTS      float64        // baseline_ttft_s: TTFT SLO is 2x this, s
+	BaselineTPOTS      float64        // baseline_tpot_s: TPOT SLO is 1.5x this, s
 	Status             string         // profile_status
 	SourceLabel        string         // source_label
 	Manifest           map[string]any // the manifest as loaded, numbers as float64 (empty without one)
 	MeasurementValid   bool           // the complete measured bundle passed validation
-	ProfileCSVSHA256   string
-	ManifestSHA256     string
-	RealizedClockMHz   []float64 // batch-balanced realized-clock medians; nil means identity
+	ProfileCSVSHA256   string         // profile_csv_sha256: SHA-256 hex of the profile CSV bytes
+	ManifestSHA256     string         // manifest_sha256: SHA-256 hex of the manifest bytes; empty without one
+	RealizedClockMHz   []float64      // batch-balanced realized-clock medians; nil means identity
 	prefillRate        numeric.Interpolator
 	decodeRate         numeric.Interpolator
 	idlePower          numeric.Interpolator

@@ -26,7 +26,7 @@ type BenchmarkOptions struct {
 	// TTFTSLOMS and TPOTSLOMS are the SLO thresholds: a request meets the
 	// SLO when its TTFT and its TPOT are both at most these.
 	TTFTSLOMS float64
-	TPOTSLOMS float64
+	TPOTSLOMS float64 // TPOT SLO threshold, ms
 	// ClosedLoop makes each request arrive when the previous ones have all
 	// completed, instead of at its trace arrival time.
 	ClosedLoop bool

@@ -40,13 +40,13 @@ type Diagnostics struct {
 // Report is the reference main's report. ScenarioAssumptions and
 // ScenarioComparisons are in profile order; their names are unique.
 type Report struct {
-	Experiment          string
-	ExecutionMode       string
-	ScenarioAssumptions []EngineProfile
-	SLOTargets          SLOTargets
-	TraceRequests       int
-	ScenarioComparisons []BenchmarkSummary
-	Diagnostics         Diagnostics
+	Experiment          string             // experiment: the constant Experiment
+	ExecutionMode       string             // execution_mode: the constant ExecutionMode
+	ScenarioAssumptions []EngineProfile    // scenario_assumptions: the engine profiles replayed
+	SLOTargets          SLOTargets         // slo_targets: the SLO thresholds used
+	TraceRequests       int                // trace_requests: requests in the replayed trace
+	ScenarioComparisons []BenchmarkSummary // scenario_comparisons: one summary per profile
+	Diagnostics         Diagnostics        // diagnostics: the reference's fixed diagnostic replays
 }
 
 // DefaultReport is exactly the reference main's report: the built-in

@@ -62,11 +62,11 @@ type BenchmarkSummary struct {
 	// TTFTP50MS and TTFTP99MS are nearest-rank percentiles of the time to
 	// first token (queueing plus prefill); 2 decimals.
 	TTFTP50MS float64 `json:"ttft_p50_ms"`
-	TTFTP99MS float64 `json:"ttft_p99_ms"`
+	TTFTP99MS float64 `json:"ttft_p99_ms"` // ttft_p99_ms: nearest-rank 99th percentile of TTFT, ms, 2 decimals
 	// TPOTP50MS and TPOTP99MS are nearest-rank percentiles of the time per
 	// output token; 2 decimals.
 	TPOTP50MS float64 `json:"tpot_p50_ms"`
-	TPOTP99MS float64 `json:"tpot_p99_ms"`
+	TPOTP99MS float64 `json:"tpot_p99_ms"` // tpot_p99_ms: nearest-rank 99th percentile of TPOT, ms, 2 decimals
 	// RawOutputTokensPerS is all output tokens over the duration; 2 decimals.
 	RawOutputTokensPerS float64 `json:"raw_output_tokens_per_s"`
 	// RequestThroughputRPS is all requests over the duration; 3 decimals.

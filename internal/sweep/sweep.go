@@ -16,15 +16,15 @@ import (
 // Axis is one swept dimension: a name (the flag it came from) and its values
 // in the order given.
 type Axis struct {
-	Name   string
-	Values []string
+	Name   string   // axis name (its flag)
+	Values []string // values, in the order given
 }
 
 // Cell is one combination of axis values; Index is its place in the full
 // grid, Values holds one value per axis in axis order.
 type Cell struct {
-	Index  int
-	Values []string
+	Index  int      // place in the full grid
+	Values []string // one value per axis, in axis order
 }
 
 // Value returns the cell's value of the named axis, or "" if there is none.
@@ -145,8 +145,8 @@ func Run[R any](cells []Cell, jobs int, work func(Cell) R, emit func(Cell, R) er
 // Point is one result placed for a Pareto comparison: both coordinates are
 // to be minimized. Index identifies the result.
 type Point struct {
-	Index int
-	X, Y  float64
+	Index int     // identifies the result
+	X, Y  float64 // the two coordinates, both minimized
 }
 
 // ParetoFront returns the points not dominated by any other (no other point

@@ -13,14 +13,14 @@ import (
 // Column is a table column: its header (with the unit, e.g. "TTFT p99 (ms)")
 // and whether its cells are text (aligned left) rather than numbers.
 type Column struct {
-	Header string
-	Text   bool
+	Header string // header text, with the unit
+	Text   bool   // cells are text, aligned left; otherwise numbers, aligned right
 }
 
 // Table is a list of columns and rows of cells, one cell per column.
 type Table struct {
-	Columns []Column
-	Rows    [][]string
+	Columns []Column   // columns, left to right
+	Rows    [][]string // rows of cells, one per column
 }
 
 // AddRow appends a row of cells.

@@ -32,8 +32,8 @@ var CSVFiles = []string{ProfileCSV, AllRequestedCSV, RawCSV, TelemetryCSV}
 
 // Table is a CSV file: a header and rows of fields.
 type Table struct {
-	Header []string
-	Rows   [][]string
+	Header []string   // column names
+	Rows   [][]string // data rows, one field per column
 }
 
 // Column returns the index of name in the header, or -1.
@@ -106,8 +106,8 @@ const (
 
 // Bundle is a synthetic profile bundle before it is written.
 type Bundle struct {
-	Profile, AllRequested, Raw, Telemetry Table
-	Manifest                              Manifest
+	Profile, AllRequested, Raw, Telemetry Table    // aggregate profile, all-requested, raw and telemetry CSV tables
+	Manifest                              Manifest // manifest written as ManifestName
 	// ProfileName and ManifestName are the files the aggregate table and
 	// the manifest are written to (ManifestName "" writes no manifest).
 	ProfileName, ManifestName string
