@@ -70,16 +70,10 @@ one log; "-" or no file reads stdin.`,
   servesim diagnose --by-window 60 requests.jsonl
   servesim diagnose --demo`,
 		Args: cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
 			opts.Files = args
-			if err := opts.check(cmd); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runDiagnose(s, opts)
-		},
+			return opts.check(cmd)
+		}, runF, func(o *diagnoseOptions) error { return runDiagnose(s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Window, "window", "", "name of the window in the snapshot (default: the first file's base name, or stdin)")

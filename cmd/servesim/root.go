@@ -60,6 +60,21 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 	return root
 }
 
+// checkThenRun returns a command's RunE: check validates the parsed
+// arguments and flags, then the options go to runF when a test supplied one
+// (to see what was parsed), else to run.
+func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF, run func(*O) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return err
+		}
+		if runF != nil {
+			return runF(opts)
+		}
+		return run(opts)
+	}
+}
+
 // subcommands lists the constructors of every registered subcommand; each
 // subcommand file appends its constructor in an init function.
 var subcommands []func(*streams) *cobra.Command

@@ -68,15 +68,8 @@ and TPOT <= 35 ms. The trace is either the synthetic agent trace
   servesim scenarios --profiles engines.json --closed-loop
   servesim scenarios --trace AzureLLMInferenceTrace_code.csv --shared-prefix-tokens 1024`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.check(cmd); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runScenarios(s, opts)
-		},
+		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
+			runF, func(o *scenariosOptions) error { return runScenarios(s, o) }),
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.Requests, "requests", opts.Requests, "number of requests of the synthetic agent trace")

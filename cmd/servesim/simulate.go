@@ -52,15 +52,8 @@ trace that resembles the Azure 2023 code trace.`,
   servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
       --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := opts.check(cmd); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runSimulate(s, opts)
-		},
+		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
+			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV (a measured bundle is validated first; default: the embedded engineering proxy)")

@@ -71,20 +71,14 @@ lowest energy per output token (ties: the earlier run).`,
   servesim sweep --trace AzureLLMInferenceTrace_code.csv --power-limit 55,64.8 --jobs 2 > runs.jsonl
   servesim sweep --controller fixed:660,max --shard 1/4 > part1.jsonl`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error {
 			for i, pp := range plantParams {
 				if cmd.Flags().Changed(pp.flag) {
 					opts.PlantAxes[pp.flag] = plantValues[i]
 				}
 			}
-			if err := opts.check(cmd); err != nil {
-				return err
-			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runSweep(s, opts)
-		},
+			return opts.check(cmd)
+		}, runF, func(o *sweepOptions) error { return runSweep(s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringSliceVar(&opts.Profiles, "profile", []string{embeddedDefault}, "profile CSVs (embedded: the built-in engineering proxy)")

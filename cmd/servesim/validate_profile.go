@@ -43,7 +43,7 @@ Exit codes: 0 every profile is valid, 1 any is not, 2 usage error.`,
 		Example: `  servesim validate-profile ./bundle
   servesim validate-profile --require-measured --format text ./bundle/l4_profile.csv`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: checkThenRun(opts, func(_ *cobra.Command, args []string) error {
 			opts.Paths = args
 			if opts.Format != "json" && opts.Format != "text" {
 				return usageErrorf("--format %q: expected json or text", opts.Format)
@@ -53,11 +53,8 @@ Exit codes: 0 every profile is valid, 1 any is not, 2 usage error.`,
 					return usageErrorf("validate-profile: PATH \"-\": a profile is read from files, not stdin (its manifest and bundle files sit beside it)")
 				}
 			}
-			if runF != nil {
-				return runF(opts)
-			}
-			return runValidateProfile(s, opts)
-		},
+			return nil
+		}, runF, func(o *validateProfileOptions) error { return runValidateProfile(s, o) }),
 	}
 	cmd.Flags().StringVar(&opts.Format, "format", "json", "output format: json or text (one sha256sum -c style line per check)")
 	cmd.Flags().BoolVar(&opts.RequireMeasured, "require-measured", false, "count a profile that is not a validated measured_l4 bundle as invalid")
