@@ -15,22 +15,24 @@ import (
 const EnvVar = "SERVESIM_SHARED"
 
 // Dir returns the shared folder. With SERVESIM_SHARED set, a missing folder
-// fails the test: CI must never silently skip. Without it, the folder beside
-// the checkout is used when present, and the test is skipped otherwise.
+// fails the test: CI must never silently skip. A relative SERVESIM_SHARED
+// (".ci/run" style "../shared") is taken from the repository root, not from
+// the package folder a test runs in. Without it, the folder beside the
+// checkout is used when present, and the test is skipped otherwise.
 func Dir(tb testing.TB) string {
 	tb.Helper()
-	if dir := os.Getenv(EnvVar); dir != "" {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			tb.Fatalf("%s=%q: %v", EnvVar, dir, err)
-		}
-		if _, err := os.Stat(filepath.Join(abs, "data")); err != nil {
-			tb.Fatalf("%s=%q is set but the shared data is missing: %v", EnvVar, dir, err)
-		}
-		return abs
-	}
 	_, file, _, _ := runtime.Caller(0)
-	guess := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared")
+	repoRoot := filepath.Join(filepath.Dir(file), "..", "..")
+	if dir := os.Getenv(EnvVar); dir != "" {
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(repoRoot, dir)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "data")); err != nil {
+			tb.Fatalf("%s=%q is set but the shared data is missing: %v", EnvVar, os.Getenv(EnvVar), err)
+		}
+		return filepath.Clean(dir)
+	}
+	guess := filepath.Join(repoRoot, "..", "shared")
 	if _, err := os.Stat(filepath.Join(guess, "data")); err != nil {
 		tb.Skipf("shared data not found: set %s to the shared folder", EnvVar)
 	}

@@ -1,0 +1,28 @@
+package shared
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDirResolvesARelativePathFromTheRepositoryRoot(t *testing.T) {
+	abs := Dir(t)
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	rel, err := filepath.Rel(root, abs)
+	require.NoError(t, err)
+	require.False(t, filepath.IsAbs(rel))
+	t.Setenv(EnvVar, rel)
+	assert.Equal(t, abs, Dir(t), "%s=%s from %s", EnvVar, rel, mustGetwd(t))
+	assert.FileExists(t, CodeTrace(t))
+}
+
+func mustGetwd(t *testing.T) string {
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	return wd
+}
