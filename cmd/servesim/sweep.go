@@ -6,8 +6,9 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
@@ -310,31 +311,54 @@ func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
 	return sweepRun{report: report, prof: prof, err: err}
 }
 
+// sweepProgress draws a progress bar on stderr while a sweep runs, only
+// when stderr is a terminal and --quiet is not given; otherwise it does
+// nothing.
+type sweepProgress struct {
+	container *mpb.Progress
+	bar       *mpb.Bar
+}
+
+func newSweepProgress(s *streams, o *sweepOptions, runs int) sweepProgress {
+	if !s.ErrIsTerminal || o.Quiet {
+		return sweepProgress{}
+	}
+	container := mpb.New(mpb.WithOutput(s.Err), mpb.WithAutoRefresh(), mpb.WithWidth(40))
+	bar := container.AddBar(int64(runs),
+		mpb.PrependDecorators(decor.Name("sweep "), decor.CountersNoUnit("%d/%d runs")),
+		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" eta "), decor.AverageETA(decor.ET_STYLE_GO)),
+		mpb.BarRemoveOnComplete())
+	return sweepProgress{container: container, bar: bar}
+}
+
+func (p sweepProgress) increment() {
+	if p.bar != nil {
+		p.bar.Increment()
+	}
+}
+
+// finish removes the bar (also after a run that stopped early) and waits
+// until it is gone from the terminal.
+func (p sweepProgress) finish() {
+	if p.bar != nil {
+		p.bar.Abort(true)
+		p.container.Wait()
+	}
+}
+
 // runSweep runs the cells, collects the records and writes them.
 func runSweep(s *streams, o *sweepOptions) error {
 	inputs := loadSweepInputs(s, o)
-	var bar *progressbar.ProgressBar
-	if s.ErrIsTerminal && !o.Quiet {
-		bar = progressbar.NewOptions(len(o.cells),
-			progressbar.OptionSetWriter(s.Err),
-			progressbar.OptionSetDescription("sweep"),
-			progressbar.OptionShowCount(),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionClearOnFinish())
-	}
+	progress := newSweepProgress(s, o, len(o.cells))
 	records := make([]sweepRecord, 0, len(o.cells))
 	err := sweep.Run(o.cells, o.Jobs, func(c sweep.Cell) sweepRun {
 		return o.runCell(inputs, c)
 	}, func(c sweep.Cell, r sweepRun) error {
 		records = append(records, newSweepRecord(o.axes, c, r))
-		if bar != nil {
-			_ = bar.Add(1)
-		}
+		progress.increment()
 		return nil
 	})
-	if bar != nil {
-		_ = bar.Finish()
-	}
+	progress.finish()
 	if err != nil {
 		return internalError{err}
 	}
