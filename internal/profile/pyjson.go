@@ -245,6 +245,23 @@ func (p *jsonParser) hex4() (rune, error) {
 	return rune(v), nil
 }
 
+// afterMember reads what follows an array element or object member: a
+// comma (more to come) or the closing bracket (done), as json.loads does.
+func (p *jsonParser) afterMember(closing byte) (done bool, err error) {
+	p.skipSpace()
+	if p.pos < len(p.s) {
+		switch p.s[p.pos] {
+		case ',':
+			p.pos++
+			return false, nil
+		case closing:
+			p.pos++
+			return true, nil
+		}
+	}
+	return false, p.errorf("expecting ',' delimiter")
+}
+
 func (p *jsonParser) array(depth int) (any, error) {
 	p.pos++
 	out := []any{}
@@ -260,18 +277,8 @@ func (p *jsonParser) array(depth int) (any, error) {
 			return nil, err
 		}
 		out = append(out, v)
-		p.skipSpace()
-		if p.pos >= len(p.s) {
-			return nil, p.errorf("expecting ',' delimiter")
-		}
-		switch p.s[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			return out, nil
-		default:
-			return nil, p.errorf("expecting ',' delimiter")
+		if done, err := p.afterMember(']'); err != nil || done {
+			return out, err
 		}
 	}
 }
@@ -307,18 +314,8 @@ func (p *jsonParser) object(depth int) (any, error) {
 			obj.keys = append(obj.keys, key)
 		}
 		obj.values[key] = v
-		p.skipSpace()
-		if p.pos >= len(p.s) {
-			return nil, p.errorf("expecting ',' delimiter")
-		}
-		switch p.s[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			return obj, nil
-		default:
-			return nil, p.errorf("expecting ',' delimiter")
+		if done, err := p.afterMember('}'); err != nil || done {
+			return obj, err
 		}
 	}
 }

@@ -282,15 +282,24 @@ func pyIntFromFloat(x float64) (pyInteger, error) {
 	return pyInteger{Big: b.String()}, nil
 }
 
-// pyFormatG is Python's format(x, "g"): six significant digits.
-func pyFormatG(x float64) string {
+// pyNonFinite is how Python spells NaN and the infinities in str, repr and
+// format; ok is false for a finite x.
+func pyNonFinite(x float64) (string, bool) {
 	switch {
 	case math.IsNaN(x):
-		return "nan"
+		return "nan", true
 	case math.IsInf(x, 1):
-		return "inf"
+		return "inf", true
 	case math.IsInf(x, -1):
-		return "-inf"
+		return "-inf", true
+	}
+	return "", false
+}
+
+// pyFormatG is Python's format(x, "g"): six significant digits.
+func pyFormatG(x float64) string {
+	if special, ok := pyNonFinite(x); ok {
+		return special
 	}
 	s := strconv.FormatFloat(x, 'g', 6, 64)
 	if mant, exp, ok := strings.Cut(s, "e"); ok && strings.Contains(mant, ".") {
@@ -304,13 +313,8 @@ func pyFormatG(x float64) string {
 // pyFloatRepr is Python's repr(x) for a float: the shortest round-trip
 // digits, positional for exponents in [-4, 16), with ".0" for integers.
 func pyFloatRepr(x float64) string {
-	switch {
-	case math.IsNaN(x):
-		return "nan"
-	case math.IsInf(x, 1):
-		return "inf"
-	case math.IsInf(x, -1):
-		return "-inf"
+	if special, ok := pyNonFinite(x); ok {
+		return special
 	}
 	e := strconv.FormatFloat(x, 'e', -1, 64)
 	exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
