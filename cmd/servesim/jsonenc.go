@@ -5,12 +5,12 @@ import (
 	"encoding"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -24,23 +24,70 @@ type jsonEncoder struct {
 	buf    []byte
 	indent bool
 	depth  int
-	// With chunked, buf is moved to chunks whenever it passes spillBytes,
-	// so a large document is built without ever copying it to grow it.
-	chunked bool
-	chunks  [][]byte
+	// With a sink, buf is handed over whenever it passes spillBytes, so a
+	// large document is built without ever copying it to grow it.
+	sink chunkSink
 }
 
-// spillBytes is the size at which a chunked encoder starts a new chunk.
-const spillBytes = 256 << 10
+// chunkSink takes each full chunk of a document and returns the buffer the
+// encoder goes on in.
+type chunkSink interface {
+	chunk(full []byte) (next []byte)
+}
+
+// spillBytes is the size at which an encoder with a sink starts a new chunk.
+const spillBytes = 64 << 10
+
+// newChunk returns an empty buffer with room for a chunk and the member that
+// passes spillBytes.
+func newChunk() []byte { return make([]byte, 0, spillBytes+spillBytes/4) }
+
+// chunkCollector keeps every chunk, for documents that are finished before
+// any byte is written.
+type chunkCollector struct{ chunks [][]byte }
+
+func (c *chunkCollector) chunk(full []byte) []byte {
+	c.chunks = append(c.chunks, full)
+	return newChunk()
+}
+
+// chunkStreamer writes each chunk as it is completed and reuses one buffer,
+// so the document is never held in memory. The first write error is kept
+// and later chunks are dropped.
+type chunkStreamer struct {
+	w   io.Writer
+	err error
+}
+
+func (c *chunkStreamer) chunk(full []byte) []byte {
+	if c.err == nil {
+		_, c.err = c.w.Write(full)
+	}
+	return full[:0]
+}
 
 // encodeJSONChunks encodes v indented by two spaces, with a final newline,
 // as consecutive chunks to be written in order.
 func encodeJSONChunks(v any) ([][]byte, error) {
-	e := jsonEncoder{buf: make([]byte, 0, spillBytes+spillBytes/4), indent: true, chunked: true}
+	var collector chunkCollector
+	e := jsonEncoder{buf: newChunk(), indent: true, sink: &collector}
 	if err := e.value(reflect.ValueOf(v)); err != nil {
 		return nil, err
 	}
-	return append(e.chunks, append(e.buf, '\n')), nil
+	return append(collector.chunks, append(e.buf, '\n')), nil
+}
+
+// streamJSON encodes v like encodeJSONChunks but writes it to w as it goes,
+// in chunks of about spillBytes. An encoding error is an internalError; it
+// cannot happen for a value whose type is streamable.
+func streamJSON(w io.Writer, v any) error {
+	streamer := chunkStreamer{w: w}
+	e := jsonEncoder{buf: newChunk(), indent: true, sink: &streamer}
+	if err := e.value(reflect.ValueOf(v)); err != nil {
+		return internalError{fmt.Errorf("encoding result: %w", err)}
+	}
+	streamer.chunk(append(e.buf, '\n'))
+	return streamer.err
 }
 
 // appendJSON appends v to buf, indented by two spaces.
@@ -58,12 +105,6 @@ func appendJSONLine(buf []byte, v any) ([]byte, error) {
 	return append(e.buf, '\n'), err
 }
 
-var (
-	jsonMarshalerType = reflect.TypeFor[json.Marshaler]()
-	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
-	orderedObjectType = reflect.TypeFor[orderedObject]()
-)
-
 // open starts an object or array member list.
 func (e *jsonEncoder) open(c byte) {
 	e.buf = append(e.buf, c)
@@ -73,9 +114,8 @@ func (e *jsonEncoder) open(c byte) {
 // separate starts the i-th member: a comma after the first, then a line
 // break and the indentation.
 func (e *jsonEncoder) separate(i int) {
-	if e.chunked && len(e.buf) >= spillBytes {
-		e.chunks = append(e.chunks, e.buf)
-		e.buf = make([]byte, 0, spillBytes+spillBytes/4)
+	if e.sink != nil && len(e.buf) >= spillBytes {
+		e.buf = e.sink.chunk(e.buf)
 	}
 	if i > 0 {
 		e.buf = append(e.buf, ',')
@@ -116,18 +156,21 @@ func (e *jsonEncoder) value(v reflect.Value) error {
 		e.buf = append(e.buf, "null"...)
 		return nil
 	}
-	t := v.Type()
-	if t == orderedObjectType {
+	return e.typedValue(v, typeInfoOf(v.Type()))
+}
+
+// typedValue writes v, whose type's encoding facts are info.
+func (e *jsonEncoder) typedValue(v reflect.Value, info *typeInfo) error {
+	if info.ordered {
 		return e.ordered(v.Interface().(orderedObject))
 	}
-	if v.Kind() != reflect.Pointer && v.CanAddr() && reflect.PointerTo(t).Implements(jsonMarshalerType) {
-		v = v.Addr()
-		t = v.Type()
+	if info.pointerMarshaler && v.CanAddr() {
+		return e.marshaler(v.Addr())
 	}
-	if t.Implements(jsonMarshalerType) {
+	if info.marshaler {
 		return e.marshaler(v)
 	}
-	if t.Implements(textMarshalerType) && v.Kind() != reflect.Pointer {
+	if info.textMarshaler && v.Kind() != reflect.Pointer {
 		text, err := v.Interface().(encoding.TextMarshaler).MarshalText()
 		if err != nil {
 			return err
@@ -149,7 +192,7 @@ func (e *jsonEncoder) value(v reflect.Value) error {
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
 		e.buf = strconv.AppendUint(e.buf, v.Uint(), 10)
 	case reflect.Float32, reflect.Float64:
-		e.buf = appendJSONFloat(e.buf, v.Float(), t.Bits())
+		e.buf = appendJSONFloat(e.buf, v.Float(), v.Type().Bits())
 	case reflect.String:
 		e.buf = appendJSONString(e.buf, v.String())
 	case reflect.Slice, reflect.Array:
@@ -162,7 +205,7 @@ func (e *jsonEncoder) value(v reflect.Value) error {
 		e.close('}', n)
 		return err
 	default:
-		return fmt.Errorf("cannot encode %s as JSON", t)
+		return fmt.Errorf("cannot encode %s as JSON", v.Type())
 	}
 	return nil
 }
@@ -184,9 +227,10 @@ func (e *jsonEncoder) list(v reflect.Value) error {
 			e.buf = strconv.AppendInt(e.buf, int64(x), 10)
 		}
 	default:
+		info := typeInfoOf(v.Type().Elem())
 		for i := range n {
 			e.separate(i)
-			if err := e.value(v.Index(i)); err != nil {
+			if err := e.typedValue(v.Index(i), info); err != nil {
 				return err
 			}
 		}
@@ -291,54 +335,11 @@ func (e *jsonEncoder) fields(v reflect.Value, n int) (int, error) {
 		e.separate(n)
 		n++
 		e.key(f.name)
-		if err := e.value(fv); err != nil {
+		if err := e.typedValue(fv, f.info); err != nil {
 			return n, err
 		}
 	}
 	return n, nil
-}
-
-// structField is how one field of a struct type is encoded.
-type structField struct {
-	index     int
-	name      string
-	omitEmpty bool
-	inline    bool // an untagged embedded struct (or pointer to one)
-}
-
-var structFieldCache sync.Map // reflect.Type -> []structField
-
-// structFields lists the encoded fields of struct type t, computed once.
-func structFields(t reflect.Type) []structField {
-	if cached, ok := structFieldCache.Load(t); ok {
-		return cached.([]structField)
-	}
-	var out []structField
-	for i := range t.NumField() {
-		field := t.Field(i)
-		tag := field.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		ft := field.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		if field.Anonymous && name == "" && ft.Kind() == reflect.Struct {
-			out = append(out, structField{index: i, inline: true})
-			continue
-		}
-		if !field.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = field.Name
-		}
-		out = append(out, structField{index: i, name: name, omitEmpty: strings.Contains(opts, "omitempty")})
-	}
-	structFieldCache.Store(t, out)
-	return out
 }
 
 func isEmptyValue(v reflect.Value) bool {

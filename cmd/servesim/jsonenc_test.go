@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -90,7 +92,7 @@ func TestEncoderWritesUndefinedNumbersAsNull(t *testing.T) {
 	assert.Equal(t, "{\n  \"z\": 1,\n  \"a\": null,\n  \"m\": {}\n}", string(ordered))
 }
 
-func TestChunkedEncodingEqualsOneBuffer(t *testing.T) {
+func TestChunkedAndStreamedEncodingEqualOneBuffer(t *testing.T) {
 	type row struct {
 		ID    int       `json:"id"`
 		Times []float64 `json:"times"`
@@ -100,11 +102,99 @@ func TestChunkedEncodingEqualsOneBuffer(t *testing.T) {
 	for i := range rows {
 		rows[i] = row{ID: i, Times: []float64{float64(i) / 7, math.NaN(), 1e-9 * float64(i)}, Name: strings.Repeat("x", i%13)}
 	}
-	doc := orderedObject{{"rows", rows}, {"tail", []int{1, 2, 3}}}
+	doc := struct {
+		Rows []row `json:"rows"`
+		Tail []int `json:"tail"`
+	}{rows, []int{1, 2, 3}}
+	whole, err := appendJSON(nil, doc)
+	require.NoError(t, err)
+
 	chunks, err := encodeJSONChunks(doc)
 	require.NoError(t, err)
 	require.Greater(t, len(chunks), 3, "a large document spans several chunks")
-	whole, err := appendJSON(nil, doc)
-	require.NoError(t, err)
 	assert.Equal(t, string(whole)+"\n", string(bytes.Join(chunks, nil)))
+
+	var streamed countingWriter
+	require.NoError(t, streamJSON(&streamed, doc))
+	assert.Equal(t, string(whole)+"\n", streamed.String())
+	assert.Greater(t, streamed.writes, 3, "a large document is written as it is encoded")
+	assert.LessOrEqual(t, streamed.largest, spillBytes+spillBytes/4, "no write is larger than a chunk")
+}
+
+// countingWriter records what is written and how.
+type countingWriter struct {
+	bytes.Buffer
+	writes, largest int
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	w.writes++
+	w.largest = max(w.largest, len(p))
+	return w.Buffer.Write(p)
+}
+
+// failingWriter accepts limit bytes, then fails every write.
+type failingWriter struct{ limit int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.limit {
+		return 0, errors.New("disk full")
+	}
+	w.limit -= len(p)
+	return len(p), nil
+}
+
+func TestStreamJSONReportsTheFirstWriteError(t *testing.T) {
+	doc := make([]float64, 100000)
+	err := streamJSON(&failingWriter{limit: spillBytes}, doc)
+	require.EqualError(t, err, "disk full")
+}
+
+type jsonMarshalerValue struct{}
+
+func (jsonMarshalerValue) MarshalJSON() ([]byte, error) { return []byte("1"), nil }
+
+type jsonMarshalerPointer struct{}
+
+func (*jsonMarshalerPointer) MarshalJSON() ([]byte, error) { return []byte("1"), nil }
+
+type textMarshalerValue struct{}
+
+func (textMarshalerValue) MarshalText() ([]byte, error) { return []byte("x"), nil }
+
+// recursiveNode refers to itself.
+type recursiveNode struct {
+	Children []recursiveNode `json:"children"`
+	Name     string          `json:"name"`
+}
+
+func TestStreamable(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v    any
+		want bool
+	}{
+		{"simulate report", plant.Report{}, true},
+		{"pointer to simulate report", &plant.Report{}, true},
+		{"numbers", []float64{}, true},
+		{"map of numbers", map[string][]int{}, true},
+		{"int-keyed map", map[int]string{}, true},
+		{"recursive type", recursiveNode{}, true},
+		{"ignored unsupported field", struct {
+			C          chan int `json:"-"`
+			unexported func()
+		}{}, true},
+		{"interface field", struct{ A any }{}, false},
+		{"ordered object", orderedObject{}, false},
+		{"json.Marshaler", jsonMarshalerValue{}, false},
+		{"json.Marshaler on the pointer", []jsonMarshalerPointer{}, false},
+		{"encoding.TextMarshaler", map[string]textMarshalerValue{}, false},
+		{"channel", struct{ C chan int }{}, false},
+		{"complex", []complex128{}, false},
+		{"struct-keyed map", map[struct{ A int }]int{}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, streamable(reflect.TypeOf(tc.v)))
+		})
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 
 	"github.com/spf13/cobra"
 )
@@ -21,9 +22,15 @@ func addOutputFlag(cmd *cobra.Command, opts *outputOptions) {
 	cmd.Flags().StringVarP(&opts.Path, "output", "o", "", "write the result to this file (atomically) instead of stdout")
 }
 
-// writeJSON encodes v completely (two-space indent, trailing newline, NaN and
-// infinities as null) and only then writes it, so a failure leaves nothing.
+// writeJSON writes v as JSON (two-space indent, trailing newline, NaN and
+// infinities as null). A document whose type cannot fail to encode
+// (streamable) is written while it is encoded, through one small buffer;
+// any other is encoded completely first, so an encoding failure writes
+// nothing. Either way a file given with -o appears only when complete.
 func writeJSON(s *streams, out outputOptions, v any) error {
+	if streamable(reflect.TypeOf(v)) {
+		return writeResult(s, out, func(w io.Writer) error { return streamJSON(w, v) })
+	}
 	chunks, err := encodeJSONChunks(v)
 	if err != nil {
 		return internalError{fmt.Errorf("encoding result: %w", err)}
@@ -32,34 +39,41 @@ func writeJSON(s *streams, out outputOptions, v any) error {
 }
 
 // writeBytes writes a finished result, given as consecutive chunks, to
-// standard output or atomically to out.Path: a temporary file in the same
-// folder is renamed into place.
+// standard output or atomically to out.Path.
 func writeBytes(s *streams, out outputOptions, chunks ...[]byte) error {
+	return writeResult(s, out, chunksWriter(chunks))
+}
+
+// writeResult runs write on standard output, or on a temporary file in the
+// folder of out.Path that is renamed into place once write succeeds.
+func writeResult(s *streams, out outputOptions, write func(io.Writer) error) error {
 	if out.Path == "" || out.Path == "-" {
-		_, err := writeChunks(s.Out, chunks)
+		return write(s.Out)
+	}
+	return writeFileAtomic(out.Path, write)
+}
+
+// chunksWriter writes the chunks in order, with one system call where the
+// writer allows it.
+func chunksWriter(chunks [][]byte) func(io.Writer) error {
+	return func(w io.Writer) error {
+		buffers := net.Buffers(chunks)
+		_, err := buffers.WriteTo(w)
 		return err
 	}
-	return writeFileAtomic(out.Path, chunks...)
 }
 
-// writeChunks writes the chunks in order, with one system call where the
-// writer allows it.
-func writeChunks(w io.Writer, chunks [][]byte) (int64, error) {
-	buffers := net.Buffers(chunks)
-	return buffers.WriteTo(w)
-}
-
-// writeFileAtomic writes the chunks to path through a temporary file and a
-// rename, so readers never see a partial file and a failure leaves no file
+// writeFileAtomic runs write on a temporary file next to path and renames it
+// to path, so readers never see a partial file and a failure leaves no file
 // behind.
-func writeFileAtomic(path string, chunks ...[]byte) error {
+func writeFileAtomic(path string, write func(io.Writer) error) error {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("output %s: %w", path, err)
 	}
 	tmpName := tmp.Name()
-	_, werr := writeChunks(tmp, chunks)
+	werr := write(tmp)
 	cerr := tmp.Close()
 	if werr == nil {
 		werr = cerr

@@ -44,5 +44,5 @@ func (o plotOptions) write(fig figure.Figure) error {
 	if err != nil {
 		return internalError{fmt.Errorf("drawing %s: %w", o.Path, err)}
 	}
-	return writeFileAtomic(o.Path, data)
+	return writeFileAtomic(o.Path, chunksWriter([][]byte{data}))
 }
