@@ -76,41 +76,42 @@ var NoElapsedLimit = math.Inf(1)
 // It is stricter than the reference in one way: rows must be in time order
 // (the reference only rejects such a workload later, in simulate).
 func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, error) {
-	hash := sha256.New()
-	reader := csv.NewReader(io.TeeReader(r, hash))
-	reader.FieldsPerRecord = -1
-	reader.LazyQuotes = true
-	reader.ReuseRecord = true
+	text, sum, err := readAll(r)
+	if err != nil {
+		return Workload{}, fmt.Errorf("trace %s: %w", name, err)
+	}
+	records := newRecordReader(text)
 	fail := func(line int, format string, args ...any) (Workload, error) {
 		return Workload{}, fmt.Errorf("trace %s line %d: %s", name, line, fmt.Sprintf(format, args...))
 	}
-	header, err := reader.Read()
+	header, _, err := records.next()
 	if err == io.EOF {
 		return Workload{}, fmt.Errorf("trace %s: empty workload trace: expected a header %s,%s,%s and rows", name, columnTimestamp, columnContext, columnGenerated)
 	}
 	if err != nil {
 		return Workload{}, csvError(name, err)
 	}
-	index := map[string]int{}
-	for i, column := range header {
-		index[column] = i // a repeated name means its last column, as csv.DictReader reads it
-	}
 	var cols [3]int
 	for i, column := range []string{columnTimestamp, columnContext, columnGenerated} {
-		c, ok := index[column]
-		if !ok {
+		// A repeated name means its last column, as csv.DictReader reads it.
+		c := len(header) - 1
+		for c >= 0 && header[c] != column {
+			c--
+		}
+		if c < 0 {
 			return Workload{}, fmt.Errorf("trace %s line 1: missing column %s: trace must contain Azure columns %s, %s, %s", name, column, columnContext, columnGenerated, columnTimestamp)
 		}
 		cols[i] = c
 	}
+	fieldsInHeader := len(header)
 	var (
-		requests     = make([]Request, 0, expectedRows(r))
+		requests     = make([]Request, 0, strings.Count(text, "\n"))
 		start, prev  time.Time
 		startHasZone bool
 		rows         int
 	)
 	for {
-		record, err := reader.Read()
+		record, line, err := records.next()
 		if err == io.EOF {
 			break
 		}
@@ -120,7 +121,6 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 		if len(record) == 1 && record[0] == "" {
 			continue // a blank line, which Python's csv module skips
 		}
-		line, _ := reader.FieldPos(0)
 		field := func(i int) (string, bool) {
 			if cols[i] < len(record) {
 				return record[cols[i]], true
@@ -129,7 +129,7 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 		}
 		stamp, ok := field(0)
 		if !ok {
-			return fail(line, "missing %s: expected %d fields as in the header", columnTimestamp, len(header))
+			return fail(line, "missing %s: expected %d fields as in the header", columnTimestamp, fieldsInHeader)
 		}
 		t, hasZone, err := parseISOTimestamp(stamp)
 		if err != nil {
@@ -152,7 +152,7 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 		for k, column := range []string{columnContext, columnGenerated} {
 			text, ok := field(k + 1)
 			if !ok {
-				return fail(line, "missing %s: expected %d fields as in the header", column, len(header))
+				return fail(line, "missing %s: expected %d fields as in the header", column, fieldsInHeader)
 			}
 			n, err := parsePythonInt(text)
 			if err != nil {
@@ -177,22 +177,28 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 	if len(requests) == 0 {
 		return Workload{}, fmt.Errorf("trace %s: no workload rows remain after filtering to the first %g s", name, maxElapsedS)
 	}
-	return Workload{Requests: requests, Source: name, SHA256: hex.EncodeToString(hash.Sum(nil))}, nil
+	return Workload{Requests: requests, Source: name, SHA256: sum}, nil
 }
 
-// expectedRows estimates the rows of a trace from its size when r knows it
-// (a file or an in-memory reader), so the requests are allocated once.
-func expectedRows(r io.Reader) int {
-	const bytesPerRow = 32 // "2023-11-16 18:17:03.9799600,4808,10\r\n" is 38
+// readAll reads r to the end as one string (the fields and timestamps of
+// the requests are cut from it without copies) and returns it with its
+// SHA-256 in hex. A file's size (or an in-memory reader's length) sizes
+// the string in advance.
+func readAll(r io.Reader) (string, string, error) {
+	var text strings.Builder
 	switch v := r.(type) {
 	case interface{ Stat() (fs.FileInfo, error) }:
 		if info, err := v.Stat(); err == nil && info.Mode().IsRegular() {
-			return int(info.Size() / bytesPerRow)
+			text.Grow(int(info.Size()) + 1)
 		}
 	case interface{ Len() int }:
-		return v.Len() / bytesPerRow
+		text.Grow(v.Len())
 	}
-	return 0
+	hash := sha256.New()
+	if _, err := io.Copy(io.MultiWriter(&text, hash), r); err != nil {
+		return "", "", err
+	}
+	return text.String(), hex.EncodeToString(hash.Sum(nil)), nil
 }
 
 // csvError turns a CSV syntax error into a one-line message with its line.
@@ -208,6 +214,9 @@ func csvError(name string, err error) error {
 // ASCII input: surrounding whitespace, an optional sign, digits with single
 // underscores between them.
 func parsePythonInt(text string) (int, error) {
+	if n, ok := plainDecimal(text); ok {
+		return n, nil
+	}
 	s := strings.TrimSpace(text)
 	body := strings.TrimLeft(s, "+-")
 	if len(s)-len(body) > 1 || body == "" || body[0] == '_' || body[len(body)-1] == '_' || strings.Contains(body, "__") {
@@ -219,6 +228,22 @@ func parsePythonInt(text string) (int, error) {
 		}
 	}
 	return strconv.Atoi(s[:len(s)-len(body)] + strings.ReplaceAll(body, "_", ""))
+}
+
+// plainDecimal parses 1 to 18 ASCII digits, the usual spelling of a token
+// count, without the general rules of parsePythonInt.
+func plainDecimal(text string) (int, bool) {
+	if text == "" || len(text) > 18 {
+		return 0, false
+	}
+	n := 0
+	for i := range len(text) {
+		if !isDigit(text[i]) {
+			return 0, false
+		}
+		n = n*10 + int(text[i]-'0')
+	}
+	return n, true
 }
 
 // WorkloadChecksum is the reference's workload_checksum: the SHA-256 of

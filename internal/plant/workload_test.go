@@ -190,3 +190,34 @@ func TestParseISOTimestampRejectsCPythonQuirks(t *testing.T) {
 		assert.Error(t, err, text)
 	}
 }
+
+func TestParsePythonInt(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want int
+		ok   bool
+	}{
+		{"10", 10, true},
+		{"007", 7, true},
+		{" 1\t", 1, true},
+		{"+1_000", 1000, true},
+		{"-3", -3, true},
+		{"999999999999999999", 999999999999999999, true},
+		{"1234567890123456789", 1234567890123456789, true},
+		{"99999999999999999999", 0, false},
+		{"1__0", 0, false},
+		{"_1", 0, false},
+		{"+-1", 0, false},
+		{"1.0", 0, false},
+		{"", 0, false},
+		{"x", 0, false},
+	} {
+		got, err := parsePythonInt(tc.text)
+		if !tc.ok {
+			assert.Error(t, err, "%q", tc.text)
+			continue
+		}
+		require.NoError(t, err, "%q", tc.text)
+		assert.Equal(t, tc.want, got, "%q", tc.text)
+	}
+}
