@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // The pinned measurement: what a measured_l4 bundle must declare.
@@ -81,11 +82,15 @@ var expectedConditionSet = func() map[condition]bool {
 	return m
 }()
 
-var (
-	imageDigestPattern = regexp.MustCompile(`(?:^|@)sha256:[0-9a-fA-F]{64}\n?$`)
-	safeNamePattern    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
-	hexDigestPattern   = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
-)
+// bundlePatterns are the reference's regular expressions for digests and
+// file names, compiled on first use so that commands that never validate a
+// bundle do not pay for them at start-up.
+var bundlePatterns = sync.OnceValue(func() (p struct{ imageDigest, safeName, hexDigest *regexp.Regexp }) {
+	p.imageDigest = regexp.MustCompile(`(?:^|@)sha256:[0-9a-fA-F]{64}\n?$`)
+	p.safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	p.hexDigest = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	return p
+})
 
 // bundle holds what the bundle checks share.
 type bundle struct {
@@ -194,7 +199,7 @@ func (b *bundle) checkPinnedMetadata() {
 	if v, ok := b.manifest.get("vllm_image_digest"); ok {
 		digest = pyStrOf(v)
 	}
-	if imageDigestPattern.MatchString(digest) {
+	if bundlePatterns().imageDigest.MatchString(digest) {
 		c.ok("vllm_image_digest", digest)
 	} else {
 		c.fail("vllm_image_digest", "measured profile must record a resolved vLLM sha256 digest")
@@ -511,12 +516,12 @@ func (b *bundle) checkChecksums() {
 	c.result("checksums_listed", strings.Join(bundleFiles, ", "), missing)
 	for _, name := range checksums.keys {
 		check := "sha256 " + name
-		if !safeNamePattern.MatchString(name) {
+		if !bundlePatterns().safeName.MatchString(name) {
 			c.fail(check, fmt.Sprintf("measured profile manifest contains an unsafe checksum file name (%q)", name))
 			continue
 		}
 		expected := pyStrOf(checksums.values[name])
-		if !hexDigestPattern.MatchString(expected) {
+		if !bundlePatterns().hexDigest.MatchString(expected) {
 			c.fail(check, "measured profile manifest lacks a valid checksum for "+name)
 			continue
 		}
