@@ -123,13 +123,15 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		options = plant.Options{Stride: 1}
 	}
 	report, err := plant.Run(workload, plant.Config{
-		Plant:       o.Plant,
-		Scheduler:   sched,
-		Controller:  ctrl,
-		Normalize:   o.Normalize,
-		Options:     options,
-		ProfilePath: profilePath,
-		Version:     resolvedVersion(),
+		Plant:      o.Plant,
+		Scheduler:  sched,
+		Controller: ctrl,
+		Normalize:  o.Normalize,
+		// The trace was loaded for this run alone.
+		NormalizeInPlace: true,
+		Options:          options,
+		ProfilePath:      profilePath,
+		Version:          resolvedVersion(),
 	})
 	if err != nil {
 		return err

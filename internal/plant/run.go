@@ -1,5 +1,7 @@
 package plant
 
+import "slices"
+
 // Config is one complete simulate configuration: what `servesim simulate`
 // runs, and what a sweep runs many of. Every run needs its own Controller
 // (controllers may keep state); Plant, Scheduler built-ins and workloads
@@ -11,6 +13,10 @@ type Config struct {
 	// Normalize, when positive, is the target utilization passed to
 	// NormalizeOfferedLoad before simulating; zero simulates the trace as is.
 	Normalize float64
+	// NormalizeInPlace lets normalization rewrite the workload's arrival
+	// times instead of copying the requests: for a workload that no other
+	// run reads.
+	NormalizeInPlace bool
 	Options
 	// ProfilePath and Version are recorded in the provenance only.
 	ProfilePath string
@@ -47,11 +53,14 @@ func Run(w Workload, cfg Config) (*Report, error) {
 	requests := w.Requests
 	var dilation *float64
 	if cfg.Normalize != 0 {
-		normalized, factor, err := NormalizeOfferedLoad(requests, cfg.Plant.Profile, cfg.Normalize)
+		if !cfg.NormalizeInPlace {
+			requests = slices.Clone(requests)
+		}
+		factor, err := NormalizeOfferedLoadInPlace(requests, cfg.Plant.Profile, cfg.Normalize)
 		if err != nil {
 			return nil, err
 		}
-		requests, dilation = normalized, &factor
+		dilation = &factor
 	}
 	res, err := Simulate(requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options)
 	if err != nil {

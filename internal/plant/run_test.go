@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -54,6 +55,25 @@ func TestRunIsNormalizeThenSimulate(t *testing.T) {
 	cfg.Normalize = 2
 	_, err = Run(w, cfg)
 	assert.ErrorContains(t, err, "strictly between zero and one")
+}
+
+func TestNormalizeInPlaceGivesTheSameReport(t *testing.T) {
+	w, err := DefaultTrace(600)
+	require.NoError(t, err)
+	original := slices.Clone(w.Requests)
+	cfg := Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: 0.5}
+	copied, err := Run(w, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, original, w.Requests, "by default the workload is left as it was")
+
+	cfg.NormalizeInPlace = true
+	inPlace, err := Run(w, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, copied, inPlace)
+	assert.NotEqual(t, original, w.Requests, "in place, the arrival times were dilated")
+	for i, r := range w.Requests {
+		assert.Equal(t, copied.Requests[i].ArrivalTimeS, r.ArrivalTimeS)
+	}
 }
 
 func TestConcurrentRunsShareInputs(t *testing.T) {

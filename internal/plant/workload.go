@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -274,11 +275,22 @@ func WorkloadChecksum(requests []Request) string {
 // max(1, rho/target)); a lighter trace is shifted to start at zero and
 // otherwise unchanged. It returns new requests and the factor.
 func NormalizeOfferedLoad(requests []Request, p *profile.Profile, targetUtilization float64) ([]Request, float64, error) {
+	out := slices.Clone(requests)
+	dilation, err := NormalizeOfferedLoadInPlace(out, p, targetUtilization)
+	if err != nil {
+		return nil, 0, err
+	}
+	return out, dilation, nil
+}
+
+// NormalizeOfferedLoadInPlace is NormalizeOfferedLoad rewriting the arrival
+// times of requests instead of copying them; it returns the factor.
+func NormalizeOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64) (float64, error) {
 	if !(targetUtilization > 0 && targetUtilization < 1) {
-		return nil, 0, errors.New("target_utilization must lie strictly between zero and one")
+		return 0, errors.New("target_utilization must lie strictly between zero and one")
 	}
 	if len(requests) == 0 {
-		return nil, 0, errors.New("workload must contain at least one request")
+		return 0, errors.New("workload must contain at least one request")
 	}
 	first := requests[0].ArrivalTimeS
 	span := pyMax(requests[len(requests)-1].ArrivalTimeS-first, 1e-9)
@@ -290,12 +302,10 @@ func NormalizeOfferedLoad(requests []Request, p *profile.Profile, targetUtilizat
 		isolated += float64(r.PromptTokens)/prefillRate + float64(r.OutputTokens)/decodeRate
 	}
 	dilation := pyMax(1.0, isolated/span/targetUtilization)
-	out := make([]Request, len(requests))
-	for i, r := range requests {
-		r.ArrivalTimeS = (r.ArrivalTimeS - first) * dilation
-		out[i] = r
+	for i := range requests {
+		requests[i].ArrivalTimeS = (requests[i].ArrivalTimeS - first) * dilation
 	}
-	return out, dilation, nil
+	return dilation, nil
 }
 
 // pyMax is Python's max(a, b): a unless b is greater.
