@@ -7,11 +7,10 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
-	"github.com/vbauerster/mpb/v8"
-	"github.com/vbauerster/mpb/v8/decor"
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/progress"
 	"servesim/internal/sweep"
 )
 
@@ -314,21 +313,13 @@ func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
 // sweepProgress draws a progress bar on stderr while a sweep runs, only
 // when stderr is a terminal and --quiet is not given; otherwise it does
 // nothing.
-type sweepProgress struct {
-	container *mpb.Progress
-	bar       *mpb.Bar
-}
+type sweepProgress struct{ bar *progress.Bar }
 
 func newSweepProgress(s *streams, o *sweepOptions, runs int) sweepProgress {
 	if !s.ErrIsTerminal || o.Quiet {
 		return sweepProgress{}
 	}
-	container := mpb.New(mpb.WithOutput(s.Err), mpb.WithAutoRefresh(), mpb.WithWidth(40))
-	bar := container.AddBar(int64(runs),
-		mpb.PrependDecorators(decor.Name("sweep "), decor.CountersNoUnit("%d/%d runs")),
-		mpb.AppendDecorators(decor.Percentage(decor.WCSyncSpace), decor.Name(" eta "), decor.AverageETA(decor.ET_STYLE_GO)),
-		mpb.BarRemoveOnComplete())
-	return sweepProgress{container: container, bar: bar}
+	return sweepProgress{progress.New(s.Err, "sweep", "runs", runs)}
 }
 
 func (p sweepProgress) increment() {
@@ -337,12 +328,10 @@ func (p sweepProgress) increment() {
 	}
 }
 
-// finish removes the bar (also after a run that stopped early) and waits
-// until it is gone from the terminal.
+// finish erases the bar, also after a run that stopped early.
 func (p sweepProgress) finish() {
 	if p.bar != nil {
-		p.bar.Abort(true)
-		p.container.Wait()
+		p.bar.Finish()
 	}
 }
 
