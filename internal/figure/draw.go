@@ -140,7 +140,7 @@ func (p *Panel) drawAxes(dc draw.Canvas, fr frame, c cell) {
 	}
 
 	xs := textStyle(tickSize, draw.XCenter, draw.YTop)
-	ticks := p.x.ticks(int((a.Max.X - a.Min.X) / xSpacing))
+	ticks := p.x.ticks(min(maxTicks, int((a.Max.X-a.Min.X)/xSpacing)))
 	every := labelStride(ticks, xs, (a.Max.X-a.Min.X)/vg.Length(max(1, len(ticks))))
 	below := a.Min.Y - tickLength
 	for i, t := range ticks {

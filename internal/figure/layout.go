@@ -17,6 +17,7 @@ const (
 	labelGap   = 4  // between tick labels and an axis label
 	ySpacing   = 30 // least room per y tick
 	xSpacing   = 60 // least room per x tick
+	maxTicks   = 8  // most ticks on an axis, however long
 )
 
 // cell is where a panel is drawn: its share of the page, its data area and
@@ -79,7 +80,7 @@ func layoutColumn(panels []*Panel, col vg.Rectangle) []cell {
 			continue
 		}
 		estimate := height - p.bottomHeight() - 2*cellPad - headerGap - textStyle(panelTitleSize, 0, 0).Height(p.title)
-		c.yTicks = p.y.ticks(int(estimate / ySpacing))
+		c.yTicks = p.y.ticks(min(maxTicks, int(estimate/ySpacing)))
 		for _, t := range c.yTicks {
 			widest = max(widest, tickStyle.Width(t.Label))
 		}

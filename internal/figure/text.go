@@ -12,7 +12,7 @@ import (
 
 // Text sizes, in points.
 const (
-	figureTitleSize = 14
+	figureTitleSize = 13
 	panelTitleSize  = 11
 	labelSize       = 10
 	tickSize        = 9
