@@ -19,12 +19,11 @@ const (
 // header is the title and legend above a panel's data area: legend rows
 // right-aligned, the first on the title's row when everything fits there.
 type header struct {
-	height       vg.Length
-	rows         [][]legendEntry
-	besideTitle  bool
-	rowHeight    vg.Length
-	titleHeight  vg.Length
-	legendHeight vg.Length
+	height      vg.Length
+	rows        [][]legendEntry
+	besideTitle bool
+	rowHeight   vg.Length
+	titleHeight vg.Length
 }
 
 // layoutHeader wraps the legend into rows no wider than width.
@@ -71,15 +70,13 @@ func entriesWidth(entries []legendEntry) vg.Length {
 
 // draw draws the panel into its cell of dc.
 func (p *Panel) draw(dc draw.Canvas, c cell) {
-	if p.message != "" {
-		dc.FillText(textStyle(panelTitleSize, draw.XCenter, draw.YTop),
-			vg.Point{X: (c.outer.Min.X + c.outer.Max.X) / 2, Y: c.outer.Max.Y - cellPad}, p.title)
-		dc.FillText(textStyle(messageSize, draw.XCenter, draw.YCenter),
-			vg.Point{X: (c.outer.Min.X + c.outer.Max.X) / 2, Y: (c.outer.Min.Y + c.outer.Max.Y) / 2}, p.message)
-		return
-	}
 	top := c.outer.Max.Y - cellPad
 	dc.FillText(textStyle(panelTitleSize, draw.XLeft, draw.YTop), vg.Point{X: c.area.Min.X, Y: top}, p.title)
+	if p.message != "" {
+		dc.FillText(textStyle(messageSize, draw.XCenter, draw.YCenter),
+			vg.Point{X: (c.area.Min.X + c.area.Max.X) / 2, Y: (c.area.Min.Y + c.area.Max.Y) / 2}, p.message)
+		return
+	}
 	p.drawLegend(dc, c.header, c.area.Max.X, top)
 	area := draw.Canvas{Canvas: dc.Canvas, Rectangle: c.area}
 	fr := frame{area: area, x: p.x, y: p.y}

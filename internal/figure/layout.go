@@ -92,9 +92,6 @@ func layoutColumn(panels []*Panel, col vg.Rectangle) []cell {
 	areaRight := max(areaLeft+1, col.Max.X-rightPad)
 	for i := range cells {
 		c := &cells[i]
-		if c.panel.message != "" {
-			continue
-		}
 		c.header = c.panel.layoutHeader(areaRight - areaLeft)
 		c.area = vg.Rectangle{
 			Min: vg.Point{X: areaLeft, Y: c.outer.Min.Y + cellPad + c.panel.bottomHeight()},

@@ -69,7 +69,11 @@ func CDF(title, xLabel string, samples []float64, objective *Line, empty string)
 	for i, v := range sorted {
 		steps = append(steps, point{v, float64(i) / n}, point{v, float64(i+1) / n})
 	}
-	p.addLine(fmt.Sprintf("%d requests", len(sorted)), decimate(steps, maxLinePoints), seriesStyle(0, 1.5))
+	name := fmt.Sprintf("%d requests", len(sorted))
+	if len(sorted) == 1 {
+		name = "1 request"
+	}
+	p.addLine(name, decimate(steps, maxLinePoints), seriesStyle(0, 1.5))
 	xs := extent{lo: sorted[0], hi: sorted[len(sorted)-1]}
 	p.y.min, p.y.max = extent{lo: 0, hi: 1}.padded(dataPad / 2)
 	if objective != nil && isFinite(objective.Value) {
