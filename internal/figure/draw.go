@@ -28,8 +28,8 @@ type header struct {
 
 // layoutHeader wraps the legend into rows no wider than width.
 func (p *Panel) layoutHeader(width vg.Length) header {
-	ts := textStyle(panelTitleSize, 0, 0)
-	ls := textStyle(legendSize, 0, 0)
+	ts := measure(panelTitleSize)
+	ls := measure(legendSize)
 	h := header{titleHeight: ts.Height(p.title), rowHeight: ls.Height("Mg") + rowGap}
 	if len(p.legend) == 0 {
 		h.height = h.titleHeight
@@ -43,12 +43,18 @@ func (p *Panel) layoutHeader(width vg.Length) header {
 		return h
 	}
 	var row []legendEntry
+	rowWidth := vg.Length(0)
 	for _, e := range p.legend {
-		if len(row) > 0 && entriesWidth(append(row, e)) > width {
+		w := entryWidth(e)
+		if len(row) > 0 && rowWidth+entryGap+w > width {
 			h.rows = append(h.rows, row)
-			row = nil
+			row, rowWidth = nil, 0
+		}
+		if len(row) > 0 {
+			rowWidth += entryGap
 		}
 		row = append(row, e)
+		rowWidth += w
 	}
 	h.rows = append(h.rows, row)
 	h.height = h.titleHeight + rowGap + vg.Length(len(h.rows))*h.rowHeight
@@ -57,15 +63,19 @@ func (p *Panel) layoutHeader(width vg.Length) header {
 
 // entriesWidth is the width of legend entries drawn in one row.
 func entriesWidth(entries []legendEntry) vg.Length {
-	ls := textStyle(legendSize, 0, 0)
 	w := vg.Length(0)
 	for i, e := range entries {
 		if i > 0 {
 			w += entryGap
 		}
-		w += swatchWidth + swatchGap + ls.Width(e.name)
+		w += entryWidth(e)
 	}
 	return w
+}
+
+// entryWidth is the width of one legend entry: its sample and its name.
+func entryWidth(e legendEntry) vg.Length {
+	return swatchWidth + swatchGap + measure(legendSize).Width(e.name)
 }
 
 // draw draws the panel into its cell of dc.

@@ -36,7 +36,7 @@ type cell struct {
 func (f Figure) layout(w, h vg.Length) [][]cell {
 	top := h
 	if f.Title != "" {
-		top -= textStyle(figureTitleSize, 0, 0).Height(f.Title) + 2*figurePad
+		top -= measure(figureTitleSize).Height(f.Title) + 2*figurePad
 	}
 	total := 0.0
 	for _, c := range f.Columns {
@@ -66,7 +66,7 @@ func layoutColumn(panels []*Panel, col vg.Rectangle) []cell {
 		return cells
 	}
 	height := (col.Max.Y - col.Min.Y) / vg.Length(len(panels))
-	tickStyle := textStyle(tickSize, 0, 0)
+	tickStyle := measure(tickSize)
 	labelRoom := vg.Length(0)
 	widest := vg.Length(0)
 	for i, p := range panels {
@@ -79,13 +79,13 @@ func layoutColumn(panels []*Panel, col vg.Rectangle) []cell {
 		if p.message != "" {
 			continue
 		}
-		estimate := height - p.bottomHeight() - 2*cellPad - headerGap - textStyle(panelTitleSize, 0, 0).Height(p.title)
+		estimate := height - p.bottomHeight() - 2*cellPad - headerGap - measure(panelTitleSize).Height(p.title)
 		c.yTicks = p.y.ticks(min(maxTicks, int(estimate/ySpacing)))
 		for _, t := range c.yTicks {
 			widest = max(widest, tickStyle.Width(t.Label))
 		}
 		if p.y.label != "" {
-			labelRoom = textStyle(labelSize, 0, 0).Height(p.y.label) + labelGap
+			labelRoom = measure(labelSize).Height(p.y.label) + labelGap
 		}
 	}
 	areaLeft := col.Min.X + cellPad + labelRoom + widest + tickGap + tickLength
@@ -105,9 +105,9 @@ func layoutColumn(panels []*Panel, col vg.Rectangle) []cell {
 // bottomHeight is the room below a panel's data area: tick marks, tick
 // labels and the x axis label.
 func (p *Panel) bottomHeight() vg.Length {
-	h := tickLength + tickGap + textStyle(tickSize, 0, 0).Height("0")
+	h := tickLength + tickGap + measure(tickSize).Height("0")
 	if p.x.label != "" {
-		h += labelGap + textStyle(labelSize, 0, 0).Height(p.x.label)
+		h += labelGap + measure(labelSize).Height(p.x.label)
 	}
 	return h
 }

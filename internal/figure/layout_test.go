@@ -45,7 +45,7 @@ func TestLayoutAlignsDataAreasInAColumn(t *testing.T) {
 					c.area.Min.Y > c.outer.Min.Y && c.area.Max.Y < c.outer.Max.Y, "%s: data area inside its cell", c.panel.title)
 				widest := vg.Length(0)
 				for _, tk := range c.yTicks {
-					widest = max(widest, textStyle(tickSize, 0, 0).Width(tk.Label))
+					widest = max(widest, measure(tickSize).Width(tk.Label))
 				}
 				assert.GreaterOrEqual(t, c.area.Min.X-c.outer.Min.X, widest+tickLength, "%s: room for the y tick labels", c.panel.title)
 			}

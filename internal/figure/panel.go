@@ -19,8 +19,8 @@ type Panel struct {
 	legend  []legendEntry
 }
 
-// axis is one of a panel's axes: its label and the data range it shows.
-// With categories, the ticks sit at 0, 1, ... and carry those names.
+// axis is one of a panel's axes: its label and the data range it shows,
+// never of zero width (the constructors widen it). With categories, the ticks sit at 0, 1, ... and carry those names.
 type axis struct {
 	label      string
 	min, max   float64
@@ -50,13 +50,11 @@ func (f frame) point(x, y float64) vg.Point {
 }
 
 func (f frame) px(x float64) vg.Length {
-	lo, hi := widen(f.x.min, f.x.max)
-	return f.area.Min.X + vg.Length((x-lo)/(hi-lo))*(f.area.Max.X-f.area.Min.X)
+	return f.area.Min.X + vg.Length((x-f.x.min)/(f.x.max-f.x.min))*(f.area.Max.X-f.area.Min.X)
 }
 
 func (f frame) py(y float64) vg.Length {
-	lo, hi := widen(f.y.min, f.y.max)
-	return f.area.Min.Y + vg.Length((y-lo)/(hi-lo))*(f.area.Max.Y-f.area.Min.Y)
+	return f.area.Min.Y + vg.Length((y-f.y.min)/(f.y.max-f.y.min))*(f.area.Max.Y-f.area.Min.Y)
 }
 
 // mark is something drawn in data coordinates: a line or a bar.

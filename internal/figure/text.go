@@ -40,3 +40,8 @@ func textStyle(size float64, x draw.XAlignment, y draw.YAlignment) draw.TextStyl
 		Handler: textHandler(),
 	}
 }
+
+// measure returns the style of text of the given size, to measure it.
+func measure(size float64) draw.TextStyle {
+	return textStyle(size, draw.XLeft, draw.YBottom)
+}
