@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/diagnose"
@@ -26,7 +25,7 @@ func diagnoseFigure(title string, snapshots []diagnose.Snapshot) figure.Figure {
 		Title:  "diagnose: " + title,
 		Width:  12 * vg.Inch,
 		Height: 6 * vg.Inch,
-		Columns: []figure.Column{{Panels: []*plot.Plot{
+		Columns: []figure.Column{{Panels: []*figure.Panel{
 			figure.ClassBars("p99 end-to-end latency per window, coloured by diagnosis", "ms", bars,
 				&figure.Series{Name: "p50", Y: p50}),
 		}}},

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/figure"
@@ -34,11 +33,11 @@ func scenariosFigure(r scenario.Report) figure.Figure {
 		Width:  14 * vg.Inch,
 		Height: 5 * vg.Inch,
 		Columns: []figure.Column{
-			{Panels: []*plot.Plot{figure.Bars("goodput under the SLO", "requests/s", engines,
+			{Panels: []*figure.Panel{figure.Bars("goodput under the SLO", "requests/s", engines,
 				[]figure.BarGroup{{Name: "SLO goodput", Values: goodput}, {Name: "throughput", Values: throughput}})}},
-			{Panels: []*plot.Plot{figure.Bars("SLO attainment", "% of requests meeting both SLOs", engines,
+			{Panels: []*figure.Panel{figure.Bars("SLO attainment", "% of requests meeting both SLOs", engines,
 				[]figure.BarGroup{{Name: "attainment", Values: attainment}})}},
-			{Panels: []*plot.Plot{figure.Bars("time to first token", "ms", engines,
+			{Panels: []*figure.Panel{figure.Bars("time to first token", "ms", engines,
 				[]figure.BarGroup{{Name: "p50", Values: p50}, {Name: "p99", Values: p99}})}},
 		},
 	}

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/figure"
@@ -37,7 +36,7 @@ func simulateFigure(r *plant.Report, full *plant.Result) figure.Figure {
 		Width:  15 * vg.Inch,
 		Height: 12 * vg.Inch,
 		Columns: []figure.Column{
-			{Weight: 2, Panels: []*plot.Plot{
+			{Weight: 2, Panels: []*figure.Panel{
 				figure.TimeSeries("queues", "requests", []figure.Series{
 					{Name: "prefill queue", X: t.TimeS, Y: ints(t.PrefillQueue)},
 					{Name: "active decodes", X: t.TimeS, Y: ints(t.DecodeActive)},
@@ -53,7 +52,7 @@ func simulateFigure(r *plant.Report, full *plant.Result) figure.Figure {
 				figure.TimeSeries("GPU temperature", "°C", []figure.Series{{Name: "temperature", X: t.TimeS, Y: t.TemperatureC}},
 					&figure.Line{Name: "thermal limit", Value: r.Plant.ThermalLimitC}),
 			}},
-			{Weight: 1, Panels: []*plot.Plot{
+			{Weight: 1, Panels: []*figure.Panel{
 				figure.CDF("time to first token", "TTFT (s)", ttft, &figure.Line{Name: "SLO", Value: prof.TTFTSLOS()}, empty),
 				figure.CDF("time per output token", "TPOT (s)", tpot, &figure.Line{Name: "SLO", Value: prof.TPOTSLOS()}, empty),
 			}},

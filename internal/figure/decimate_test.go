@@ -5,14 +5,13 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"gonum.org/v1/plot/plotter"
 )
 
 func TestDecimateKeepsExtremesAndOrder(t *testing.T) {
 	n := 100000
-	xys := make(plotter.XYs, n)
+	xys := make([]point, n)
 	for i := range xys {
-		xys[i] = plotter.XY{X: float64(i), Y: math.Sin(float64(i) / 500)}
+		xys[i] = point{X: float64(i), Y: math.Sin(float64(i) / 500)}
 	}
 	xys[54321].Y = 7  // a spike
 	xys[77777].Y = -9 // a dip

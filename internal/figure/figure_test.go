@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 
 	. "servesim/internal/figure"
@@ -31,11 +30,11 @@ func sampleFigure(empty bool) Figure {
 		Width:  8 * vg.Inch,
 		Height: 6 * vg.Inch,
 		Columns: []Column{
-			{Weight: 2, Panels: []*plot.Plot{
+			{Weight: 2, Panels: []*Panel{
 				TimeSeries("queue", "requests", []Series{{Name: "queue", X: t, Y: []float64{0, 3, 5, 2, 1, 0}}}, nil),
 				TimeSeries("power", "W", []Series{{Name: "power", X: t, Y: []float64{20, 60, 70, 65, math.NaN(), 20}}}, &Line{Name: "limit", Value: 64.8}),
 			}},
-			{Panels: []*plot.Plot{
+			{Panels: []*Panel{
 				CDF("TTFT", "s", samples, &Line{Name: "SLO", Value: 0.5}, "no request completed"),
 				Bars("goodput", "rps", []string{"a", "b"}, []BarGroup{{Name: "x", Values: []float64{1, 2}}, {Name: "y", Values: []float64{2, math.Inf(1)}}}),
 			}},
