@@ -21,17 +21,13 @@ type Options struct {
 // minPreallocatedSamples is the least trajectory room reserved up front.
 const minPreallocatedSamples = 4096
 
-// runtimeRequest is a request's progress during a simulation.
-type runtimeRequest struct {
-	arrivalS         float64
+// requestProgress is a request's token progress during a simulation; its
+// times are kept in its RequestRecord.
+type requestProgress struct {
 	outputTokens     float64
 	prefillRemaining float64
 	promptProcessed  float64
 	generated        float64
-	prefillStartS    float64 // NaN until prefill starts
-	firstTokenS      float64 // NaN until the first token
-	completionS      float64 // NaN until completion
-	promptTokens     int
 }
 
 // clockLevel is everything the plant needs about one profile level,
@@ -58,9 +54,11 @@ func (l *clockLevel) power(phase profile.Phase) float64 {
 	return l.idlePower
 }
 
-// simulation is the state of one run. The queue is requests[head:pending]
-// (arrival order, served from the front); active holds indices of the
-// decoding requests in admission order.
+// simulation is the state of one run. Request i is records[i] (its
+// identity and times, NaN until they happen, handed to the Result as they
+// are) and progress[i]. The queue is head:pending (arrival order, served
+// from the front); active holds indices of the decoding requests in
+// admission order.
 type simulation struct {
 	plant      Plant
 	scheduler  Scheduler
@@ -71,7 +69,8 @@ type simulation struct {
 	measured   bool
 	decay      float64
 
-	requests     []runtimeRequest
+	records      []RequestRecord
+	progress     []requestProgress
 	pending      int
 	head         int
 	queuedPrompt int // prompt tokens of the queued requests
@@ -164,7 +163,8 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 		realized:         prof.RealizedClockLevelsMHz(),
 		measured:         prof.IsMeasured(),
 		decay:            math.Exp(-p.TimeStepS / p.ThermalTimeConstantS),
-		requests:         make([]runtimeRequest, len(requests)),
+		records:          make([]RequestRecord, len(requests)),
+		progress:         make([]requestProgress, len(requests)),
 		active:           make([]int, 0, min(p.MaxActiveRequests, len(requests))),
 		temperatureC:     p.AmbientTemperatureC,
 		previousClockMHz: prof.MinRealizedClockMHz(),
@@ -186,14 +186,18 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 		})
 	}
 	for i, r := range requests {
-		sim.requests[i] = runtimeRequest{
-			arrivalS:         r.ArrivalTimeS,
+		sim.records[i] = RequestRecord{
+			RequestID:       r.ID,
+			ArrivalTimeS:    r.ArrivalTimeS,
+			PrefillStartS:   math.NaN(),
+			FirstTokenTimeS: math.NaN(),
+			CompletionTimeS: math.NaN(),
+			PromptTokens:    r.PromptTokens,
+			OutputTokens:    r.OutputTokens,
+		}
+		sim.progress[i] = requestProgress{
 			outputTokens:     float64(r.OutputTokens),
 			prefillRemaining: float64(r.PromptTokens),
-			prefillStartS:    math.NaN(),
-			firstTokenS:      math.NaN(),
-			completionS:      math.NaN(),
-			promptTokens:     r.PromptTokens,
 		}
 	}
 	if sim.keep {
@@ -217,7 +221,7 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 func (sim *simulation) occupancy() float64 {
 	total := 0.0
 	if sim.head < sim.pending {
-		r := &sim.requests[sim.head]
+		r := &sim.progress[sim.head]
 		total += r.promptProcessed + r.generated
 	}
 	return sim.activeOccupancy(total)
@@ -226,7 +230,7 @@ func (sim *simulation) occupancy() float64 {
 // activeOccupancy adds the active requests' tokens to total in order.
 func (sim *simulation) activeOccupancy(total float64) float64 {
 	for _, i := range sim.active {
-		r := &sim.requests[i]
+		r := &sim.progress[i]
 		total += r.promptProcessed + r.generated
 	}
 	return total
@@ -250,13 +254,13 @@ func (sim *simulation) observe(kvTokens float64) Observation {
 		RealizedClockLevelsMHz: sim.realized,
 	}
 	if sim.head < sim.pending {
-		head := &sim.requests[sim.head]
+		head := &sim.records[sim.head]
 		// Only the head can be partly prefilled; the rest are whole prompts.
-		obs.PrefillRemainingTokens = head.prefillRemaining + float64(sim.queuedPrompt-head.promptTokens)
-		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.arrivalS)
+		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-head.PromptTokens)
+		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.ArrivalTimeS)
 	}
 	for _, i := range sim.active {
-		obs.GeneratedDecodeTokens += sim.requests[i].generated
+		obs.GeneratedDecodeTokens += sim.progress[i].generated
 	}
 	return obs
 }
@@ -268,8 +272,8 @@ func (sim *simulation) advance() (bool, error) {
 	if !(sim.timeS <= p.MaxSimulationTimeS+1e-12) {
 		return true, nil
 	}
-	for sim.pending < len(sim.requests) && sim.requests[sim.pending].arrivalS <= sim.timeS+1e-12 {
-		sim.queuedPrompt += sim.requests[sim.pending].promptTokens
+	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
+		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
 	}
 	obs := sim.observe(sim.occupancy())
@@ -367,7 +371,7 @@ func (sim *simulation) advance() (bool, error) {
 	sim.previousPowerW = power
 	sim.timeS += dt
 	sim.step++
-	finished := sim.pending == len(sim.requests) && sim.head == sim.pending && len(sim.active) == 0
+	finished := sim.pending == len(sim.records) && sim.head == sim.pending && len(sim.active) == 0
 	return finished, nil
 }
 
@@ -411,9 +415,9 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 	remaining := budget
 	total := 0.0
 	for sim.head < sim.pending && remaining > 1e-10 {
-		item := &sim.requests[sim.head]
-		if math.IsNaN(item.prefillStartS) {
-			item.prefillStartS = sim.timeS
+		item := &sim.progress[sim.head]
+		if record := &sim.records[sim.head]; math.IsNaN(record.PrefillStartS) {
+			record.PrefillStartS = sim.timeS
 		}
 		reserved := float64(len(sim.active)+1) * p.DecodeKVReserveTokensPerActive
 		freeKV := pyMax(0, p.KVCapacityTokens-sim.occupancy()-reserved)
@@ -433,7 +437,7 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 			break
 		}
 		item.prefillRemaining = 0
-		sim.queuedPrompt -= item.promptTokens
+		sim.queuedPrompt -= sim.records[sim.head].PromptTokens
 		sim.active = append(sim.active, sim.head)
 		sim.head++
 	}
@@ -456,13 +460,14 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 		progress := 0.0
 		finished := 0
 		for _, i := range sim.active {
-			item := &sim.requests[i]
+			item := &sim.progress[i]
 			served := pyMin(share, item.outputTokens-item.generated)
 			if served <= 0 {
 				continue
 			}
-			if math.IsNaN(item.firstTokenS) {
-				item.firstTokenS = endS
+			record := &sim.records[i]
+			if math.IsNaN(record.FirstTokenTimeS) {
+				record.FirstTokenTimeS = endS
 			}
 			item.generated += served
 			total += served
@@ -470,14 +475,14 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 			progress += served
 			if item.generated >= item.outputTokens-1e-8 {
 				item.generated = item.outputTokens
-				item.completionS = endS
+				record.CompletionTimeS = endS
 				finished++
 			}
 		}
 		if finished > 0 {
 			kept := sim.active[:0]
 			for _, i := range sim.active {
-				if math.IsNaN(sim.requests[i].completionS) {
+				if math.IsNaN(sim.records[i].CompletionTimeS) {
 					kept = append(kept, i)
 				}
 			}
@@ -493,19 +498,7 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 
 // result assembles the Result after the last step.
 func (sim *simulation) result(requests []Request, opt Options) *Result {
-	records := make([]RequestRecord, len(requests))
-	for i, r := range requests {
-		rt := &sim.requests[i]
-		records[i] = RequestRecord{
-			RequestID:       r.ID,
-			ArrivalTimeS:    r.ArrivalTimeS,
-			PrefillStartS:   rt.prefillStartS,
-			FirstTokenTimeS: rt.firstTokenS,
-			CompletionTimeS: rt.completionS,
-			PromptTokens:    r.PromptTokens,
-			OutputTokens:    r.OutputTokens,
-		}
-	}
+	records := sim.records
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),

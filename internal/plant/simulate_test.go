@@ -247,15 +247,15 @@ func TestObservationMatchesTheReferenceSums(t *testing.T) {
 		obs := sim.observe(sim.occupancy())
 		remaining, kv, oldest := 0.0, 0.0, math.Inf(1)
 		for i := sim.head; i < sim.pending; i++ {
-			r := &sim.requests[i]
+			r := &sim.progress[i]
 			remaining += r.prefillRemaining
 			kv += r.promptProcessed + r.generated
-			oldest = min(oldest, r.arrivalS)
+			oldest = min(oldest, sim.records[i].ArrivalTimeS)
 		}
 		generated := 0.0
 		for _, i := range sim.active {
-			kv += sim.requests[i].promptProcessed + sim.requests[i].generated
-			generated += sim.requests[i].generated
+			kv += sim.progress[i].promptProcessed + sim.progress[i].generated
+			generated += sim.progress[i].generated
 		}
 		assert.InEpsilon(t, remaining+1, obs.PrefillRemainingTokens+1, 1e-12)
 		assert.Equal(t, kv, obs.KVTokens)
