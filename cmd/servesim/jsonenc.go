@@ -145,6 +145,17 @@ func (e *jsonEncoder) newline() {
 // key writes a member's name and the colon.
 func (e *jsonEncoder) key(name string) {
 	e.buf = appendJSONString(e.buf, name)
+	e.colon()
+}
+
+// quotedKey writes a member's name that is already a JSON string (as
+// structFields prepares them) and the colon.
+func (e *jsonEncoder) quotedKey(quoted string) {
+	e.buf = append(e.buf, quoted...)
+	e.colon()
+}
+
+func (e *jsonEncoder) colon() {
 	e.buf = append(e.buf, ':')
 	if e.indent {
 		e.buf = append(e.buf, ' ')
@@ -334,7 +345,7 @@ func (e *jsonEncoder) fields(v reflect.Value, n int) (int, error) {
 		}
 		e.separate(n)
 		n++
-		e.key(f.name)
+		e.quotedKey(f.quotedName)
 		if err := e.typedValue(fv, f.info); err != nil {
 			return n, err
 		}

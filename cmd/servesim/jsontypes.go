@@ -43,11 +43,11 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 
 // structField is how one field of a struct type is encoded.
 type structField struct {
-	index     int
-	name      string
-	omitEmpty bool
-	inline    bool      // an untagged embedded struct (or pointer to one)
-	info      *typeInfo // the field type's facts
+	index      int
+	quotedName string // the member name as a JSON string
+	omitEmpty  bool
+	inline     bool      // an untagged embedded struct (or pointer to one)
+	info       *typeInfo // the field type's facts
 }
 
 var structFieldCache sync.Map // reflect.Type -> []structField
@@ -79,8 +79,8 @@ func structFields(t reflect.Type) []structField {
 		if name == "" {
 			name = field.Name
 		}
-		out = append(out, structField{index: i, name: name, omitEmpty: strings.Contains(opts, "omitempty"),
-			info: typeInfoOf(field.Type)})
+		out = append(out, structField{index: i, quotedName: string(appendJSONString(nil, name)),
+			omitEmpty: strings.Contains(opts, "omitempty"), info: typeInfoOf(field.Type)})
 	}
 	structFieldCache.Store(t, out)
 	return out

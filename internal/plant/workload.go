@@ -251,9 +251,12 @@ func plainDecimal(text string) (int, bool) {
 // "id,arrival(9 decimals),prompt,output" lines joined by newlines.
 func WorkloadChecksum(requests []Request) string {
 	hash := sha256.New()
-	buf := make([]byte, 0, 64)
+	buf := make([]byte, 0, 8<<10)
 	for i, r := range requests {
-		buf = buf[:0]
+		if len(buf) > cap(buf)-128 {
+			hash.Write(buf)
+			buf = buf[:0]
+		}
 		if i > 0 {
 			buf = append(buf, '\n')
 		}
@@ -264,8 +267,8 @@ func WorkloadChecksum(requests []Request) string {
 		buf = strconv.AppendInt(buf, int64(r.PromptTokens), 10)
 		buf = append(buf, ',')
 		buf = strconv.AppendInt(buf, int64(r.OutputTokens), 10)
-		hash.Write(buf)
 	}
+	hash.Write(buf)
 	return hex.EncodeToString(hash.Sum(nil))
 }
 
