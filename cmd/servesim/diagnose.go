@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) })
+	subcommands = append(subcommands, subcommand{"diagnose", func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) }})
 }
 
 // diagnoseOptions are the diagnose command's arguments and flags.

@@ -25,8 +25,12 @@ func resolvedVersion() string {
 	return "(devel)"
 }
 
-// newRootCmd builds the servesim command tree writing to the given streams.
-func newRootCmd(s *streams) *cobra.Command {
+// newRootCmd builds the servesim command tree writing to the given streams,
+// for the command line args: when args name a subcommand, the tree holds
+// that one alone (building the others' flags is start-up time spent for
+// nothing); otherwise (help, completion, a flag or a mistyped name, which
+// cobra answers with suggestions) it holds them all.
+func newRootCmd(s *streams, args []string) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "servesim",
 		Short: "Simulate and diagnose large-language-model inference serving",
@@ -42,6 +46,9 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
+				if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+					return usageErrorf("unknown command %q for %q; did you mean %q?", args[0], cmd.CommandPath(), suggestions[0])
+				}
 				return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
 			}
 			return cmd.Help()
@@ -53,8 +60,8 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return usageError{err}
 	})
-	for _, add := range subcommands {
-		root.AddCommand(add(s))
+	for _, sub := range subcommandsFor(args) {
+		root.AddCommand(sub.build(s))
 	}
 	markRunErrors(root)
 	return root
@@ -75,9 +82,28 @@ func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) 
 	}
 }
 
-// subcommands lists the constructors of every registered subcommand; each
-// subcommand file appends its constructor in an init function.
-var subcommands []func(*streams) *cobra.Command
+// subcommand is a registered subcommand: its name and its constructor.
+type subcommand struct {
+	name  string
+	build func(*streams) *cobra.Command
+}
+
+// subcommands lists every registered subcommand; each subcommand file
+// appends its own in an init function.
+var subcommands []subcommand
+
+// subcommandsFor returns the subcommand that args name first, or all of
+// them when args do not start with a subcommand's name.
+func subcommandsFor(args []string) []subcommand {
+	if len(args) > 0 {
+		for _, sub := range subcommands {
+			if sub.name == args[0] {
+				return []subcommand{sub}
+			}
+		}
+	}
+	return subcommands
+}
 
 // markRunErrors wraps every RunE in the tree so that a plain error returned
 // while running a command counts as bad input (exit 1). Errors that cobra
@@ -108,7 +134,7 @@ func run(args []string, s *streams) (code int) {
 			code = exitInternal
 		}
 	}()
-	root := newRootCmd(s)
+	root := newRootCmd(s, args)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

@@ -43,9 +43,9 @@ func TestRunExitCodes(t *testing.T) {
 }
 
 // withTestCommand registers a throw-away subcommand for the duration of a test.
-func withTestCommand(t *testing.T, cmd func(*streams) *cobra.Command) {
+func withTestCommand(t *testing.T, name string, cmd func(*streams) *cobra.Command) {
 	saved := subcommands
-	subcommands = append(append([]func(*streams) *cobra.Command{}, saved...), cmd)
+	subcommands = append(append([]subcommand{}, saved...), subcommand{name, cmd})
 	t.Cleanup(func() { subcommands = saved })
 }
 
@@ -57,9 +57,9 @@ func parseFlags[O any](t *testing.T, name string, newCmd func(*streams, func(*O)
 	t.Helper()
 	var got *O
 	saved := subcommands
-	subcommands = []func(*streams) *cobra.Command{func(s *streams) *cobra.Command {
+	subcommands = []subcommand{{name, func(s *streams) *cobra.Command {
 		return newCmd(s, func(o *O) error { got = o; return nil })
-	}}
+	}}}
 	t.Cleanup(func() { subcommands = saved })
 	s, out, errOut := testStreams("")
 	code := run(append([]string{name}, args...), s)
@@ -82,7 +82,7 @@ func TestRunMapsCommandErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			withTestCommand(t, func(*streams) *cobra.Command {
+			withTestCommand(t, "probe", func(*streams) *cobra.Command {
 				return &cobra.Command{Use: "probe", RunE: func(*cobra.Command, []string) error {
 					if tt.panicVal != nil {
 						panic(tt.panicVal)
@@ -96,6 +96,41 @@ func TestRunMapsCommandErrors(t *testing.T) {
 			assert.Empty(t, out.String())
 		})
 	}
+}
+
+func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
+	var all []string
+	for _, sub := range subcommands {
+		all = append(all, sub.name)
+	}
+	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep"}, all)
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"simulate", "--summary"}, []string{"simulate"}},
+		{[]string{"validate-profile", "x"}, []string{"validate-profile"}},
+		{[]string{"help", "simulate"}, all},
+		{[]string{"--version"}, all},
+		{[]string{"simulat"}, all},
+		{nil, all},
+	} {
+		s, _, _ := testStreams("")
+		var got []string
+		for _, c := range newRootCmd(s, tc.args).Commands() {
+			if c.Name() != "help" && c.Name() != "completion" {
+				got = append(got, c.Name())
+			}
+		}
+		assert.ElementsMatch(t, tc.want, got, "%q", tc.args)
+	}
+}
+
+func TestMistypedSubcommandIsSuggested(t *testing.T) {
+	s, out, errOut := testStreams("")
+	assert.Equal(t, exitUsage, run([]string{"simulat"}, s))
+	assert.Equal(t, "servesim: unknown command \"simulat\" for \"servesim\"; did you mean \"simulate\"?\n", errOut.String())
+	assert.Empty(t, out.String())
 }
 
 func TestMarshalJSON(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) })
+	subcommands = append(subcommands, subcommand{"scenarios", func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) }})
 }
 
 // scenariosOptions are the scenarios command's flags.

@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) })
+	subcommands = append(subcommands, subcommand{"simulate", func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) }})
 }
 
 // simulateOptions are the parsed flags of `servesim simulate`.

@@ -15,7 +15,7 @@ import (
 )
 
 func init() {
-	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newSweepCmd(s, nil) })
+	subcommands = append(subcommands, subcommand{"sweep", func(s *streams) *cobra.Command { return newSweepCmd(s, nil) }})
 }
 
 // embeddedDefault names the embedded profile or trace in a sweep axis.

@@ -13,7 +13,7 @@ import (
 )
 
 func init() {
-	subcommands = append(subcommands, func(s *streams) *cobra.Command { return newValidateProfileCmd(s, nil) })
+	subcommands = append(subcommands, subcommand{"validate-profile", func(s *streams) *cobra.Command { return newValidateProfileCmd(s, nil) }})
 }
 
 // validateProfileOptions are the flags and arguments of validate-profile.
