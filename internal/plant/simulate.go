@@ -86,6 +86,13 @@ type simulation struct {
 	cumulativePrefill float64
 	cumulativeDecode  float64
 
+	// quantized is the last requested clock and its level index.
+	quantized struct {
+		valid        bool
+		requestedMHz float64
+		index        int
+	}
+
 	last  stepSample
 	stats stepStats
 	keep  bool
@@ -236,8 +243,20 @@ func (sim *simulation) activeOccupancy(total float64) float64 {
 	return total
 }
 
-// observe builds the observation at the start of the current step.
-func (sim *simulation) observe(kvTokens float64) Observation {
+// observe builds the observation at the start of the current step. Its
+// KV occupancy and generated tokens are summed in one pass over the active
+// requests, each in the order occupancy uses.
+func (sim *simulation) observe() Observation {
+	kvTokens, generated := 0.0, 0.0
+	if sim.head < sim.pending {
+		r := &sim.progress[sim.head]
+		kvTokens += r.promptProcessed + r.generated
+	}
+	for _, i := range sim.active {
+		r := &sim.progress[i]
+		kvTokens += r.promptProcessed + r.generated
+		generated += r.generated
+	}
 	obs := Observation{
 		TimeS:                  sim.timeS,
 		StepIndex:              sim.step,
@@ -252,15 +271,13 @@ func (sim *simulation) observe(kvTokens float64) Observation {
 		ArrivedRequests:        sim.pending,
 		CompletedRequests:      sim.completed,
 		RealizedClockLevelsMHz: sim.realized,
+		GeneratedDecodeTokens:  generated,
 	}
 	if sim.head < sim.pending {
 		head := &sim.records[sim.head]
 		// Only the head can be partly prefilled; the rest are whole prompts.
 		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-head.PromptTokens)
 		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.ArrivalTimeS)
-	}
-	for _, i := range sim.active {
-		obs.GeneratedDecodeTokens += sim.progress[i].generated
 	}
 	return obs
 }
@@ -276,7 +293,7 @@ func (sim *simulation) advance() (bool, error) {
 		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
 	}
-	obs := sim.observe(sim.occupancy())
+	obs := sim.observe()
 	action := sim.scheduler.Schedule(obs)
 	if err := action.Validate(); err != nil {
 		return true, fmt.Errorf("scheduler %s at step %d: %w", sim.scheduler.Name(), sim.step, err)
@@ -380,14 +397,7 @@ func (sim *simulation) advance() (bool, error) {
 // or above the thermal limit, and for an unmeasured profile lowered further
 // while the scheduled phase's power exceeds the power limit.
 func (sim *simulation) realizeClock(requested float64, phase profile.Phase) (*clockLevel, error) {
-	applied := sim.plant.Profile.QuantizeClock(requested, true)
-	index := 0
-	for i := range sim.levels {
-		if sim.levels[i].mhz == applied {
-			index = i
-			break
-		}
-	}
+	index := sim.quantizedLevel(requested)
 	if sim.temperatureC >= sim.plant.ThermalLimitC {
 		index = max(0, index-1)
 	}
@@ -401,6 +411,25 @@ func (sim *simulation) realizeClock(requested float64, phase profile.Phase) (*cl
 		return nil, level.realizedErr
 	}
 	return level, nil
+}
+
+// quantizedLevel is the index of the level QuantizeClock(requested, true)
+// picks. Controllers mostly repeat their request, so the last answer is
+// kept.
+func (sim *simulation) quantizedLevel(requested float64) int {
+	if sim.quantized.valid && sim.quantized.requestedMHz == requested {
+		return sim.quantized.index
+	}
+	applied := sim.plant.Profile.QuantizeClock(requested, true)
+	index := 0
+	for i := range sim.levels {
+		if sim.levels[i].mhz == applied {
+			index = i
+			break
+		}
+	}
+	sim.quantized.valid, sim.quantized.requestedMHz, sim.quantized.index = true, requested, index
+	return index
 }
 
 // servePrefill is the reference's _serve_prefill: it prefills the queue

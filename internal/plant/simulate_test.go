@@ -244,7 +244,8 @@ func TestObservationMatchesTheReferenceSums(t *testing.T) {
 		}
 		// The state after a step is what the next step observes (before
 		// its arrivals, which the sums below leave out on both sides).
-		obs := sim.observe(sim.occupancy())
+		obs := sim.observe()
+		assert.Equal(t, sim.occupancy(), obs.KVTokens)
 		remaining, kv, oldest := 0.0, 0.0, math.Inf(1)
 		for i := sim.head; i < sim.pending; i++ {
 			r := &sim.progress[i]
