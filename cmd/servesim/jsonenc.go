@@ -18,12 +18,18 @@ import (
 // rules for struct tags (name, omitempty, "-"), embedded structs, maps with
 // sorted keys and json.Marshaler, with three differences that make results
 // safe for every JSON reader: NaN and infinities are written as null, nil
-// slices as [] and HTML characters are not escaped. With indent, nested
-// values are indented by two spaces per level, as json.Indent does.
+// slices as [] and HTML characters are not escaped.
+//
+// With indent, members are written one per line, indented by two spaces per
+// level, as json.Indent does, except that an array of scalars, and an
+// object of scalars that is an element of an array, are written on one
+// line with ", " and ": " between members: a trajectory is one line per
+// series, and a table of records one line per record.
 type jsonEncoder struct {
 	buf    []byte
 	indent bool
 	depth  int
+	inline int // > 0 while a container is written on one line
 	// With a sink, buf is handed over whenever it passes spillBytes, so a
 	// large document is built without ever copying it to grow it.
 	sink chunkSink
@@ -120,13 +126,19 @@ func (e *jsonEncoder) separate(i int) {
 	if i > 0 {
 		e.buf = append(e.buf, ',')
 	}
+	if e.inline > 0 {
+		if i > 0 {
+			e.buf = append(e.buf, ' ')
+		}
+		return
+	}
 	e.newline()
 }
 
 // close ends a member list of n members.
 func (e *jsonEncoder) close(c byte, n int) {
 	e.depth--
-	if n > 0 {
+	if n > 0 && e.inline == 0 {
 		e.newline()
 	}
 	e.buf = append(e.buf, c)
@@ -207,6 +219,9 @@ func (e *jsonEncoder) typedValue(v reflect.Value, info *typeInfo) error {
 	case reflect.String:
 		e.buf = appendJSONString(e.buf, v.String())
 	case reflect.Slice, reflect.Array:
+		if e.indent && e.inline == 0 && flatArray(v, info) {
+			return e.oneLine(func() error { return e.list(v) })
+		}
 		return e.list(v)
 	case reflect.Map:
 		return e.mapValue(v)
@@ -241,13 +256,28 @@ func (e *jsonEncoder) list(v reflect.Value) error {
 		info := typeInfoOf(v.Type().Elem())
 		for i := range n {
 			e.separate(i)
-			if err := e.typedValue(v.Index(i), info); err != nil {
+			elem := v.Index(i)
+			var err error
+			if e.indent && e.inline == 0 && flatObject(elem, info) {
+				err = e.oneLine(func() error { return e.typedValue(elem, info) })
+			} else {
+				err = e.typedValue(elem, info)
+			}
+			if err != nil {
 				return err
 			}
 		}
 	}
 	e.close(']', n)
 	return nil
+}
+
+// oneLine runs write with members separated by ", " instead of line breaks.
+func (e *jsonEncoder) oneLine(write func() error) error {
+	e.inline++
+	err := write()
+	e.inline--
+	return err
 }
 
 // marshaler writes the output of a json.Marshaler, re-indented to fit.
@@ -261,7 +291,7 @@ func (e *jsonEncoder) marshaler(v reflect.Value) error {
 		return err
 	}
 	var out bytes.Buffer
-	if e.indent {
+	if e.indent && e.inline == 0 {
 		err = json.Indent(&out, raw, strings.Repeat("  ", e.depth), "  ")
 	} else {
 		err = json.Compact(&out, raw)

@@ -63,19 +63,85 @@ func TestEncoderAgreesWithEncodingJSON(t *testing.T) {
 			d.Ptr = &leaf{F: 2, NS: []int{}}
 		}
 		d.Any = map[string]any{"k": []any{1.5, "x", nil, true}}
-		for _, indent := range []bool{true, false} {
-			var got []byte
-			var err error
-			if indent {
-				got, err = appendJSON(nil, d)
-			} else {
-				got, err = appendJSONLine(nil, d)
-				got = bytes.TrimSuffix(got, []byte("\n"))
-			}
-			require.NoError(t, err)
-			assert.Equal(t, encodingJSON(t, d, indent), string(got), "trial %d indent %v", trial, indent)
-		}
+		want := encodingJSON(t, d, false)
+		got, err := appendJSONLine(nil, d)
+		require.NoError(t, err)
+		assert.Equal(t, want+"\n", string(got), "trial %d compact", trial)
+
+		// The indented layout differs from json.Indent's (see
+		// TestIndentedLayout); its content must not.
+		indented, err := appendJSON(nil, d)
+		require.NoError(t, err)
+		var compacted bytes.Buffer
+		require.NoError(t, json.Compact(&compacted, indented), "trial %d", trial)
+		assert.Equal(t, want, compacted.String(), "trial %d indented", trial)
 	}
+}
+
+func TestIndentedLayout(t *testing.T) {
+	type record struct {
+		ID   int      `json:"id"`
+		T    float64  `json:"t"`
+		Note string   `json:"note,omitempty"`
+		Opt  *float64 `json:"opt"`
+	}
+	type nested struct {
+		Name  string    `json:"name"`
+		Items []float64 `json:"items"`
+	}
+	one := 1.0
+	doc := orderedObject{
+		{"record", record{ID: 1, T: 0.5}},
+		{"records", []record{{ID: 1, T: 0.5, Note: "a"}, {ID: 2, T: math.NaN(), Opt: &one}}},
+		{"series", []float64{0.1, 2, math.Inf(1)}},
+		{"pointers", []*float64{nil, &one}},
+		{"matrix", [][]int{{1, 2}, {}, {3}}},
+		{"nested", []nested{{Name: "n", Items: []float64{1}}}},
+		{"rows", []orderedObject{{{"k", 1}, {"v", "x"}}}},
+		{"mixed", []any{1, "s", nil}},
+		{"objects", []any{map[string]any{"a": 1}, map[string]any{"b": []int{1}}}},
+		{"empty", []int{}},
+		{"none", orderedObject{}},
+	}
+	got, err := appendJSON(nil, doc)
+	require.NoError(t, err)
+	want := `{
+  "record": {
+    "id": 1,
+    "t": 0.5,
+    "opt": null
+  },
+  "records": [
+    {"id": 1, "t": 0.5, "note": "a", "opt": null},
+    {"id": 2, "t": null, "opt": 1}
+  ],
+  "series": [0.1, 2, null],
+  "pointers": [null, 1],
+  "matrix": [
+    [1, 2],
+    [],
+    [3]
+  ],
+  "nested": [
+    {
+      "name": "n",
+      "items": [1]
+    }
+  ],
+  "rows": [
+    {"k": 1, "v": "x"}
+  ],
+  "mixed": [1, "s", null],
+  "objects": [
+    {"a": 1},
+    {
+      "b": [1]
+    }
+  ],
+  "empty": [],
+  "none": {}
+}`
+	assert.Equal(t, want, string(got))
 }
 
 func TestEncoderWritesUndefinedNumbersAsNull(t *testing.T) {

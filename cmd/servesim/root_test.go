@@ -173,10 +173,7 @@ func TestMarshalJSON(t *testing.T) {
   "small": 1e-7,
   "whole": 5,
   "opt": null,
-  "list": [
-    1.5,
-    null
-  ],
+  "list": [1.5, null],
   "nil": [],
   "map": {
     "a": null,
@@ -187,10 +184,7 @@ func TestMarshalJSON(t *testing.T) {
   },
   "html": "<a&b>",
   "raw": {
-    "k": [
-      1,
-      "s"
-    ]
+    "k": [1, "s"]
   }
 }
 `
