@@ -180,8 +180,20 @@ func parseISODate(s string) (year, month, day int, err error) {
 	return year, month, day, nil
 }
 
+// daysIn is the number of days of month (1-12) in year, in the proleptic
+// Gregorian calendar that Python's datetime and Go's time share.
 func daysIn(year, month int) int {
-	return time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	default:
+		return 31
+	}
 }
 
 // isoWeekToDate converts an ISO week date to a calendar date, accepting week

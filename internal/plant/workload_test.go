@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -219,5 +220,16 @@ func TestParsePythonInt(t *testing.T) {
 		}
 		require.NoError(t, err, "%q", tc.text)
 		assert.Equal(t, tc.want, got, "%q", tc.text)
+	}
+}
+
+func TestDaysInAgreesWithTheTimePackage(t *testing.T) {
+	for year := 1; year <= 9999; year++ {
+		for month := 1; month <= 12; month++ {
+			want := time.Date(year, time.Month(month)+1, 0, 0, 0, 0, 0, time.UTC).Day()
+			if got := daysIn(year, month); got != want {
+				t.Fatalf("daysIn(%d, %d) = %d, time.Date says %d", year, month, got, want)
+			}
+		}
 	}
 }
