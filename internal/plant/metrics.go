@@ -3,6 +3,7 @@ package plant
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"servesim/internal/numeric"
 )
@@ -116,16 +117,7 @@ func (a *stepStats) add(s *stepSample) {
 // metrics combines the step statistics with the request records (the
 // reference's _metrics).
 func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
-	n := 0
-	for i := range records {
-		if !math.IsNaN(records[i].CompletionTimeS) {
-			n++
-		}
-	}
-	ttft := make([]float64, 0, n)
-	tpot := make([]float64, 0, n)
-	latency := make([]float64, 0, n)
-	outputTokens := 0
+	n, outputTokens := 0, 0
 	arrivedAtHorizon, completedAtHorizon := 0, 0
 	horizon := p.ReportingHorizonS
 	for i := range records {
@@ -136,14 +128,37 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
 		if math.IsNaN(r.CompletionTimeS) {
 			continue
 		}
+		n++
 		if r.CompletionTimeS <= horizon {
 			completedAtHorizon++
 		}
-		ttft = append(ttft, r.FirstTokenTimeS-r.ArrivalTimeS)
-		tpot = append(tpot, (r.CompletionTimeS-r.FirstTokenTimeS)/float64(max(1, r.OutputTokens-1)))
-		latency = append(latency, r.CompletionTimeS-r.ArrivalTimeS)
 		outputTokens += r.OutputTokens
 	}
+	// One buffer holds each per-request series in turn: its mean is taken
+	// in request order (as numpy sums), then it is sorted in place for the
+	// percentile.
+	buffer := make([]float64, 0, n)
+	series := func(value func(r *RequestRecord) float64) []float64 {
+		buffer = buffer[:0]
+		for i := range records {
+			if r := &records[i]; !math.IsNaN(r.CompletionTimeS) {
+				buffer = append(buffer, value(r))
+			}
+		}
+		return buffer
+	}
+	ttft := series(func(r *RequestRecord) float64 { return r.FirstTokenTimeS - r.ArrivalTimeS })
+	meanTTFT, ttftViolations := numeric.Mean(ttft), fractionAbove(ttft, p.Profile.TTFTSLOS())
+	slices.Sort(ttft)
+	p95TTFT := numeric.PercentileLinearSorted(ttft, 95)
+	tpot := series(func(r *RequestRecord) float64 {
+		return (r.CompletionTimeS - r.FirstTokenTimeS) / float64(max(1, r.OutputTokens-1))
+	})
+	meanTPOT, tpotViolations := numeric.Mean(tpot), fractionAbove(tpot, p.Profile.TPOTSLOS())
+	slices.Sort(tpot)
+	p95TPOT := numeric.PercentileLinearSorted(tpot, 95)
+	meanLatency := numeric.Mean(series(func(r *RequestRecord) float64 { return r.CompletionTimeS - r.ArrivalTimeS }))
+
 	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
 	stall := 0.0
 	if a.activeSteps > 0 {
@@ -155,19 +170,19 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
 	}
 	return Metrics{
 		CompletedFraction:                    float64(n) / float64(max(1, len(records))),
-		MeanTTFTS:                            numeric.Mean(ttft),
-		P95TTFTS:                             numeric.PercentileLinear(ttft, 95),
-		MeanTPOTS:                            numeric.Mean(tpot),
-		P95TPOTS:                             numeric.PercentileLinear(tpot, 95),
-		MeanLatencyS:                         numeric.Mean(latency),
+		MeanTTFTS:                            meanTTFT,
+		P95TTFTS:                             p95TTFT,
+		MeanTPOTS:                            meanTPOT,
+		P95TPOTS:                             p95TPOT,
+		MeanLatencyS:                         meanLatency,
 		OutputThroughputTokensPerS:           float64(outputTokens) / duration,
 		EnergyJ:                              a.lastEnergyJ,
 		EnergyPerOutputTokenJ:                a.lastEnergyJ / float64(max(1, outputTokens)),
 		PeakPowerW:                           a.peakPowerW,
 		PeakTemperatureC:                     a.peakTemperatureC,
 		PeakKVTokens:                         a.peakKVTokens,
-		TTFTViolationRate:                    fractionAbove(ttft, p.Profile.TTFTSLOS()),
-		TPOTViolationRate:                    fractionAbove(tpot, p.Profile.TPOTSLOS()),
+		TTFTViolationRate:                    ttftViolations,
+		TPOTViolationRate:                    tpotViolations,
 		PowerViolationW:                      pyMax(0, a.peakPowerW-p.PowerLimitW),
 		ThermalViolationC:                    pyMax(0, a.peakTemperatureC-p.ThermalLimitC),
 		KVViolationTokens:                    pyMax(0, a.peakKVTokens-p.KVCapacityTokens),
