@@ -234,17 +234,11 @@ func parsePythonInt(text string) (int, error) {
 // plainDecimal parses 1 to 18 ASCII digits, the usual spelling of a token
 // count, without the general rules of parsePythonInt.
 func plainDecimal(text string) (int, bool) {
-	if text == "" || len(text) > 18 {
+	if len(text) > 18 {
 		return 0, false
 	}
-	n := 0
-	for i := range len(text) {
-		if !isDigit(text[i]) {
-			return 0, false
-		}
-		n = n*10 + int(text[i]-'0')
-	}
-	return n, true
+	n, err := digits(text)
+	return n, err == nil
 }
 
 // WorkloadChecksum is the reference's workload_checksum: the SHA-256 of

@@ -32,14 +32,20 @@ func lines(out string) []string {
 	return drawn
 }
 
-func TestBarDrawsCountsPercentageAndTimeLeft(t *testing.T) {
+// countTo counts a bar to total on a clock that advances by step at every
+// reading, and returns the bar, what it wrote and the lines it drew.
+func countTo(total int, step time.Duration) (*Bar, *bytes.Buffer, []string) {
 	var out bytes.Buffer
-	clock := &fakeClock{t: time.Unix(0, 0), step: time.Second}
-	b := newWithClock(&out, "sweep", "runs", 4, clock.now)
-	for range 4 {
+	clock := &fakeClock{t: time.Unix(0, 0), step: step}
+	b := newWithClock(&out, "sweep", "runs", total, clock.now)
+	for range total {
 		b.Increment()
 	}
-	drawn := lines(out.String())
+	return b, &out, lines(out.String())
+}
+
+func TestBarDrawsCountsPercentageAndTimeLeft(t *testing.T) {
+	b, out, drawn := countTo(4, time.Second)
 	require.Len(t, drawn, 5, "the start and every increment a second apart")
 	assert.Equal(t, "sweep 0/4 runs [>                             ]   0% eta ?", drawn[0])
 	assert.Equal(t, "sweep 1/4 runs [=======>                      ]  25% eta 3s", drawn[1])
@@ -51,13 +57,7 @@ func TestBarDrawsCountsPercentageAndTimeLeft(t *testing.T) {
 }
 
 func TestBarRedrawsAtMostEveryTenthOfASecondButAlwaysTheEnd(t *testing.T) {
-	var out bytes.Buffer
-	clock := &fakeClock{t: time.Unix(0, 0), step: time.Millisecond}
-	b := newWithClock(&out, "sweep", "runs", 1000, clock.now)
-	for range 1000 {
-		b.Increment()
-	}
-	drawn := lines(out.String())
+	_, _, drawn := countTo(1000, time.Millisecond)
 	assert.Less(t, len(drawn), 15, "1000 increments in a second draw about ten times")
 	assert.Contains(t, drawn[len(drawn)-1], "1000/1000 runs")
 }
