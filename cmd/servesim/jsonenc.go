@@ -219,7 +219,7 @@ func (e *jsonEncoder) typedValue(v reflect.Value, info *typeInfo) error {
 	case reflect.String:
 		e.buf = appendJSONString(e.buf, v.String())
 	case reflect.Slice, reflect.Array:
-		if e.indent && e.inline == 0 && flatArray(v, info) {
+		if e.indent && e.inline == 0 && flatArray(v) {
 			return e.oneLine(func() error { return e.list(v) })
 		}
 		return e.list(v)

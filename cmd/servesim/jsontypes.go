@@ -109,14 +109,9 @@ func isScalarValue(v reflect.Value) bool {
 	return !v.IsValid() || typeInfoOf(v.Type()).scalar
 }
 
-// flatArray reports whether v, a slice or array of type info, holds
-// scalars only.
-func flatArray(v reflect.Value, info *typeInfo) bool {
-	if info.ordered || info.marshaler || info.textMarshaler {
-		return false
-	}
-	elem := typeInfoOf(v.Type().Elem())
-	if elem.scalar {
+// flatArray reports whether v, a slice or array, holds scalars only.
+func flatArray(v reflect.Value) bool {
+	if typeInfoOf(v.Type().Elem()).scalar {
 		return true
 	}
 	if v.Type().Elem().Kind() != reflect.Interface {
@@ -239,11 +234,10 @@ func typeStreamable(t reflect.Type, seen map[reflect.Type]bool) bool {
 	if info.ordered || info.marshaler || info.pointerMarshaler || info.textMarshaler {
 		return false
 	}
-	switch t.Kind() {
-	case reflect.Bool, reflect.String, reflect.Float32, reflect.Float64,
-		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+	if isScalarKind(t.Kind()) {
 		return true
+	}
+	switch t.Kind() {
 	case reflect.Pointer, reflect.Slice, reflect.Array:
 		return typeStreamable(t.Elem(), seen)
 	case reflect.Map:

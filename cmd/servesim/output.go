@@ -22,8 +22,8 @@ func addOutputFlag(cmd *cobra.Command, opts *outputOptions) {
 	cmd.Flags().StringVarP(&opts.Path, "output", "o", "", "write the result to this file (atomically) instead of stdout")
 }
 
-// writeJSON writes v as JSON (two-space indent, trailing newline, NaN and
-// infinities as null). A document whose type cannot fail to encode
+// writeJSON writes v as JSON (jsonEncoder's indented layout, trailing
+// newline, NaN and infinities as null). A document whose type cannot fail to encode
 // (streamable) is written while it is encoded, through one small buffer;
 // any other is encoded completely first, so an encoding failure writes
 // nothing. Either way a file given with -o appears only when complete.

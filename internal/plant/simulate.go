@@ -86,9 +86,9 @@ type simulation struct {
 	cumulativePrefill float64
 	cumulativeDecode  float64
 
-	// quantized is the last requested clock and its level index.
+	// quantized is the last requested clock (NaN before the first) and
+	// its level index.
 	quantized struct {
-		valid        bool
 		requestedMHz float64
 		index        int
 	}
@@ -179,6 +179,7 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 	}
+	sim.quantized.requestedMHz = math.NaN()
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
 		sim.levels = append(sim.levels, clockLevel{
@@ -243,26 +244,18 @@ func (sim *simulation) activeOccupancy(total float64) float64 {
 	return total
 }
 
-// observe builds the observation at the start of the current step. Its
-// KV occupancy and generated tokens are summed in one pass over the active
-// requests, each in the order occupancy uses.
+// observe builds the observation at the start of the current step.
 func (sim *simulation) observe() Observation {
-	kvTokens, generated := 0.0, 0.0
-	if sim.head < sim.pending {
-		r := &sim.progress[sim.head]
-		kvTokens += r.promptProcessed + r.generated
-	}
+	generated := 0.0
 	for _, i := range sim.active {
-		r := &sim.progress[i]
-		kvTokens += r.promptProcessed + r.generated
-		generated += r.generated
+		generated += sim.progress[i].generated
 	}
 	obs := Observation{
 		TimeS:                  sim.timeS,
 		StepIndex:              sim.step,
 		PrefillQueue:           sim.pending - sim.head,
 		DecodeActive:           len(sim.active),
-		KVTokens:               kvTokens,
+		KVTokens:               sim.occupancy(),
 		KVCapacityTokens:       sim.plant.KVCapacityTokens,
 		TemperatureC:           sim.temperatureC,
 		PreviousClockMHz:       sim.previousClockMHz,
@@ -417,7 +410,7 @@ func (sim *simulation) realizeClock(requested float64, phase profile.Phase) (*cl
 // picks. Controllers mostly repeat their request, so the last answer is
 // kept.
 func (sim *simulation) quantizedLevel(requested float64) int {
-	if sim.quantized.valid && sim.quantized.requestedMHz == requested {
+	if sim.quantized.requestedMHz == requested {
 		return sim.quantized.index
 	}
 	applied := sim.plant.Profile.QuantizeClock(requested, true)
@@ -428,7 +421,7 @@ func (sim *simulation) quantizedLevel(requested float64) int {
 			break
 		}
 	}
-	sim.quantized.valid, sim.quantized.requestedMHz, sim.quantized.index = true, requested, index
+	sim.quantized.requestedMHz, sim.quantized.index = requested, index
 	return index
 }
 

@@ -104,7 +104,7 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 		}
 		cols[i] = c
 	}
-	fieldsInHeader := len(header)
+	fieldsInHeader := len(header) // the next record reuses header's slice
 	var (
 		requests     = make([]Request, 0, strings.Count(text, "\n"))
 		start, prev  time.Time
