@@ -1,0 +1,82 @@
+package figure
+
+// span is the range of indices [lo, hi] of a rolling window.
+type span struct{ lo, hi int }
+
+// centred returns the window of w values centred on index i of n values,
+// clipped to [0, n-1]: indices i-(w-1)/2 to i+w/2. Both ends only grow
+// with i, which lets rolling slide over the values once.
+func centred(i, w, n int) span {
+	return span{lo: max(0, i-(w-1)/2), hi: min(n-1, i+w/2)}
+}
+
+// rolling returns, for every index i of ys, the mean, the minimum and the
+// maximum of the window of w values centred on i (see centred; fewer at the
+// ends). It costs O(len(ys)) whatever w: a running sum for the mean and a
+// monotone deque of indices for each extreme.
+func rolling(ys []float64, w int) (mean, lo, hi []float64) {
+	n := len(ys)
+	w = max(w, 1)
+	mean, lo, hi = make([]float64, n), make([]float64, n), make([]float64, n)
+	// mins keeps the indices of the window whose values increase from front
+	// to back, maxs those whose values decrease: each front is the extreme.
+	// A window gains its new last index before it drops its old first one,
+	// so a deque holds at most w+1 indices.
+	mins, maxs := newDeque(min(n, w+1)), newDeque(min(n, w+1))
+	sum := 0.0
+	in := span{lo: 0, hi: -1} // the values summed and queued so far
+	for i := range n {
+		want := centred(i, w, n)
+		for in.hi < want.hi {
+			in.hi++
+			v := ys[in.hi]
+			sum += v
+			for mins.len > 0 && ys[mins.back()] >= v {
+				mins.popBack()
+			}
+			mins.pushBack(in.hi)
+			for maxs.len > 0 && ys[maxs.back()] <= v {
+				maxs.popBack()
+			}
+			maxs.pushBack(in.hi)
+		}
+		for in.lo < want.lo {
+			sum -= ys[in.lo]
+			in.lo++
+		}
+		for mins.front() < in.lo {
+			mins.popFront()
+		}
+		for maxs.front() < in.lo {
+			maxs.popFront()
+		}
+		lo[i], hi[i] = ys[mins.front()], ys[maxs.front()]
+		// the running sum carries rounding errors: keep the mean in its band
+		mean[i] = min(max(sum/float64(in.hi-in.lo+1), lo[i]), hi[i])
+	}
+	return mean, lo, hi
+}
+
+// deque is a double-ended queue of indices in a ring of fixed capacity.
+type deque struct {
+	ring      []int
+	head, len int
+}
+
+func newDeque(capacity int) *deque { return &deque{ring: make([]int, max(capacity, 1))} }
+
+func (d *deque) front() int { return d.ring[d.head] }
+
+func (d *deque) back() int { return d.ring[(d.head+d.len-1)%len(d.ring)] }
+
+func (d *deque) pushBack(v int) {
+	d.ring[(d.head+d.len)%len(d.ring)] = v
+	d.len++
+}
+
+func (d *deque) popBack() { d.len-- }
+
+func (d *deque) popFront() {
+	d.head = (d.head + 1) % len(d.ring)
+	d.len--
+}
