@@ -28,7 +28,8 @@ const (
 )
 
 // Bars returns a grouped bar chart: one cluster per category, one bar per
-// group in each cluster. Non-finite heights are drawn as zero.
+// group in each cluster. A non-finite height draws no bar; a group with no
+// bar has no legend entry.
 func Bars(title, yLabel string, categories []string, groups []BarGroup) *Panel {
 	if len(categories) == 0 || len(groups) == 0 {
 		return Message(title, "nothing to compare")
@@ -42,12 +43,16 @@ func Bars(title, yLabel string, categories []string, groups []BarGroup) *Panel {
 	for i, g := range groups {
 		fill := Palette[i%len(Palette)]
 		left := -float64(len(groups))*width/2 + float64(i)*width
+		drawn := false
 		for j := range categories {
 			if j < len(g.Values) && isFinite(g.Values[j]) {
 				p.addBar(float64(j)+left, width, g.Values[j], fill, &ys)
+				drawn = true
 			}
 		}
-		p.legend = append(p.legend, legendEntry{name: g.Name, fill: fill})
+		if drawn {
+			p.legend = append(p.legend, legendEntry{name: g.Name, fill: fill})
+		}
 	}
 	p.y.min, p.y.max = barRange(ys)
 	return p
@@ -56,7 +61,7 @@ func Bars(title, yLabel string, categories []string, groups []BarGroup) *Panel {
 // ClassBars returns a bar chart whose bars are coloured by class (with a
 // legend entry per class) and an optional line series drawn across the bars,
 // e.g. p99 latency per window coloured by the diagnosed cause, with p50.
-// Non-finite heights are drawn as zero.
+// A non-finite height draws no bar; a class with no bar has no legend entry.
 func ClassBars(title, yLabel string, bars []ColoredBar, overlay *Series) *Panel {
 	if len(bars) == 0 {
 		return Message(title, "nothing to draw")
@@ -69,15 +74,16 @@ func ClassBars(title, yLabel string, bars []ColoredBar, overlay *Series) *Panel 
 	var classes []string
 	ys := extent{}
 	for i, b := range bars {
+		if !isFinite(b.Value) {
+			continue
+		}
 		ci := slices.Index(classes, b.Class)
 		if ci < 0 {
 			ci = len(classes)
 			classes = append(classes, b.Class)
 			p.legend = append(p.legend, legendEntry{name: b.Class, fill: Palette[ci%len(Palette)]})
 		}
-		if isFinite(b.Value) {
-			p.addBar(float64(i)-singleWidth/2, singleWidth, b.Value, Palette[ci%len(Palette)], &ys)
-		}
+		p.addBar(float64(i)-singleWidth/2, singleWidth, b.Value, Palette[ci%len(Palette)], &ys)
 	}
 	if overlay != nil {
 		xs := make([]float64, len(overlay.Y))

@@ -2,13 +2,27 @@ package figure
 
 import (
 	"fmt"
+	"math"
 	"slices"
+
+	"gonum.org/v1/plot/vg"
 )
 
 // Series is one named line of a panel.
 type Series struct {
-	Name string    // legend label
+	Name string    // legend label of the line
 	X, Y []float64 // coordinates, paired by index
+	// Window, above 1, draws the mean of the Window points centred on each
+	// point instead of the point (a rolling mean, over fewer at the ends):
+	// a series that changes every step reads as a level, not a solid block.
+	Window int
+	// Band, with Window, also fills the range from the minimum to the
+	// maximum of the same windows behind every line, named Band in the
+	// legend; empty draws no band.
+	Band string
+	// Dashed draws the line dashed, e.g. to tell a target from what was
+	// achieved when they coincide.
+	Dashed bool
 }
 
 // Line is a named horizontal (limit) or vertical (objective) reference line.
@@ -21,25 +35,50 @@ type Line struct {
 const dataPad = 0.05
 
 // TimeSeries returns a panel of lines over time with an optional horizontal
-// limit line. Non-finite points are dropped. With no points at all it is a
-// Message panel.
+// limit line. Non-finite points are dropped; a series with none left is not
+// drawn and has no legend entry. The bands of all series are drawn first,
+// then the lines in order (the last on top), then the limit. With no points
+// at all it is a Message panel.
 func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 	p := &Panel{title: title, x: axis{label: "simulated time (s)"}, y: axis{label: yLabel}}
 	xs, ys := emptyExtent(), emptyExtent()
+	var bands []mark
 	for i, s := range series {
-		pts := decimate(finitePoints(s.X, s.Y), maxLinePoints)
+		pts := finitePoints(s.X, s.Y)
 		if len(pts) == 0 {
 			continue
 		}
+		style := seriesStyle(i, 1)
+		if s.Dashed {
+			style.Dashes = dashes
+		}
+		var lo, hi []point
+		if s.Window > 1 {
+			style.Width = vg.Points(1.5)
+			lo, hi = smooth(pts, s.Window)
+		}
+		pts = decimate(pts, maxLinePoints)
 		for _, pt := range pts {
 			xs.add(pt.X)
 			ys.add(pt.Y)
 		}
-		p.addLine(s.Name, pts, seriesStyle(i, 1))
+		p.addLine(s.Name, pts, style)
+		if s.Band != "" && lo != nil {
+			lo, hi = decimate(lo, maxLinePoints), decimate(hi, maxLinePoints)
+			for k := range lo {
+				ys.add(lo[k].Y)
+			}
+			for k := range hi {
+				ys.add(hi[k].Y)
+			}
+			bands = append(bands, band{upper: hi, lower: lo, color: bandColor(i)})
+			p.legend = append(p.legend, legendEntry{name: s.Band, fill: bandColor(i)})
+		}
 	}
 	if xs.empty() {
 		return Message(title, "nothing was simulated")
 	}
+	p.marks = append(bands, p.marks...)
 	if limit != nil && isFinite(limit.Value) {
 		ys.add(limit.Value)
 		p.addLine(limit.Name, []point{{xs.lo, limit.Value}, {xs.hi, limit.Value}}, limitStyle)
@@ -49,9 +88,38 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 	return p
 }
 
+// smooth replaces the y of every point by its rolling mean over window
+// points and returns the rolling minimum and maximum as points too.
+func smooth(pts []point, window int) (lo, hi []point) {
+	ys := make([]float64, len(pts))
+	for i, pt := range pts {
+		ys[i] = pt.Y
+	}
+	mean, mins, maxs := rolling(ys, window)
+	lo, hi = make([]point, len(pts)), make([]point, len(pts))
+	for i := range pts {
+		pts[i].Y = mean[i]
+		lo[i], hi[i] = point{pts[i].X, mins[i]}, point{pts[i].X, maxs[i]}
+	}
+	return lo, hi
+}
+
+// logDecades is how many decades samples must span (the largest over the
+// smallest positive one) for a CDF to use a logarithmic value axis.
+const logDecades = 2
+
+// wantsLogAxis says whether samples from lo (the smallest positive one) to
+// hi span more than logDecades decades, too many to read on a linear axis.
+func wantsLogAxis(lo, hi float64) bool {
+	return lo > 0 && hi/lo > math.Pow10(logDecades)
+}
+
 // CDF returns the empirical cumulative distribution of samples with an
 // optional vertical objective line (an SLO). Non-finite samples are dropped;
-// with none left it is a Message panel saying empty.
+// with none left it is a Message panel saying empty. When the positive
+// samples span more than two decades the value axis is logarithmic (so that
+// the bulk, the tail and the objective all show), labelled so; samples at
+// or below zero then sit at its left end.
 func CDF(title, xLabel string, samples []float64, objective *Line, empty string) *Panel {
 	sorted := make([]float64, 0, len(samples))
 	for _, v := range samples {
@@ -64,9 +132,28 @@ func CDF(title, xLabel string, samples []float64, objective *Line, empty string)
 	}
 	slices.Sort(sorted)
 	p := &Panel{title: title, x: axis{label: xLabel}, y: axis{label: "fraction of requests"}}
+	xs := extent{lo: sorted[0], hi: sorted[len(sorted)-1]}
+	if i, _ := slices.BinarySearch(sorted, math.SmallestNonzeroFloat64); i < len(sorted) && wantsLogAxis(sorted[i], xs.hi) {
+		p.x.log, p.x.label = true, xLabel+", log scale"
+		xs.lo = sorted[i]
+	}
+	p.y.min, p.y.max = extent{lo: 0, hi: 1}.padded(dataPad / 2)
+	var objectiveLine []point
+	if objective != nil && isFinite(objective.Value) && (!p.x.log || objective.Value > 0) {
+		xs.add(objective.Value)
+		objectiveLine = []point{{objective.Value, p.y.min}, {objective.Value, p.y.max}}
+	}
+	if p.x.log {
+		p.x.min, p.x.max = xs.paddedLog(dataPad / 2)
+	} else {
+		p.x.min, p.x.max = xs.padded(dataPad / 2)
+	}
 	steps := make([]point, 0, 2*len(sorted))
 	n := float64(len(sorted))
 	for i, v := range sorted {
+		if p.x.log {
+			v = max(v, p.x.min)
+		}
 		steps = append(steps, point{v, float64(i) / n}, point{v, float64(i+1) / n})
 	}
 	name := fmt.Sprintf("%d requests", len(sorted))
@@ -74,13 +161,9 @@ func CDF(title, xLabel string, samples []float64, objective *Line, empty string)
 		name = "1 request"
 	}
 	p.addLine(name, decimate(steps, maxLinePoints), seriesStyle(0, 1.5))
-	xs := extent{lo: sorted[0], hi: sorted[len(sorted)-1]}
-	p.y.min, p.y.max = extent{lo: 0, hi: 1}.padded(dataPad / 2)
-	if objective != nil && isFinite(objective.Value) {
-		xs.add(objective.Value)
-		p.addLine(objective.Name, []point{{objective.Value, p.y.min}, {objective.Value, p.y.max}}, limitStyle)
+	if objectiveLine != nil {
+		p.addLine(objective.Name, objectiveLine, limitStyle)
 	}
-	p.x.min, p.x.max = xs.padded(dataPad / 2)
 	return p
 }
 

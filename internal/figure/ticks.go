@@ -76,9 +76,61 @@ func stepTicks(lo, hi float64, mantissa int64, exp int) []tick {
 	return ticks
 }
 
-// tickLabel spells a tick value compactly: 0, 2.5, 1000, 1.2e+06.
+// logTicks returns the ticks of a logarithmic axis over [lo, hi], lo > 0:
+// the powers of ten inside it, every k-th one (at multiples of k) when
+// there would be more than most+1; when fewer than three powers fall inside,
+// 1, 2 and 5 times each power instead. A range too narrow for two such ticks
+// gets niceTicks.
+func logTicks(lo, hi float64, most int) []tick {
+	most = max(most, 2)
+	const slack = 1e-9 // a tick a rounding error outside the range still counts
+	first := int(math.Ceil(math.Log10(lo) - slack))
+	last := int(math.Floor(math.Log10(hi) + slack))
+	mantissas, every := []int64{1}, 1
+	for multiples(first, last, every) > most+1 {
+		every++
+	}
+	if last-first+1 < 3 {
+		mantissas, every, first = []int64{1, 2, 5}, 1, first-1
+	}
+	var ticks []tick
+	for exp := first; exp <= last; exp++ {
+		if exp%every != 0 {
+			continue
+		}
+		for _, m := range mantissas {
+			v, err := strconv.ParseFloat(strconv.FormatInt(m, 10)+"e"+strconv.Itoa(exp), 64)
+			if err == nil && v >= lo*(1-slack) && v <= hi*(1+slack) {
+				ticks = append(ticks, tick{Value: v, Label: tickLabel(v)})
+			}
+		}
+	}
+	if len(ticks) < 2 {
+		return niceTicks(lo, hi, most)
+	}
+	return ticks
+}
+
+// multiples counts the multiples of k in [first, last].
+func multiples(first, last, k int) int {
+	floorDiv := func(a int) int {
+		q := a / k
+		if a%k != 0 && a < 0 {
+			q--
+		}
+		return q
+	}
+	return floorDiv(last) - floorDiv(first-1)
+}
+
+// tickLabel spells a tick value compactly in plain decimals: 0, 2.5, 0.001,
+// 1200000. Only magnitudes below 1e-4 or from 1e15 up use an exponent.
 func tickLabel(v float64) string {
-	return strconv.FormatFloat(v+0, 'g', -1, 64) // +0 turns -0 into 0
+	v += 0 // turns -0 into 0
+	if a := math.Abs(v); a != 0 && (a < 1e-4 || a >= 1e15) {
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
 }
 
 // widen returns [lo, hi] unchanged unless it is too narrow to divide into

@@ -24,7 +24,7 @@ func TestNiceTicks(t *testing.T) {
 		{name: "around zero", lo: -5, hi: 5, most: 6, want: []string{"-4", "-2", "0", "2", "4"}},
 		{name: "zero width", lo: 3, hi: 3, most: 6},
 		{name: "zero width at zero", lo: 0, hi: 0, most: 6},
-		{name: "millions", lo: 0, hi: 1.3e6, most: 8, want: []string{"0", "200000", "400000", "600000", "800000", "1e+06", "1.2e+06"}},
+		{name: "millions", lo: 0, hi: 1.3e6, most: 8, want: []string{"0", "200000", "400000", "600000", "800000", "1000000", "1200000"}},
 		{name: "huge", lo: 0, hi: 1e300, most: 6},
 		{name: "huge both signs", lo: -1.7e308, hi: 1.7e308, most: 6},
 		{name: "padded CDF", lo: -0.025, hi: 1.025, most: 8},
@@ -76,6 +76,57 @@ func assertNiceStep(t *testing.T, step float64) {
 	t.Errorf("step %g is not 1, 2 or 5 times a power of ten", step)
 }
 
-func TestTickLabelHasNoNegativeZero(t *testing.T) {
-	assert.Equal(t, "0", tickLabel(math.Copysign(0, -1)))
+func TestTickLabel(t *testing.T) {
+	tests := []struct {
+		v    float64
+		want string
+	}{
+		{math.Copysign(0, -1), "0"},
+		{0, "0"},
+		{2.5, "2.5"},
+		{-40, "-40"},
+		{0.001, "0.001"},
+		{0.0001, "0.0001"},
+		{3.5e6, "3500000"},
+		{1e14, "100000000000000"},
+		{0.00002, "2e-05"},
+		{1e15, "1e+15"},
+		{-1.7e308, "-1.7e+308"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, tickLabel(tt.v), "%g", tt.v)
+	}
+}
+
+func TestLogTicks(t *testing.T) {
+	tests := []struct {
+		name   string
+		lo, hi float64
+		most   int
+		want   []string
+	}{
+		{"four decades", 0.03, 600, 8, []string{"0.1", "1", "10", "100"}},
+		{"decades at the ends", 0.01, 1000, 8, []string{"0.01", "0.1", "1", "10", "100", "1000"}},
+		{"a little over two decades: 1, 2 and 5", 0.15, 20, 8, []string{"0.2", "0.5", "1", "2", "5", "10", "20"}},
+		{"milliseconds", 0.4, 90, 8, []string{"0.5", "1", "2", "5", "10", "20", "50"}},
+		{"many decades: every other", 1e-3, 1e9, 6, []string{"0.01", "1", "100", "10000", "1000000", "100000000"}},
+		{"narrow: linear ticks", 2, 3, 6, []string{"2", "2.2", "2.4", "2.6", "2.8", "3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ticks := logTicks(tt.lo, tt.hi, tt.most)
+			labels := make([]string, len(ticks))
+			for i, tk := range ticks {
+				labels[i] = tk.Label
+				assert.True(t, tk.Value >= tt.lo && tk.Value <= tt.hi, "tick %s inside the range", tk.Label)
+				if i > 0 {
+					assert.Greater(t, tk.Value, ticks[i-1].Value, "increasing")
+				}
+				parsed, err := strconv.ParseFloat(tk.Label, 64)
+				require.NoError(t, err)
+				assert.Equal(t, tk.Value, parsed, "label %s spells its value", tk.Label)
+			}
+			assert.Equal(t, tt.want, labels)
+		})
+	}
 }
