@@ -93,14 +93,14 @@ func simulateForFigure(t *testing.T, maxElapsed, maxSimTime float64) *plant.Repo
 
 func TestSimulateFigure(t *testing.T) {
 	report := simulateForFigure(t, 120, 3600)
-	fig := simulateFigure(report, &report.Result)
+	fig := simulateFigure(report, &report.Result, &simulateOptions{Normalize: 0.8, MaxElapsedS: 120})
 	requirePanelsDrawn(t, fig, 15*96, 12*96, 800)
 }
 
 func TestSimulateFigureWithNothingCompleted(t *testing.T) {
 	report := simulateForFigure(t, 120, 0.1)
 	require.Equal(t, 0.0, report.Metrics.CompletedFraction)
-	fig := simulateFigure(report, &report.Result)
+	fig := simulateFigure(report, &report.Result, &simulateOptions{Normalize: 0.8, MaxElapsedS: 120})
 	data, err := fig.Render("png")
 	require.NoError(t, err)
 	counts := figuretest.ColoredPixels(figuretest.DecodePNG(t, data, 15*96, 12*96), fig)
@@ -125,5 +125,33 @@ func TestSimulatePlotLeavesTheDocumentUnchanged(t *testing.T) {
 		require.Equal(t, exitOK, code, errOut)
 		assert.Equal(t, want, got, "%v", args)
 		assert.FileExists(t, path)
+	}
+}
+
+func TestSimulateTitleNamesTheLoadFlags(t *testing.T) {
+	dilation := 3.3712
+	report := &plant.Report{
+		Result: plant.Result{SchedulerName: "chunked_prefill_scheduler", ControllerName: "maximum_clock_controller",
+			ProfileStatus: "measured"},
+		Provenance: plant.Provenance{TracePath: "/data/azure/code.csv"},
+	}
+	tests := []struct {
+		name     string
+		opts     simulateOptions
+		dilation *float64
+		want     string
+	}{
+		{"neither flag", simulateOptions{MaxElapsedS: plant.NoElapsedLimit}, nil,
+			"simulate: chunked_prefill_scheduler, maximum_clock_controller\nprofile measured, trace code.csv"},
+		{"both flags", simulateOptions{Normalize: 0.8, MaxElapsedS: 900}, &dilation,
+			"simulate: chunked_prefill_scheduler, maximum_clock_controller, --normalize 0.8 (arrival times x3.37), --max-elapsed 900 s\nprofile measured, trace code.csv"},
+		{"--max-elapsed 0", simulateOptions{MaxElapsedS: 0}, nil,
+			"simulate: chunked_prefill_scheduler, maximum_clock_controller, --max-elapsed 0 s\nprofile measured, trace code.csv"},
+		{"--normalize without dilation", simulateOptions{Normalize: 0.5, MaxElapsedS: plant.NoElapsedLimit}, nil,
+			"simulate: chunked_prefill_scheduler, maximum_clock_controller, --normalize 0.5\nprofile measured, trace code.csv"},
+	}
+	for _, tt := range tests {
+		report.Dilation = tt.dilation
+		assert.Equal(t, tt.want, simulateTitle(report, &report.Result, &tt.opts), tt.name)
 	}
 }

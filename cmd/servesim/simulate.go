@@ -138,7 +138,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	}
 	if o.Plot.Path != "" {
 		full := report.Result
-		if err := o.Plot.write(simulateFigure(report, &full)); err != nil {
+		if err := o.Plot.write(simulateFigure(report, &full, o)); err != nil {
 			return err
 		}
 		report.Result = *full.Thinned(o.Stride, o.Summary)

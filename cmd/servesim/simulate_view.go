@@ -14,11 +14,17 @@ import (
 	"servesim/internal/texttable"
 )
 
+// leastSmoothingS is the shortest rolling window of the clock and power
+// panels, in simulated seconds: those series change every step, so each is
+// drawn as its rolling mean over the min-max band of the same window.
+const leastSmoothingS = 10
+
 // simulateFigure draws a run: five aligned panels over simulated time
 // (queues, KV cache, clocks, power, temperature, each against its limit)
 // and the TTFT and TPOT distributions against the SLOs. full must hold every
-// step and every request record.
-func simulateFigure(r *plant.Report, full *plant.Result) figure.Figure {
+// step and every request record; o gives the title the run's --normalize
+// and --max-elapsed.
+func simulateFigure(r *plant.Report, full *plant.Result, o *simulateOptions) figure.Figure {
 	t := full.Trajectory
 	ints := func(v []int) []float64 {
 		out := make([]float64, len(v))
@@ -27,36 +33,74 @@ func simulateFigure(r *plant.Report, full *plant.Result) figure.Figure {
 		}
 		return out
 	}
-	ttft, tpot := latencySamples(full.Requests)
+	span := 0.0
+	if n := len(t.TimeS); n > 0 {
+		span = t.TimeS[n-1] - t.TimeS[0]
+	}
+	window, width := figure.SmoothingWindow(span, r.Plant.TimeStepS, leastSmoothingS)
+	mean := fmt.Sprintf(": %s s mean", strconv.FormatFloat(width, 'g', -1, 64))
+	band := fmt.Sprintf(": %s s min-max", strconv.FormatFloat(width, 'g', -1, 64))
 	prof := r.Plant.Profile
-	empty := "no request completed"
 	return figure.Figure{
-		Title: fmt.Sprintf("simulate: %s, %s, profile %s, trace %s",
-			full.SchedulerName, full.ControllerName, full.ProfileStatus, filepath.Base(r.Provenance.TracePath)),
+		Title:  simulateTitle(r, full, o),
 		Width:  15 * vg.Inch,
 		Height: 12 * vg.Inch,
 		Columns: []figure.Column{
 			{Weight: 2, Panels: []*figure.Panel{
 				figure.TimeSeries("queues", "requests", []figure.Series{
-					{Name: "prefill queue", X: t.TimeS, Y: ints(t.PrefillQueue)},
-					{Name: "active decodes", X: t.TimeS, Y: ints(t.DecodeActive)},
+					{Name: "prefill queue" + mean, X: t.TimeS, Y: ints(t.PrefillQueue), Window: window, Band: "prefill queue" + band},
+					{Name: "active decodes" + mean, X: t.TimeS, Y: ints(t.DecodeActive), Window: window, Band: "active decodes" + band},
 				}, nil),
-				figure.TimeSeries("KV cache", "tokens", []figure.Series{{Name: "KV tokens", X: t.TimeS, Y: t.KVTokens}},
-					&figure.Line{Name: "capacity", Value: r.Plant.KVCapacityTokens}),
+				figure.TimeSeries("KV cache", "tokens", []figure.Series{
+					{Name: "KV tokens" + mean, X: t.TimeS, Y: t.KVTokens, Window: window, Band: "KV tokens" + band},
+				}, &figure.Line{Name: "capacity", Value: r.Plant.KVCapacityTokens}),
 				figure.TimeSeries("GPU clock", "MHz", []figure.Series{
-					{Name: "requested", X: t.TimeS, Y: t.RequestedClockMHz},
-					{Name: "realized", X: t.TimeS, Y: t.RealizedClockMHz},
+					{Name: "realized" + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Band: "realized" + band},
+					{Name: "requested" + mean, X: t.TimeS, Y: t.RequestedClockMHz, Window: window, Dashed: true},
 				}, nil),
-				figure.TimeSeries("board power", "W", []figure.Series{{Name: "power", X: t.TimeS, Y: t.PowerW}},
-					&figure.Line{Name: "power limit", Value: r.Plant.PowerLimitW}),
+				figure.TimeSeries("board power", "W", []figure.Series{
+					{Name: "power" + mean, X: t.TimeS, Y: t.PowerW, Window: window, Band: "power" + band},
+				}, &figure.Line{Name: "power limit", Value: r.Plant.PowerLimitW}),
 				figure.TimeSeries("GPU temperature", "°C", []figure.Series{{Name: "temperature", X: t.TimeS, Y: t.TemperatureC}},
 					&figure.Line{Name: "thermal limit", Value: r.Plant.ThermalLimitC}),
 			}},
-			{Weight: 1, Panels: []*figure.Panel{
-				figure.CDF("time to first token", "TTFT (s)", ttft, &figure.Line{Name: "SLO", Value: prof.TTFTSLOS()}, empty),
-				figure.CDF("time per output token", "TPOT (s)", tpot, &figure.Line{Name: "SLO", Value: prof.TPOTSLOS()}, empty),
-			}},
+			{Weight: 1, Panels: latencyPanels(full.Requests, prof.TTFTSLOS(), prof.TPOTSLOS())},
 		},
+	}
+}
+
+// simulateTitle names what the run simulated: scheduler, controller, the
+// load flags that were given, profile and trace, on two lines.
+func simulateTitle(r *plant.Report, full *plant.Result, o *simulateOptions) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "simulate: %s, %s", full.SchedulerName, full.ControllerName)
+	if o.Normalize != 0 {
+		fmt.Fprintf(&b, ", --normalize %s", strconv.FormatFloat(o.Normalize, 'g', -1, 64))
+		if r.Dilation != nil {
+			fmt.Fprintf(&b, " (arrival times x%s)", strconv.FormatFloat(*r.Dilation, 'g', 3, 64))
+		}
+	}
+	if !math.IsInf(o.MaxElapsedS, 1) {
+		fmt.Fprintf(&b, ", --max-elapsed %s s", strconv.FormatFloat(o.MaxElapsedS, 'g', -1, 64))
+	}
+	fmt.Fprintf(&b, "\nprofile %s, trace %s", full.ProfileStatus, filepath.Base(r.Provenance.TracePath))
+	return b.String()
+}
+
+// latencyPanels draws the TTFT and TPOT distributions of the completed
+// requests against their SLOs, each in ms when all its values are below a
+// second and in s otherwise.
+func latencyPanels(records plant.RequestRecords, ttftSLOS, tpotSLOS float64) []*figure.Panel {
+	ttft, tpot := latencySamples(records)
+	const empty = "no request completed"
+	panel := func(title, name string, seconds []float64, sloS float64) *figure.Panel {
+		unit := figure.DurationUnit(seconds, []float64{sloS})
+		return figure.CDF(title, name+" ("+unit.Name+")", unit.Of(seconds),
+			&figure.Line{Name: "SLO", Value: sloS * unit.PerSecond}, empty)
+	}
+	return []*figure.Panel{
+		panel("time to first token", "TTFT", ttft, ttftSLOS),
+		panel("time per output token", "TPOT", tpot, tpotSLOS),
 	}
 }
 

@@ -40,3 +40,28 @@ func decimate(pts []point, limit int) []point {
 	}
 	return out
 }
+
+// envelope thins the edges of a band, lower and upper (paired by index,
+// lower[i].Y <= upper[i].Y, x increasing), to at most about limit points
+// each: every bucket of consecutive points becomes a step at its lowest
+// lower and highest upper value, from its first x to its last. Thinned so,
+// the band still holds every point and its edges never cross, as they
+// could if each were decimated alone.
+func envelope(lower, upper []point, limit int) (lo, hi []point) {
+	buckets := limit / 2
+	if len(lower) <= limit || buckets < 1 {
+		return lower, upper
+	}
+	lo, hi = make([]point, 0, 2*buckets), make([]point, 0, 2*buckets)
+	size := (len(lower) + buckets - 1) / buckets
+	for start := 0; start < len(lower); start += size {
+		end := min(start+size, len(lower)) - 1
+		bottom, top := lower[start].Y, upper[start].Y
+		for i := start + 1; i <= end; i++ {
+			bottom, top = min(bottom, lower[i].Y), max(top, upper[i].Y)
+		}
+		lo = append(lo, point{lower[start].X, bottom}, point{lower[end].X, bottom})
+		hi = append(hi, point{upper[start].X, top}, point{upper[end].X, top})
+	}
+	return lo, hi
+}

@@ -1,5 +1,7 @@
 package figure
 
+import "math"
+
 // span is the range of indices [lo, hi] of a rolling window.
 type span struct{ lo, hi int }
 
@@ -79,4 +81,26 @@ func (d *deque) popBack() { d.len-- }
 func (d *deque) popFront() {
 	d.head = (d.head + 1) % len(d.ring)
 	d.len--
+}
+
+// windowsPerSpan is how many rolling windows at least fit across a series:
+// with a figure's few hundred pixels of width, a window then spans about
+// two pixels or more, so the rolling mean reads as a line.
+const windowsPerSpan = 400
+
+// SmoothingWindow returns the width of the rolling window (Series.Window)
+// for a series over xSpan sampled every xStep: least, or xSpan/400 rounded
+// up to 1, 2 or 5 times a power of ten when that is wider, and how many
+// samples that width holds (at least 1, at most 2^31).
+func SmoothingWindow(xSpan, xStep, least float64) (samples int, width float64) {
+	width = least
+	if rough := xSpan / windowsPerSpan; rough > least && isFinite(rough) {
+		mantissa, exp := niceStepAtLeast(rough)
+		width = float64(mantissa) * math.Pow10(exp)
+	}
+	if !(xStep > 0) {
+		return 1, width
+	}
+	const most = 1 << 31 // more than any series holds
+	return int(max(1, math.Min(math.Round(width/xStep), most))), width
 }

@@ -107,3 +107,28 @@ func BenchmarkRolling(b *testing.B) {
 		})
 	}
 }
+
+func TestSmoothingWindow(t *testing.T) {
+	tests := []struct {
+		name              string
+		span, step, least float64
+		wantSamples       int
+		wantWidth         float64
+	}{
+		{"15 minutes of 0.1 s steps", 900, 0.1, 10, 100, 10},
+		{"an hour", 3600, 0.1, 10, 100, 10},
+		{"three hours: 50 s", 3 * 3600, 0.1, 10, 500, 50},
+		{"a day: 500 s", 86400, 0.1, 10, 5000, 500},
+		{"1 s steps", 900, 1, 10, 10, 10},
+		{"steps longer than the window", 900, 30, 10, 1, 10},
+		{"a few steps", 0.3, 0.1, 10, 100, 10},
+		{"no step", 900, 0, 10, 1, 10},
+		{"NaN step", 900, math.NaN(), 10, 1, 10},
+		{"tiny step: bounded", 900, 1e-300, 10, 1 << 31, 10},
+	}
+	for _, tt := range tests {
+		samples, width := SmoothingWindow(tt.span, tt.step, tt.least)
+		assert.Equal(t, tt.wantSamples, samples, tt.name)
+		assert.InDelta(t, tt.wantWidth, width, 1e-9, tt.name)
+	}
+}

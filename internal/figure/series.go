@@ -64,7 +64,7 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 		}
 		p.addLine(s.Name, pts, style)
 		if s.Band != "" && lo != nil {
-			lo, hi = decimate(lo, maxLinePoints), decimate(hi, maxLinePoints)
+			lo, hi = envelope(lo, hi, maxLinePoints)
 			for k := range lo {
 				ys.add(lo[k].Y)
 			}
@@ -82,6 +82,9 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 	if limit != nil && isFinite(limit.Value) {
 		ys.add(limit.Value)
 		p.addLine(limit.Name, []point{{xs.lo, limit.Value}, {xs.hi, limit.Value}}, limitStyle)
+	}
+	if xs.lo > 0 && xs.lo <= dataPad*(xs.hi-xs.lo) {
+		xs.lo = 0 // a run that starts at its first step's end starts at 0
 	}
 	p.x.min, p.x.max = widen(xs.lo, xs.hi)
 	p.y.min, p.y.max = ys.padded(dataPad)

@@ -78,7 +78,7 @@ func stepTicks(lo, hi float64, mantissa int64, exp int) []tick {
 
 // logTicks returns the ticks of a logarithmic axis over [lo, hi], lo > 0:
 // the powers of ten inside it, every k-th one (at multiples of k) when
-// there would be more than most+1; when fewer than three powers fall inside,
+// there would be more than most+1; when fewer than four powers fall inside,
 // 1, 2 and 5 times each power instead. A range too narrow for two such ticks
 // gets niceTicks.
 func logTicks(lo, hi float64, most int) []tick {
@@ -90,7 +90,7 @@ func logTicks(lo, hi float64, most int) []tick {
 	for multiples(first, last, every) > most+1 {
 		every++
 	}
-	if last-first+1 < 3 {
+	if last-first+1 < 4 {
 		mantissas, every, first = []int64{1, 2, 5}, 1, first-1
 	}
 	var ticks []tick
