@@ -13,21 +13,25 @@ import (
 )
 
 // diagnoseFigure draws the p99 end-to-end latency of every window as a bar
-// coloured by the hypothesis the rules chose, with the p50 line across.
+// coloured by the hypothesis the rules chose, with the p50 line across, in
+// ms or s by their range.
 func diagnoseFigure(title string, snapshots []diagnose.Snapshot) figure.Figure {
 	bars := make([]figure.ColoredBar, len(snapshots))
-	p50 := make([]float64, len(snapshots))
+	p50, p99 := make([]float64, len(snapshots)), make([]float64, len(snapshots)) // seconds
 	for i, s := range snapshots {
-		bars[i] = figure.ColoredBar{Label: barLabel(title, s.WindowName), Value: s.P99E2EMs, Class: s.DiagnosticHypothesis}
-		p50[i] = s.P50E2EMs
+		p50[i], p99[i] = s.P50E2EMs/1000, s.P99E2EMs/1000
+	}
+	unit := figure.DurationUnit(p50, p99)
+	for i, s := range snapshots {
+		bars[i] = figure.ColoredBar{Label: barLabel(title, s.WindowName), Value: p99[i] * unit.PerSecond, Class: s.DiagnosticHypothesis}
 	}
 	return figure.Figure{
 		Title:  "diagnose: " + title,
 		Width:  12 * vg.Inch,
 		Height: 6 * vg.Inch,
 		Columns: []figure.Column{{Panels: []*figure.Panel{
-			figure.ClassBars("p99 end-to-end latency per window, coloured by diagnosis", "ms", bars,
-				&figure.Series{Name: "p50", Y: p50}),
+			figure.ClassBars("p99 end-to-end latency per window, coloured by diagnosis", "latency ("+unit.Name+")", bars,
+				&figure.Series{Name: "p50 latency", Y: unit.Of(p50)}),
 		}}},
 	}
 }
