@@ -2,14 +2,14 @@ package figure
 
 import "math"
 
-// span is the range of indices [lo, hi] of a rolling window.
-type span struct{ lo, hi int }
+// indexRange is the range of indices [lo, hi] of a rolling window.
+type indexRange struct{ lo, hi int }
 
 // centred returns the window of w values centred on index i of n values,
 // clipped to [0, n-1]: indices i-(w-1)/2 to i+w/2. Both ends only grow
 // with i, which lets rolling slide over the values once.
-func centred(i, w, n int) span {
-	return span{lo: max(0, i-(w-1)/2), hi: min(n-1, i+w/2)}
+func centred(i, w, n int) indexRange {
+	return indexRange{lo: max(0, i-(w-1)/2), hi: min(n-1, i+w/2)}
 }
 
 // rolling returns, for every index i of ys, the mean, the minimum and the
@@ -24,9 +24,9 @@ func rolling(ys []float64, w int) (mean, lo, hi []float64) {
 	// to back, maxs those whose values decrease: each front is the extreme.
 	// A window gains its new last index before it drops its old first one,
 	// so a deque holds at most w+1 indices.
-	mins, maxs := newDeque(min(n, w+1)), newDeque(min(n, w+1))
+	mins, maxs := newDeque(min(n, w)+1), newDeque(min(n, w)+1)
 	sum := 0.0
-	in := span{lo: 0, hi: -1} // the values summed and queued so far
+	in := indexRange{lo: 0, hi: -1} // the values summed and queued so far
 	for i := range n {
 		want := centred(i, w, n)
 		for in.hi < want.hi {

@@ -79,14 +79,14 @@ func TestRollingMatchesNaive(t *testing.T) {
 func TestCentredWindow(t *testing.T) {
 	tests := []struct {
 		i, w, n int
-		want    span
+		want    indexRange
 	}{
-		{0, 10, 100, span{0, 5}},
-		{50, 10, 100, span{46, 55}},
-		{50, 11, 100, span{45, 55}},
-		{99, 10, 100, span{95, 99}},
-		{3, 1, 10, span{3, 3}},
-		{2, 100, 5, span{0, 4}},
+		{0, 10, 100, indexRange{0, 5}},
+		{50, 10, 100, indexRange{46, 55}},
+		{50, 11, 100, indexRange{45, 55}},
+		{99, 10, 100, indexRange{95, 99}},
+		{3, 1, 10, indexRange{3, 3}},
+		{2, 100, 5, indexRange{0, 4}},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, centred(tt.i, tt.w, tt.n), "%+v", tt)
