@@ -56,6 +56,7 @@ func TestRollingMatchesNaive(t *testing.T) {
 		{"odd window", random, 101},
 		{"window as long as the values", random[:40], 40},
 		{"window longer than the values", random[:40], 1000},
+		{"huge window", random[:40], math.MaxInt},
 		{"alternating clock", clock, 100},
 		{"increasing", up, 37},
 		{"decreasing", down, 37},
