@@ -14,9 +14,9 @@ import (
 	"servesim/internal/texttable"
 )
 
-// leastSmoothingS is the shortest rolling window of the clock and power
-// panels, in simulated seconds: those series change every step, so each is
-// drawn as its rolling mean over the min-max band of the same window.
+// leastSmoothingS is the shortest rolling window of the queue, KV, clock and
+// power panels, in simulated seconds: those series change every step, so
+// each is drawn as its rolling mean over the min-max band of the same window.
 const leastSmoothingS = 10
 
 // simulateFigure draws a run: five aligned panels over simulated time
