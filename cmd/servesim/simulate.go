@@ -56,7 +56,7 @@ trace that resembles the Azure 2023 code trace.`,
 			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV (a measured bundle is validated first; default: the embedded engineering proxy)")
+	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (a measured bundle is validated first; default: the embedded engineering proxy)")
 	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV TIMESTAMP,ContextTokens,GeneratedTokens, or - for stdin (default: the embedded synthetic trace)")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
@@ -100,11 +100,11 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 func runSimulate(s *streams, o *simulateOptions) error {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if o.ProfilePath != "" {
+		profilePath = profile.ResolvePath(o.ProfilePath)
 		var err error
-		if prof, err = profile.Load(o.ProfilePath); err != nil {
+		if prof, err = profile.Load(profilePath); err != nil {
 			return err
 		}
-		profilePath = o.ProfilePath
 	}
 	o.Plant.Profile = prof
 	if err := o.Plant.Validate(); err != nil {

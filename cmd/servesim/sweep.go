@@ -81,7 +81,7 @@ lowest energy per output token (ties: the earlier run).`,
 		}, runF, func(o *sweepOptions) error { return runSweep(s, o) }),
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&opts.Profiles, "profile", []string{embeddedDefault}, "profile CSVs (embedded: the built-in engineering proxy)")
+	f.StringSliceVar(&opts.Profiles, "profile", []string{embeddedDefault}, "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
 	f.StringSliceVar(&opts.Traces, "trace", []string{embeddedDefault}, "Azure-format trace CSVs (embedded: the built-in synthetic trace)")
 	f.StringSliceVar(&opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers: static, continuous, chunked")
 	f.StringSliceVar(&opts.Controllers, "controller", []string{"max"}, "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S]")
@@ -241,7 +241,7 @@ func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 	for _, path := range o.Profiles {
 		if path == embeddedDefault {
 			in.profiles[path] = profile.Default()
-		} else if p, err := profile.Load(path); err != nil {
+		} else if p, err := profile.Load(profile.ResolvePath(path)); err != nil {
 			in.profileErrs[path] = err
 		} else {
 			in.profiles[path] = p
