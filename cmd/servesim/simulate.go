@@ -80,10 +80,10 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
-		return usageErrorf("--normalize %v: expected a utilization strictly between 0 and 1", o.Normalize)
+		return badFlagValue("normalize", o.Normalize)
 	}
 	if o.Stride < 1 {
-		return usageErrorf("--stride %d: expected a positive integer", o.Stride)
+		return badFlagValue("stride", o.Stride)
 	}
 	if _, err := plant.NewScheduler(o.Scheduler); err != nil {
 		return usageErrorf("--scheduler: %v", err)
