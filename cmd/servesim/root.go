@@ -61,6 +61,7 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 	for _, sub := range subcommandsFor(args) {
 		root.AddCommand(sub.build(s))
 	}
+	registerCompletions(root)
 	markRunErrors(root)
 	return root
 }

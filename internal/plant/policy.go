@@ -265,6 +265,13 @@ func (s *SampleAndHold) RequestClock(obs Observation) float64 {
 	return s.held
 }
 
+// SchedulerNames are the names NewScheduler accepts, in its order.
+var SchedulerNames = []string{"static", "continuous", "chunked"}
+
+// ControllerNames are the controller specs NewController accepts without an
+// argument; fixed:MHZ and sampled-reactive:PERIOD_S take one.
+var ControllerNames = []string{"max", "min", "reactive", "sampled-reactive"}
+
 // NewScheduler returns the built-in scheduler called name: static,
 // continuous or chunked.
 func NewScheduler(name string) (Scheduler, error) {
