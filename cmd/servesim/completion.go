@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -93,7 +92,7 @@ func completeItems(toComplete string, values []string) []cobra.Completion {
 func completeController(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	values := append([]string{}, plant.ControllerNames...)
 	for _, mhz := range completionProfile(cmd).ClockMHz {
-		values = append(values, "fixed:"+strconv.FormatFloat(mhz, 'f', -1, 64))
+		values = append(values, "fixed:"+formatMHz(mhz))
 	}
 	return completeItems(toComplete, values), cobra.ShellCompDirectiveNoFileComp
 }

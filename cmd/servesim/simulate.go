@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -116,6 +117,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewController(o.Controller)
+	warnFixedClock(s, o.Controller, ctrl, prof)
 	options := plant.Options{Stride: o.Stride, Summary: o.Summary}
 	if o.Plot.Path != "" {
 		// The figure draws every step: simulate once keeping them all,
@@ -148,6 +150,32 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	}
 	return writeJSON(s, o.Output, report)
 }
+
+// warnFixedClock says on stderr which level a fixed:MHZ controller runs
+// when the profile has no level at MHz (the provenance records it as
+// fixed_clock_level_mhz).
+func warnFixedClock(s *streams, spec string, ctrl plant.ClockController, prof *profile.Profile) {
+	f, ok := ctrl.(plant.FixedClock)
+	if !ok {
+		return
+	}
+	level := f.Level(prof)
+	if level == f.MHz {
+		return
+	}
+	which := "the highest level below it"
+	switch {
+	case f.MHz < prof.MinClockMHz():
+		which = "its lowest level"
+	case f.MHz > prof.MaxClockMHz():
+		which = "its highest level"
+	}
+	fmt.Fprintf(s.Err, "servesim: --controller %s: the profile has no %s MHz level; using %s MHz (%s)\n",
+		spec, formatMHz(f.MHz), formatMHz(level), which)
+}
+
+// formatMHz formats a clock in MHz as briefly as it is exact.
+func formatMHz(mhz float64) string { return strconv.FormatFloat(mhz, 'f', -1, 64) }
 
 // flagNamed prefixes a plant validation error with the flag that sets the
 // field it names.

@@ -106,3 +106,25 @@ func TestConcurrentRunsShareInputs(t *testing.T) {
 		assert.Equal(t, want[i], got[i], specs[i])
 	}
 }
+
+func TestRunRecordsTheFixedClockLevel(t *testing.T) {
+	w, err := DefaultTrace(60)
+	require.NoError(t, err)
+	tests := []struct {
+		spec string
+		want *float64
+	}{
+		{"fixed:1000", new(960.0)},
+		{"fixed:960", new(960.0)},
+		{"fixed:100", new(420.0)},
+		{"max", nil},
+		{"sampled-reactive", nil},
+	}
+	for _, tt := range tests {
+		c, err := NewController(tt.spec)
+		require.NoError(t, err)
+		report, err := Run(w, Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}, Controller: c, Options: Options{Summary: true}})
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, report.Provenance.FixedClockLevelMHz, tt.spec)
+	}
+}
