@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -48,7 +47,12 @@ as_dict(stride) keys plus summary, dilation, plant and provenance.
 
 Without --profile it uses the embedded engineering-proxy profile (status
 engineering_proxy_not_measured); without --trace, the embedded synthetic
-trace that resembles the Azure 2023 code trace.`,
+trace: 30 minutes of interactive requests at 1.2 per second, which the proxy
+serves within its SLOs.
+
+--normalize U dilates the arrivals so that serving every request alone at the
+maximum clock would keep the GPU busy U of the time; chunking, the power
+governor and whole steps make the plant busier than that.`,
 		Example: `  servesim simulate --summary
   servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
       --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json`,
@@ -138,6 +142,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
+	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	if o.Plot.Path != "" {
 		full := report.Result
 		if err := o.Plot.write(simulateFigure(report, &full)); err != nil {
@@ -150,32 +155,6 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	}
 	return writeJSON(s, o.Output, report)
 }
-
-// warnFixedClock says on stderr which level a fixed:MHZ controller runs
-// when the profile has no level at MHz (the provenance records it as
-// fixed_clock_level_mhz).
-func warnFixedClock(s *streams, spec string, ctrl plant.ClockController, prof *profile.Profile) {
-	f, ok := ctrl.(plant.FixedClock)
-	if !ok {
-		return
-	}
-	level := f.Level(prof)
-	if level == f.MHz {
-		return
-	}
-	which := "the highest level below it"
-	switch {
-	case f.MHz < prof.MinClockMHz():
-		which = "its lowest level"
-	case f.MHz > prof.MaxClockMHz():
-		which = "its highest level"
-	}
-	fmt.Fprintf(s.Err, "servesim: --controller %s: the profile has no %s MHz level; using %s MHz (%s)\n",
-		spec, formatMHz(f.MHz), formatMHz(level), which)
-}
-
-// formatMHz formats a clock in MHz as briefly as it is exact.
-func formatMHz(mhz float64) string { return strconv.FormatFloat(mhz, 'f', -1, 64) }
 
 // flagNamed prefixes a plant validation error with the flag that sets the
 // field it names.
