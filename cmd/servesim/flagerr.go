@@ -59,8 +59,8 @@ var flagExpectations = map[string]string{
 	"stride":      "a positive whole number",
 	// sweep
 	"jobs":     "a whole number of at least 1",
-	"ttft-slo": "a positive number of seconds",
-	"tpot-slo": "a positive number of seconds",
+	"ttft-slo": "a nonnegative number of seconds (0: each profile's SLO)",
+	"tpot-slo": "a nonnegative number of seconds (0: each profile's SLO)",
 	// scenarios
 	"requests":             "a whole number of at least 1",
 	"rps":                  "a positive, finite rate in requests per second",
