@@ -114,6 +114,12 @@ func (o *diagnoseOptions) check(cmd *cobra.Command) error {
 	return o.Plot.check()
 }
 
+// errDiagnoseNeedsInput is diagnose's answer when it is given no log and
+// stdin is a terminal: a hint, instead of silently waiting for typing.
+var errDiagnoseNeedsInput = usageErrorf("diagnose: no request log given and stdin is a terminal: " +
+	"name the log files (servesim diagnose requests.csv), pipe a log in (... | servesim diagnose), " +
+	"give - to type it, or run --demo")
+
 // runDiagnose reads the logs, diagnoses them and writes the JSON result.
 func runDiagnose(s *streams, o *diagnoseOptions) error {
 	if o.Demo {
@@ -132,6 +138,9 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 	}
 	files := o.Files
 	if len(files) == 0 {
+		if s.InIsTerminal {
+			return errDiagnoseNeedsInput
+		}
 		files = []string{"-"}
 	}
 	window := o.Window

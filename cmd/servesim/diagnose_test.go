@@ -158,3 +158,36 @@ func TestDiagnoseErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestDiagnoseOnATerminalWithoutFilesPrintsAHint(t *testing.T) {
+	log := "request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival\n" +
+		"1,100,10,5,20,10,0,0,0,40\n"
+	dir := t.TempDir()
+	file := filepath.Join(dir, "log.csv")
+	require.NoError(t, os.WriteFile(file, []byte(log), 0o644))
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+	}{
+		{"no file: the hint", nil, exitUsage},
+		{"a file is read", []string{file}, exitOK},
+		{"- asks for stdin", []string{"-"}, exitOK},
+		{"the demo reads nothing", []string{"--demo"}, exitOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, out, errOut := testStreams(log)
+			s.InIsTerminal = true
+			assert.Equal(t, tt.wantCode, run(append([]string{"diagnose"}, tt.args...), s), errOut.String())
+			if tt.wantCode == exitUsage {
+				assert.Equal(t, "servesim: diagnose: no request log given and stdin is a terminal: name the log files "+
+					"(servesim diagnose requests.csv), pipe a log in (... | servesim diagnose), give - to type it, or run --demo\n", errOut.String())
+				assert.Empty(t, out.String())
+			} else {
+				assert.Empty(t, errOut.String())
+				assert.NotEmpty(t, out.String())
+			}
+		})
+	}
+}

@@ -25,7 +25,7 @@ func (o plotOptions) check() error {
 		return nil
 	}
 	if _, err := figure.Format(o.Path); err != nil {
-		return usageError{err}
+		return usageErrorf("--plot %q: expected a .png or .svg extension", o.Path)
 	}
 	return nil
 }

@@ -57,12 +57,11 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return usageError{err}
-	})
+	root.SetFlagErrorFunc(flagError)
 	for _, sub := range subcommandsFor(args) {
 		root.AddCommand(sub.build(s))
 	}
+	registerCompletions(root)
 	markRunErrors(root)
 	return root
 }

@@ -61,7 +61,7 @@ func TestScenariosUsageErrors(t *testing.T) {
 		{[]string{"--ttft-slo-ms", "-1"}, "servesim: --ttft-slo-ms -1: expected a positive, finite time\n"},
 		{[]string{"--tpot-slo-ms", "+Inf"}, "servesim: --tpot-slo-ms +Inf: expected a positive, finite time\n"},
 		{[]string{"--format", "csv"}, "servesim: --format \"csv\": expected json or table\n"},
-		{[]string{"--seed", "1.5"}, "servesim: invalid argument \"1.5\" for \"--seed\" flag: \"1.5\": expected a whole number\n"},
+		{[]string{"--seed", "1.5"}, "servesim: --seed \"1.5\": expected a whole number\n"},
 		{[]string{"--trace", "t.csv", "--rps", "3"}, "servesim: --rps shapes the synthetic agent trace: it cannot be combined with --trace\n"},
 		{[]string{"--shared-prefix-tokens", "5"}, "servesim: --shared-prefix-tokens applies to a replayed trace: use it with --trace\n"},
 		{[]string{"--trace", "t.csv", "--shared-prefix-tokens", "-5"}, "servesim: --shared-prefix-tokens -5: expected 0 or more\n"},

@@ -47,7 +47,12 @@ as_dict(stride) keys plus summary, dilation, plant and provenance.
 
 Without --profile it uses the embedded engineering-proxy profile (status
 engineering_proxy_not_measured); without --trace, the embedded synthetic
-trace that resembles the Azure 2023 code trace.`,
+trace: 30 minutes of interactive requests at 1.2 per second, which the proxy
+serves within its SLOs.
+
+--normalize U dilates the arrivals so that serving every request alone at the
+maximum clock would keep the GPU busy U of the time; chunking, the power
+governor and whole steps make the plant busier than that.`,
 		Example: `  servesim simulate --summary
   servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
       --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json`,
@@ -56,7 +61,7 @@ trace that resembles the Azure 2023 code trace.`,
 			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV (a measured bundle is validated first; default: the embedded engineering proxy)")
+	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (a measured bundle is validated first; default: the embedded engineering proxy)")
 	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV TIMESTAMP,ContextTokens,GeneratedTokens, or - for stdin (default: the embedded synthetic trace)")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
@@ -80,10 +85,10 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
-		return usageErrorf("--normalize %v: expected a utilization strictly between 0 and 1", o.Normalize)
+		return badFlagValue("normalize", o.Normalize)
 	}
 	if o.Stride < 1 {
-		return usageErrorf("--stride %d: expected a positive integer", o.Stride)
+		return badFlagValue("stride", o.Stride)
 	}
 	if _, err := plant.NewScheduler(o.Scheduler); err != nil {
 		return usageErrorf("--scheduler: %v", err)
@@ -100,11 +105,11 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 func runSimulate(s *streams, o *simulateOptions) error {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if o.ProfilePath != "" {
+		profilePath = profile.ResolvePath(o.ProfilePath)
 		var err error
-		if prof, err = profile.Load(o.ProfilePath); err != nil {
+		if prof, err = profile.Load(profilePath); err != nil {
 			return err
 		}
-		profilePath = o.ProfilePath
 	}
 	o.Plant.Profile = prof
 	if err := o.Plant.Validate(); err != nil {
@@ -116,6 +121,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewController(o.Controller)
+	warnFixedClock(s, o.Controller, ctrl, prof)
 	options := plant.Options{Stride: o.Stride, Summary: o.Summary}
 	if o.Plot.Path != "" {
 		// The figure draws every step: simulate once keeping them all,
@@ -136,6 +142,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
+	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	if o.Plot.Path != "" {
 		full := report.Result
 		if err := o.Plot.write(simulateFigure(report, &full, o)); err != nil {

@@ -71,11 +71,11 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"fixed without clock", []string{"--controller", "fixed:"}, `clock MHz "" must be a finite positive number`},
 		{"fixed not a number", []string{"--controller", "fixed:abc"}, `clock MHz "abc"`},
 		{"sampled period", []string{"--controller", "sampled-reactive:0"}, `period in seconds "0"`},
-		{"stride", []string{"--stride", "0"}, "--stride 0: expected a positive integer"},
-		{"normalize one", []string{"--normalize", "1"}, "--normalize 1: expected a utilization strictly between 0 and 1"},
+		{"stride", []string{"--stride", "0"}, "--stride 0: expected a positive whole number"},
+		{"normalize one", []string{"--normalize", "1"}, "--normalize 1: expected a number in (0, 1)"},
 		{"normalize zero", []string{"--normalize", "0"}, "--normalize 0"},
 		{"max elapsed", []string{"--max-elapsed", "-1"}, "--max-elapsed -1"},
-		{"not a number", []string{"--time-step", "fast"}, `invalid argument "fast" for "--time-step"`},
+		{"not a number", []string{"--time-step", "fast"}, `servesim: --time-step "fast": expected a positive number of seconds`},
 		{"argument", []string{"extra"}, `unknown command "extra"`},
 	}
 	for _, tt := range tests {

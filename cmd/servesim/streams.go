@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"os"
+
+	"golang.org/x/term"
 )
 
 // streams are the standard streams a command reads and writes.
@@ -12,11 +14,16 @@ type streams struct {
 	Err io.Writer
 	// ErrIsTerminal reports whether Err is a terminal, so progress may be drawn.
 	ErrIsTerminal bool
+	// InIsTerminal reports whether In is an interactive terminal (a tty,
+	// not merely a character device such as /dev/null), where a command
+	// that would read stdin says what it expects instead of waiting.
+	InIsTerminal bool
 }
 
 // newStreams returns the process's standard streams.
 func newStreams() *streams {
-	return &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr)}
+	return &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr),
+		InIsTerminal: term.IsTerminal(int(os.Stdin.Fd()))}
 }
 
 // isTerminal reports whether f is a character device (a terminal).

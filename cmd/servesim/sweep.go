@@ -81,13 +81,13 @@ lowest energy per output token (ties: the earlier run).`,
 		}, runF, func(o *sweepOptions) error { return runSweep(s, o) }),
 	}
 	f := cmd.Flags()
-	f.StringSliceVar(&opts.Profiles, "profile", []string{embeddedDefault}, "profile CSVs (embedded: the built-in engineering proxy)")
-	f.StringSliceVar(&opts.Traces, "trace", []string{embeddedDefault}, "Azure-format trace CSVs (embedded: the built-in synthetic trace)")
-	f.StringSliceVar(&opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers: static, continuous, chunked")
-	f.StringSliceVar(&opts.Controllers, "controller", []string{"max"}, "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S]")
-	f.StringSliceVar(&opts.Normalize, "normalize", []string{"none"}, "offered-utilization targets, 0 < U < 1, or none")
+	addListFlag(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
+	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "Azure-format trace CSVs (embedded: the built-in synthetic trace)")
+	addListFlag(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
+	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S]")
+	addListFlag(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
 	for i, pp := range plantParams {
-		f.StringSliceVar(&plantValues[i], pp.flag, nil, pp.usage+" (comma-separated values; default: simulate's)")
+		addListFlag(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
 	}
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
 	f.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "runs at a time")
@@ -241,7 +241,7 @@ func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 	for _, path := range o.Profiles {
 		if path == embeddedDefault {
 			in.profiles[path] = profile.Default()
-		} else if p, err := profile.Load(path); err != nil {
+		} else if p, err := profile.Load(profile.ResolvePath(path)); err != nil {
 			in.profileErrs[path] = err
 		} else {
 			in.profiles[path] = p

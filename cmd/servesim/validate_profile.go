@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -89,7 +87,7 @@ func runValidateProfile(s *streams, opts *validateProfileOptions) error {
 	var result validateProfileResult
 	var failures []string
 	for _, arg := range opts.Paths {
-		v := verdictFor(profileCSVPath(arg), opts.RequireMeasured)
+		v := verdictFor(profile.ResolvePath(arg), opts.RequireMeasured)
 		if !v.Valid {
 			failures = append(failures, *v.Error)
 		}
@@ -111,14 +109,6 @@ func runValidateProfile(s *streams, opts *validateProfileOptions) error {
 		return fmt.Errorf("%w: %s", errValidationFailed, failures[0])
 	}
 	return fmt.Errorf("%w: %d of %d profiles are invalid; first: %s", errValidationFailed, len(failures), len(opts.Paths), failures[0])
-}
-
-// profileCSVPath resolves PATH: a folder means its l4_profile.csv.
-func profileCSVPath(arg string) string {
-	if info, err := os.Stat(arg); err == nil && info.IsDir() {
-		return filepath.Join(arg, "l4_profile.csv")
-	}
-	return arg
 }
 
 // verdictFor validates one profile.

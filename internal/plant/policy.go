@@ -178,6 +178,12 @@ func (f FixedClock) Name() string { return "fixed_" + formatG(f.MHz) + "_mhz" }
 // RequestClock implements ClockController.
 func (f FixedClock) RequestClock(Observation) float64 { return f.MHz }
 
+// Level is the level of profile p that the plant runs for this request
+// before thermal and power protection: the highest level not above MHz,
+// or the lowest level for a request below every level (QuantizeClock
+// downward).
+func (f FixedClock) Level(p *profile.Profile) float64 { return p.QuantizeClock(f.MHz, true) }
+
 // formatG formats x like Python's format(x, "g"): six significant digits,
 // trailing zeros removed, exponent form below 1e-4 and from 1e6.
 func formatG(x float64) string {
@@ -264,6 +270,13 @@ func (s *SampleAndHold) RequestClock(obs Observation) float64 {
 	}
 	return s.held
 }
+
+// SchedulerNames are the names NewScheduler accepts, in its order.
+var SchedulerNames = []string{"static", "continuous", "chunked"}
+
+// ControllerNames are the controller specs NewController accepts without an
+// argument; fixed:MHZ and sampled-reactive:PERIOD_S take one.
+var ControllerNames = []string{"max", "min", "reactive", "sampled-reactive"}
 
 // NewScheduler returns the built-in scheduler called name: static,
 // continuous or chunked.

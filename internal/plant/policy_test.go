@@ -124,3 +124,28 @@ func TestActionValidate(t *testing.T) {
 	assert.Error(t, Action{Phase: profile.PhaseInterleaved}.Validate())
 	assert.Error(t, Action{Phase: profile.PhasePrefill, MaxPrefillTokens: -1}.Validate())
 }
+
+func TestFixedClockLevelIsTheLevelThePlantRuns(t *testing.T) {
+	prof := profile.Default() // levels 420, 690, ..., 2040 MHz, 270 apart
+	tests := []struct{ mhz, want float64 }{
+		{1000, 960},
+		{960, 960},
+		{959.999, 690},
+		{100, 420},
+		{3000, 2040},
+		{2040, 2040},
+	}
+	requests := []Request{{ID: 0, PromptTokens: 500, OutputTokens: 5}}
+	p := NewPlant(prof)
+	p.PowerLimitW = 1000 // no power governor: the realized clock is the level
+	for _, tt := range tests {
+		f := FixedClock{MHz: tt.mhz}
+		assert.Equal(t, tt.want, f.Level(prof), "fixed:%v", tt.mhz)
+		res, err := Simulate(requests, p, StaticBatch{}, f, Options{})
+		require.NoError(t, err)
+		for i := range res.Trajectory.Len() {
+			assert.Equal(t, tt.want, res.Trajectory.RealizedClockMHz[i], "fixed:%v step %d", tt.mhz, i)
+			assert.Equal(t, tt.mhz, res.Trajectory.RequestedClockMHz[i], "fixed:%v step %d", tt.mhz, i)
+		}
+	}
+}

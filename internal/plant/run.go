@@ -46,6 +46,11 @@ type Provenance struct {
 	TraceSHA256          string `json:"trace_sha256"`          // SHA-256 hex of the trace bytes read
 	RequestsLoaded       int    `json:"requests_loaded"`       // requests in the trace as loaded
 	ServesimVersion      string `json:"servesim_version"`      // version of servesim that ran
+	// FixedClockLevelMHz is the profile level a fixed:MHZ controller's
+	// request is quantized down to (FixedClock.Level), which differs from
+	// the request when the profile has no such level; nil (null) for the
+	// other controllers.
+	FixedClockLevelMHz *float64 `json:"fixed_clock_level_mhz"`
 }
 
 // Run normalizes w if asked, simulates it under cfg and returns the report.
@@ -67,6 +72,11 @@ func Run(w Workload, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	prof := cfg.Plant.Profile
+	var fixedLevel *float64
+	if f, ok := cfg.Controller.(FixedClock); ok {
+		level := f.Level(prof)
+		fixedLevel = &level
+	}
 	return &Report{
 		Result:   *res,
 		Summary:  res.Summary(),
@@ -83,6 +93,7 @@ func Run(w Workload, cfg Config) (*Report, error) {
 			TraceSHA256:          w.SHA256,
 			RequestsLoaded:       len(w.Requests),
 			ServesimVersion:      cfg.Version,
+			FixedClockLevelMHz:   fixedLevel,
 		},
 	}, nil
 }

@@ -18,7 +18,7 @@ func TestRunIsNormalizeThenSimulate(t *testing.T) {
 		Plant:       NewPlant(prof),
 		Scheduler:   ChunkedPrefill{},
 		Controller:  Reactive{},
-		Normalize:   0.5,
+		Normalize:   0.1, // the embedded trace offers about 0.2: this dilates it
 		Options:     Options{Stride: 10},
 		ProfilePath: "p.csv",
 		Version:     "v1",
@@ -26,7 +26,7 @@ func TestRunIsNormalizeThenSimulate(t *testing.T) {
 	report, err := Run(w, cfg)
 	require.NoError(t, err)
 
-	normalized, dilation, err := NormalizeOfferedLoad(w.Requests, prof, 0.5)
+	normalized, dilation, err := NormalizeOfferedLoad(w.Requests, prof, 0.1)
 	require.NoError(t, err)
 	direct, err := Simulate(normalized, cfg.Plant, ChunkedPrefill{}, Reactive{}, Options{Stride: 10})
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func TestNormalizeInPlaceGivesTheSameReport(t *testing.T) {
 	w, err := DefaultTrace(600)
 	require.NoError(t, err)
 	original := slices.Clone(w.Requests)
-	cfg := Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: 0.5}
+	cfg := Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: 0.1}
 	copied, err := Run(w, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, original, w.Requests, "by default the workload is left as it was")
@@ -104,5 +104,27 @@ func TestConcurrentRunsShareInputs(t *testing.T) {
 	for i := range specs {
 		require.NoError(t, errs[i])
 		assert.Equal(t, want[i], got[i], specs[i])
+	}
+}
+
+func TestRunRecordsTheFixedClockLevel(t *testing.T) {
+	w, err := DefaultTrace(60)
+	require.NoError(t, err)
+	tests := []struct {
+		spec string
+		want *float64
+	}{
+		{"fixed:1000", new(960.0)},
+		{"fixed:960", new(960.0)},
+		{"fixed:100", new(420.0)},
+		{"max", nil},
+		{"sampled-reactive", nil},
+	}
+	for _, tt := range tests {
+		c, err := NewController(tt.spec)
+		require.NoError(t, err)
+		report, err := Run(w, Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}, Controller: c, Options: Options{Summary: true}})
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, report.Provenance.FixedClockLevelMHz, tt.spec)
 	}
 }

@@ -9,11 +9,13 @@ import (
 	"time"
 )
 
-// SyntheticTrace describes a seeded synthetic arrival trace whose statistics
-// resemble the Azure LLM inference trace 2023 (code): about 2.57 requests
-// per second arriving in bursts, lognormal prompt and output lengths with
-// the code trace's medians (about 1100 and 16 tokens) and spreads, clamped
-// to its ranges. It is a model of that trace, not a sample of it.
+// SyntheticTrace describes a seeded synthetic arrival trace: bursty
+// arrivals and lognormal prompt and output lengths. CodeTraceLike
+// configures it to resemble the Azure LLM inference trace 2023 (code):
+// about 2.57 requests per second arriving in bursts, lognormal prompt and
+// output lengths with the code trace's medians (about 1100 and 16 tokens)
+// and spreads, clamped to its ranges; a model of that trace, not a sample
+// of it. DefaultTraceConfig is the embedded default trace.
 //
 // Arrivals: a burst holds a geometric number of requests (mean
 // MeanBurstSize) spaced by exponential gaps of mean BurstGapS; the next

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+)
+
+// formatsByCommand lists the --format values of each command, for shell
+// completion; each command's check accepts exactly these.
+var formatsByCommand = map[string][]string{
+	"simulate":         {"json", "table"},
+	"sweep":            {"jsonl", "csv", "table"},
+	"scenarios":        {"json", "table"},
+	"diagnose":         {"json", "table"},
+	"validate-profile": {"json", "text"},
+}
+
+// routerNames are the values of --router, where a command has it.
+var routerNames = []string{"round-robin", "random", "least-outstanding", "least-tokens"}
+
+// fileFlags are the flags that name files, with the extensions the shell
+// offers for them (none: any file). A folder is always offered, so a
+// profile bundle folder completes too.
+var fileFlags = map[string][]string{
+	"profile":  {"csv"},
+	"trace":    {"csv"},
+	"profiles": {"json"},
+	"output":   nil,
+	"plot":     {"png", "svg"},
+}
+
+// registerCompletions makes the shell complete flag values for every
+// subcommand of root: the choices of --scheduler, --controller, --format
+// and --router, and file names for the file flags. A command completes only
+// the flags it has.
+func registerCompletions(root *cobra.Command) {
+	for _, cmd := range root.Commands() {
+		f := cmd.Flags()
+		has := func(name string) bool { return f.Lookup(name) != nil }
+		if has("scheduler") {
+			_ = cmd.RegisterFlagCompletionFunc("scheduler", choices(plant.SchedulerNames))
+		}
+		if has("controller") {
+			_ = cmd.RegisterFlagCompletionFunc("controller", completeController)
+		}
+		if formats, ok := formatsByCommand[cmd.Name()]; ok && has("format") {
+			_ = cmd.RegisterFlagCompletionFunc("format", choices(formats))
+		}
+		if has("router") {
+			_ = cmd.RegisterFlagCompletionFunc("router", choices(routerNames))
+		}
+		for name, extensions := range fileFlags {
+			if has(name) {
+				_ = cmd.MarkFlagFilename(name, extensions...)
+			}
+		}
+	}
+}
+
+// choices completes a flag from a fixed set of values.
+func choices(values []string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return completeItems(toComplete, values), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeItems returns the values that complete toComplete. For a comma
+// list (sweep's axes) only the item after the last comma is completed, and
+// the items before it are kept.
+func completeItems(toComplete string, values []string) []cobra.Completion {
+	head := ""
+	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
+		head, toComplete = toComplete[:i+1], toComplete[i+1:]
+	}
+	var out []cobra.Completion
+	for _, v := range values {
+		if strings.HasPrefix(v, toComplete) {
+			out = append(out, head+v)
+		}
+	}
+	return out
+}
+
+// completeController completes --controller: the controllers, and fixed:MHZ
+// for every clock level of the profile given with --profile (the embedded
+// proxy's without one, or when it does not load).
+func completeController(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	values := append([]string{}, plant.ControllerNames...)
+	for _, mhz := range completionProfile(cmd).ClockMHz {
+		values = append(values, "fixed:"+formatMHz(mhz))
+	}
+	return completeItems(toComplete, values), cobra.ShellCompDirectiveNoFileComp
+}
+
+// completionProfile is the profile named by the command's --profile when
+// it names exactly one that loads, else the embedded proxy.
+func completionProfile(cmd *cobra.Command) *profile.Profile {
+	f := cmd.Flags().Lookup("profile")
+	if f == nil || !f.Changed {
+		return profile.Default()
+	}
+	path := profileFlagPath(f)
+	if path == "" || path == embeddedDefault {
+		return profile.Default()
+	}
+	p, err := profile.Load(profile.ResolvePath(path))
+	if err != nil {
+		return profile.Default()
+	}
+	return p
+}
+
+// profileFlagPath is the one path a --profile flag holds, or "" when it
+// holds several.
+func profileFlagPath(f *pflag.Flag) string {
+	if list, ok := f.Value.(*listValue); ok {
+		if len(*list.items) != 1 {
+			return ""
+		}
+		return (*list.items)[0]
+	}
+	return f.Value.String()
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSplitList(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"static,chunked", []string{"static", "chunked"}},
+		{"static, chunked", []string{"static", "chunked"}},
+		{" static ,\tchunked ", []string{"static", "chunked"}},
+		{"max", []string{"max"}},
+		{"", nil},
+		{"a,,b", []string{"a", "", "b"}},
+		{`"a,b.csv", c.csv`, []string{"a,b.csv", "c.csv"}},
+		{`"say ""hi""",x`, []string{`say "hi"`, "x"}},
+		{"a\nb,c", []string{"a", "b", "c"}},
+	}
+	for _, tt := range tests {
+		got, err := splitList(tt.in)
+		require.NoError(t, err, "%q", tt.in)
+		assert.Equal(t, tt.want, got, "%q", tt.in)
+	}
+	for _, bad := range []string{`a"b`, `"a`, `"a"b`} {
+		_, err := splitList(bad)
+		assert.ErrorIs(t, err, errBadList, "%q", bad)
+	}
+}
+
+func TestListFlagReplacesTheDefaultThenAppends(t *testing.T) {
+	var items []string
+	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+	addListFlag(cmd, &items, "scheduler", []string{"chunked"}, "schedulers", "")
+	assert.Equal(t, []string{"chunked"}, items)
+	assert.Equal(t, "[chunked]", cmd.Flags().Lookup("scheduler").DefValue)
+	require.NoError(t, cmd.Flags().Parse([]string{"--scheduler", "static, continuous", "--scheduler=chunked"}))
+	assert.Equal(t, []string{"static", "continuous", "chunked"}, items)
+	assert.True(t, cmd.Flags().Changed("scheduler"))
+
+	var none []string
+	addListFlag(cmd, &none, "power-limit", nil, "values", "")
+	assert.Empty(t, cmd.Flags().Lookup("power-limit").DefValue, "an empty default shows no default in help")
+}
+
+func TestSweepAxesAcceptSpaces(t *testing.T) {
+	got, code, _, stderr := parseFlags(t, "sweep", newSweepCmd,
+		"--scheduler", "static, chunked", "--controller", " max , fixed:960", "--normalize", "none, 0.5", "--power-limit", "55, 64.8")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, []string{"static", "chunked"}, got.Schedulers)
+	assert.Equal(t, []string{"max", "fixed:960"}, got.Controllers)
+	assert.Equal(t, []string{"none", "0.5"}, got.Normalize)
+	assert.Equal(t, []string{"55", "64.8"}, got.PlantAxes["power-limit"])
+	assert.Len(t, got.cells, 16)
+}

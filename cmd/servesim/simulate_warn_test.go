@@ -1,0 +1,60 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+)
+
+func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
+	requests := func(last float64) []plant.Request {
+		return []plant.Request{{ID: 0, ArrivalTimeS: 0}, {ID: 1, ArrivalTimeS: last}}
+	}
+	tests := []struct {
+		name       string
+		last       float64
+		maxSimTime float64
+		unfinished float64
+		want       string
+	}{
+		{"arrivals within the cap", 3500, 3600, 1, ""},
+		{"arrivals at the cap", 3600, 3600, 1, ""},
+		{"past the cap", 5838.2, 3600, 812,
+			"servesim: 812 of 2 requests could not complete: arrivals run to 5838.2 s, past --max-sim-time 3600; " +
+				"--max-sim-time 6480 covers them (the last arrival plus 10%, rounded up to a minute)\n"},
+		{"a minute exactly", 5400, 10, 1,
+			"servesim: 1 of 2 requests could not complete: arrivals run to 5400.0 s, past --max-sim-time 10; " +
+				"--max-sim-time 5940 covers them (the last arrival plus 10%, rounded up to a minute)\n"},
+		{"past the cap but nothing unfinished", 5000, 3600, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _, errOut := testStreams("")
+			warnArrivalsPastMaxSimTime(s, requests(tt.last), tt.maxSimTime, tt.unfinished)
+			assert.Equal(t, tt.want, errOut.String())
+		})
+	}
+}
+
+func TestWarnFixedClock(t *testing.T) {
+	prof := profile.Default() // levels 420, 690, 960, ..., 2040 MHz
+	tests := []struct{ spec, want string }{
+		{"fixed:1000", "servesim: --controller fixed:1000: the profile has no 1000 MHz level; using 960 MHz (the highest level below it)\n"},
+		{"fixed:1000.5", "servesim: --controller fixed:1000.5: the profile has no 1000.5 MHz level; using 960 MHz (the highest level below it)\n"},
+		{"fixed:100", "servesim: --controller fixed:100: the profile has no 100 MHz level; using 420 MHz (its lowest level)\n"},
+		{"fixed:9000", "servesim: --controller fixed:9000: the profile has no 9000 MHz level; using 2040 MHz (its highest level)\n"},
+		{"fixed:960", ""},
+		{"max", ""},
+		{"sampled-reactive:2", ""},
+	}
+	for _, tt := range tests {
+		ctrl, err := plant.NewController(tt.spec)
+		assert.NoError(t, err)
+		s, _, errOut := testStreams("")
+		warnFixedClock(s, tt.spec, ctrl, prof)
+		assert.Equal(t, tt.want, errOut.String(), tt.spec)
+	}
+}
