@@ -58,11 +58,11 @@ func (e *LimitError) Error() string {
 
 // FormatCount writes a count of steps or samples over a limit: with three
 // significant digits ("3.6e+12"), in full when it is below ten million or
-// when three digits would not show it above the limit, and "more than
-// 1.8e+308" past the float range.
+// when three digits would not show it above the limit, and "over 1.8e+308"
+// past the float range.
 func FormatCount(x, limit float64) string {
 	if math.IsInf(x, 1) {
-		return "more than 1.8e+308"
+		return "over 1.8e+308"
 	}
 	short := strconv.FormatFloat(x, 'g', 3, 64)
 	if rounded, _ := strconv.ParseFloat(short, 64); x < 1e7 || (rounded <= limit && x < 1e18) {

@@ -37,7 +37,7 @@ func TestCheckWork(t *testing.T) {
 		{"1e-9 s steps", 1e-9, 3600, Options{Summary: true}, LimitSteps,
 			"maximum_simulation_time_s 3600 / time_step_s 1e-09 = 3.6e+12 simulation steps: more than max_steps 1e+09"},
 		{"1e-300 s steps", 1e-300, 3600, Options{Summary: true}, LimitSteps, "= 3.6e+303 simulation steps"},
-		{"a quotient past the float range", 1e-320, 3600, Options{Summary: true}, LimitSteps, "= more than 1.8e+308 simulation steps"},
+		{"a quotient past the float range", 1e-320, 3600, Options{Summary: true}, LimitSteps, "= over 1.8e+308 simulation steps"},
 		{"1e18 s of simulated time", 0.1, 1e18, Options{Summary: true}, LimitSteps, "= 1e+19 simulation steps"},
 		{"raised step limit", 1e-6, 3600, Options{Summary: true, MaxSteps: 4e9}, "", ""},
 		{"just over a raised limit", 1e-6, 3600, Options{Summary: true, MaxSteps: 3.6e9}, LimitSteps, "more than max_steps 3.6e+09"},

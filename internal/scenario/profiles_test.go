@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -101,6 +103,31 @@ func TestParseProfilesErrors(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n")
 		})
 	}
+}
+
+// zeros is /dev/zero.
+type zeros struct{ read int64 }
+
+func (z *zeros) Read(p []byte) (int, error) {
+	clear(p)
+	z.read += int64(len(p))
+	return len(p), nil
+}
+
+func TestParseProfilesCapsWhatItReads(t *testing.T) {
+	z := &zeros{}
+	_, err := ParseProfiles(z, "/dev/zero")
+	require.EqualError(t, err, "profiles /dev/zero: larger than the 16 MiB cap")
+	assert.LessOrEqual(t, z.read, MaxProfilesBytes+64<<10)
+
+	path := filepath.Join(t.TempDir(), "sparse.json")
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	require.NoError(t, os.Truncate(path, 30<<30))
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = ParseProfiles(f, path)
+	require.EqualError(t, err, "profiles "+path+": 30 GiB: larger than the 16 MiB cap")
 }
 
 // FuzzParseProfiles checks that any input either fails with a one-line
