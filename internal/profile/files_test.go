@@ -119,12 +119,12 @@ func TestBundleFilesMustBeRegularFilesInTheBundle(t *testing.T) {
 		{"a FIFO profile", func(t *testing.T, dir string) string {
 			replaceWith(t, filepath.Join(dir, profiletest.ProfileCSV), func(p string) error { return syscall.Mkfifo(p, 0o644) })
 			return dir
-		}, "profile_csv", "l4_profile.csv: is a FIFO, not a regular file", false, nil},
+		}, "profile_csv", "cannot read the profile: is a FIFO, not a regular file", false, nil},
 		{"a profile linked out of its folder", func(t *testing.T, dir string) string {
 			require.NoError(t, os.Remove(filepath.Join(dir, profiletest.ProfileCSV)))
 			require.NoError(t, os.Symlink(outside, filepath.Join(dir, profiletest.ProfileCSV)))
 			return dir
-		}, "profile_csv", "l4_profile.csv: is a symbolic link that leads out of the folder", false, []string{outsideSum, "root:x"}},
+		}, "profile_csv", "cannot read the profile: is a symbolic link that leads out of the folder", false, []string{outsideSum, "root:x"}},
 		{"a manifest linked out of its folder", func(t *testing.T, dir string) string {
 			require.NoError(t, os.Remove(filepath.Join(dir, profiletest.ManifestJSON)))
 			require.NoError(t, os.Symlink(outside, filepath.Join(dir, profiletest.ManifestJSON)))
@@ -145,7 +145,7 @@ func TestBundleFilesMustBeRegularFilesInTheBundle(t *testing.T) {
 		{"a sparse 30 GiB profile", func(t *testing.T, dir string) string {
 			require.NoError(t, os.Truncate(filepath.Join(dir, profiletest.ProfileCSV), 30<<30))
 			return dir
-		}, "profile_csv", "l4_profile.csv: is 30 GiB: larger than the 16 MiB cap", false, nil},
+		}, "profile_csv", "cannot read the profile: is 30 GiB: larger than the 16 MiB cap", false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -112,7 +112,7 @@ func readProfileCSV(c *checkList, folder *profileFolder, name string) (*csvTable
 	path := c.report.Path
 	data, sum, info, err := folder.read(name, MaxProfileBytes)
 	if err != nil {
-		c.fail("profile_csv", fmt.Sprintf("cannot read the profile %s: %s", path, fileReason(err)))
+		c.fail("profile_csv", "cannot read the profile: "+fileReason(err))
 		return nil, profileFile{name: name}
 	}
 	c.report.ProfileCSVSHA256 = sum
