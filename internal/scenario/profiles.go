@@ -14,7 +14,8 @@ import (
 )
 
 // MaxProfilesBytes bounds a profiles file, which lists a few engines: a
-// larger one fails with a *limits.TooLargeError before it is read whole.
+// larger one fails with a *limits.TooLargeError before it is read whole,
+// and a NUL byte (not JSON) stops the reading at once.
 const MaxProfilesBytes = 16 * limits.MiB
 
 // profileFields are the seed's EngineProfile field names, in its order.
@@ -32,7 +33,11 @@ var profileFields = []string{
 // error naming the file, the line, the profile and the field. name is what
 // errors call the input.
 func ParseProfiles(r io.Reader, name string) ([]EngineProfile, error) {
-	data, err := limits.ReadAll(r, MaxProfilesBytes)
+	data, err := io.ReadAll(limits.NewText(r, MaxProfilesBytes, MaxProfilesBytes))
+	var lineErr *limits.LineError
+	if errors.As(err, &lineErr) {
+		return nil, fmt.Errorf("profiles %s line %d: %s", name, lineErr.Line, lineErr.Reason)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("profiles %s: %w", name, err)
 	}

@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -114,11 +115,24 @@ func (z *zeros) Read(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// endlessSpaces is an endless run of blank lines.
+type endlessSpaces struct{}
+
+func (endlessSpaces) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = " \n"[i%2]
+	}
+	return len(p), nil
+}
+
 func TestParseProfilesCapsWhatItReads(t *testing.T) {
 	z := &zeros{}
 	_, err := ParseProfiles(z, "/dev/zero")
-	require.EqualError(t, err, "profiles /dev/zero: larger than the 16 MiB cap")
-	assert.LessOrEqual(t, z.read, MaxProfilesBytes+64<<10)
+	require.EqualError(t, err, "profiles /dev/zero line 1: contains a NUL byte: expected text")
+	assert.LessOrEqual(t, z.read, int64(64<<10))
+
+	_, err = ParseProfiles(io.LimitReader(endlessSpaces{}, MaxProfilesBytes+1), "spaces.json")
+	require.EqualError(t, err, "profiles spaces.json: larger than the 16 MiB cap")
 
 	path := filepath.Join(t.TempDir(), "sparse.json")
 	require.NoError(t, os.WriteFile(path, nil, 0o644))
