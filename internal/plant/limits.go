@@ -15,7 +15,7 @@ const (
 	// 0.3-0.4 µs with a few active requests).
 	DefaultMaxSteps = 1e9
 	// MaxTrajectorySamples bounds the trajectory a run keeps (Options
-	// without Summary): 1e7 samples take about 1.4 GB of memory and 1.5 GB
+	// without Summary): 1e7 samples take about 1.4 GB of memory and 1.1 GB
 	// of JSON. Options.Stride or Options.Summary keep a longer run within it.
 	MaxTrajectorySamples = 1e7
 )
