@@ -105,6 +105,8 @@ func (o *scenariosOptions) check(cmd *cobra.Command) error {
 	switch {
 	case o.Requests < 1:
 		return usageErrorf("--requests %d: expected at least 1", o.Requests)
+	case o.Requests > scenario.MaxAgentRequests:
+		return usageErrorf("--requests %d: more than the limit of %d requests of the synthetic agent trace", o.Requests, scenario.MaxAgentRequests)
 	case !positiveFinite(o.RPS):
 		return usageErrorf("--rps %v: expected a positive, finite rate", o.RPS)
 	case !positiveFinite(o.Benchmark.TTFTSLOMS):

@@ -30,6 +30,8 @@ type simulateOptions struct {
 	Plot   plotOptions
 	// Plant holds the plant flags; its Profile is set once loaded.
 	Plant plant.Plant
+	// MaxSteps is --max-steps, the step limit of the run.
+	MaxSteps float64
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -73,6 +75,7 @@ governor and whole steps make the plant busier than that.`,
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
+	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
 	return cmd
@@ -98,6 +101,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	}
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
+	}
+	if err := checkSimulateWork(o); err != nil {
+		return err
 	}
 	return o.Plot.check()
 }
@@ -128,6 +134,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		// then thin the document as --stride and --summary ask.
 		options = plant.Options{Stride: 1}
 	}
+	options.MaxSteps = o.MaxSteps
 	report, err := plant.Run(workload, plant.Config{
 		Plant:      o.Plant,
 		Scheduler:  sched,

@@ -37,6 +37,7 @@ func TestSimulateFlagDefaults(t *testing.T) {
 	assert.Empty(t, o.TracePath)
 	assert.Equal(t, "json", o.Format)
 	assert.Empty(t, o.Plot.Path)
+	assert.Equal(t, plant.DefaultMaxSteps, o.MaxSteps)
 }
 
 func TestSimulateFlagsSetEveryField(t *testing.T) {
@@ -46,7 +47,7 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		"--time-step", "0.05", "--kv-capacity", "65536", "--kv-reserve", "512", "--max-active", "32",
 		"--ambient", "30", "--thermal-tau", "20", "--thermal-resistance", "0.6", "--power-limit", "70",
 		"--thermal-limit", "80", "--horizon", "120", "--max-sim-time", "86400",
-		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg")
+		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg", "--max-steps", "5e9")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, plant.Plant{
 		TimeStepS: 0.05, KVCapacityTokens: 65536, DecodeKVReserveTokensPerActive: 512, MaxActiveRequests: 32,
@@ -56,7 +57,7 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 	assert.Equal(t, &simulateOptions{
 		ProfilePath: "p.csv", TracePath: "-", MaxElapsedS: 300, Normalize: 0.8, Scheduler: "static",
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
-		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant,
+		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9,
 	}, o)
 }
 

@@ -38,6 +38,10 @@ type sweepOptions struct {
 	Shard       string
 	Quiet       bool
 	Output      outputOptions
+	// MaxCells and MaxSteps are --max-cells and --max-steps: the runs of
+	// this process and the steps of each.
+	MaxCells int
+	MaxSteps float64
 
 	axes  []sweep.Axis
 	cells []sweep.Cell
@@ -96,6 +100,8 @@ lowest energy per output token (ties: the earlier run).`,
 	f.Float64Var(&opts.TPOTSLOS, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
 	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
+	f.IntVar(&opts.MaxCells, "max-cells", sweep.DefaultMaxCells, "refuse a sweep (or shard) of more than `N` runs")
+	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -147,15 +153,47 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 	if err := o.checkPlantValues(); err != nil {
 		return usageError{err}
 	}
-	o.cells = sweep.Grid(o.axes)
+	if err := o.checkWork(); err != nil {
+		return err
+	}
+	i, n := 1, 1
 	if o.Shard != "" {
-		i, n, err := sweep.ParseShard(o.Shard)
-		if err != nil {
+		var err error
+		if i, n, err = sweep.ParseShard(o.Shard); err != nil {
 			return usageError{err}
 		}
-		o.cells = sweep.Shard(o.cells, i, n)
 	}
+	if o.MaxCells < 1 {
+		return usageErrorf("--max-cells %d: expected at least 1", o.MaxCells)
+	}
+	cells, err := sweep.Plan(o.axes, i, n, o.MaxCells)
+	if err != nil {
+		return sweepLimitError(o.axes, err)
+	}
+	o.cells = cells
 	return nil
+}
+
+// checkWork refuses a sweep whose longest run (the largest --max-sim-time
+// over the smallest --time-step) could take more steps than --max-steps.
+// It runs after checkPlantValues, so every value parses and is positive.
+func (o *sweepOptions) checkWork() error {
+	if err := checkMaxSteps(o.MaxSteps); err != nil {
+		return err
+	}
+	p := plant.NewPlant(nil)
+	extreme := func(flag string, field *float64, pick func(a, b float64) float64) {
+		for i, v := range o.PlantAxes[flag] {
+			x, _ := paramByFlag(flag).parseValue(v)
+			if i == 0 {
+				*field = x
+			}
+			*field = pick(*field, x)
+		}
+	}
+	extreme("time-step", &p.TimeStepS, math.Min)
+	extreme("max-sim-time", &p.MaxSimulationTimeS, math.Max)
+	return workLimitError(plant.CheckWork(p, plant.Options{Summary: true, MaxSteps: o.MaxSteps}), false)
 }
 
 // checkAxisValue parses one value of a named axis.
@@ -303,7 +341,7 @@ func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
 		Scheduler:   sched,
 		Controller:  ctrl,
 		Normalize:   normalize,
-		Options:     plant.Options{Summary: true},
+		Options:     plant.Options{Summary: true, MaxSteps: o.MaxSteps},
 		ProfilePath: recordedPath,
 		Version:     resolvedVersion(),
 	})

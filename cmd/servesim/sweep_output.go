@@ -228,6 +228,14 @@ func summaryValues(s *plant.Summary) []string {
 	return out
 }
 
+// csvSummaryRenames gives the summary fields that share a name with an
+// axis of every sweep their simulate document's names (controller_name,
+// scheduler_name), so that every CSV column has its own name: the axis
+// holds the flag value ("chunked"), the summary field the scheduler's name
+// ("chunked_prefill_scheduler"). Another summary field named like an axis
+// (reporting_horizon_s, with a --horizon axis) is written as summary_NAME.
+var csvSummaryRenames = map[string]string{"controller": "controller_name", "scheduler": "scheduler_name"}
+
 // sweepCSV writes one CSV row per run: cell, axis values, error, summary.
 func sweepCSV(axes []sweep.Axis, records []sweepRecord) ([]byte, error) {
 	var buf bytes.Buffer
@@ -237,7 +245,19 @@ func sweepCSV(axes []sweep.Axis, records []sweepRecord) ([]byte, error) {
 		header = append(header, axisKey(a.Name))
 	}
 	columns := summaryColumns()
-	header = append(append(header, "error"), columns...)
+	header = append(header, "error")
+	axisColumns := map[string]bool{}
+	for _, name := range header {
+		axisColumns[name] = true
+	}
+	for _, c := range columns {
+		if renamed, ok := csvSummaryRenames[c]; ok {
+			c = renamed
+		} else if axisColumns[c] {
+			c = "summary_" + c
+		}
+		header = append(header, c)
+	}
 	if err := w.Write(header); err != nil {
 		return nil, err
 	}

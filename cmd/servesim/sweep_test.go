@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/plant"
 	"servesim/internal/shared"
 )
 
@@ -117,21 +119,37 @@ func jsonNumber(x float64) string {
 	return string(b)
 }
 
+// runSweepOK runs a sweep that must succeed: exit 0, nothing on stderr,
+// and every one of its want records a run with metrics and no error. It
+// returns stdout.
+func runSweepOK(t *testing.T, want int, args ...string) string {
+	t.Helper()
+	code, out, errOut := runCLI(t, append([]string{"sweep"}, args...)...)
+	require.Equal(t, exitOK, code, errOut)
+	require.Empty(t, errOut)
+	runs, _ := decodeRecords(t, out)
+	require.Len(t, runs, want)
+	for _, r := range runs {
+		require.Nil(t, r["error"], "cell %v", r["cell"])
+		require.NotNil(t, r["metrics"], "cell %v", r["cell"])
+		require.Positive(t, r["metrics"].(map[string]any)["completed_fraction"], "cell %v", r["cell"])
+	}
+	return out
+}
+
 func TestSweepOutputIsIdenticalWhateverTheJobs(t *testing.T) {
-	args := []string{"sweep", "--max-elapsed", "60", "--scheduler", "static,continuous,chunked",
+	args := []string{"--max-elapsed", "60", "--scheduler", "static,continuous,chunked",
 		"--controller", "max,min,reactive", "--normalize", "none,0.7"}
-	_, one, _ := runCLI(t, append(args, "--jobs", "1")...)
-	_, two, _ := runCLI(t, append(args, "--jobs", "2")...)
-	_, many, _ := runCLI(t, append(args, "--jobs", "7")...)
-	require.NotEmpty(t, one)
+	one := runSweepOK(t, 18, append(args, "--jobs", "1")...)
+	two := runSweepOK(t, 18, append(args, "--jobs", "2")...)
+	many := runSweepOK(t, 18, append(args, "--jobs", "7")...)
 	assert.Equal(t, one, two)
 	assert.Equal(t, one, many)
 }
 
 func TestSweepShardsConcatenateToTheWholeGrid(t *testing.T) {
 	args := []string{"sweep", "--max-elapsed", "30", "--scheduler", "static,chunked", "--controller", "max,min,reactive"}
-	_, whole, _ := runCLI(t, args...)
-	wholeRuns, _ := decodeRecords(t, whole)
+	wholeRuns, _ := decodeRecords(t, runSweepOK(t, 6, args[1:]...))
 	var joined []map[string]any
 	for _, shard := range []string{"1/4", "2/4", "3/4", "4/4"} {
 		code, out, errOut := runCLI(t, append(args, "--shard", shard)...)
@@ -199,14 +217,69 @@ func TestSweepCSVAndTable(t *testing.T) {
 	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	require.NoError(t, err)
 	require.Len(t, rows, 5)
-	assert.Equal(t, []string{"cell", "profile", "trace", "scheduler", "controller", "normalize", "power_limit_w", "error", "controller"}, rows[0][:9])
+	assert.Equal(t, []string{"cell", "profile", "trace", "scheduler", "controller", "normalize", "power_limit_w", "error", "controller_name", "scheduler_name"}, rows[0][:10])
 	assert.Contains(t, rows[0], "p95_ttft_s")
+	assert.Equal(t, "chunked", rows[1][3])
+	assert.Equal(t, "chunked_prefill_scheduler", rows[1][9])
 	assert.Equal(t, "64.8", rows[4][6])
 
 	code, out, errOut = runCLI(t, append(args, "--format", "table")...)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "p95 TTFT (s)")
 	assert.Contains(t, out, "Pareto front")
+}
+
+// TestSweepCSVHeaderNamesEveryColumnOnce gives every axis, so that every
+// axis column and every summary column is in the header.
+func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
+	args := []string{"sweep", "--max-elapsed", "10", "--format", "csv"}
+	for _, pp := range plantParams {
+		p := plant.NewPlant(nil)
+		args = append(args, "--"+pp.flag, strconv.FormatFloat(pp.get(&p), 'g', -1, 64))
+	}
+	code, out, errOut := runCLI(t, args...)
+	require.Equal(t, exitOK, code, errOut)
+	rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, rows, 2)
+	seen := map[string]bool{}
+	for _, name := range rows[0] {
+		assert.False(t, seen[name], "column %q appears twice", name)
+		seen[name] = true
+	}
+	assert.Len(t, rows[0], 1+5+len(plantParams)+1+len(summaryColumns()))
+}
+
+func TestSweepRefusesGridsPastTheLimits(t *testing.T) {
+	many := func(v string, n int) string { return strings.TrimSuffix(strings.Repeat(v+",", n), ",") }
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"1e12 cells", []string{"--power-limit", many("60", 1000), "--kv-capacity", many("1", 1000), "--horizon", many("1", 1000), "--max-active", many("1", 1000)},
+			"servesim: sweep: the grid of --profile x --trace x --scheduler x --controller x --normalize x --kv-capacity x --max-active x --power-limit x --horizon = 1 x 1 x 1 x 1 x 1 x 1000 x 1000 x 1000 x 1000 = 1000000000000 cells: more than --max-cells 100000 (raise --max-cells or run it in shards with --shard I/N)\n"},
+		{"a cell count that overflows", []string{"--power-limit", many("60", 65536), "--kv-capacity", many("1", 65536), "--horizon", many("1", 65536), "--max-active", many("1", 65536), "--shard", "1/9000000000000000000"},
+			"= 1.84e+19 cells: more than a sweep can index (9.2e+18)\n"},
+		{"a lowered limit", []string{"--controller", "max,min,reactive", "--max-cells", "2"}, "= 3 cells: more than --max-cells 2"},
+		{"a shard past the limit", []string{"--controller", "max,min,reactive,fixed:660", "--shard", "1/2", "--max-cells", "1"}, "shard 1/2 of the grid of"},
+		{"--max-cells 0", []string{"--max-cells", "0"}, "--max-cells 0: expected at least 1"},
+		{"steps of the longest run", []string{"--max-sim-time", "3600,1e18", "--time-step", "1,0.1"},
+			"servesim: --max-sim-time 1e+18 / --time-step 0.1 = 1e+19 simulation steps: more than --max-steps 1e+09"},
+		{"--max-steps lowered", []string{"--max-sim-time", "100", "--max-steps", "1000"}, "= 1001 simulation steps: more than --max-steps 1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCLI(t, append([]string{"sweep"}, tt.args...)...)
+			assert.Equal(t, exitUsage, code)
+			assert.Empty(t, out)
+			assert.Contains(t, errOut, tt.want)
+			assert.Equal(t, 1, strings.Count(errOut, "\n"), "one line")
+		})
+	}
+	// Raised, the same limits let the run go.
+	runSweepOK(t, 3, "--max-elapsed", "10", "--controller", "max,min,reactive", "--max-cells", "3")
+	runSweepOK(t, 1, "--max-elapsed", "10", "--max-sim-time", "100", "--max-steps", "1001")
 }
 
 func TestSweepOutputFileIsAtomic(t *testing.T) {

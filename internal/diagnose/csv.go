@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 )
 
 // csvScanner splits CSV (RFC 4180, as encoding/csv reads it with its
@@ -13,12 +14,13 @@ import (
 // counts as LF, and quoted fields may hold commas, doubled quotes and line
 // breaks.
 type csvScanner struct {
-	br      *bufio.Reader
-	line    int    // lines read so far
-	recLine int    // line on which the current record starts
-	buf     []byte // the current record's field bytes, back to back
-	ends    []int  // end offset in buf of each field
-	pending []byte // a line longer than the read buffer, being assembled
+	br        *bufio.Reader
+	maxRecord int    // the most field bytes a record may hold
+	line      int    // lines read so far
+	recLine   int    // line on which the current record starts
+	buf       []byte // the current record's field bytes, back to back
+	ends      []int  // end offset in buf of each field
+	pending   []byte // a line longer than the read buffer, being assembled
 }
 
 // Errors of the CSV syntax, worded as encoding/csv words them.
@@ -26,10 +28,12 @@ var (
 	errBareQuote  = errors.New(`bare " in non-quoted-field`)
 	errQuote      = errors.New(`extraneous or missing " in quoted-field`)
 	errFieldCount = errors.New("wrong number of fields: every row must have as many fields as the header")
+	errLongRecord = errors.New("a record longer than the line cap: is a quote left open?")
 )
 
-func newCSVScanner(br *bufio.Reader) *csvScanner {
-	return &csvScanner{br: br}
+// newCSVScanner reads records of at most maxRecord field bytes from br.
+func newCSVScanner(br *bufio.Reader, maxRecord int64) *csvScanner {
+	return &csvScanner{br: br, maxRecord: int(min(maxRecord, math.MaxInt32))}
 }
 
 // readLine returns the next line with a CRLF ending turned into LF (a final
@@ -102,7 +106,9 @@ func (s *csvScanner) next() error {
 		for {
 			i := bytes.IndexByte(line, '"')
 			if i < 0 {
-				s.buf = append(s.buf, line...)
+				if s.buf = append(s.buf, line...); len(s.buf) > s.maxRecord {
+					return errLongRecord
+				}
 				var err error
 				if line, err = s.readLine(); err != nil {
 					if err == io.EOF {

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"servesim/internal/limits"
 )
 
 // Columns (CSV header names and JSON Lines keys) a request log carries,
@@ -66,6 +68,38 @@ type ReadOptions struct {
 	// Arrival asks for each request's arrival time: the arrival_s column
 	// when present, else the timestamp column; one of them is then required.
 	Arrival bool
+	// MaxBytes and MaxLineBytes cap the input and each of its lines (a
+	// quoted CSV record too); zero means MaxLogBytes and MaxLogLineBytes.
+	MaxBytes, MaxLineBytes int64
+}
+
+// Input caps of a request log. A log is streamed: memory grows with its
+// requests (four numbers each), not with its bytes, so the cap only stops
+// an endless input; a log of 4 GiB holds some 60 million requests.
+const (
+	MaxLogBytes     = 4 * limits.GiB
+	MaxLogLineBytes = 1 * limits.MiB
+)
+
+// caps returns the input caps with the defaults filled in.
+func (o ReadOptions) caps() (maxBytes, maxLine int64) {
+	maxBytes, maxLine = o.MaxBytes, o.MaxLineBytes
+	if maxBytes <= 0 {
+		maxBytes = MaxLogBytes
+	}
+	if maxLine <= 0 {
+		maxLine = MaxLogLineBytes
+	}
+	return maxBytes, maxLine
+}
+
+// newLogReader reads r within the caps of opts: at most MaxBytes, no NUL
+// byte, no line longer than MaxLineBytes, without a UTF-8 byte order mark.
+func newLogReader(r io.Reader, opts ReadOptions) *bufio.Reader {
+	maxBytes, maxLine := opts.caps()
+	br := bufio.NewReaderSize(limits.NewText(r, maxBytes, maxLine), readBufferSize)
+	skipBOM(br)
+	return br
 }
 
 // Record is one validated request read from a log, with its line number
@@ -84,18 +118,18 @@ const readBufferSize = 64 << 10
 // Scan reads request logs from r, CSV or JSON Lines as the content shows
 // (the first non-blank character '{' means JSON Lines), and calls fn with
 // every validated request in order. name is what errors call the input.
-// Errors are *InputError naming the line and field, or fn's error.
+// Errors are *InputError naming the line and field, or fn's error. The
+// input is read within the caps of opts (see ReadOptions).
 func Scan(r io.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
-	br := bufio.NewReaderSize(r, readBufferSize)
-	skipBOM(br)
+	br := newLogReader(r, opts)
 	switch firstNonBlank(br) {
 	case '{':
-		return ScanJSONLines(br, name, opts, fn)
+		return scanJSONLines(br, name, opts, fn)
 	case '[':
 		return ArrivalNone, &InputError{File: name, Line: 1,
 			Reason: "a JSON array is not a request log: expected JSON Lines (one object per line) or CSV with a header row"}
 	}
-	return ScanCSV(br, name, opts, fn)
+	return scanCSV(br, name, opts, fn)
 }
 
 // skipBOM drops a UTF-8 byte order mark.
@@ -126,9 +160,12 @@ func firstNonBlank(br *bufio.Reader) byte {
 // ScanCSV reads a CSV request log: a header row naming the columns in any
 // order (extra columns are ignored), then one request per row.
 func ScanCSV(r io.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
-	br := bufio.NewReaderSize(r, readBufferSize)
-	skipBOM(br)
-	cs := newCSVScanner(br)
+	return scanCSV(newLogReader(r, opts), name, opts, fn)
+}
+
+func scanCSV(br *bufio.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
+	_, maxRecord := opts.caps()
+	cs := newCSVScanner(br, maxRecord)
 	err := cs.next()
 	if err == io.EOF {
 		return arrivalKindOf(opts, false, false), nil
@@ -209,8 +246,22 @@ func arrivalKindOf(opts ReadOptions, hasSeconds, hasTimestamp bool) ArrivalKind 
 // csvError locates a CSV syntax or read error in the input.
 func csvError(name string, line int, err error) error {
 	reason := err.Error()
-	if errors.Is(err, errBareQuote) || errors.Is(err, errQuote) || errors.Is(err, errFieldCount) {
+	if errors.Is(err, errBareQuote) || errors.Is(err, errQuote) || errors.Is(err, errFieldCount) || errors.Is(err, errLongRecord) {
 		reason = "malformed CSV: " + reason
+	}
+	return readError(name, line, reason, err)
+}
+
+// readError is an error reading the input at line: a cap crossed (named
+// with its own line), else reason.
+func readError(name string, line int, reason string, err error) error {
+	var lineErr *limits.LineError
+	if errors.As(err, &lineErr) {
+		return &InputError{File: name, Line: lineErr.Line, Reason: lineErr.Reason}
+	}
+	var tooLarge *limits.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return &InputError{File: name, Reason: tooLarge.Error()}
 	}
 	return &InputError{File: name, Line: line, Reason: reason}
 }
@@ -229,8 +280,10 @@ func located(err error, name string, line int) error {
 // with the CSV header's names as keys (other keys are ignored); blank lines
 // are skipped. Numbers may also be given as strings.
 func ScanJSONLines(r io.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
-	br := bufio.NewReaderSize(r, readBufferSize)
-	skipBOM(br)
+	return scanJSONLines(newLogReader(r, opts), name, opts, fn)
+}
+
+func scanJSONLines(br *bufio.Reader, name string, opts ReadOptions, fn func(Record) error) (ArrivalKind, error) {
 	kind := ArrivalNone
 	seen := false
 	var values [numColumns][]byte
@@ -238,7 +291,7 @@ func ScanJSONLines(r io.Reader, name string, opts ReadOptions, fn func(Record) e
 	for line := 1; ; line++ {
 		text, readErr := br.ReadBytes('\n')
 		if readErr != nil && readErr != io.EOF {
-			return kind, &InputError{File: name, Line: line, Reason: readErr.Error()}
+			return kind, readError(name, line, readErr.Error(), readErr)
 		}
 		if text = bytes.TrimSpace(text); len(text) > 0 {
 			clear(object)

@@ -213,7 +213,7 @@ func csvRecords(data []byte) ([][]string, error) {
 
 // scannerRecords reads every record with csvScanner.
 func scannerRecords(data []byte) ([][]string, error) {
-	cs := newCSVScanner(bufio.NewReaderSize(bytes.NewReader(data), 16))
+	cs := newCSVScanner(bufio.NewReaderSize(bytes.NewReader(data), 16), MaxLogLineBytes)
 	var out [][]string
 	for {
 		err := cs.next()

@@ -16,10 +16,10 @@ type Options struct {
 	// Summary keeps no trajectory and no request records: memory is then
 	// O(requests) whatever the number of steps.
 	Summary bool
+	// MaxSteps bounds the steps of the run (see CheckWork); zero means
+	// DefaultMaxSteps.
+	MaxSteps float64
 }
-
-// minPreallocatedSamples is the least trajectory room reserved up front.
-const minPreallocatedSamples = 4096
 
 // requestProgress is a request's token progress during a simulation; its
 // times are kept in its RequestRecord.
@@ -161,6 +161,9 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 	if opt.Stride < 0 {
 		return nil, errors.New("stride must be positive")
 	}
+	if err := CheckWork(p, opt); err != nil {
+		return nil, err
+	}
 	prof := p.Profile
 	sim := &simulation{
 		plant:            p,
@@ -209,15 +212,8 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 		}
 	}
 	if sim.keep {
-		// Room for twice the arrival span (a run rarely lasts longer),
-		// within the step cap; a longer run grows the trajectory
-		// geometrically, a few allocations in all.
-		stride := float64(max(1, opt.Stride))
-		capSteps := p.MaxSimulationTimeS/p.TimeStepS + 3
-		spanSteps := 2*requests[len(requests)-1].ArrivalTimeS/p.TimeStepS + 3
-		samples := min(capSteps, max(spanSteps, minPreallocatedSamples*stride))/stride + 2
-		sim.trace.Stride = int(stride)
-		sim.trace.reserve(int(samples))
+		sim.trace.Stride = max(1, opt.Stride)
+		sim.trace.reserve(preallocatedSamples(p, requests[len(requests)-1].ArrivalTimeS, sim.trace.Stride))
 	}
 	return sim, nil
 }

@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"servesim/internal/limits"
 	"servesim/internal/profile"
 )
 
@@ -67,6 +67,21 @@ const (
 // maximum_elapsed_s=None).
 var NoElapsedLimit = math.Inf(1)
 
+// Input caps of a trace. A trace is held in memory while it is read (its
+// fields are cut from the text without copies), so the byte cap bounds the
+// memory a trace can take: about 2.5 times the file, for the text, the
+// requests and the simulation state. The Azure traces are far below it
+// (the 2023 code trace is 0.3 MB; a week of the 2024 traces 1-2 GB).
+const (
+	MaxTraceBytes     = 4 * limits.GiB // a longer trace fails with a *limits.TooLargeError
+	MaxTraceLineBytes = 1 * limits.MiB // a longer line fails with a *limits.LineError
+)
+
+// traceCaps are the bounds LoadWorkload reads a trace with.
+type traceCaps struct{ maxBytes, maxLine int64 }
+
+var defaultTraceCaps = traceCaps{MaxTraceBytes, MaxTraceLineBytes}
+
 // LoadWorkload reads an Azure-format trace (TIMESTAMP, ContextTokens,
 // GeneratedTokens; extra columns ignored; LF or CRLF), the reference's
 // load_workload. Arrival times are seconds since the first row, computed
@@ -75,11 +90,25 @@ var NoElapsedLimit = math.Inf(1)
 // keeps them all. name is what errors call the input.
 //
 // It is stricter than the reference in one way: rows must be in time order
-// (the reference only rejects such a workload later, in simulate).
+// (the reference only rejects such a workload later, in simulate). It reads
+// at most MaxTraceBytes, stops at a NUL byte (as Python's csv module does)
+// or a line longer than MaxTraceLineBytes, and checks the header as soon as
+// its line is read, before the rest.
 func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, error) {
-	text, sum, err := readAll(r)
+	return loadWorkload(r, name, maxElapsedS, defaultTraceCaps)
+}
+
+func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps) (Workload, error) {
+	var headerErr error
+	text, sum, err := readTrace(r, caps, func(header []string) error {
+		_, headerErr = traceColumns(name, header)
+		return headerErr
+	})
+	if headerErr != nil {
+		return Workload{}, headerErr
+	}
 	if err != nil {
-		return Workload{}, fmt.Errorf("trace %s: %w", name, err)
+		return Workload{}, traceReadError(name, err)
 	}
 	records := newRecordReader(text)
 	fail := func(line int, format string, args ...any) (Workload, error) {
@@ -92,17 +121,9 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 	if err != nil {
 		return Workload{}, csvError(name, err)
 	}
-	var cols [3]int
-	for i, column := range []string{columnTimestamp, columnContext, columnGenerated} {
-		// A repeated name means its last column, as csv.DictReader reads it.
-		c := len(header) - 1
-		for c >= 0 && header[c] != column {
-			c--
-		}
-		if c < 0 {
-			return Workload{}, fmt.Errorf("trace %s line 1: missing column %s: trace must contain Azure columns %s, %s, %s", name, column, columnContext, columnGenerated, columnTimestamp)
-		}
-		cols[i] = c
+	cols, err := traceColumns(name, header)
+	if err != nil {
+		return Workload{}, err
 	}
 	fieldsInHeader := len(header) // the next record reuses header's slice
 	var (
@@ -181,25 +202,86 @@ func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, erro
 	return Workload{Requests: requests, Source: name, SHA256: sum}, nil
 }
 
-// readAll reads r to the end as one string (the fields and timestamps of
-// the requests are cut from it without copies) and returns it with its
-// SHA-256 in hex. A file's size (or an in-memory reader's length) sizes
-// the string in advance.
-func readAll(r io.Reader) (string, string, error) {
-	var text strings.Builder
-	switch v := r.(type) {
-	case interface{ Stat() (fs.FileInfo, error) }:
-		if info, err := v.Stat(); err == nil && info.Mode().IsRegular() {
-			text.Grow(int(info.Size()) + 1)
+// traceColumns finds the three Azure columns in a header; a repeated name
+// means its last column, as csv.DictReader reads it.
+func traceColumns(name string, header []string) ([3]int, error) {
+	var cols [3]int
+	for i, column := range []string{columnTimestamp, columnContext, columnGenerated} {
+		c := len(header) - 1
+		for c >= 0 && header[c] != column {
+			c--
 		}
-	case interface{ Len() int }:
-		text.Grow(v.Len())
+		if c < 0 {
+			return cols, fmt.Errorf("trace %s line 1: missing column %s: trace must contain Azure columns %s, %s, %s", name, column, columnContext, columnGenerated, columnTimestamp)
+		}
+		cols[i] = c
+	}
+	return cols, nil
+}
+
+// readTrace reads r to the end within caps as one string (the fields and
+// timestamps of the requests are cut from it without copies) and returns
+// it with its SHA-256 in hex. As soon as the header's line is complete, it
+// is passed to checkHeader, whose error stops the reading: a file that is
+// not a trace fails at its first line, not after the whole of it is read.
+// A header that needs the CSV quoting rules is left to the full parse.
+func readTrace(r io.Reader, caps traceCaps, checkHeader func([]string) error) (string, string, error) {
+	var text strings.Builder
+	if size, known := limits.KnownSize(r); known {
+		text.Grow(int(min(size, caps.maxBytes)) + 1)
 	}
 	hash := sha256.New()
-	if _, err := io.Copy(io.MultiWriter(&text, hash), r); err != nil {
+	header := &headerWatch{text: &text, check: checkHeader}
+	if _, err := io.Copy(io.MultiWriter(&text, hash, header), limits.NewText(r, caps.maxBytes, caps.maxLine)); err != nil {
 		return "", "", err
 	}
 	return text.String(), hex.EncodeToString(hash.Sum(nil)), nil
+}
+
+// headerWatch follows the text read so far and checks the header record
+// once its line is complete.
+type headerWatch struct {
+	text    *strings.Builder
+	check   func([]string) error
+	scanned int // bytes of text already searched for the header's end
+	done    bool
+}
+
+// Write is called after each chunk is added to the text.
+func (h *headerWatch) Write(p []byte) (int, error) {
+	if h.done {
+		return len(p), nil
+	}
+	text := h.text.String()
+	for {
+		end := strings.IndexByte(text[h.scanned:], '\n')
+		if end < 0 {
+			h.scanned = len(text)
+			return len(p), nil
+		}
+		line := strings.TrimSuffix(text[h.scanned:h.scanned+end], "\r")
+		h.scanned += end + 1
+		if line == "" {
+			continue // blank lines before the header are skipped
+		}
+		h.done = true
+		if strings.ContainsAny(line, "\"\r") {
+			return len(p), nil
+		}
+		if err := h.check(strings.Split(line, ",")); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+}
+
+// traceReadError names the trace in an error from reading it.
+func traceReadError(name string, err error) error {
+	var lineErr *limits.LineError
+	if errors.As(err, &lineErr) {
+		return fmt.Errorf("trace %s line %d: %s", name, lineErr.Line, lineErr.Reason)
+	}
+	return fmt.Errorf("trace %s: %w", name, err)
 }
 
 // csvError turns a CSV syntax error into a one-line message with its line.

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -95,10 +96,11 @@ var bundlePatterns = sync.OnceValue(func() (p struct{ imageDigest, safeName, hex
 // bundle holds what the bundle checks share.
 type bundle struct {
 	c        *checkList
-	dir      string
+	folder   *profileFolder
 	table    *csvTable
 	manifest *jsonObject
-	files    map[string][]byte // bundle files read for their checksums
+	profile  profileFile             // the profile CSV as it was read
+	files    map[string]bundleResult // the bundle files read whole (the CSVs checked after their checksums)
 
 	sweep      []float64 // selected_graphics_clocks_mhz
 	modeled    []float64 // the aggregate table's clocks
@@ -112,11 +114,20 @@ type bundle struct {
 	declared   []float64 // the manifest's realized-clock medians
 }
 
+// bundleResult is a bundle file read whole, or why it could not be.
+type bundleResult struct {
+	data   []byte
+	sha256 string
+	err    error
+}
+
 // validateBundle runs every check of the reference's
 // _validate_measured_profile_bundle that can be evaluated and returns the
-// declared realized-clock medians (nil when they could not be read).
-func validateBundle(c *checkList, dir string, table *csvTable, manifest *jsonObject) []float64 {
-	b := &bundle{c: c, dir: dir, table: table, manifest: manifest, files: map[string][]byte{}}
+// declared realized-clock medians (nil when they could not be read). The
+// bundle's files are read from folder; profile is the profile CSV as it
+// was read.
+func validateBundle(c *checkList, folder *profileFolder, table *csvTable, manifest *jsonObject, profile profileFile) []float64 {
+	b := &bundle{c: c, folder: folder, table: table, manifest: manifest, profile: profile, files: map[string]bundleResult{}}
 	b.checkPinnedMetadata()
 	b.checkClocks()
 	b.checkProtocol()
@@ -525,12 +536,12 @@ func (b *bundle) checkChecksums() {
 			c.fail(check, "measured profile manifest lacks a valid checksum for "+name)
 			continue
 		}
-		data, err := b.readBundleFile(name)
+		got, err := b.digest(name)
 		if err != nil {
 			c.fail(check, fmt.Sprintf("measured profile checksum mismatch for %s (%v)", name, err))
 			continue
 		}
-		if got := sha256Hex(data); got != strings.ToLower(expected) {
+		if got != strings.ToLower(expected) {
 			c.fail(check, fmt.Sprintf("measured profile checksum mismatch for %s (manifest %s, file %s)", name, strings.ToLower(expected), got))
 			continue
 		}
@@ -538,32 +549,54 @@ func (b *bundle) checkChecksums() {
 	}
 }
 
-// readBundleFile reads a regular file of the bundle once.
-func (b *bundle) readBundleFile(name string) ([]byte, error) {
-	if data, ok := b.files[name]; ok {
-		return data, nil
+// digest is the SHA-256 hex of a listed bundle file, read once: the
+// profile CSV's from its reading, the CSVs checked later from their bytes
+// (kept for those checks), any other file streamed in constant memory. A
+// file that is not a regular file in the bundle's folder is never opened,
+// so no digest of a file elsewhere is ever reported.
+func (b *bundle) digest(name string) (string, error) {
+	switch name {
+	case fileProfile:
+		info, err := b.folder.stat(name, math.MaxInt64)
+		if err != nil {
+			return "", err
+		}
+		if b.profile.info == nil || !os.SameFile(info, b.profile.info) {
+			return "", fmt.Errorf("the profile given is %s, not this bundle's %s: the file parsed must be the file hashed; give %s",
+				b.profile.name, name, filepath.Join(b.folder.dir, name))
+		}
+		return b.profile.sha256, nil
+	case fileAllRequested, fileRaw, fileTelemetry:
+		f := b.readBundleFile(name)
+		return f.sha256, f.err
 	}
-	path := filepath.Join(b.dir, name)
-	info, err := os.Stat(path)
-	if err != nil || !info.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a file", name)
+	sum, _, err := b.folder.hash(name, MaxBundleFileBytes)
+	return sum, err
+}
+
+// readBundleFile reads a bundle file whole, once.
+func (b *bundle) readBundleFile(name string) bundleResult {
+	if f, ok := b.files[name]; ok {
+		return f
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, unwrapPathError(err)
-	}
-	b.files[name] = data
-	return data, nil
+	var f bundleResult
+	f.data, f.sha256, _, f.err = b.folder.read(name, MaxBundleFileBytes)
+	b.files[name] = f
+	return f
 }
 
 // readCSVChecked is _read_csv_checked: the file must exist, have exactly
 // the expected header and at least one row.
 func (b *bundle) readCSVChecked(name string, expected []string, countOnly bool) (*csvTable, error) {
-	data, err := b.readBundleFile(name)
-	if err != nil {
-		return nil, fmt.Errorf("measured profile bundle is missing required file: %s", name)
+	f := b.readBundleFile(name)
+	if f.err != nil {
+		var fe *fileError
+		if errors.As(f.err, &fe) && fe.missing {
+			return nil, fmt.Errorf("measured profile bundle is missing required file: %s", name)
+		}
+		return nil, fmt.Errorf("measured profile bundle is missing required file: %s (%v)", name, f.err)
 	}
-	t, err := readCSVTable(name, data, countOnly)
+	t, err := readCSVTable(name, f.data, countOnly)
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,13 @@ func FuzzManifest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	_ = path
+	folder := openProfileFolder(dir)
+	defer folder.close()
+	info, err := folder.stat(profiletest.ProfileCSV, MaxProfileBytes)
+	if err != nil {
+		f.Fatal(err)
+	}
+	given := profileFile{name: profiletest.ProfileCSV, info: info, sha256: profiletest.SHA256(tableData)}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		v, err := parsePyJSON(data)
 		if err != nil {
@@ -75,7 +81,7 @@ func FuzzManifest(f *testing.F) {
 			return
 		}
 		c := &checkList{report: &Report{Path: path}, failed: map[string]bool{}}
-		validateBundle(c, dir, table, obj)
+		validateBundle(c, folder, table, obj, given)
 		_ = pyReprOf(obj)
 		_ = plainJSON(obj)
 	})

@@ -3,7 +3,9 @@ package profile
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,14 +45,20 @@ func Load(path string) (*Profile, error) {
 
 // Validate loads the profile at path like Load and reports every check it
 // could evaluate, not only the first failure. The verdict (Report.Profile
-// non-nil) is the reference's.
+// non-nil) is the reference's, except that it fails closed on the file
+// system too: the profile CSV, its manifest and every file the manifest
+// lists must be regular files in the CSV's folder (see profileFolder), and
+// a measured bundle must be given as its own l4_profile.csv.
 func Validate(path string) *Report {
 	r := &Report{Path: path}
 	c := &checkList{report: r, failed: map[string]bool{}}
+	dir, name := splitProfilePath(path)
+	folder := openProfileFolder(dir)
+	defer folder.close()
 
-	table := readProfileCSV(c, path)
+	table, csvFile := readProfileCSV(c, folder, name)
 	r.ManifestPath = ManifestPath(path)
-	manifest, manifestOK := readManifest(c, r)
+	manifest, manifestOK := readManifest(c, r, folder)
 	if manifestOK {
 		r.SourceLabel = "unspecified profile"
 		if v, ok := manifest.get("source_label"); ok {
@@ -64,7 +72,7 @@ func Validate(path string) *Report {
 	bundleOK := false
 	if measured {
 		start := len(r.Checks)
-		realized = validateBundle(c, filepath.Dir(path), table, manifest)
+		realized = validateBundle(c, folder, table, manifest, csvFile)
 		bundleOK = c.allPassed(start)
 	}
 
@@ -90,40 +98,61 @@ func Validate(path string) *Report {
 	return r
 }
 
-// readProfileCSV reads the profile table (check profile_csv).
-func readProfileCSV(c *checkList, path string) *csvTable {
-	data, err := os.ReadFile(path)
+// profileFile identifies the profile CSV as it was read: the bundle's
+// l4_profile.csv checksum is checked against it only when it is that file.
+type profileFile struct {
+	name   string      // its name in the folder
+	info   fs.FileInfo // its identity; nil when it could not be read
+	sha256 string      // SHA-256 hex of the bytes read
+}
+
+// readProfileCSV reads the profile table (check profile_csv), once: its
+// digest serves as provenance and as the bundle's checksum of it.
+func readProfileCSV(c *checkList, folder *profileFolder, name string) (*csvTable, profileFile) {
+	path := c.report.Path
+	data, sum, info, err := folder.read(name, MaxProfileBytes)
 	if err != nil {
-		c.fail("profile_csv", fmt.Sprintf("cannot read the profile: %v", unwrapPathError(err)))
-		return nil
+		c.fail("profile_csv", "cannot read the profile: "+fileReason(err))
+		return nil, profileFile{name: name}
 	}
-	c.report.ProfileCSVSHA256 = sha256Hex(data)
-	table, err := readCSVTable(filepath.Base(path), data, false)
+	c.report.ProfileCSVSHA256 = sum
+	file := profileFile{name: name, info: info, sha256: sum}
+	table, err := readCSVTable(name, data, false)
 	if err != nil {
 		c.failErr("profile_csv", err)
-		return nil
+		return nil, file
 	}
 	if table.RowCount == 0 {
 		c.fail("profile_csv", "empty service profile: "+path)
-		return nil
+		return nil, file
 	}
 	c.ok("profile_csv", fmt.Sprintf("%d rows, %d columns", table.RowCount, len(table.Header)))
-	return table
+	return table, file
+}
+
+// fileReason is the reason of a *fileError without the file's name, or
+// the error's message.
+func fileReason(err error) string {
+	var fe *fileError
+	if errors.As(err, &fe) {
+		return fe.reason
+	}
+	return err.Error()
 }
 
 // readManifest reads the manifest when one exists (check manifest).
-func readManifest(c *checkList, r *Report) (*jsonObject, bool) {
+func readManifest(c *checkList, r *Report, folder *profileFolder) (*jsonObject, bool) {
 	if _, err := os.Stat(r.ManifestPath); err != nil {
 		c.ok("manifest", "no manifest at "+r.ManifestPath)
 		return &jsonObject{values: map[string]any{}}, true
 	}
 	r.ManifestFound = true
-	data, err := os.ReadFile(r.ManifestPath)
+	data, sum, _, err := folder.read(filepath.Base(r.ManifestPath), MaxProfileBytes)
 	if err != nil {
-		c.fail("manifest", fmt.Sprintf("manifest %s: %v", r.ManifestPath, unwrapPathError(err)))
+		c.fail("manifest", fmt.Sprintf("manifest %s: %s", r.ManifestPath, fileReason(err)))
 		return nil, false
 	}
-	r.ManifestSHA256 = sha256Hex(data)
+	r.ManifestSHA256 = sum
 	v, err := parsePyJSON(data)
 	if err == nil {
 		if obj, ok := v.(*jsonObject); ok {

@@ -17,16 +17,21 @@ const (
 	DefaultAgentRPS      = 8.5
 )
 
+// MaxAgentRequests bounds the synthetic trace: ten million requests take
+// about 0.7 GB and a few seconds per profile replayed.
+const MaxAgentRequests = 10_000_000
+
 // BuildAgentTrace is the reference's build_agent_trace: numRequests bursty
 // agent requests drawn from Python's random.Random(seed), with exponential
 // inter-arrival times at meanRPS requests per second, shortened in bursts
 // (requests 2 to 6 of every 10) and lengthened in lulls. Arrivals are
 // rounded to 0.01 ms; the prompts share a 2048- or 3072-token prefix. The
 // same seed gives the same arrivals as Python to the last bit. A nil seed
-// means 0; Python uses the seed's absolute value.
+// means 0; Python uses the seed's absolute value. More than
+// MaxAgentRequests requests is an error, before anything is allocated.
 func BuildAgentTrace(numRequests int, seed *big.Int, meanRPS float64) ([]WorkloadRequest, error) {
-	if numRequests < 1 {
-		return nil, fmt.Errorf("agent trace: %d requests: need at least 1", numRequests)
+	if numRequests < 1 || numRequests > MaxAgentRequests {
+		return nil, fmt.Errorf("agent trace: %d requests: need at least 1 and at most %d", numRequests, MaxAgentRequests)
 	}
 	if !(meanRPS > 0) || math.IsInf(meanRPS, 0) {
 		return nil, errors.New("agent trace: mean rate must be positive and finite")

@@ -9,10 +9,14 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"servesim/internal/limits"
 )
 
-// maxProfilesBytes bounds a profiles file: it lists a few engines.
-const maxProfilesBytes = 16 << 20
+// MaxProfilesBytes bounds a profiles file, which lists a few engines: a
+// larger one fails with a *limits.TooLargeError before it is read whole,
+// and a NUL byte (not JSON) stops the reading at once.
+const MaxProfilesBytes = 16 * limits.MiB
 
 // profileFields are the seed's EngineProfile field names, in its order.
 var profileFields = []string{
@@ -29,12 +33,13 @@ var profileFields = []string{
 // error naming the file, the line, the profile and the field. name is what
 // errors call the input.
 func ParseProfiles(r io.Reader, name string) ([]EngineProfile, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxProfilesBytes+1))
+	data, err := io.ReadAll(limits.NewText(r, MaxProfilesBytes, MaxProfilesBytes))
+	var lineErr *limits.LineError
+	if errors.As(err, &lineErr) {
+		return nil, fmt.Errorf("profiles %s line %d: %s", name, lineErr.Line, lineErr.Reason)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("profiles %s: %w", name, err)
-	}
-	if len(data) > maxProfilesBytes {
-		return nil, fmt.Errorf("profiles %s: larger than %d bytes", name, maxProfilesBytes)
 	}
 	p := &profilesParser{name: name, data: data, dec: json.NewDecoder(bytes.NewReader(data))}
 	return p.parse()

@@ -122,6 +122,8 @@ func TestAgentTraceRejects(t *testing.T) {
 		rps  float64
 	}{
 		{"no requests", 0, 8.5},
+		{"more than the limit", MaxAgentRequests + 1, 8.5},
+		{"a billion", 1_000_000_000, 8.5},
 		{"zero rate", 10, 0},
 		{"negative rate", 10, -1},
 		{"NaN rate", 10, math.NaN()},
@@ -129,8 +131,10 @@ func TestAgentTraceRejects(t *testing.T) {
 		{"rate so small arrivals overflow", 10, 1e-310},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := BuildAgentTrace(tt.n, big.NewInt(1), tt.rps)
+			var err error
+			allocs := testing.AllocsPerRun(1, func() { _, err = BuildAgentTrace(tt.n, big.NewInt(1), tt.rps) })
 			require.Error(t, err)
+			assert.Less(t, allocs, 100.0, "refused before the trace is allocated")
 		})
 	}
 }

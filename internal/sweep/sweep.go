@@ -7,6 +7,7 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,25 +38,118 @@ func (c Cell) Value(axes []Axis, name string) string {
 	return ""
 }
 
-// Grid returns every combination of the axes' values; the first axis varies
-// slowest, so the order is that of nested loops written in axis order.
-func Grid(axes []Axis) []Cell {
-	total := 1
-	for _, a := range axes {
-		total *= len(a.Values)
+// DefaultMaxCells bounds the runs of one sweep process (its shard, or the
+// whole grid) unless the caller allows more: each run keeps a record until
+// the output is written, and 100,000 runs of the embedded trace take about
+// ten minutes on one core.
+const DefaultMaxCells = 100_000
+
+// LimitError reports a grid (or a shard of it) with more cells than the
+// limit, or with more than a sweep can index (math.MaxInt).
+type LimitError struct {
+	Sizes []int   // the lengths of the grid's axes
+	Cells float64 // cells of the whole grid, the product of Sizes (a float never overflows)
+	// Shard, ShardCount and ShardCells describe the shard asked for
+	// (Shard 1 of ShardCount 1 is the whole grid).
+	Shard, ShardCount int
+	ShardCells        int
+	Max               int // the limit; 0 when the grid cannot be indexed at all
+}
+
+// Grid describes the grid: "2 x 3 = 6 cells".
+func (e *LimitError) Grid() string {
+	parts := make([]string, len(e.Sizes))
+	for i, n := range e.Sizes {
+		parts[i] = strconv.Itoa(n)
 	}
-	cells := make([]Cell, total)
-	for i := range cells {
-		values := make([]string, len(axes))
-		rest := i
-		for a := len(axes) - 1; a >= 0; a-- {
-			n := len(axes[a].Values)
-			values[a] = axes[a].Values[rest%n]
-			rest /= n
-		}
-		cells[i] = Cell{Index: i, Values: values}
+	return fmt.Sprintf("%s = %s cells", strings.Join(parts, " x "), formatCells(e.Cells))
+}
+
+// Error reads "a grid of 2 x 3 = 6 cells: more than 5", "shard 1/2 of a
+// grid of ... = ... cells holds 3 cells: more than 2" or "a grid of ... =
+// 1.84e+19 cells: more than a sweep can index (9.2e+18)".
+func (e *LimitError) Error() string {
+	switch {
+	case e.Max == 0:
+		return fmt.Sprintf("a grid of %s: more than a sweep can index (%.2g)", e.Grid(), float64(math.MaxInt))
+	case e.ShardCount > 1:
+		return fmt.Sprintf("shard %d/%d of a grid of %s holds %d cells: more than %d", e.Shard, e.ShardCount, e.Grid(), e.ShardCells, e.Max)
 	}
-	return cells
+	return fmt.Sprintf("a grid of %s: more than %d", e.Grid(), e.Max)
+}
+
+// formatCells writes a cell count in full up to 2^53, where a float holds
+// it exactly, else with three significant digits.
+func formatCells(x float64) string {
+	if x <= 1<<53 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// Plan returns the cells of the i-th (1-based) of n contiguous shards of
+// the grid of axes (1 of 1: the whole grid), in grid order: the first axis
+// varies slowest, as in nested loops written in axis order, and each cell's
+// Index is its place in the whole grid. The shards' cells concatenated in
+// shard order are the whole grid. It returns a *LimitError, before
+// allocating anything, when the grid has more cells than an int can count
+// or the shard more than maxCells.
+func Plan(axes []Axis, i, n, maxCells int) ([]Cell, error) {
+	sizes := make([]int, len(axes))
+	for k, a := range axes {
+		sizes[k] = len(a.Values)
+	}
+	lo, hi, err := shardCells(sizes, i, n, maxCells)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Cell, hi-lo)
+	for k := range out {
+		out[k] = cellAt(axes, lo+k)
+	}
+	return out, nil
+}
+
+// shardCells is the range [lo, hi) of the cells of the i-th of n shards of
+// a grid whose axes have the given lengths, or a *LimitError.
+func shardCells(sizes []int, i, n, maxCells int) (lo, hi int, err error) {
+	cells := 1.0
+	total := uint64(1)
+	overflow := false
+	for _, size := range sizes {
+		cells *= float64(size)
+		h, l := bits.Mul64(total, uint64(size))
+		overflow = overflow || h != 0 || l > math.MaxInt
+		total = l
+	}
+	if overflow && cells != 0 {
+		return 0, 0, &LimitError{Sizes: sizes, Cells: cells, Shard: i, ShardCount: n}
+	}
+	if overflow {
+		total = 0 // an empty axis empties the grid whatever the others
+	}
+	at := func(k int) int {
+		h, l := bits.Mul64(uint64(k), total)
+		q, _ := bits.Div64(h, l, uint64(n)) // k <= n and total < 2^63, so h < n
+		return int(q)
+	}
+	lo, hi = at(i-1), at(i)
+	if hi-lo > maxCells {
+		return 0, 0, &LimitError{Sizes: sizes, Cells: cells, Shard: i, ShardCount: n, ShardCells: hi - lo, Max: maxCells}
+	}
+	return lo, hi, nil
+}
+
+// cellAt is cell index of the grid of axes.
+func cellAt(axes []Axis, index int) Cell {
+	values := make([]string, len(axes))
+	rest := index
+	for a := len(axes) - 1; a >= 0; a-- {
+		n := len(axes[a].Values)
+		values[a] = axes[a].Values[rest%n]
+		rest /= n
+	}
+	return Cell{Index: index, Values: values}
 }
 
 // ParseShard parses "I/N" (1 <= I <= N): the I-th of N shards.
@@ -71,14 +165,6 @@ func ParseShard(s string) (i, n int, err error) {
 		return 0, 0, fmt.Errorf("--shard %q: expected I/N with 1 <= I <= N, e.g. 2/4", s)
 	}
 	return i, n, nil
-}
-
-// Shard returns the i-th (1-based) of n contiguous slices of cells. The
-// shards' outputs concatenated in shard order equal the whole grid's.
-func Shard(cells []Cell, i, n int) []Cell {
-	lo := (i - 1) * len(cells) / n
-	hi := i * len(cells) / n
-	return cells[lo:hi]
 }
 
 // Run calls work on every cell with up to jobs cells at a time and passes

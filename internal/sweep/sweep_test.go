@@ -2,9 +2,12 @@ package sweep
 
 import (
 	"errors"
+	"fmt"
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,9 +15,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// grid returns every cell of the grid of axes.
+func grid(t testing.TB, axes []Axis) []Cell {
+	t.Helper()
+	cells, err := Plan(axes, 1, 1, DefaultMaxCells)
+	require.NoError(t, err)
+	return cells
+}
+
 func TestGridOrder(t *testing.T) {
 	axes := []Axis{{"scheduler", []string{"static", "chunked"}}, {"load", []string{"0.5", "0.8", "none"}}}
-	cells := Grid(axes)
+	cells := grid(t, axes)
 	require.Len(t, cells, 6)
 	var got [][]string
 	for i, c := range cells {
@@ -27,18 +38,112 @@ func TestGridOrder(t *testing.T) {
 	}, got)
 	assert.Equal(t, "none", cells[5].Value(axes, "load"))
 	assert.Equal(t, "", cells[5].Value(axes, "nosuch"))
-	assert.Len(t, Grid(nil), 1, "no axes: one cell with the defaults")
+	assert.Len(t, grid(t, nil), 1, "no axes: one cell with the defaults")
 }
 
 func TestShardsPartitionTheGridInOrder(t *testing.T) {
-	cells := Grid([]Axis{{"a", []string{"1", "2", "3", "4", "5", "6", "7"}}})
+	axes := []Axis{{"a", []string{"1", "2", "3", "4", "5", "6", "7"}}}
+	cells := grid(t, axes)
 	for n := 1; n <= 9; n++ {
 		var joined []Cell
 		for i := 1; i <= n; i++ {
-			joined = append(joined, Shard(cells, i, n)...)
+			shard, err := Plan(axes, i, n, DefaultMaxCells)
+			require.NoError(t, err)
+			joined = append(joined, shard...)
 		}
 		assert.Equal(t, cells, joined, "n=%d", n)
 	}
+}
+
+// axesOf builds axes with the given numbers of values.
+func axesOf(sizes ...int) []Axis {
+	axes := make([]Axis, len(sizes))
+	for i, n := range sizes {
+		axes[i] = Axis{Name: fmt.Sprintf("axis%d", i), Values: make([]string, n)}
+	}
+	return axes
+}
+
+func TestPlanRefusesGridsPastTheLimitBeforeAllocating(t *testing.T) {
+	tests := []struct {
+		name        string
+		sizes       []int
+		shard, of   int
+		maxCells    int
+		want        string
+		wantIndexed bool // the grid can be indexed: only the limit is passed
+	}{
+		{"1e12 cells", []int{1000, 1000, 1000, 1000}, 1, 1, DefaultMaxCells,
+			"a grid of 1000 x 1000 x 1000 x 1000 = 1000000000000 cells: more than 100000", true},
+		{"4 axes of 65,536 values overflow", []int{65536, 65536, 65536, 65536}, 1, 1, DefaultMaxCells,
+			"a grid of 65536 x 65536 x 65536 x 65536 = 1.84e+19 cells: more than a sweep can index (9.2e+18)", false},
+		{"an overflowing grid, even in a tiny shard", []int{65536, 65536, 65536, 65536}, 1, math.MaxInt, DefaultMaxCells,
+			"more than a sweep can index", false},
+		{"a shard past the limit", []int{10, 10}, 1, 2, 49, "shard 1/2 of a grid of 10 x 10 = 100 cells holds 50 cells: more than 49", true},
+		{"one cell over", []int{11, 10}, 1, 1, 109, "a grid of 11 x 10 = 110 cells: more than 109", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cells []Cell
+			var err error
+			axes := axesOf(tt.sizes...)
+			allocs := testing.AllocsPerRun(1, func() { cells, err = Plan(axes, tt.shard, tt.of, tt.maxCells) })
+			assert.Nil(t, cells)
+			var le *LimitError
+			require.ErrorAs(t, err, &le)
+			assert.ErrorContains(t, err, tt.want)
+			assert.Equal(t, tt.wantIndexed, le.Max != 0)
+			assert.Equal(t, tt.sizes, le.Sizes)
+			assert.LessOrEqual(t, allocs, 3.0, "nothing allocated for the cells")
+		})
+	}
+	// A large grid is fine in small enough shards.
+	cells, err := Plan(axesOf(1000, 1000, 1000, 1000), 7, 1e8, DefaultMaxCells)
+	require.NoError(t, err)
+	require.Len(t, cells, 10000)
+	assert.Equal(t, 60000, cells[0].Index)
+}
+
+// FuzzSweepCells checks over any axis lengths and shard that the grid
+// arithmetic either returns exactly the shard's range, within the limit, or
+// a *LimitError, and that a grid whose size overflows is always refused
+// (never an empty or wrapped-around range).
+func FuzzSweepCells(f *testing.F) {
+	f.Add(uint32(65536), uint32(65536), uint32(65536), uint32(65536), 1, 1, 100000)
+	f.Add(uint32(3), uint32(0), uint32(7), uint32(1), 1, 1, 100)
+	f.Add(uint32(4_000_000_000), uint32(4_000_000_000), uint32(0), uint32(1), 1, 1, 1000)
+	f.Add(uint32(4_000_000_000), uint32(4_000_000_000), uint32(2), uint32(1), 3, 1<<40, 1000)
+	f.Fuzz(func(t *testing.T, a, b, c, d uint32, shard, of, maxCells int) {
+		if of < 1 || shard < 1 || shard > of || maxCells < 0 {
+			return
+		}
+		sizes := []int{int(a), int(b), int(c), int(d)}
+		product := big.NewInt(1)
+		for _, n := range sizes {
+			product.Mul(product, big.NewInt(int64(n)))
+		}
+		lo, hi, err := shardCells(sizes, shard, of, maxCells)
+		var le *LimitError
+		if product.Cmp(big.NewInt(math.MaxInt)) > 0 {
+			if !errors.As(err, &le) || le.Max != 0 || !strings.Contains(err.Error(), "more than a sweep can index") {
+				t.Fatalf("%v: an overflowing grid not refused: %v", sizes, err)
+			}
+			return
+		}
+		part := func(k int) int64 {
+			return new(big.Int).Div(new(big.Int).Mul(big.NewInt(int64(k)), product), big.NewInt(int64(of))).Int64()
+		}
+		wantLo, wantHi := part(shard-1), part(shard)
+		if wantHi-wantLo > int64(maxCells) {
+			if !errors.As(err, &le) || int64(le.ShardCells) != wantHi-wantLo || le.Max != maxCells {
+				t.Fatalf("%v, shard %d/%d: %d cells past the limit %d not refused: %v", sizes, shard, of, wantHi-wantLo, maxCells, err)
+			}
+			return
+		}
+		if err != nil || int64(lo) != wantLo || int64(hi) != wantHi {
+			t.Fatalf("%v, shard %d/%d: [%d, %d) %v, want [%d, %d)", sizes, shard, of, lo, hi, err, wantLo, wantHi)
+		}
+	})
 }
 
 func TestParseShard(t *testing.T) {
@@ -62,7 +167,7 @@ func TestParseShard(t *testing.T) {
 }
 
 func TestRunEmitsInGridOrderWhateverTheParallelism(t *testing.T) {
-	cells := Grid([]Axis{{"a", make([]string, 50)}})
+	cells := grid(t, []Axis{{"a", make([]string, 50)}})
 	for _, jobs := range []int{1, 2, 4, 16, 100} {
 		var order []int
 		err := Run(cells, jobs, func(c Cell) int {
@@ -83,7 +188,7 @@ func TestRunEmitsInGridOrderWhateverTheParallelism(t *testing.T) {
 }
 
 func TestRunStopsOnEmitError(t *testing.T) {
-	cells := Grid([]Axis{{"a", make([]string, 40)}})
+	cells := grid(t, []Axis{{"a", make([]string, 40)}})
 	boom := errors.New("disk full")
 	emitted := 0
 	err := Run(cells, 3, func(c Cell) int { return c.Index }, func(c Cell, _ int) error {

@@ -1,0 +1,129 @@
+package plant
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Work limits of one run. A run takes a step of TimeStepS until every
+// request has completed or MaxSimulationTimeS has passed; which comes first
+// is known only by running, so the work is bounded by the second: StepBound.
+const (
+	// DefaultMaxSteps bounds the steps of a run unless Options.MaxSteps
+	// says otherwise: 1e9 steps take several minutes (a step costs
+	// 0.3-0.4 µs with a few active requests).
+	DefaultMaxSteps = 1e9
+	// MaxTrajectorySamples bounds the trajectory a run keeps (Options
+	// without Summary): 1e7 samples take about 1.4 GB of memory and 1.1 GB
+	// of JSON. Options.Stride or Options.Summary keep a longer run within it.
+	MaxTrajectorySamples = 1e7
+)
+
+// Names of the limits in a LimitError.
+const (
+	LimitSteps             = "max_steps"          // Options.MaxSteps, DefaultMaxSteps
+	LimitTrajectorySamples = "trajectory_samples" // MaxTrajectorySamples
+)
+
+// LimitError reports a run whose work would exceed a limit. It is returned
+// before anything is allocated for the run.
+type LimitError struct {
+	Limit string  // which limit: LimitSteps or LimitTrajectorySamples
+	Value float64 // steps or samples the run may need; +Inf past the float range
+	Max   float64 // the limit
+	// MaxSimulationTimeS and TimeStepS are the plant fields the steps
+	// follow from; Stride samples them (LimitTrajectorySamples).
+	MaxSimulationTimeS, TimeStepS float64
+	Stride                        int
+}
+
+// Steps is the StepBound of the run.
+func (e *LimitError) Steps() float64 {
+	return StepBound(Plant{MaxSimulationTimeS: e.MaxSimulationTimeS, TimeStepS: e.TimeStepS})
+}
+
+// Error names the plant fields the work follows from and the limit, e.g.
+// "maximum_simulation_time_s 3600 / time_step_s 1e-09 = 3.6e+12 simulation
+// steps: more than max_steps 1e+09".
+func (e *LimitError) Error() string {
+	if e.Limit == LimitTrajectorySamples {
+		return fmt.Sprintf("maximum_simulation_time_s %g / time_step_s %g = %s simulation steps at stride %d keep %s trajectory samples: more than %s %g",
+			e.MaxSimulationTimeS, e.TimeStepS, FormatCount(e.Steps(), 0), e.Stride, FormatCount(e.Value, e.Max), e.Limit, e.Max)
+	}
+	steps := fmt.Sprintf("maximum_simulation_time_s %g / time_step_s %g = %s simulation steps",
+		e.MaxSimulationTimeS, e.TimeStepS, FormatCount(e.Value, e.Max))
+	return fmt.Sprintf("%s: more than %s %g", steps, e.Limit, e.Max)
+}
+
+// FormatCount writes a count of steps or samples over a limit: with three
+// significant digits ("3.6e+12"), in full when it is below ten million or
+// when three digits would not show it above the limit, and "over 1.8e+308"
+// past the float range.
+func FormatCount(x, limit float64) string {
+	if math.IsInf(x, 1) {
+		return "over 1.8e+308"
+	}
+	short := strconv.FormatFloat(x, 'g', 3, 64)
+	if rounded, _ := strconv.ParseFloat(short, 64); x < 1e7 || (rounded <= limit && x < 1e18) {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return short
+}
+
+// StepBound is the most steps a run on p can take: one per TimeStepS until
+// MaxSimulationTimeS, and the step at zero (a 3600 s run of 0.1 s steps has
+// at most 36001). It is +Inf when the quotient leaves the float range.
+func StepBound(p Plant) float64 {
+	return math.Ceil(p.MaxSimulationTimeS/p.TimeStepS) + 1
+}
+
+// CheckWork returns a *LimitError when a run on p with opt could take more
+// than opt's step limit (Options.MaxSteps, else DefaultMaxSteps), or keep
+// more than MaxTrajectorySamples trajectory samples. A plant whose time
+// step or simulation time is not finite and positive is left to
+// Plant.Validate.
+func CheckWork(p Plant, opt Options) error {
+	if !(p.TimeStepS > 0 && p.MaxSimulationTimeS > 0) || !finite(p.TimeStepS) || !finite(p.MaxSimulationTimeS) {
+		return nil
+	}
+	steps := StepBound(p)
+	maxSteps := opt.MaxSteps
+	if !(maxSteps > 0) {
+		maxSteps = DefaultMaxSteps
+	}
+	if steps > maxSteps {
+		return &LimitError{Limit: LimitSteps, Value: steps, Max: maxSteps, MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS}
+	}
+	if opt.Summary {
+		return nil
+	}
+	stride := max(1, opt.Stride)
+	// Steps 0, stride, 2*stride, ... and the last.
+	samples := math.Ceil(steps/float64(stride)) + 1
+	if samples > MaxTrajectorySamples {
+		return &LimitError{Limit: LimitTrajectorySamples, Value: samples, Max: MaxTrajectorySamples,
+			MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS, Stride: stride}
+	}
+	return nil
+}
+
+// MinStride is the least stride that keeps a run of steps within
+// MaxTrajectorySamples.
+func MinStride(steps float64) float64 {
+	return math.Ceil(steps / (MaxTrajectorySamples - 1))
+}
+
+// minPreallocatedSamples is the least trajectory room reserved up front.
+const minPreallocatedSamples = 4096
+
+// preallocatedSamples is the trajectory room a run reserves up front: room
+// for twice the arrival span (a run rarely lasts longer), within the step
+// bound, so within MaxTrajectorySamples for a plant that passes CheckWork;
+// a longer run grows the trajectory geometrically, a few allocations in all.
+func preallocatedSamples(p Plant, lastArrivalS float64, stride int) int {
+	s := float64(max(1, stride))
+	capSteps := p.MaxSimulationTimeS/p.TimeStepS + 3
+	spanSteps := 2*lastArrivalS/p.TimeStepS + 3
+	return int(min(capSteps, max(spanSteps, minPreallocatedSamples*s))/s + 2)
+}
