@@ -3,6 +3,8 @@ package main
 import (
 	"io"
 	"os"
+
+	"servesim/internal/outfile"
 )
 
 // streams are the standard streams a command reads and writes.
@@ -12,11 +14,18 @@ type streams struct {
 	Err io.Writer
 	// ErrIsTerminal reports whether Err is a terminal, so progress may be drawn.
 	ErrIsTerminal bool
+	// OutClosed reports that stdout was closed when servesim started
+	// (`servesim simulate >&-`), so a result written there would be lost.
+	OutClosed bool
 }
 
 // newStreams returns the process's standard streams.
 func newStreams() *streams {
-	return &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr)}
+	return &streams{
+		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
+		ErrIsTerminal: isTerminal(os.Stderr),
+		OutClosed:     outfile.ClosedAtStart(os.Stdout),
+	}
 }
 
 // isTerminal reports whether f is a character device (a terminal).
