@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"reflect"
 
@@ -65,6 +66,9 @@ func writeStdout(s *streams, write func(io.Writer) error) error {
 		return errors.New("stdout is closed: the result has nowhere to go (give -o FILE)")
 	}
 	if err := write(s.Out); err != nil {
+		if pathErr, ok := err.(*fs.PathError); ok {
+			err = pathErr.Err // "no space left on device", not "write /dev/stdout: ..."
+		}
 		return fmt.Errorf("stdout: %w", err)
 	}
 	return nil

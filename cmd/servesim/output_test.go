@@ -1,0 +1,146 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// blockedWrite is the test command `blockedwrite FLAG PATH`: with
+// servesim's signal handling in place, it starts writing the target FLAG
+// (-o or --plot) names through servesim's output path, says "writing" on
+// stdout once a first megabyte is written, and waits there for a signal.
+func blockedWrite() {
+	exitOnSignal(os.Stderr)
+	err := writeTarget(os.Args[1], os.Args[2], func(w io.Writer) error {
+		if _, err := w.Write(bytes.Repeat([]byte("x"), 1<<20)); err != nil {
+			return err
+		}
+		fmt.Println("writing")
+		time.Sleep(time.Minute) // the test sends its signal now
+		return nil
+	})
+	fmt.Fprintln(os.Stderr, "blockedwrite: no signal came:", err)
+	os.Exit(1)
+}
+
+// startUntil starts cmd and returns once its stdout has given a line
+// (cmd is then where the test wants it); its stderr is collected in the
+// returned buffer.
+func startUntil(t *testing.T, cmd *exec.Cmd) *bytes.Buffer {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	_, err = bufio.NewReader(stdout).ReadString('\n')
+	require.NoError(t, err, "stderr: %s", stderr.String())
+	return &stderr
+}
+
+func TestSignalRemovesTheUnfinishedOutput(t *testing.T) {
+	bin, err := exec.LookPath("blockedwrite")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+		flag string
+		file string
+		old  string // the file's content before the run; "" means no file
+	}{
+		{syscall.SIGINT, 130, "-o", "run.json", ""},
+		{syscall.SIGTERM, 143, "-o", "run.json", "old result\n"},
+		{syscall.SIGINT, 130, "--plot", "fig.png", "old figure"},
+		{syscall.SIGTERM, 143, "--plot", "fig.svg", ""},
+	} {
+		t.Run(fmt.Sprint(tc.sig, tc.flag, tc.old != ""), func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.file)
+			if tc.old != "" {
+				require.NoError(t, os.WriteFile(path, []byte(tc.old), 0o600))
+			}
+			cmd := exec.Command(bin, tc.flag, path)
+			stderr := startUntil(t, cmd)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var temps int
+			for _, e := range entries {
+				if strings.HasPrefix(e.Name(), "."+tc.file+".tmp") {
+					temps++
+				}
+			}
+			require.Equal(t, 1, temps, "the write is under way in a temporary file")
+
+			require.NoError(t, cmd.Process.Signal(tc.sig))
+			err = cmd.Wait()
+			require.Error(t, err)
+			assert.Equal(t, tc.code, cmd.ProcessState.ExitCode())
+			assert.Equal(t, "servesim: interrupted by "+map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tc.sig]+"\n", stderr.String())
+			entries, err = os.ReadDir(dir)
+			require.NoError(t, err)
+			if tc.old == "" {
+				assert.Empty(t, entries, "neither a temporary file nor a partial output is left")
+				return
+			}
+			require.Len(t, entries, 1, "no temporary file is left")
+			data, err := os.ReadFile(path)
+			require.NoError(t, err)
+			assert.Equal(t, tc.old, string(data), "the old file is kept")
+		})
+	}
+}
+
+// TestSignalDuringADirectWrite stops the real servesim while it writes a
+// FIFO whose reader has stopped reading: exit 143, one line, and the FIFO
+// is still a FIFO.
+func TestSignalDuringADirectWrite(t *testing.T) {
+	bin, err := exec.LookPath("servesim")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	reader, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	require.NoError(t, err)
+	defer reader.Close()
+
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "simulate", "--stride", "1", "-o", fifo) // megabytes: more than the pipe holds
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// The first bytes show servesim is writing, long after it set up its
+	// signal handling; then nobody reads and the write waits.
+	first := make([]byte, 1)
+	for {
+		n, err := reader.Read(first)
+		if n == 1 {
+			break
+		}
+		require.ErrorIs(t, err, io.EOF, "before servesim opens the FIFO, a read finds it empty")
+		time.Sleep(time.Millisecond)
+	}
+	assert.Equal(t, "{", string(first))
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	require.Error(t, cmd.Wait())
+	assert.Equal(t, 143, cmd.ProcessState.ExitCode())
+	assert.Equal(t, "servesim: interrupted by SIGTERM\n", stderr.String())
+	info, err := os.Lstat(fifo)
+	require.NoError(t, err)
+	assert.Equal(t, fs.ModeNamedPipe, info.Mode()&fs.ModeType)
+}
