@@ -59,17 +59,18 @@ func TestSignalRemovesTheUnfinishedOutput(t *testing.T) {
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		sig  syscall.Signal
+		name string
 		code int
 		flag string
 		file string
 		old  string // the file's content before the run; "" means no file
 	}{
-		{syscall.SIGINT, 130, "-o", "run.json", ""},
-		{syscall.SIGTERM, 143, "-o", "run.json", "old result\n"},
-		{syscall.SIGINT, 130, "--plot", "fig.png", "old figure"},
-		{syscall.SIGTERM, 143, "--plot", "fig.svg", ""},
+		{syscall.SIGINT, "SIGINT", 130, "-o", "run.json", ""},
+		{syscall.SIGTERM, "SIGTERM", 143, "-o", "run.json", "old result\n"},
+		{syscall.SIGINT, "SIGINT", 130, "--plot", "fig.png", "old figure"},
+		{syscall.SIGTERM, "SIGTERM", 143, "--plot", "fig.svg", ""},
 	} {
-		t.Run(fmt.Sprint(tc.sig, tc.flag, tc.old != ""), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %s %s", tc.name, tc.flag, tc.file), func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, tc.file)
 			if tc.old != "" {
@@ -91,7 +92,7 @@ func TestSignalRemovesTheUnfinishedOutput(t *testing.T) {
 			err = cmd.Wait()
 			require.Error(t, err)
 			assert.Equal(t, tc.code, cmd.ProcessState.ExitCode())
-			assert.Equal(t, "servesim: interrupted by "+map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}[tc.sig]+"\n", stderr.String())
+			assert.Equal(t, "servesim: interrupted by "+tc.name+"\n", stderr.String())
 			entries, err = os.ReadDir(dir)
 			require.NoError(t, err)
 			if tc.old == "" {
@@ -127,12 +128,13 @@ func TestSignalDuringADirectWrite(t *testing.T) {
 	// The first bytes show servesim is writing, long after it set up its
 	// signal handling; then nobody reads and the write waits.
 	first := make([]byte, 1)
-	for {
+	for deadline := time.Now().Add(time.Minute); ; {
 		n, err := reader.Read(first)
 		if n == 1 {
 			break
 		}
 		require.ErrorIs(t, err, io.EOF, "before servesim opens the FIFO, a read finds it empty")
+		require.True(t, time.Now().Before(deadline), "servesim wrote nothing to the FIFO; stderr: %s", stderr.String())
 		time.Sleep(time.Millisecond)
 	}
 	assert.Equal(t, "{", string(first))
