@@ -146,3 +146,41 @@ func TestSignalDuringADirectWrite(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, fs.ModeNamedPipe, info.Mode()&fs.ModeType)
 }
+
+// TestUnwritableFolder runs servesim as a user who may not write the
+// target's folder (root drops to nobody for it): one line naming the flag,
+// the path and the folder, exit 1.
+func TestUnwritableFolder(t *testing.T) {
+	bin, err := exec.LookPath("servesim")
+	require.NoError(t, err)
+	// A folder every user may enter, holding a copy of the binary that
+	// every user may run and a folder nobody but root may write.
+	dir, err := os.MkdirTemp("", "servesim-unwritable")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	require.NoError(t, os.Chmod(dir, 0o755))
+	data, err := os.ReadFile(bin)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "servesim"), data, 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "ro"), 0o555))
+
+	for _, tc := range []struct{ args, want string }{
+		{"simulate --summary -o ro/run.json", "servesim: -o ro/run.json: folder ro is not writable\n"},
+		{"scenarios --plot ro/fig.png", "servesim: --plot ro/fig.png: folder ro is not writable\n"},
+	} {
+		cmd := exec.Command(filepath.Join(dir, "servesim"), strings.Fields(tc.args)...)
+		cmd.Dir = dir
+		if os.Geteuid() == 0 {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.Error(t, cmd.Run(), tc.args)
+		assert.Equal(t, exitInput, cmd.ProcessState.ExitCode(), tc.args)
+		assert.Equal(t, tc.want, stderr.String(), tc.args)
+		assert.Empty(t, stdout.String(), tc.args)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "ro"))
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+}
