@@ -20,24 +20,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// blockedWrite is the test command `blockedwrite FLAG PATH`: with
-// servesim's signal handling in place, it starts writing the target FLAG
-// (-o or --plot) names through servesim's output path, says "writing" on
-// stdout once a first megabyte is written, and waits there for a signal.
-func blockedWrite() {
-	exitOnSignal(os.Stderr)
-	err := writeTarget(os.Args[1], os.Args[2], func(w io.Writer) error {
-		if _, err := w.Write(bytes.Repeat([]byte("x"), 1<<20)); err != nil {
-			return err
-		}
-		fmt.Println("writing")
-		time.Sleep(time.Minute) // the test sends its signal now
-		return nil
-	})
-	fmt.Fprintln(os.Stderr, "blockedwrite: no signal came:", err)
-	os.Exit(1)
-}
-
 // startUntil starts cmd and returns once its stdout has given a line
 // (cmd is then where the test wants it); its stderr is collected in the
 // returned buffer.

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/stretchr/testify/assert"
@@ -21,6 +25,24 @@ func TestMain(m *testing.M) {
 		"servesim":     main,
 		"blockedwrite": blockedWrite,
 	})
+}
+
+// blockedWrite is the test command `blockedwrite FLAG PATH`: with
+// servesim's signal handling in place, it starts writing the target FLAG
+// (-o or --plot) names through servesim's output path, says "writing" on
+// stdout once a first megabyte is written, and waits there for a signal.
+func blockedWrite() {
+	exitOnSignal(os.Stderr)
+	err := writeTarget(os.Args[1], os.Args[2], func(w io.Writer) error {
+		if _, err := w.Write(bytes.Repeat([]byte("x"), 1<<20)); err != nil {
+			return err
+		}
+		fmt.Println("writing")
+		time.Sleep(time.Minute) // the test sends its signal now
+		return nil
+	})
+	fmt.Fprintln(os.Stderr, "blockedwrite: no signal came:", err)
+	os.Exit(1)
 }
 
 // TestScripts runs the end-to-end scripts in testdata/script, which need
