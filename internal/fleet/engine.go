@@ -241,8 +241,7 @@ func (e *engine) runLockStep() error {
 	}
 	// Requests arriving after the run are routed on the final states.
 	if next < len(e.requests) {
-		var err error
-		if next, err = e.routeUntil(&ls, next, e.requests[len(e.requests)-1].ArrivalTimeS); err != nil {
+		if _, err := e.routeUntil(&ls, next, e.requests[len(e.requests)-1].ArrivalTimeS); err != nil {
 			return err
 		}
 	}
