@@ -116,19 +116,23 @@ func (e *engine) runParallel() error {
 		jobs = runtime.GOMAXPROCS(0)
 	}
 	jobs = min(jobs, n)
-	workerSums := make([]stepSums, jobs)
+	// Each worker adds into sums of its own, allocated apart so that the
+	// workers never write to one cache line.
+	workerSums := make([]*stepSums, jobs)
 	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range jobs {
-		workerSums[w].scale = e.sums.scale
+		sums := &stepSums{scale: e.sums.scale}
+		sums.reserve(e.expectedSteps())
+		workerSums[w] = sums
 		wg.Go(func() {
 			for {
 				k := int(next.Add(1) - 1)
 				if k >= n {
 					return
 				}
-				errs[k] = e.runAlone(k, routed[counts[k]:counts[k+1]], &workerSums[w])
+				errs[k] = e.runAlone(k, routed[counts[k]:counts[k+1]], sums)
 			}
 		})
 	}
@@ -138,8 +142,9 @@ func (e *engine) runParallel() error {
 			return err
 		}
 	}
-	for w := range workerSums {
-		e.sums.merge(&workerSums[w])
+	e.sums.reserve(e.expectedSteps())
+	for _, sums := range workerSums {
+		e.sums.merge(sums)
 	}
 	return nil
 }
@@ -236,6 +241,7 @@ func (e *engine) runLockStep() error {
 	for k, st := range ls.steppers {
 		ls.deferred[k].drop()
 		e.finish(k, st, ls.routed[k])
+		ls.steppers[k], ls.routed[k] = nil, nil // its records are copied: free them
 	}
 	return nil
 }

@@ -116,7 +116,7 @@ func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt O
 			break
 		}
 	}
-	return sim.result(requests, opt), nil
+	return sim.result(WorkloadChecksum(requests), opt), nil
 }
 
 // validateWorkload applies the reference's checks on a workload.
@@ -545,15 +545,16 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 	return total
 }
 
-// result assembles the Result after the last step.
-func (sim *simulation) result(requests []Request, opt Options) *Result {
+// result assembles the Result after the last step; checksum is the
+// workload's.
+func (sim *simulation) result(checksum string, opt Options) *Result {
 	records := sim.records
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),
 		Metrics:          sim.stats.metrics(records, sim.plant),
 		ProfileStatus:    sim.plant.Profile.Status,
-		WorkloadChecksum: WorkloadChecksum(requests),
+		WorkloadChecksum: checksum,
 		Steps:            sim.stats.steps,
 	}
 	if opt.Summary {
