@@ -127,7 +127,7 @@ func Size(groups []Group) (int, error) {
 	total := 0
 	for i, g := range groups {
 		if g.Replicas < 1 || g.Replicas > MaxReplicas {
-			return 0, fmt.Errorf("group %d (%s): replicas %d: expected 1 to %d", i, g.Name, g.Replicas, MaxReplicas)
+			return 0, fmt.Errorf("%s: replicas %d: expected 1 to %d", groupName(i, g), g.Replicas, MaxReplicas)
 		}
 		total += g.Replicas
 		if total > MaxReplicas {
@@ -152,13 +152,13 @@ func Simulate(requests []plant.Request, cfg Config) (*Result, error) {
 		p := cfg.Plant
 		p.Profile = g.Profile
 		if err := p.Validate(); err != nil {
-			return nil, fmt.Errorf("group %d (%s): %w", i, g.Name, err)
+			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
 		}
 		if _, err := plant.NewScheduler(g.Scheduler); err != nil {
-			return nil, fmt.Errorf("group %d (%s): %w", i, g.Name, err)
+			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
 		}
 		if _, err := plant.NewController(g.Controller); err != nil {
-			return nil, fmt.Errorf("group %d (%s): %w", i, g.Name, err)
+			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
 		}
 		for range g.Replicas {
 			specs = append(specs, replicaSpec{group: i, plant: p})
@@ -178,6 +178,14 @@ func Simulate(requests []plant.Request, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	return e.result(), nil
+}
+
+// groupName names group i in errors: "group 2" or "group 2 (name)".
+func groupName(i int, g Group) string {
+	if g.Name == "" {
+		return fmt.Sprintf("group %d", i)
+	}
+	return fmt.Sprintf("group %d (%q)", i, g.Name)
 }
 
 // newStepper builds replica k's stepper with fresh policy instances.

@@ -371,15 +371,15 @@ func TestSimulateRejects(t *testing.T) {
 
 	cfg = defaultFleet(0, "chunked", "max")
 	_, err = Simulate(requests, cfg)
-	assert.EqualError(t, err, "group 0 (): replicas 0: expected 1 to 4096")
+	assert.EqualError(t, err, "group 0: replicas 0: expected 1 to 4096")
 	cfg = defaultFleet(MaxReplicas+1, "chunked", "max")
 	_, err = Simulate(requests, cfg)
-	assert.EqualError(t, err, "group 0 (): replicas 4097: expected 1 to 4096")
+	assert.EqualError(t, err, "group 0: replicas 4097: expected 1 to 4096")
 	_, err = Simulate(requests, Config{Plant: plant.NewPlant(nil)})
 	assert.EqualError(t, err, "fleet has no group")
 	cfg = defaultFleet(2, "fifo", "max")
 	_, err = Simulate(requests, cfg)
-	assert.ErrorContains(t, err, `group 0 (): unknown scheduler "fifo"`)
+	assert.ErrorContains(t, err, `group 0: unknown scheduler "fifo"`)
 	_, err = Simulate(nil, defaultFleet(2, "chunked", "max"))
 	assert.EqualError(t, err, "workload must contain at least one request")
 }
