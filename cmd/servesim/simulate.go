@@ -28,6 +28,7 @@ type simulateOptions struct {
 	Format string
 	Output outputOptions
 	Plot   plotOptions
+	Fleet  fleetOptions
 	// Plant holds the plant flags; its Profile is set once loaded.
 	Plant plant.Plant
 	// MaxSteps is --max-steps, the step limit of the run.
@@ -54,10 +55,17 @@ serves within its SLOs.
 
 --normalize U dilates the arrivals so that serving every request alone at the
 maximum clock would keep the GPU busy U of the time; chunking, the power
-governor and whole steps make the plant busier than that.`,
+governor and whole steps make the plant busier than that.
+
+With --replicas N (N > 1), --fleet FILE or --router it simulates a fleet:
+N plants on one time grid behind a router, and prints the fleet document
+(fleet metrics, the fleet, every replica's run, every request with its
+replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 		Example: `  servesim simulate --summary
   servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
-      --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json`,
+      --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json
+  servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
+      --replicas 16 --router least-outstanding --summary --format table`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
 			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
@@ -76,6 +84,7 @@ governor and whole steps make the plant busier than that.`,
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
+	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
 	return cmd
@@ -105,6 +114,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := checkSimulateWork(o); err != nil {
 		return err
 	}
+	if err := o.Fleet.check(cmd, cmd.Flags().Changed("normalize")); err != nil {
+		return err
+	}
 	return o.Plot.check()
 }
 
@@ -125,16 +137,12 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
+	if o.Fleet.enabled {
+		return runFleetSimulate(s, o, prof, profilePath, workload)
+	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewController(o.Controller)
 	warnFixedClock(s, o.Controller, ctrl, prof)
-	options := plant.Options{Stride: o.Stride, Summary: o.Summary}
-	if o.Plot.Path != "" {
-		// The figure draws every step: simulate once keeping them all,
-		// then thin the document as --stride and --summary ask.
-		options = plant.Options{Stride: 1}
-	}
-	options.MaxSteps = o.MaxSteps
 	report, err := plant.Run(workload, plant.Config{
 		Plant:      o.Plant,
 		Scheduler:  sched,
@@ -142,7 +150,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		Normalize:  o.Normalize,
 		// The trace was loaded for this run alone.
 		NormalizeInPlace: true,
-		Options:          options,
+		Options:          o.plantOptions(),
 		ProfilePath:      profilePath,
 		Version:          resolvedVersion(),
 	})
@@ -161,6 +169,17 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return writeBytes(s, o.Output, []byte(simulateTable(report)))
 	}
 	return writeJSON(s, o.Output, report)
+}
+
+// plantOptions are what each plant of the run keeps: with --plot every
+// step (the figure draws them all; the document is thinned afterwards as
+// --stride and --summary ask), else what --stride and --summary say.
+func (o *simulateOptions) plantOptions() plant.Options {
+	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps}
+	if o.Plot.Path != "" {
+		options.Stride, options.Summary = 1, false
+	}
+	return options
 }
 
 // flagNamed prefixes a plant validation error with the flag that sets the

@@ -103,7 +103,7 @@ type simulation struct {
 // scheduler s and clock controller c: the reference's simulate. The run
 // ends when every request has completed or after MaxSimulationTimeS.
 func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*Result, error) {
-	sim, err := newSimulation(requests, p, s, c, opt)
+	sim, err := startSimulation(requests, p, s, c, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt O
 			break
 		}
 	}
-	return sim.result(requests, opt), nil
+	return sim.result(WorkloadChecksum(requests), opt), nil
 }
 
 // validateWorkload applies the reference's checks on a workload.
@@ -151,11 +151,26 @@ func validateWorkload(requests []Request) error {
 	return nil
 }
 
-func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*simulation, error) {
-	if err := p.Validate(); err != nil {
+// startSimulation validates requests and prepares their run.
+func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*simulation, error) {
+	if err := validateWorkload(requests); err != nil {
 		return nil, err
 	}
-	if err := validateWorkload(requests); err != nil {
+	sim, err := newSimulation(p, s, c, opt, len(requests))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range requests {
+		sim.add(r)
+	}
+	sim.reserveTrajectory()
+	return sim, nil
+}
+
+// newSimulation prepares a run on plant p with room for capacity requests;
+// add appends the requests and reserveTrajectory sizes the trajectory.
+func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacity int) (*simulation, error) {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if opt.Stride < 0 {
@@ -173,15 +188,16 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 		realized:         prof.RealizedClockLevelsMHz(),
 		measured:         prof.IsMeasured(),
 		decay:            math.Exp(-p.TimeStepS / p.ThermalTimeConstantS),
-		records:          make([]RequestRecord, len(requests)),
-		progress:         make([]requestProgress, len(requests)),
-		active:           make([]int, 0, min(p.MaxActiveRequests, len(requests))),
+		records:          make([]RequestRecord, 0, capacity),
+		progress:         make([]requestProgress, 0, capacity),
+		active:           make([]int, 0, min(p.MaxActiveRequests, capacity)),
 		temperatureC:     p.AmbientTemperatureC,
 		previousClockMHz: prof.MinRealizedClockMHz(),
 		previousPowerW:   prof.Power(profile.PhaseIdle, prof.MinClockMHz()),
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 	}
+	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
@@ -196,26 +212,39 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 			idlePower:    prof.Power(profile.PhaseIdle, mhz),
 		})
 	}
-	for i, r := range requests {
-		sim.records[i] = RequestRecord{
-			RequestID:       r.ID,
-			ArrivalTimeS:    r.ArrivalTimeS,
-			PrefillStartS:   math.NaN(),
-			FirstTokenTimeS: math.NaN(),
-			CompletionTimeS: math.NaN(),
-			PromptTokens:    r.PromptTokens,
-			OutputTokens:    r.OutputTokens,
-		}
-		sim.progress[i] = requestProgress{
-			outputTokens:     float64(r.OutputTokens),
-			prefillRemaining: float64(r.PromptTokens),
-		}
-	}
-	if sim.keep {
-		sim.trace.Stride = max(1, opt.Stride)
-		sim.trace.reserve(preallocatedSamples(p, requests[len(requests)-1].ArrivalTimeS, sim.trace.Stride))
-	}
 	return sim, nil
+}
+
+// add appends a request; it arrives after every request added before.
+func (sim *simulation) add(r Request) {
+	sim.records = append(sim.records, RequestRecord{
+		RequestID:       r.ID,
+		ArrivalTimeS:    r.ArrivalTimeS,
+		PrefillStartS:   math.NaN(),
+		FirstTokenTimeS: math.NaN(),
+		CompletionTimeS: math.NaN(),
+		PromptTokens:    r.PromptTokens,
+		OutputTokens:    r.OutputTokens,
+	})
+	sim.progress = append(sim.progress, requestProgress{
+		outputTokens:     float64(r.OutputTokens),
+		prefillRemaining: float64(r.PromptTokens),
+	})
+}
+
+// reserveTrajectory preallocates the trajectory of a run that keeps one:
+// room for twice the span of the arrivals added so far (a run rarely lasts
+// longer), within the step cap; a longer run grows the trajectory
+// geometrically, a few allocations in all.
+func (sim *simulation) reserveTrajectory() {
+	if !sim.keep {
+		return
+	}
+	lastArrivalS := 0.0
+	if n := len(sim.records); n > 0 {
+		lastArrivalS = sim.records[n-1].ArrivalTimeS
+	}
+	sim.trace.reserve(preallocatedSamples(sim.plant, lastArrivalS, sim.trace.Stride))
 }
 
 // occupancy is the KV-cache occupancy: the reference's sum over every queued
@@ -514,15 +543,16 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 	return total
 }
 
-// result assembles the Result after the last step.
-func (sim *simulation) result(requests []Request, opt Options) *Result {
+// result assembles the Result after the last step; checksum is the
+// workload's.
+func (sim *simulation) result(checksum string, opt Options) *Result {
 	records := sim.records
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),
 		Metrics:          sim.stats.metrics(records, sim.plant),
 		ProfileStatus:    sim.plant.Profile.Status,
-		WorkloadChecksum: WorkloadChecksum(requests),
+		WorkloadChecksum: checksum,
 		Steps:            sim.stats.steps,
 	}
 	if opt.Summary {
