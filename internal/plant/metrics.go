@@ -3,9 +3,6 @@ package plant
 import (
 	"errors"
 	"math"
-	"slices"
-
-	"servesim/internal/numeric"
 )
 
 // Metrics are the reference's ServingMetrics. A value that is undefined
@@ -36,9 +33,9 @@ type Metrics struct {
 	PeakTemperatureC float64 `json:"peak_temperature_c"`
 	// peak_kv_tokens: maximum KV-cache occupancy (at least 0), tokens.
 	PeakKVTokens float64 `json:"peak_kv_tokens"`
-	// ttft_violation_rate: fraction of completed requests whose TTFT exceeds the profile's TTFT SLO (2 x baseline).
+	// ttft_violation_rate: fraction of completed requests whose TTFT exceeds the TTFT SLO: the profile's (2 x baseline) unless Options.SLO sets one.
 	TTFTViolationRate float64 `json:"ttft_violation_rate"`
-	// tpot_violation_rate: fraction of completed requests whose TPOT exceeds the profile's TPOT SLO (1.5 x baseline).
+	// tpot_violation_rate: fraction of completed requests whose TPOT exceeds the TPOT SLO: the profile's (1.5 x baseline) unless Options.SLO sets one.
 	TPOTViolationRate float64 `json:"tpot_violation_rate"`
 	// power_violation_w: max(0, peak_power_w - power limit), W.
 	PowerViolationW float64 `json:"power_violation_w"`
@@ -115,8 +112,9 @@ func (a *stepStats) add(s *stepSample) {
 }
 
 // metrics combines the step statistics with the request records (the
-// reference's _metrics).
-func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
+// reference's _metrics, its violation rates judged by slo, resolved) and
+// judges the records against slo for the slo block.
+func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics, SLOReport) {
 	n, outputTokens := 0, 0
 	arrivedAtHorizon, completedAtHorizon := 0, 0
 	horizon := p.ReportingHorizonS
@@ -125,7 +123,7 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
 		if r.ArrivalTimeS <= horizon {
 			arrivedAtHorizon++
 		}
-		if math.IsNaN(r.CompletionTimeS) {
+		if !r.Completed() {
 			continue
 		}
 		n++
@@ -134,30 +132,7 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
 		}
 		outputTokens += r.OutputTokens
 	}
-	// One buffer holds each per-request series in turn: its mean is taken
-	// in request order (as numpy sums), then it is sorted in place for the
-	// percentile.
-	buffer := make([]float64, 0, n)
-	series := func(value func(r *RequestRecord) float64) []float64 {
-		buffer = buffer[:0]
-		for i := range records {
-			if r := &records[i]; !math.IsNaN(r.CompletionTimeS) {
-				buffer = append(buffer, value(r))
-			}
-		}
-		return buffer
-	}
-	ttft := series(func(r *RequestRecord) float64 { return r.FirstTokenTimeS - r.ArrivalTimeS })
-	meanTTFT, ttftViolations := numeric.Mean(ttft), fractionAbove(ttft, p.Profile.TTFTSLOS())
-	slices.Sort(ttft)
-	p95TTFT := numeric.PercentileLinearSorted(ttft, 95)
-	tpot := series(func(r *RequestRecord) float64 {
-		return (r.CompletionTimeS - r.FirstTokenTimeS) / float64(max(1, r.OutputTokens-1))
-	})
-	meanTPOT, tpotViolations := numeric.Mean(tpot), fractionAbove(tpot, p.Profile.TPOTSLOS())
-	slices.Sort(tpot)
-	p95TPOT := numeric.PercentileLinearSorted(tpot, 95)
-	meanLatency := numeric.Mean(series(func(r *RequestRecord) float64 { return r.CompletionTimeS - r.ArrivalTimeS }))
+	ttft, tpot, latency := completedLatencies(records, n, slo.TTFTS, slo.TPOTS)
 
 	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
 	stall := 0.0
@@ -170,19 +145,19 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
 	}
 	return Metrics{
 		CompletedFraction:                    float64(n) / float64(max(1, len(records))),
-		MeanTTFTS:                            meanTTFT,
-		P95TTFTS:                             p95TTFT,
-		MeanTPOTS:                            meanTPOT,
-		P95TPOTS:                             p95TPOT,
-		MeanLatencyS:                         meanLatency,
+		MeanTTFTS:                            ttft.mean,
+		P95TTFTS:                             ttft.p95,
+		MeanTPOTS:                            tpot.mean,
+		P95TPOTS:                             tpot.p95,
+		MeanLatencyS:                         latency.mean,
 		OutputThroughputTokensPerS:           float64(outputTokens) / duration,
 		EnergyJ:                              a.lastEnergyJ,
 		EnergyPerOutputTokenJ:                a.lastEnergyJ / float64(max(1, outputTokens)),
 		PeakPowerW:                           a.peakPowerW,
 		PeakTemperatureC:                     a.peakTemperatureC,
 		PeakKVTokens:                         a.peakKVTokens,
-		TTFTViolationRate:                    ttftViolations,
-		TPOTViolationRate:                    tpotViolations,
+		TTFTViolationRate:                    ttft.above,
+		TPOTViolationRate:                    tpot.above,
 		PowerViolationW:                      pyMax(0, a.peakPowerW-p.PowerLimitW),
 		ThermalViolationC:                    pyMax(0, a.peakTemperatureC-p.ThermalLimitC),
 		KVViolationTokens:                    pyMax(0, a.peakKVTokens-p.KVCapacityTokens),
@@ -192,7 +167,7 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
 		UnfinishedRequestsAtReportingHorizon: float64(arrivedAtHorizon - completedAtHorizon),
 		UnfinishedRequestsAtEnd:              float64(len(records) - n),
 		ReportingHorizonS:                    horizon,
-	}
+	}, sloReport(records, slo, duration, ttft, tpot, latency)
 }
 
 // fractionAbove is np.mean(values > limit); NaN for no values.
@@ -225,5 +200,6 @@ func ComputeMetrics(r *Result, p Plant) (Metrics, error) {
 		s := r.sample(i)
 		stats.add(&s)
 	}
-	return stats.metrics(r.Requests, p), nil
+	m, _ := stats.metrics(r.Requests, p, ProfileSLO(p.Profile))
+	return m, nil
 }

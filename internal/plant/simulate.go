@@ -8,7 +8,8 @@ import (
 	"servesim/internal/profile"
 )
 
-// Options choose what a simulation keeps besides its metrics.
+// Options choose what a simulation keeps besides its metrics, and the
+// objectives it judges requests by.
 type Options struct {
 	// Stride samples the trajectory at steps 0, Stride, 2*Stride, ... and
 	// the last step, like the reference's as_dict(stride). Zero means 1.
@@ -16,6 +17,9 @@ type Options struct {
 	// Summary keeps no trajectory and no request records: memory is then
 	// O(requests) whatever the number of steps.
 	Summary bool
+	// SLO is what the violation rates and the slo block judge requests
+	// by; a zero TTFTS or TPOTS takes the profile's (SLO.OrProfile).
+	SLO SLO
 }
 
 // minPreallocatedSamples is the least trajectory room reserved up front.
@@ -160,6 +164,9 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 	}
 	if opt.Stride < 0 {
 		return nil, errors.New("stride must be positive")
+	}
+	if err := opt.SLO.Validate(); err != nil {
+		return nil, err
 	}
 	prof := p.Profile
 	sim := &simulation{
@@ -521,12 +528,14 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 // result assembles the Result after the last step.
 func (sim *simulation) result(requests []Request, opt Options) *Result {
 	records := sim.records
+	metrics, slo := sim.stats.metrics(records, sim.plant, opt.SLO.OrProfile(sim.plant.Profile))
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),
-		Metrics:          sim.stats.metrics(records, sim.plant),
+		Metrics:          metrics,
 		ProfileStatus:    sim.plant.Profile.Status,
 		WorkloadChecksum: WorkloadChecksum(requests),
+		SLO:              slo,
 		Steps:            sim.stats.steps,
 	}
 	if opt.Summary {
