@@ -24,6 +24,8 @@ type simulateOptions struct {
 	Controller  string
 	Stride      int
 	Summary     bool
+	// SLO holds --ttft-slo, --tpot-slo and --e2e-slo; zero where not given.
+	SLO plant.SLO
 	// Format is "json" or "table".
 	Format string
 	Output outputOptions
@@ -65,6 +67,7 @@ trace that resembles the Azure 2023 code trace.`,
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
+	addSLOFlags(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
@@ -81,6 +84,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	}
 	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
 		return usageErrorf("--normalize %v: expected a utilization strictly between 0 and 1", o.Normalize)
+	}
+	if err := checkSLOFlags(cmd, &o.SLO); err != nil {
+		return err
 	}
 	if o.Stride < 1 {
 		return usageErrorf("--stride %d: expected a positive integer", o.Stride)
@@ -122,6 +128,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		// then thin the document as --stride and --summary ask.
 		options = plant.Options{Stride: 1}
 	}
+	options.SLO = o.SLO
 	report, err := plant.Run(workload, plant.Config{
 		Plant:      o.Plant,
 		Scheduler:  sched,
