@@ -3,6 +3,9 @@ package plant
 import (
 	"errors"
 	"math"
+	"slices"
+
+	"servesim/internal/numeric"
 )
 
 // Metrics are the reference's ServingMetrics. A value that is undefined
@@ -113,27 +116,9 @@ func (a *stepStats) add(s *stepSample) {
 
 // metrics combines the step statistics with the request records (the
 // reference's _metrics, its violation rates judged by slo, resolved) and
-// judges the records against slo for the slo block.
+// judges the records against slo (the slo block).
 func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics, SLOReport) {
-	n, outputTokens := 0, 0
-	arrivedAtHorizon, completedAtHorizon := 0, 0
-	horizon := p.ReportingHorizonS
-	for i := range records {
-		r := &records[i]
-		if r.ArrivalTimeS <= horizon {
-			arrivedAtHorizon++
-		}
-		if !r.Completed() {
-			continue
-		}
-		n++
-		if r.CompletionTimeS <= horizon {
-			completedAtHorizon++
-		}
-		outputTokens += r.OutputTokens
-	}
-	ttft, tpot, latency := completedLatencies(records, n, slo.TTFTS, slo.TPOTS)
-
+	m := RecordMetrics(records, p.ReportingHorizonS, func(int) (float64, float64) { return slo.TTFTS, slo.TPOTS })
 	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
 	stall := 0.0
 	if a.activeSteps > 0 {
@@ -143,45 +128,95 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics,
 	if a.anyAtMinimumClock {
 		peakQueuedAtMin = a.peakQueuedAtMin
 	}
-	return Metrics{
-		CompletedFraction:                    float64(n) / float64(max(1, len(records))),
-		MeanTTFTS:                            ttft.mean,
-		P95TTFTS:                             ttft.p95,
-		MeanTPOTS:                            tpot.mean,
-		P95TPOTS:                             tpot.p95,
-		MeanLatencyS:                         latency.mean,
-		OutputThroughputTokensPerS:           float64(outputTokens) / duration,
-		EnergyJ:                              a.lastEnergyJ,
-		EnergyPerOutputTokenJ:                a.lastEnergyJ / float64(max(1, outputTokens)),
-		PeakPowerW:                           a.peakPowerW,
-		PeakTemperatureC:                     a.peakTemperatureC,
-		PeakKVTokens:                         a.peakKVTokens,
-		TTFTViolationRate:                    ttft.above,
-		TPOTViolationRate:                    tpot.above,
-		PowerViolationW:                      pyMax(0, a.peakPowerW-p.PowerLimitW),
-		ThermalViolationC:                    pyMax(0, a.peakTemperatureC-p.ThermalLimitC),
-		KVViolationTokens:                    pyMax(0, a.peakKVTokens-p.KVCapacityTokens),
-		DecodeStallFraction:                  stall,
-		PeakQueuedRequests:                   a.peakQueued,
-		PeakQueuedRequestsAtMinimumClock:     peakQueuedAtMin,
-		UnfinishedRequestsAtReportingHorizon: float64(arrivedAtHorizon - completedAtHorizon),
-		UnfinishedRequestsAtEnd:              float64(len(records) - n),
-		ReportingHorizonS:                    horizon,
-	}, sloReport(records, slo, duration, ttft, tpot, latency)
+	m.OutputThroughputTokensPerS /= duration
+	m.EnergyJ = a.lastEnergyJ
+	m.EnergyPerOutputTokenJ = a.lastEnergyJ / m.EnergyPerOutputTokenJ
+	m.PeakPowerW = a.peakPowerW
+	m.PeakTemperatureC = a.peakTemperatureC
+	m.PeakKVTokens = a.peakKVTokens
+	m.PowerViolationW = pyMax(0, a.peakPowerW-p.PowerLimitW)
+	m.ThermalViolationC = pyMax(0, a.peakTemperatureC-p.ThermalLimitC)
+	m.KVViolationTokens = pyMax(0, a.peakKVTokens-p.KVCapacityTokens)
+	m.DecodeStallFraction = stall
+	m.PeakQueuedRequests = a.peakQueued
+	m.PeakQueuedRequestsAtMinimumClock = peakQueuedAtMin
+	return m, EvaluateSLO(records, slo, duration)
 }
 
-// fractionAbove is np.mean(values > limit); NaN for no values.
-func fractionAbove(values []float64, limit float64) float64 {
-	if len(values) == 0 {
-		return math.NaN()
-	}
-	count := 0
-	for _, v := range values {
-		if v > limit {
-			count++
+// RecordMetrics computes the metrics that depend on the request records
+// alone, with the reference's formulas: completed_fraction, the TTFT, TPOT
+// and latency means and 95th percentiles, the two violation rates
+// (records[i] judged by the SLOs slo(i) returns), the unfinished counts at
+// horizonS and at the end, and reporting_horizon_s. Of the other fields,
+// two carry what their formulas need: OutputThroughputTokensPerS holds the
+// output tokens of the completed requests (to be divided by the duration)
+// and EnergyPerOutputTokenJ holds max(1, those tokens) (to divide the
+// energy by); the rest are zero, for the caller to fill.
+func RecordMetrics(records []RequestRecord, horizonS float64, slo func(i int) (ttftS, tpotS float64)) Metrics {
+	n, outputTokens := 0, 0
+	arrivedAtHorizon, completedAtHorizon := 0, 0
+	for i := range records {
+		r := &records[i]
+		if r.ArrivalTimeS <= horizonS {
+			arrivedAtHorizon++
 		}
+		if math.IsNaN(r.CompletionTimeS) {
+			continue
+		}
+		n++
+		if r.CompletionTimeS <= horizonS {
+			completedAtHorizon++
+		}
+		outputTokens += r.OutputTokens
 	}
-	return float64(count) / float64(len(values))
+	// One buffer holds each per-request series in turn: its mean is taken
+	// in request order (as numpy sums) and its violations are counted, then
+	// it is sorted in place for the percentile.
+	buffer := make([]float64, 0, n)
+	series := func(value func(r *RequestRecord) float64, limit func(i int) float64) (values []float64, violations float64) {
+		buffer = buffer[:0]
+		above := 0
+		for i := range records {
+			if r := &records[i]; !math.IsNaN(r.CompletionTimeS) {
+				v := value(r)
+				buffer = append(buffer, v)
+				if limit != nil && v > limit(i) {
+					above++
+				}
+			}
+		}
+		if len(buffer) == 0 {
+			return buffer, math.NaN() // np.mean of nothing
+		}
+		return buffer, float64(above) / float64(len(buffer))
+	}
+	ttft, ttftViolations := series(func(r *RequestRecord) float64 { return r.FirstTokenTimeS - r.ArrivalTimeS },
+		func(i int) float64 { limit, _ := slo(i); return limit })
+	meanTTFT := numeric.Mean(ttft)
+	slices.Sort(ttft)
+	p95TTFT := numeric.PercentileLinearSorted(ttft, 95)
+	tpot, tpotViolations := series(func(r *RequestRecord) float64 {
+		return (r.CompletionTimeS - r.FirstTokenTimeS) / float64(max(1, r.OutputTokens-1))
+	}, func(i int) float64 { _, limit := slo(i); return limit })
+	meanTPOT := numeric.Mean(tpot)
+	slices.Sort(tpot)
+	p95TPOT := numeric.PercentileLinearSorted(tpot, 95)
+	latency, _ := series(func(r *RequestRecord) float64 { return r.CompletionTimeS - r.ArrivalTimeS }, nil)
+	return Metrics{
+		CompletedFraction:                    float64(n) / float64(max(1, len(records))),
+		MeanTTFTS:                            meanTTFT,
+		P95TTFTS:                             p95TTFT,
+		MeanTPOTS:                            meanTPOT,
+		P95TPOTS:                             p95TPOT,
+		MeanLatencyS:                         numeric.Mean(latency),
+		OutputThroughputTokensPerS:           float64(outputTokens),
+		EnergyPerOutputTokenJ:                float64(max(1, outputTokens)),
+		TTFTViolationRate:                    ttftViolations,
+		TPOTViolationRate:                    tpotViolations,
+		UnfinishedRequestsAtReportingHorizon: float64(arrivedAtHorizon - completedAtHorizon),
+		UnfinishedRequestsAtEnd:              float64(len(records) - n),
+		ReportingHorizonS:                    horizonS,
+	}
 }
 
 // ComputeMetrics recomputes the metrics of r from its stored trajectory and

@@ -107,7 +107,7 @@ type simulation struct {
 // scheduler s and clock controller c: the reference's simulate. The run
 // ends when every request has completed or after MaxSimulationTimeS.
 func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*Result, error) {
-	sim, err := newSimulation(requests, p, s, c, opt)
+	sim, err := startSimulation(requests, p, s, c, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -155,11 +155,26 @@ func validateWorkload(requests []Request) error {
 	return nil
 }
 
-func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*simulation, error) {
-	if err := p.Validate(); err != nil {
+// startSimulation validates requests and prepares their run.
+func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*simulation, error) {
+	if err := validateWorkload(requests); err != nil {
 		return nil, err
 	}
-	if err := validateWorkload(requests); err != nil {
+	sim, err := newSimulation(p, s, c, opt, len(requests))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range requests {
+		sim.add(r)
+	}
+	sim.reserveTrajectory()
+	return sim, nil
+}
+
+// newSimulation prepares a run on plant p with room for capacity requests;
+// add appends the requests and reserveTrajectory sizes the trajectory.
+func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacity int) (*simulation, error) {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if opt.Stride < 0 {
@@ -177,15 +192,16 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 		realized:         prof.RealizedClockLevelsMHz(),
 		measured:         prof.IsMeasured(),
 		decay:            math.Exp(-p.TimeStepS / p.ThermalTimeConstantS),
-		records:          make([]RequestRecord, len(requests)),
-		progress:         make([]requestProgress, len(requests)),
-		active:           make([]int, 0, min(p.MaxActiveRequests, len(requests))),
+		records:          make([]RequestRecord, 0, capacity),
+		progress:         make([]requestProgress, 0, capacity),
+		active:           make([]int, 0, min(p.MaxActiveRequests, capacity)),
 		temperatureC:     p.AmbientTemperatureC,
 		previousClockMHz: prof.MinRealizedClockMHz(),
 		previousPowerW:   prof.Power(profile.PhaseIdle, prof.MinClockMHz()),
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 	}
+	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
@@ -200,33 +216,44 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 			idlePower:    prof.Power(profile.PhaseIdle, mhz),
 		})
 	}
-	for i, r := range requests {
-		sim.records[i] = RequestRecord{
-			RequestID:       r.ID,
-			ArrivalTimeS:    r.ArrivalTimeS,
-			PrefillStartS:   math.NaN(),
-			FirstTokenTimeS: math.NaN(),
-			CompletionTimeS: math.NaN(),
-			PromptTokens:    r.PromptTokens,
-			OutputTokens:    r.OutputTokens,
-		}
-		sim.progress[i] = requestProgress{
-			outputTokens:     float64(r.OutputTokens),
-			prefillRemaining: float64(r.PromptTokens),
-		}
-	}
-	if sim.keep {
-		// Room for twice the arrival span (a run rarely lasts longer),
-		// within the step cap; a longer run grows the trajectory
-		// geometrically, a few allocations in all.
-		stride := float64(max(1, opt.Stride))
-		capSteps := p.MaxSimulationTimeS/p.TimeStepS + 3
-		spanSteps := 2*requests[len(requests)-1].ArrivalTimeS/p.TimeStepS + 3
-		samples := min(capSteps, max(spanSteps, minPreallocatedSamples*stride))/stride + 2
-		sim.trace.Stride = int(stride)
-		sim.trace.reserve(int(samples))
-	}
 	return sim, nil
+}
+
+// add appends a request; it arrives after every request added before.
+func (sim *simulation) add(r Request) {
+	sim.records = append(sim.records, RequestRecord{
+		RequestID:       r.ID,
+		ArrivalTimeS:    r.ArrivalTimeS,
+		PrefillStartS:   math.NaN(),
+		FirstTokenTimeS: math.NaN(),
+		CompletionTimeS: math.NaN(),
+		PromptTokens:    r.PromptTokens,
+		OutputTokens:    r.OutputTokens,
+	})
+	sim.progress = append(sim.progress, requestProgress{
+		outputTokens:     float64(r.OutputTokens),
+		prefillRemaining: float64(r.PromptTokens),
+	})
+}
+
+// reserveTrajectory preallocates the trajectory of a run that keeps one:
+// room for twice the span of the arrivals added so far (a run rarely lasts
+// longer), within the step cap; a longer run grows the trajectory
+// geometrically, a few allocations in all.
+func (sim *simulation) reserveTrajectory() {
+	if !sim.keep {
+		return
+	}
+	p := &sim.plant
+	lastArrivalS := 0.0
+	if n := len(sim.records); n > 0 {
+		lastArrivalS = sim.records[n-1].ArrivalTimeS
+	}
+	stride := float64(sim.trace.Stride)
+	capSteps := p.MaxSimulationTimeS/p.TimeStepS + 3
+	spanSteps := 2*lastArrivalS/p.TimeStepS + 3
+	samples := min(capSteps, max(spanSteps, minPreallocatedSamples*stride))/stride + 2
+	sim.trace.reserve(int(samples))
 }
 
 // occupancy is the KV-cache occupancy: the reference's sum over every queued

@@ -3,7 +3,6 @@ package plant
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"servesim/internal/numeric"
 	"servesim/internal/profile"
@@ -107,46 +106,33 @@ type SLOReport struct {
 	E2ES                Percentiles `json:"e2e_s"`  // e2e_s: end-to-end latency percentiles of the completed requests
 }
 
-// latencyStats is what the metrics and the slo block report about one
-// latency of the completed requests.
-type latencyStats struct {
-	mean               float64 // np.mean in workload order
-	above              float64 // np.mean(values > limit)
-	p50, p90, p95, p99 float64 // np.percentile, linear
-}
-
-// completedLatencies returns the statistics of the TTFT, TPOT and latency of
-// the completed requests, which number n; ttftLimit and tpotLimit are the
-// objectives whose violation rates are wanted. One buffer holds each series
-// in turn: its mean is taken in workload order (as numpy sums), then it is
-// sorted in place for the percentiles.
-func completedLatencies(records []RequestRecord, n int, ttftLimit, tpotLimit float64) (ttft, tpot, latency latencyStats) {
-	buffer := make([]float64, 0, n)
-	stats := func(value func(*RequestRecord) float64, limit float64) latencyStats {
+// EvaluateSLO judges records (every request of a run, completed or not)
+// against slo, resolved (no zero TTFTS or TPOTS), over a run of durationS
+// seconds: the slo block of a Result, for records gathered from anywhere
+// (the replicas of a fleet, say). The percentiles are found by selection
+// in one buffer, in linear time.
+func EvaluateSLO(records []RequestRecord, slo SLO, durationS float64) SLOReport {
+	completed, met := 0, 0
+	for i := range records {
+		if r := &records[i]; r.Completed() {
+			completed++
+			if slo.Met(r) {
+				met++
+			}
+		}
+	}
+	buffer := make([]float64, 0, completed)
+	percentiles := func(value func(*RequestRecord) float64) Percentiles {
 		buffer = buffer[:0]
 		for i := range records {
 			if r := &records[i]; r.Completed() {
 				buffer = append(buffer, value(r))
 			}
 		}
-		s := latencyStats{mean: numeric.Mean(buffer), above: fractionAbove(buffer, limit)}
-		slices.Sort(buffer)
-		s.p50 = numeric.PercentileLinearSorted(buffer, 50)
-		s.p90 = numeric.PercentileLinearSorted(buffer, 90)
-		s.p95 = numeric.PercentileLinearSorted(buffer, 95)
-		s.p99 = numeric.PercentileLinearSorted(buffer, 99)
-		return s
-	}
-	return stats((*RequestRecord).TTFTS, ttftLimit), stats((*RequestRecord).TPOTS, tpotLimit),
-		stats((*RequestRecord).LatencyS, math.Inf(1))
-}
-
-// sloReport assembles the slo block from the three latency statistics.
-func sloReport(records []RequestRecord, slo SLO, durationS float64, ttft, tpot, latency latencyStats) SLOReport {
-	met := 0
-	for i := range records {
-		if slo.Met(&records[i]) {
-			met++
+		return Percentiles{
+			P50: numeric.PercentileLinearSelect(buffer, 50),
+			P90: numeric.PercentileLinearSelect(buffer, 90),
+			P99: numeric.PercentileLinearSelect(buffer, 99),
 		}
 	}
 	report := SLOReport{
@@ -155,28 +141,13 @@ func sloReport(records []RequestRecord, slo SLO, durationS float64, ttft, tpot, 
 		RequestsMeetingSLO:  met,
 		Attainment:          float64(met) / float64(max(1, len(records))),
 		GoodputRequestsPerS: float64(met) / durationS,
-		TTFTS:               Percentiles{ttft.p50, ttft.p90, ttft.p99},
-		TPOTS:               Percentiles{tpot.p50, tpot.p90, tpot.p99},
-		E2ES:                Percentiles{latency.p50, latency.p90, latency.p99},
+		TTFTS:               percentiles((*RequestRecord).TTFTS),
+		TPOTS:               percentiles((*RequestRecord).TPOTS),
+		E2ES:                percentiles((*RequestRecord).LatencyS),
 	}
 	if slo.E2ES != 0 {
 		e2e := slo.E2ES
 		report.E2ESLOS = &e2e
 	}
 	return report
-}
-
-// EvaluateSLO judges records (every request of a workload, completed or
-// not) against slo, resolved with no zero TTFTS or TPOTS, over a run of
-// durationS seconds: the slo block Simulate reports, for records gathered
-// from elsewhere (several replicas, say).
-func EvaluateSLO(records []RequestRecord, slo SLO, durationS float64) SLOReport {
-	n := 0
-	for i := range records {
-		if records[i].Completed() {
-			n++
-		}
-	}
-	ttft, tpot, latency := completedLatencies(records, n, slo.TTFTS, slo.TPOTS)
-	return sloReport(records, slo, durationS, ttft, tpot, latency)
 }

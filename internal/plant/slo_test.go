@@ -229,3 +229,21 @@ func fractionAboveOf(records []RequestRecord, value func(*RequestRecord) float64
 	}
 	return float64(above) / float64(n)
 }
+
+// BenchmarkEvaluateSLO judges a million completed requests: the cost the
+// slo block adds to a run of a synthetic day.
+func BenchmarkEvaluateSLO(b *testing.B) {
+	const n = 1_000_000
+	records := make([]RequestRecord, n)
+	for i := range records {
+		arrival := float64(i) * 0.0864
+		first := arrival + 0.2 + float64(i*7919%1000)/100
+		records[i] = RequestRecord{RequestID: i, ArrivalTimeS: arrival, FirstTokenTimeS: first,
+			CompletionTimeS: first + float64(i*104729%500)/50, OutputTokens: 1 + i%300}
+	}
+	slo := SLO{TTFTS: 5, TPOTS: 0.05, E2ES: 20}
+	b.ReportAllocs()
+	for b.Loop() {
+		EvaluateSLO(records, slo, 86_400)
+	}
+}
