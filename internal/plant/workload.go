@@ -283,6 +283,14 @@ func NormalizeOfferedLoad(requests []Request, p *profile.Profile, targetUtilizat
 // NormalizeOfferedLoadInPlace is NormalizeOfferedLoad rewriting the arrival
 // times of requests instead of copying them; it returns the factor.
 func NormalizeOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64) (float64, error) {
+	return NormalizeFleetOfferedLoadInPlace(requests, p, targetUtilization, 1)
+}
+
+// NormalizeFleetOfferedLoadInPlace is NormalizeOfferedLoadInPlace for a
+// fleet of replicas GPUs of profile p: the target utilization is of their
+// total isolated maximum-clock capacity, so the factor is
+// max(1, rho/(replicas*target)).
+func NormalizeFleetOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64, replicas int) (float64, error) {
 	if !(targetUtilization > 0 && targetUtilization < 1) {
 		return 0, errors.New("target_utilization must lie strictly between zero and one")
 	}
@@ -298,7 +306,7 @@ func NormalizeOfferedLoadInPlace(requests []Request, p *profile.Profile, targetU
 	for _, r := range requests {
 		isolated += float64(r.PromptTokens)/prefillRate + float64(r.OutputTokens)/decodeRate
 	}
-	dilation := pyMax(1.0, isolated/span/targetUtilization)
+	dilation := pyMax(1.0, isolated/span/targetUtilization/float64(max(1, replicas)))
 	for i := range requests {
 		requests[i].ArrivalTimeS = (requests[i].ArrivalTimeS - first) * dilation
 	}
