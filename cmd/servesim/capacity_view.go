@@ -41,8 +41,12 @@ func capacityTable(d *capacityDocument) string {
 		}
 		return "no"
 	}
+	sizeHeader := "replicas"
+	if d.ReplicasPerSize != 1 {
+		sizeHeader = "size"
+	}
 	t := texttable.Table{Columns: []texttable.Column{
-		{Header: "replicas"}, {Header: "attainment (%)"}, {Header: "meets", Text: true}, {Header: "completed (%)"},
+		{Header: sizeHeader}, {Header: "attainment (%)"}, {Header: "meets", Text: true}, {Header: "completed (%)"},
 		{Header: "p95 TTFT (s)"}, {Header: "p99 TTFT (s)"}, {Header: "energy/token (J)"}, {Header: "peak power (W)"},
 	}}
 	row := func(first string, e fleet.Evaluation) {
