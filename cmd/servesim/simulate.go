@@ -30,6 +30,7 @@ type simulateOptions struct {
 	Format string
 	Output outputOptions
 	Plot   plotOptions
+	Fleet  fleetOptions
 	// Plant holds the plant flags; its Profile is set once loaded.
 	Plant plant.Plant
 }
@@ -71,6 +72,7 @@ trace that resembles the Azure 2023 code trace.`,
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
+	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
 	return cmd
@@ -100,6 +102,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
+	if err := o.Fleet.check(cmd, cmd.Flags().Changed("normalize")); err != nil {
+		return err
+	}
 	return o.Plot.check()
 }
 
@@ -119,6 +124,9 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	workload, err := loadTrace(s, o)
 	if err != nil {
 		return err
+	}
+	if o.Fleet.enabled {
+		return runFleetSimulate(s, o, prof, profilePath, workload)
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewController(o.Controller)

@@ -3,7 +3,6 @@ package fleet
 import (
 	"context"
 	"fmt"
-	"math/bits"
 	"slices"
 	"sync"
 )
@@ -95,7 +94,10 @@ func (e *UnreachableError) Error() string {
 // MaxSearchSteps bounds the number of evaluations a search's decisions use
 // with sizes up to maxReplicas: doubling, bisection and one verification.
 func MaxSearchSteps(maxReplicas int) int {
-	n := bits.Len(uint(max(1, maxReplicas)))
+	n := 0 // the bit length of maxReplicas
+	for m := max(1, maxReplicas); m > 0; m >>= 1 {
+		n++
+	}
 	return 2*n + 2
 }
 

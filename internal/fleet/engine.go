@@ -36,6 +36,15 @@ func newEngine(requests []plant.Request, cfg Config, specs []replicaSpec, router
 	}
 }
 
+// expectedSteps is the room reserved for the fleet's step sums: twice the
+// arrival span (a run rarely lasts longer), within the step cap; a longer
+// run grows them.
+func (e *engine) expectedSteps() int {
+	p := &e.cfg.Plant
+	span := e.requests[len(e.requests)-1].ArrivalTimeS
+	return int(min(p.MaxSimulationTimeS/p.TimeStepS, 2*span/p.TimeStepS) + 3)
+}
+
 // arrival is what the router sees of request i.
 func (e *engine) arrival(i int) Arrival {
 	r := &e.requests[i]
@@ -107,19 +116,23 @@ func (e *engine) runParallel() error {
 		jobs = runtime.GOMAXPROCS(0)
 	}
 	jobs = min(jobs, n)
-	workerSums := make([]stepSums, jobs)
+	// Each worker adds into sums of its own, allocated apart so that the
+	// workers never write to one cache line.
+	workerSums := make([]*stepSums, jobs)
 	errs := make([]error, n)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range jobs {
-		workerSums[w].scale = e.sums.scale
+		sums := &stepSums{scale: e.sums.scale}
+		sums.reserve(e.expectedSteps())
+		workerSums[w] = sums
 		wg.Go(func() {
 			for {
 				k := int(next.Add(1) - 1)
 				if k >= n {
 					return
 				}
-				errs[k] = e.runAlone(k, routed[counts[k]:counts[k+1]], &workerSums[w])
+				errs[k] = e.runAlone(k, routed[counts[k]:counts[k+1]], sums)
 			}
 		})
 	}
@@ -129,8 +142,9 @@ func (e *engine) runParallel() error {
 			return err
 		}
 	}
-	for w := range workerSums {
-		e.sums.merge(&workerSums[w])
+	e.sums.reserve(e.expectedSteps())
+	for _, sums := range workerSums {
+		e.sums.merge(sums)
 	}
 	return nil
 }
@@ -164,20 +178,26 @@ func (e *engine) runAlone(k int, routed []int, sums *stepSums) error {
 	return nil
 }
 
-// lockStep is the state of a lock-step run besides the engine's.
+// lockStep is a lock-step run in progress: every fleet step routes the
+// step's arrivals on the replicas' states at the start of the step, then
+// steps every running replica once.
 type lockStep struct {
+	e        *engine
 	steppers []*plant.Stepper
 	states   []ReplicaState
 	stopped  []bool
 	deferred []deferredPower
 	routed   [][]int // workload indices routed to each replica, in order
+	next     int     // first request not routed yet
+	step     int     // fleet step about to run
+	timeS    float64 // its start
 }
 
-// runLockStep steps every replica once per fleet step, routing each step's
-// arrivals first on the replicas' states at the start of the step.
-func (e *engine) runLockStep() error {
+// newLockStep builds the replicas of a lock-step run.
+func (e *engine) newLockStep() (*lockStep, error) {
 	n := len(e.specs)
-	ls := lockStep{
+	ls := &lockStep{
+		e:        e,
 		steppers: make([]*plant.Stepper, n),
 		states:   make([]ReplicaState, n),
 		stopped:  make([]bool, n),
@@ -188,96 +208,121 @@ func (e *engine) runLockStep() error {
 	for k := range n {
 		st, err := e.newStepper(k, hint)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		ls.steppers[k] = st
+		ls.routed[k] = make([]int, 0, hint)
 	}
-	p := &e.cfg.Plant
-	next := 0
-	timeS := 0.0
-	for step := 0; timeS <= p.MaxSimulationTimeS+1e-12; step++ {
-		if next < len(e.requests) && e.requests[next].ArrivalTimeS <= timeS+1e-12 {
-			var err error
-			if next, err = e.routeUntil(&ls, next, timeS+1e-12); err != nil {
-				return err
-			}
-			if next == len(e.requests) {
-				// Nothing more will come: an idle replica has stopped
-				// (at its checkpoint).
-				for k, st := range ls.steppers {
-					if st.Idle() {
-						ls.stop(k)
-					}
-				}
-			}
+	e.sums.reserve(e.expectedSteps())
+	return ls, nil
+}
+
+// runLockStep runs the fleet in lock-step to the end.
+func (e *engine) runLockStep() error {
+	ls, err := e.newLockStep()
+	if err != nil {
+		return err
+	}
+	for {
+		done, err := ls.advance()
+		if err != nil {
+			return err
 		}
-		running := 0
-		for k, st := range ls.steppers {
-			if ls.stopped[k] {
-				continue
-			}
-			done, err := st.Step()
-			if err != nil {
-				return fmt.Errorf("replica %d: %w", k, err)
-			}
-			load := st.Last()
-			if mark, ok := st.Checkpoint(); ok && step >= mark {
-				// An idle step after the checkpoint: it counts only if
-				// a request is routed to the replica later.
-				ls.deferred[k].hold(step, e.sums.fixed(load.PowerW))
-			} else {
-				e.sums.add(step, load)
-			}
-			if done && next == len(e.requests) {
-				ls.stop(k)
-				continue
-			}
-			running++
-		}
-		if running == 0 {
+		if done {
 			break
 		}
-		timeS += p.TimeStepS
 	}
 	// Requests arriving after the run are routed on the final states.
-	if next < len(e.requests) {
-		if _, err := e.routeUntil(&ls, next, e.requests[len(e.requests)-1].ArrivalTimeS); err != nil {
+	if ls.next < len(e.requests) {
+		if err := ls.routeUntil(e.requests[len(e.requests)-1].ArrivalTimeS); err != nil {
 			return err
 		}
 	}
 	for k, st := range ls.steppers {
 		ls.deferred[k].drop()
 		e.finish(k, st, ls.routed[k])
+		ls.steppers[k], ls.routed[k] = nil, nil // its records are copied: free them
 	}
 	return nil
 }
 
-// routeUntil routes the requests from next on that arrive by untilS and
-// returns the index of the first one left. The states are read once, then
-// updated for the replica that took each request.
-func (e *engine) routeUntil(ls *lockStep, next int, untilS float64) (int, error) {
+// advance runs one fleet step. It reports whether the run is over: every
+// replica has stopped, or the grid has passed MaxSimulationTimeS.
+func (ls *lockStep) advance() (bool, error) {
+	e := ls.e
+	p := &e.cfg.Plant
+	if !(ls.timeS <= p.MaxSimulationTimeS+1e-12) {
+		return true, nil
+	}
+	if ls.next < len(e.requests) && e.requests[ls.next].ArrivalTimeS <= ls.timeS+1e-12 {
+		if err := ls.routeUntil(ls.timeS + 1e-12); err != nil {
+			return true, err
+		}
+		if ls.next == len(e.requests) {
+			// Nothing more will come: an idle replica has stopped (at
+			// its checkpoint).
+			for k, st := range ls.steppers {
+				if st.Idle() {
+					ls.stop(k)
+				}
+			}
+		}
+	}
+	running := 0
+	for k, st := range ls.steppers {
+		if ls.stopped[k] {
+			continue
+		}
+		done, err := st.Step()
+		if err != nil {
+			return true, fmt.Errorf("replica %d: %w", k, err)
+		}
+		load := st.Last()
+		if mark, ok := st.Checkpoint(); ok && ls.step >= mark {
+			// An idle step after the checkpoint: it counts only if a
+			// request is routed to the replica later.
+			ls.deferred[k].hold(ls.step, e.sums.fixed(load.PowerW))
+		} else {
+			e.sums.add(ls.step, load)
+		}
+		if done && ls.next == len(e.requests) {
+			ls.stop(k)
+			continue
+		}
+		running++
+	}
+	ls.step++
+	ls.timeS += p.TimeStepS
+	return running == 0, nil
+}
+
+// routeUntil routes the requests not routed yet that arrive by untilS.
+// The states are read once, then updated for the replica that took each
+// request.
+func (ls *lockStep) routeUntil(untilS float64) error {
+	e := ls.e
 	for k, st := range ls.steppers {
 		ls.states[k] = st.Load()
 	}
-	for ; next < len(e.requests) && e.requests[next].ArrivalTimeS <= untilS; next++ {
-		k, err := e.route(next, ls.states)
+	for ; ls.next < len(e.requests) && e.requests[ls.next].ArrivalTimeS <= untilS; ls.next++ {
+		k, err := e.route(ls.next, ls.states)
 		if err != nil {
-			return next, err
+			return err
+		}
+		if ls.stopped[k] {
+			return fmt.Errorf("replica %d has stopped", k)
 		}
 		st := ls.steppers[k]
-		if ls.stopped[k] {
-			return next, fmt.Errorf("replica %d has stopped", k)
-		}
 		if _, marked := st.Checkpoint(); marked {
 			ls.deferred[k].flush(&e.sums)
 		}
-		if err := st.Add(e.requests[next]); err != nil {
-			return next, fmt.Errorf("replica %d: %w", k, err)
+		if err := st.Add(e.requests[ls.next]); err != nil {
+			return fmt.Errorf("replica %d: %w", k, err)
 		}
-		ls.routed[k] = append(ls.routed[k], next)
+		ls.routed[k] = append(ls.routed[k], ls.next)
 		ls.states[k] = st.Load()
 	}
-	return next, nil
+	return nil
 }
 
 // stop ends replica k's stepping; held idle steps are rolled back.

@@ -54,7 +54,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 // does not give: the command line's.
 type GroupDefaults struct {
 	Profile     *profile.Profile
-	ProfilePath string // "" for the embedded profile
+	ProfilePath string
 	Replicas    int
 	Scheduler   string
 	Controller  string

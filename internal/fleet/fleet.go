@@ -38,7 +38,7 @@ type Group struct {
 	Name        string           // group name; empty for a homogeneous fleet (--replicas)
 	Replicas    int              // number of replicas, 1 to MaxReplicas
 	Profile     *profile.Profile // the replicas' service and power profile
-	ProfilePath string           // where the profile was read from, for provenance; empty for the embedded one
+	ProfilePath string           // where the profile was read from, for provenance
 	Scheduler   string           // scheduler name, as plant.NewScheduler takes it
 	Controller  string           // clock-controller spec, as plant.NewController takes it
 }
@@ -65,6 +65,7 @@ type Result struct {
 	// fleetMetrics for the definitions.
 	Metrics  plant.Metrics
 	Router   string    // the router's Name
+	Groups   []Group   // the groups of the fleet (Config.Groups)
 	Replicas []Replica // one per replica, in replica order
 	// Requests holds every request's record in workload order, and
 	// Assignment the replica that served it.

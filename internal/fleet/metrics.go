@@ -15,6 +15,7 @@ func (e *engine) result() *Result {
 	power, queued := e.sums.series(steps)
 	res := &Result{
 		Router:           e.router.Name(),
+		Groups:           e.cfg.Groups,
 		Replicas:         e.replicas,
 		Requests:         e.records,
 		Assignment:       e.assignment,

@@ -47,6 +47,12 @@ func peakProfilePower(p *profile.Profile) float64 {
 // fixed is power in the sums' fixed point.
 func (s *stepSums) fixed(powerW float64) int64 { return int64(math.Round(powerW * s.scale)) }
 
+// reserve makes room for steps steps.
+func (s *stepSums) reserve(steps int) {
+	s.power = make([]int64, 0, steps)
+	s.queued = make([]int, 0, steps)
+}
+
 // add adds one replica's step.
 func (s *stepSums) add(step int, l plant.StepLoad) {
 	s.addFixed(step, s.fixed(l.PowerW), l.Queued)

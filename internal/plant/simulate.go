@@ -120,7 +120,7 @@ func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt O
 			break
 		}
 	}
-	return sim.result(requests, opt), nil
+	return sim.result(WorkloadChecksum(requests), opt), nil
 }
 
 // validateWorkload applies the reference's checks on a workload.
@@ -552,8 +552,9 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 	return total
 }
 
-// result assembles the Result after the last step.
-func (sim *simulation) result(requests []Request, opt Options) *Result {
+// result assembles the Result after the last step; checksum is the
+// workload's.
+func (sim *simulation) result(checksum string, opt Options) *Result {
 	records := sim.records
 	metrics, slo := sim.stats.metrics(records, sim.plant, opt.SLO.OrProfile(sim.plant.Profile))
 	res := &Result{
@@ -561,7 +562,7 @@ func (sim *simulation) result(requests []Request, opt Options) *Result {
 		SchedulerName:    sim.scheduler.Name(),
 		Metrics:          metrics,
 		ProfileStatus:    sim.plant.Profile.Status,
-		WorkloadChecksum: WorkloadChecksum(requests),
+		WorkloadChecksum: checksum,
 		SLO:              slo,
 		Steps:            sim.stats.steps,
 	}

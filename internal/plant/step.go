@@ -24,9 +24,8 @@ import (
 // A Stepper allocates nothing per step but the amortized growth of its
 // trajectory and of its request list.
 type Stepper struct {
-	sim      *simulation
-	requests []Request
-	opt      Options
+	sim *simulation
+	opt Options
 	// lastStartS is the start of the last simulated step (-Inf before the
 	// first): a request added now must arrive after it.
 	lastStartS float64
@@ -61,7 +60,7 @@ func NewStepper(p Plant, s Scheduler, c ClockController, opt Options, capacityHi
 	if err != nil {
 		return nil, err
 	}
-	st := &Stepper{sim: sim, opt: opt, lastStartS: math.Inf(-1), requests: make([]Request, 0, max(0, capacityHint))}
+	st := &Stepper{sim: sim, opt: opt, lastStartS: math.Inf(-1)}
 	st.checkpoint()
 	return st, nil
 }
@@ -75,13 +74,12 @@ func (st *Stepper) Add(r Request) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("request %d: %w", r.ID, err)
 	}
-	if n := len(st.requests); n > 0 && r.ArrivalTimeS < st.requests[n-1].ArrivalTimeS {
+	if n := len(st.sim.records); n > 0 && r.ArrivalTimeS < st.sim.records[n-1].ArrivalTimeS {
 		return errors.New("workload must be sorted by arrival_time_s")
 	}
 	if r.ArrivalTimeS <= st.lastStartS+1e-12 {
 		return fmt.Errorf("request %d arrives at %v s, before the next step of the run (%v s)", r.ID, r.ArrivalTimeS, st.sim.timeS)
 	}
-	st.requests = append(st.requests, r)
 	st.sim.add(r)
 	st.marked = false
 	return nil
@@ -126,7 +124,7 @@ func (st *Stepper) Idle() bool {
 func (st *Stepper) Steps() int { return st.sim.step }
 
 // Requests is the number of requests added so far.
-func (st *Stepper) Requests() int { return len(st.requests) }
+func (st *Stepper) Requests() int { return len(st.sim.records) }
 
 // checkpoint remembers the current state as the checkpoint.
 func (st *Stepper) checkpoint() {
@@ -239,15 +237,20 @@ func (st *Stepper) Result() (*Result, Totals) {
 	if sim.stats.steps > 0 {
 		totals.DurationS = sim.stats.lastTimeS - sim.stats.firstTimeS
 	}
+	records := sim.records
+	checksum := workloadChecksum(len(records), func(i int) (int, float64, int, int) {
+		r := &records[i]
+		return r.RequestID, r.ArrivalTimeS, r.PromptTokens, r.OutputTokens
+	})
 	if sim.stats.steps == 0 {
 		// No step: nothing sampled, not even a last step.
-		res := sim.result(st.requests, Options{Summary: true, SLO: st.opt.SLO})
+		res := sim.result(checksum, Options{Summary: true, SLO: st.opt.SLO})
 		if !st.opt.Summary {
-			res.Requests = sim.records
+			res.Requests = records
 		}
 		return res, totals
 	}
-	return sim.result(st.requests, st.opt), totals
+	return sim.result(checksum, st.opt), totals
 }
 
 // Records returns the request records, in the order the requests were
