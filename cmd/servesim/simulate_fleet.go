@@ -76,6 +76,7 @@ func runFleetSimulate(s *streams, o *simulateOptions, prof *profile.Profile, pro
 		// then thin the document as --stride and --summary ask.
 		options = plant.Options{Stride: 1}
 	}
+	options.SLO = o.SLO
 	report, err := fleet.Run(workload, fleet.RunConfig{
 		Config: fleet.Config{
 			Plant:   o.Plant,

@@ -206,3 +206,31 @@ func TestRunCapacityRejectsBadStudies(t *testing.T) {
 	_, err = RunCapacity(context.Background(), requests, study)
 	assert.ErrorContains(t, err, "replicas 0")
 }
+
+func TestFleetViolationRatesJudgeByOptionsSLO(t *testing.T) {
+	requests := firstMinutes(t)
+	cfg := defaultFleet(2, "chunked", "max")
+	byProfile, err := Simulate(requests, cfg)
+	require.NoError(t, err)
+	cfg.Options.SLO = plant.SLO{TTFTS: 5, TPOTS: 0.01}
+	given, err := Simulate(requests, cfg)
+	require.NoError(t, err)
+	ttft, tpot, completed := 0, 0, 0
+	for i := range given.Requests {
+		if r := &given.Requests[i]; r.Completed() {
+			completed++
+			if r.TTFTS() > 5 {
+				ttft++
+			}
+			if r.TPOTS() > 0.01 {
+				tpot++
+			}
+		}
+	}
+	assert.Equal(t, float64(ttft)/float64(completed), given.Metrics.TTFTViolationRate)
+	assert.Equal(t, float64(tpot)/float64(completed), given.Metrics.TPOTViolationRate)
+	assert.NotEqual(t, byProfile.Metrics.TTFTViolationRate, given.Metrics.TTFTViolationRate)
+	for k := range given.Replicas {
+		assert.Equal(t, cfg.Options.SLO.OrProfile(profile.Default()).TTFTS, given.Replicas[k].Result.SLO.TTFTSLOS)
+	}
+}
