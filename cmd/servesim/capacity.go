@@ -70,8 +70,8 @@ runs every group with N times its replicas.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV, or - for stdin (default: the embedded synthetic trace)")
-	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV of every replica (default: the embedded engineering proxy)")
-	f.StringVar(&opts.FleetPath, "fleet", "", "fleet file: a JSON list of groups {name, profile, replicas, scheduler, controller}; size N multiplies every group's replicas")
+	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV of every replica, or with --fleet of the groups without one (default: the embedded engineering proxy)")
+	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller}, a missing field taking the flag's value; size N multiplies every group's replicas")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	addSLOFlags(cmd, &opts.SLO)
 	f.Float64Var(&opts.Attainment, "attainment", 0.99, "target SLO attainment `A`, 0 < A <= 1: the share of all requests meeting every SLO")
@@ -97,9 +97,6 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	}
 	if err := checkSLOFlags(cmd, &o.SLO); err != nil {
 		return err
-	}
-	if o.ProfilePath != "" && o.FleetPath != "" {
-		return usageErrorf("--profile and --fleet: give one (a fleet file names its groups' profiles)")
 	}
 	if !(o.Attainment > 0 && o.Attainment <= 1) {
 		return usageErrorf("--attainment %v: expected a share greater than 0 and at most 1", o.Attainment)
@@ -148,7 +145,7 @@ type capacitySLO struct {
 
 // capacityProvenance identifies the inputs of a study.
 type capacityProvenance struct {
-	ProfilePath     string `json:"profile_path"`    // profile CSV, or the embedded profile's name; empty with --fleet
+	ProfilePath     string `json:"profile_path"`    // --profile, or the embedded profile's name
 	FleetPath       string `json:"fleet_path"`      // fleet file; empty without --fleet
 	TracePath       string `json:"trace_path"`      // where the trace was read from
 	TraceSHA256     string `json:"trace_sha256"`    // SHA-256 hex of the trace bytes read
@@ -209,8 +206,9 @@ func runCapacity(s *streams, o *capacityOptions) error {
 }
 
 // unitFleet returns the fleet of size 1: one replica of --profile, or the
-// groups of --fleet (whose missing fields take the command line's values;
-// a group without a controller takes each of --controller in turn).
+// groups of --fleet (whose missing fields take the command line's values,
+// one replica by default; a group without a controller takes each of
+// --controller in turn).
 func (o *capacityOptions) unitFleet() ([]fleet.Group, capacityProvenance, error) {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if o.ProfilePath != "" {
@@ -220,14 +218,14 @@ func (o *capacityOptions) unitFleet() ([]fleet.Group, capacityProvenance, error)
 		}
 		profilePath = o.ProfilePath
 	}
+	prov := capacityProvenance{ProfilePath: profilePath, FleetPath: o.FleetPath}
 	if o.FleetPath == "" {
-		return []fleet.Group{{Replicas: 1, Profile: prof, ProfilePath: o.ProfilePath, Scheduler: o.Scheduler}},
-			capacityProvenance{ProfilePath: profilePath}, nil
+		return []fleet.Group{{Replicas: 1, Profile: prof, ProfilePath: profilePath, Scheduler: o.Scheduler}}, prov, nil
 	}
 	groups, err := fleet.ReadFile(o.FleetPath, fleet.GroupDefaults{
-		Profile: prof, ProfilePath: o.ProfilePath, Replicas: 1, Scheduler: o.Scheduler,
+		Profile: prof, ProfilePath: profilePath, Replicas: 1, Scheduler: o.Scheduler,
 	}, profile.Load)
-	return groups, capacityProvenance{FleetPath: o.FleetPath}, err
+	return groups, prov, err
 }
 
 // sloUsed reports the objectives: the flags, else the profile's when every

@@ -56,7 +56,6 @@ func TestCapacityUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"profile and fleet", []string{"--profile", "p.csv", "--fleet", "f.json"}, "--profile and --fleet: give one"},
 		{"attainment zero", []string{"--attainment", "0"}, "--attainment 0: expected a share greater than 0 and at most 1"},
 		{"attainment above one", []string{"--attainment", "1.01"}, "--attainment 1.01"},
 		{"attainment nan", []string{"--attainment", "NaN"}, "--attainment NaN"},
