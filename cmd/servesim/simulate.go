@@ -50,10 +50,17 @@ as_dict(stride) keys plus summary, dilation, plant and provenance.
 
 Without --profile it uses the embedded engineering-proxy profile (status
 engineering_proxy_not_measured); without --trace, the embedded synthetic
-trace that resembles the Azure 2023 code trace.`,
+trace that resembles the Azure 2023 code trace.
+
+With --replicas N (N > 1), --fleet FILE or --router it simulates a fleet:
+N plants on one time grid behind a router, and prints the fleet document
+(fleet metrics, the fleet, every replica's run, every request with its
+replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 		Example: `  servesim simulate --summary
   servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
-      --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json`,
+      --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json
+  servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
+      --replicas 16 --router least-outstanding --summary --format table`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
 			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
