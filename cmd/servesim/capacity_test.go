@@ -142,3 +142,30 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 	assert.Equal(t, "max", doc.Controllers[0].Controller)
 	assert.Equal(t, "reactive", doc.Controllers[1].Controller)
 }
+
+func TestCapacityProgressOnlyOnATerminal(t *testing.T) {
+	tests := []struct {
+		name     string
+		terminal bool
+		args     []string
+		wantBar  bool
+	}{
+		{"terminal", true, nil, true},
+		{"terminal, quiet", true, []string{"-q"}, false},
+		{"pipe", false, nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, out, errOut := testStreams("")
+			s.ErrIsTerminal = tt.terminal
+			code := run(append([]string{"capacity", "--max-elapsed", "120", "--ttft-slo", "5", "--attainment", "0.9"}, tt.args...), s)
+			require.Equal(t, exitOK, code, errOut.String())
+			assert.Equal(t, tt.wantBar, strings.Contains(errOut.String(), "capacity"), errOut.String())
+			if tt.wantBar {
+				assert.True(t, strings.HasSuffix(errOut.String(), "\r\x1b[K"), "the bar is erased at the end")
+			}
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal(out.Bytes(), &doc), "progress never goes to stdout")
+		})
+	}
+}
