@@ -179,12 +179,15 @@ func runCapacity(s *streams, o *capacityOptions) error {
 		Controllers: o.Controllers, SLO: o.SLO,
 		Search: fleet.CapacitySearch{Target: o.Attainment, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs},
 	}
+	var bar *progress.Bar
 	if s.ErrIsTerminal && !o.Quiet {
-		bar := progress.New(s.Err, "capacity", "simulations", study.MaxEvaluations())
+		bar = progress.New(s.Err, "capacity", "simulations", study.MaxEvaluations())
 		study.Progress = bar.Increment
-		defer bar.Finish()
 	}
 	report, err := fleet.RunCapacity(context.Background(), workload.Requests, study)
+	if bar != nil {
+		bar.Finish() // before the result reaches a terminal
+	}
 	var unreachable *fleet.UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {
 		return err
