@@ -24,6 +24,8 @@ type simulateOptions struct {
 	Controller  string
 	Stride      int
 	Summary     bool
+	// SLO holds --ttft-slo, --tpot-slo and --e2e-slo; zero where not given.
+	SLO plant.SLO
 	// Format is "json" or "table".
 	Format string
 	Output outputOptions
@@ -80,6 +82,7 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
+	addSLOFlags(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
@@ -98,6 +101,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	}
 	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
 		return badFlagValue("normalize", o.Normalize)
+	}
+	if err := checkSLOFlags(cmd, &o.SLO); err != nil {
+		return err
 	}
 	if o.Stride < 1 {
 		return badFlagValue("stride", o.Stride)
@@ -175,7 +181,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 // step (the figure draws them all; the document is thinned afterwards as
 // --stride and --summary ask), else what --stride and --summary say.
 func (o *simulateOptions) plantOptions() plant.Options {
-	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps}
+	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO}
 	if o.Plot.Path != "" {
 		options.Stride, options.Summary = 1, false
 	}

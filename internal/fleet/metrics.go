@@ -47,7 +47,8 @@ func (e *engine) fleetMetrics(res *Result) plant.Metrics {
 	p := e.cfg.Plant
 	slos := make([][2]float64, len(e.cfg.Groups))
 	for g, group := range e.cfg.Groups {
-		slos[g] = [2]float64{group.Profile.TTFTSLOS(), group.Profile.TPOTSLOS()}
+		slo := e.cfg.Options.SLO.OrProfile(group.Profile) // the profile's unless Options.SLO sets one
+		slos[g] = [2]float64{slo.TTFTS, slo.TPOTS}
 	}
 	m := plant.RecordMetrics(res.Requests, p.ReportingHorizonS, func(i int) (float64, float64) {
 		slo := slos[e.specs[res.Assignment[i]].group]

@@ -36,9 +36,9 @@ type Metrics struct {
 	PeakTemperatureC float64 `json:"peak_temperature_c"`
 	// peak_kv_tokens: maximum KV-cache occupancy (at least 0), tokens.
 	PeakKVTokens float64 `json:"peak_kv_tokens"`
-	// ttft_violation_rate: fraction of completed requests whose TTFT exceeds the profile's TTFT SLO (2 x baseline).
+	// ttft_violation_rate: fraction of completed requests whose TTFT exceeds the TTFT SLO: the profile's (2 x baseline) unless Options.SLO sets one.
 	TTFTViolationRate float64 `json:"ttft_violation_rate"`
-	// tpot_violation_rate: fraction of completed requests whose TPOT exceeds the profile's TPOT SLO (1.5 x baseline).
+	// tpot_violation_rate: fraction of completed requests whose TPOT exceeds the TPOT SLO: the profile's (1.5 x baseline) unless Options.SLO sets one.
 	TPOTViolationRate float64 `json:"tpot_violation_rate"`
 	// power_violation_w: max(0, peak_power_w - power limit), W.
 	PowerViolationW float64 `json:"power_violation_w"`
@@ -115,10 +115,10 @@ func (a *stepStats) add(s *stepSample) {
 }
 
 // metrics combines the step statistics with the request records (the
-// reference's _metrics).
-func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
-	ttftSLO, tpotSLO := p.Profile.TTFTSLOS(), p.Profile.TPOTSLOS()
-	m := RecordMetrics(records, p.ReportingHorizonS, func(int) (float64, float64) { return ttftSLO, tpotSLO })
+// reference's _metrics, its violation rates judged by slo, resolved) and
+// judges the records against slo (the slo block).
+func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics, SLOReport) {
+	m := RecordMetrics(records, p.ReportingHorizonS, func(int) (float64, float64) { return slo.TTFTS, slo.TPOTS })
 	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
 	stall := 0.0
 	if a.activeSteps > 0 {
@@ -140,7 +140,7 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
 	m.DecodeStallFraction = stall
 	m.PeakQueuedRequests = a.peakQueued
 	m.PeakQueuedRequestsAtMinimumClock = peakQueuedAtMin
-	return m
+	return m, EvaluateSLO(records, slo, duration)
 }
 
 // RecordMetrics computes the metrics that depend on the request records
@@ -235,5 +235,6 @@ func ComputeMetrics(r *Result, p Plant) (Metrics, error) {
 		s := r.sample(i)
 		stats.add(&s)
 	}
-	return stats.metrics(r.Requests, p), nil
+	m, _ := stats.metrics(r.Requests, p, ProfileSLO(p.Profile))
+	return m, nil
 }

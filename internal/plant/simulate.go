@@ -8,7 +8,8 @@ import (
 	"servesim/internal/profile"
 )
 
-// Options choose what a simulation keeps besides its metrics.
+// Options choose what a simulation keeps besides its metrics, and the
+// objectives it judges requests by.
 type Options struct {
 	// Stride samples the trajectory at steps 0, Stride, 2*Stride, ... and
 	// the last step, like the reference's as_dict(stride). Zero means 1.
@@ -19,6 +20,9 @@ type Options struct {
 	// MaxSteps bounds the steps of the run (see CheckWork); zero means
 	// DefaultMaxSteps.
 	MaxSteps float64
+	// SLO is what the violation rates and the slo block judge requests
+	// by; a zero TTFTS or TPOTS takes the profile's (SLO.OrProfile).
+	SLO SLO
 }
 
 // requestProgress is a request's token progress during a simulation; its
@@ -177,6 +181,9 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		return nil, errors.New("stride must be positive")
 	}
 	if err := CheckWork(p, opt); err != nil {
+		return nil, err
+	}
+	if err := opt.SLO.Validate(); err != nil {
 		return nil, err
 	}
 	prof := p.Profile
@@ -547,12 +554,14 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 // workload's.
 func (sim *simulation) result(checksum string, opt Options) *Result {
 	records := sim.records
+	metrics, slo := sim.stats.metrics(records, sim.plant, opt.SLO.OrProfile(sim.plant.Profile))
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),
-		Metrics:          sim.stats.metrics(records, sim.plant),
+		Metrics:          metrics,
 		ProfileStatus:    sim.plant.Profile.Status,
 		WorkloadChecksum: checksum,
+		SLO:              slo,
 		Steps:            sim.stats.steps,
 	}
 	if opt.Summary {

@@ -244,7 +244,7 @@ func (st *Stepper) Result() (*Result, Totals) {
 	})
 	if sim.stats.steps == 0 {
 		// No step: nothing sampled, not even a last step.
-		res := sim.result(checksum, Options{Summary: true})
+		res := sim.result(checksum, Options{Summary: true, SLO: st.opt.SLO})
 		if !st.opt.Summary {
 			res.Requests = records
 		}
