@@ -94,6 +94,7 @@ func scriptParams(t *testing.T, dir string, env map[string]string) testscript.Pa
 			"validjson": cmdValidJSON,
 			"kind":      cmdKind,
 			"perm":      cmdPerm,
+			"codetrace": cmdCodeTrace,
 		},
 	}
 }

@@ -7,7 +7,23 @@ import (
 	"strconv"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"servesim/internal/plant"
 )
+
+// cmdCodeTrace is the script command `codetrace FILE`: FILE gets the
+// synthetic code-like trace (seed 2023, one hour) as an Azure CSV, a
+// bursty load that one embedded-proxy GPU cannot serve (the embedded
+// default trace is deliberately light).
+func cmdCodeTrace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: codetrace FILE")
+	}
+	f, err := os.Create(ts.MkAbs(args[0]))
+	ts.Check(err)
+	ts.Check(plant.CodeTraceLike(plant.DefaultTraceSeed, 3600).WriteCSV(f))
+	ts.Check(f.Close())
+}
 
 // cmdValidJSON is the script command `validjson FILE`: FILE (stdout for the
 // last command's output) must hold exactly one valid JSON document.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -23,9 +24,37 @@ var sloFlags = []struct {
 // given leaves its field zero (the profile's objective, or none for e2e).
 func addSLOFlags(cmd *cobra.Command, slo *plant.SLO) {
 	for _, f := range sloFlags {
-		cmd.Flags().Float64Var(f.field(slo), f.name, 0, f.usage)
+		cmd.Flags().Var((*sloSeconds)(f.field(slo)), f.name, f.usage)
 	}
 }
+
+// sloExpected is what an SLO flag of simulate and capacity accepts.
+const sloExpected = "a finite positive number of seconds"
+
+// sloSeconds is the value of one SLO flag: seconds, zero when not given.
+// (sweep's flags of the same names judge p95 values and take 0 for the
+// profile's objective, so the expectation belongs to the value, not to
+// the flag name.)
+type sloSeconds float64
+
+// Set parses a number of seconds; the range is checked by checkSLOFlags.
+func (v *sloSeconds) Set(s string) error {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	*v = sloSeconds(x)
+	return nil
+}
+
+// String returns the value in seconds.
+func (v *sloSeconds) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+
+// Type names the value's kind in help.
+func (v *sloSeconds) Type() string { return "seconds" }
+
+// Expected describes the accepted values for flag errors.
+func (v *sloSeconds) Expected() string { return sloExpected }
 
 // checkSLOFlags requires every SLO flag given to be a finite positive
 // number of seconds (a usage error otherwise).
@@ -33,7 +62,7 @@ func checkSLOFlags(cmd *cobra.Command, slo *plant.SLO) error {
 	for _, f := range sloFlags {
 		v := *f.field(slo)
 		if cmd.Flags().Changed(f.name) && !(v > 0 && !math.IsInf(v, 1)) {
-			return usageErrorf("--%s %v: expected a finite positive number of seconds", f.name, v)
+			return usageErrorf("--%s %v: expected %s", f.name, v, sloExpected)
 		}
 	}
 	return nil

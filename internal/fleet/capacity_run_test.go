@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"math"
 	"testing"
@@ -12,9 +13,12 @@ import (
 	"servesim/internal/profile"
 )
 
-// firstMinutes is the first five minutes of the embedded trace.
+// firstMinutes is the first five minutes of the synthetic code-like trace
+// (seed 2023), bursty enough that one proxy GPU cannot serve it.
 func firstMinutes(t testing.TB) []plant.Request {
-	w, err := plant.DefaultTrace(300)
+	var csv bytes.Buffer
+	require.NoError(t, plant.CodeTraceLike(2023, 3600).WriteCSV(&csv))
+	w, err := plant.LoadWorkload(&csv, "code-like", 300)
 	require.NoError(t, err)
 	return w.Requests
 }
