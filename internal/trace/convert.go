@@ -38,7 +38,7 @@ func Convert(w io.Writer, t *Trace, format Format) error {
 func WriteAzure(w io.Writer, t *Trace) error {
 	return writeLines(w, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"), t, func(line []byte, i int) []byte {
 		r := &t.Requests[i]
-		line = Epoch.Add(time.Duration(r.ArrivalMicroseconds()) * time.Microsecond).AppendFormat(line, azureTimeLayout)
+		line = Epoch.Add(time.Duration(r.ArrivalMicroseconds())*time.Microsecond).AppendFormat(line, azureTimeLayout)
 		line = append(line, ',')
 		line = strconv.AppendInt(line, int64(r.PromptTokens), 10)
 		line = append(line, ',')

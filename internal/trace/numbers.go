@@ -156,7 +156,7 @@ func parseCount(text []byte) (int64, bool) {
 	}
 	switch {
 	case negative && n <= math.MaxInt64+1:
-		return -int64(n - 1) - 1, true
+		return -int64(n-1) - 1, true
 	case !negative && n <= math.MaxInt64:
 		return int64(n), true
 	}

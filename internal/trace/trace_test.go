@@ -349,11 +349,11 @@ func TestParseFilterAndColumns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Columns{Arrival: "a", Prompt: "p=q", Output: "out put", Unit: Seconds}, c)
 	for terms, want := range map[string]string{
-		"arrival=a,prompt=p":          "no output=COL: name the arrival, prompt and output columns",
-		"arrival=a,prompt=p,output=":  `column term "output=": expected a column name after =`,
-		"arrival=a,arrival=b":         `column term "arrival=b": arrival is named twice`,
-		"time=a,prompt=p,output=o":    `column term "time=a": expected arrival=COL, prompt=COL or output=COL`,
-		"arrival,prompt=p,output=o":   `column term "arrival": expected arrival=COL, prompt=COL or output=COL`,
+		"arrival=a,prompt=p":           "no output=COL: name the arrival, prompt and output columns",
+		"arrival=a,prompt=p,output=":   `column term "output=": expected a column name after =`,
+		"arrival=a,arrival=b":          `column term "arrival=b": arrival is named twice`,
+		"time=a,prompt=p,output=o":     `column term "time=a": expected arrival=COL, prompt=COL or output=COL`,
+		"arrival,prompt=p,output=o":    `column term "arrival": expected arrival=COL, prompt=COL or output=COL`,
 		"arrival=a,prompt=p,output=o,": `column term "": expected arrival=COL, prompt=COL or output=COL`,
 	} {
 		_, err := ParseColumns(strings.Split(terms, ","))
