@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -34,8 +35,12 @@ type builder struct {
 	started     bool  // whether a row was kept, and so first is set
 }
 
-func newBuilder(name string, maxElapsedS float64) *builder {
-	return &builder{name: name, maxElapsedS: maxElapsedS}
+// newBuilder starts the requests of the input in; their number is
+// estimated from its lines, so that the requests of a file are allocated
+// once.
+func newBuilder(in *input, name string, maxElapsedS float64) *builder {
+	rows := in.estimate(func(sample []byte) int { return bytes.Count(sample, []byte{'\n'}) })
+	return &builder{name: name, maxElapsedS: maxElapsedS, requests: make([]plant.Request, 0, rows)}
 }
 
 // errorf is an error about a row: "trace NAME line N: ...".

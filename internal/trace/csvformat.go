@@ -81,7 +81,7 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout) (*Trace, 
 		}
 	}
 	fieldsInHeader := len(header) // the next record reuses header's slice
-	b := newBuilder(name, maxElapsedS)
+	b := newBuilder(in, name, maxElapsedS)
 	for {
 		fields, line, err := records.next()
 		if err == io.EOF {

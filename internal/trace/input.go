@@ -82,6 +82,19 @@ type sizedReader struct {
 // asked.
 func (s sizedReader) Len() int { return s.size }
 
+// estimate scales a count made in the first bytes of the input, counted
+// by count, to the whole input, when its size is known; 0 otherwise. It
+// sizes buffers before reading, so it must be called before the first
+// line is read.
+func (in *input) estimate(count func(sample []byte) int) int {
+	sample, _ := in.br.Peek(bufferBytes)
+	if in.size <= 0 || len(sample) == 0 {
+		return 0
+	}
+	n := float64(count(sample)) * float64(in.size) / float64(len(sample))
+	return int(min(n*(1+1.0/32), float64(in.size))) + 1
+}
+
 // nextLine returns the next line with its line feed (the last line may have
 // none), or io.EOF after the last. The line is valid until the next call.
 func (in *input) nextLine() ([]byte, error) {

@@ -63,11 +63,15 @@ func (m *mooncakeLine) scan(line []byte) error {
 // (positive integers) and hash_ids (an array of integers, optional); other
 // keys are ignored and blank lines skipped.
 func readMooncake(in *input, name string, maxElapsedS float64) (*Trace, error) {
-	b := newBuilder(name, maxElapsedS)
+	b := newBuilder(in, name, maxElapsedS)
 	var (
 		m         mooncakeLine
-		hashStart = []int{0}
-		hashIDs   []int64
+		hashStart = append(make([]int, 0, cap(b.requests)+1), 0)
+		// A line has about as many hash ids as commas beyond the three
+		// between its four keys, and one more.
+		hashIDs = make([]int64, 0, in.estimate(func(sample []byte) int {
+			return max(0, bytes.Count(sample, []byte{','})-2*bytes.Count(sample, []byte{'\n'}))
+		}))
 	)
 	for {
 		raw, err := in.nextLine()

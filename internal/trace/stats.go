@@ -132,10 +132,10 @@ func (s *Stats) Table() string {
 	t.AddRow("format", string(s.Format))
 	t.AddRow("requests", strconv.Itoa(s.Requests))
 	t.AddRow("span (s)", texttable.Fixed(s.SpanS, 3))
-	t.AddRow("mean rate (1/s)", texttable.Fixed(s.MeanRatePerS, 3))
-	t.AddRow("peak rate, 1 s window (1/s)", texttable.Fixed(s.PeakRate1sPerS, 3))
-	t.AddRow("peak rate, 60 s window (1/s)", texttable.Fixed(s.PeakRate60sPerS, 3))
-	t.AddRow("inter-arrival CV", texttable.Fixed(s.InterarrivalCV, 3))
+	t.AddRow("mean rate (1/s)", significant(s.MeanRatePerS))
+	t.AddRow("peak rate, 1 s window (1/s)", significant(s.PeakRate1sPerS))
+	t.AddRow("peak rate, 60 s window (1/s)", significant(s.PeakRate60sPerS))
+	t.AddRow("inter-arrival CV", significant(s.InterarrivalCV))
 	for _, tok := range []struct {
 		name  string
 		stats TokenStats
@@ -149,4 +149,12 @@ func (s *Stats) Table() string {
 	}
 	t.AddRow("rows skipped", skipped)
 	return t.String()
+}
+
+// significant writes x with four significant digits; "-" when undefined.
+func significant(x float64) string {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return "-"
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
 }
