@@ -120,7 +120,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 	assert.Equal(t, 2598, doc.Provenance.RequestsLoaded)
 	require.Len(t, doc.Controllers, 2)
 
-	w, err := loadTraceFile(s, trace, 900)
+	w, err := loadTraceFile(s, trace, 900, &traceOptions{})
 	require.NoError(t, err)
 	p, err := profile.Load(prof)
 	require.NoError(t, err)

@@ -105,9 +105,9 @@ func (o Options) Check() error {
 	case !o.Filter.Empty() && format != "" && format != BurstGPT:
 		return &OptionError{OptionFilter, fmt.Sprintf("applies to %s traces, not %s", BurstGPT, format)}
 	case o.Columns != nil && format != CSV:
-		return &OptionError{OptionColumns, fmt.Sprintf("name the columns of a %s log, not of a %s trace", CSV, format)}
+		return &OptionError{OptionColumns, fmt.Sprintf("names the columns of a %s log, not of a %s trace", CSV, format)}
 	case o.Columns == nil && format == CSV:
-		return &OptionError{OptionColumns, "a csv log needs its arrival, prompt and output columns named"}
+		return &OptionError{OptionColumns, "is required for a csv log: name its arrival, prompt and output columns"}
 	}
 	return nil
 }

@@ -318,8 +318,8 @@ func TestOptionsCheck(t *testing.T) {
 		{Options{Columns: cols, Format: CSV}, nil},
 		{Options{Filter: gpt4, Format: Mooncake}, &OptionError{OptionFilter, "applies to burstgpt traces, not mooncake"}},
 		{Options{Filter: gpt4, Columns: cols}, &OptionError{OptionFilter, "applies to burstgpt traces, not csv"}},
-		{Options{Columns: cols, Format: Azure}, &OptionError{OptionColumns, "name the columns of a csv log, not of a azure trace"}},
-		{Options{Format: CSV}, &OptionError{OptionColumns, "a csv log needs its arrival, prompt and output columns named"}},
+		{Options{Columns: cols, Format: Azure}, &OptionError{OptionColumns, "names the columns of a csv log, not of a azure trace"}},
+		{Options{Format: CSV}, &OptionError{OptionColumns, "is required for a csv log: name its arrival, prompt and output columns"}},
 	}
 	for _, tt := range tests {
 		err := tt.opt.Check()
