@@ -16,16 +16,18 @@ var (
 	azureColumns    = []string{"TIMESTAMP", "ContextTokens", "GeneratedTokens"}
 	burstGPTColumns = []string{"Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type"}
 	// burstGPTDetected are the BurstGPT columns detection looks for: those
-	// the reader needs.
-	burstGPTDetected = []string{"Timestamp", "Request tokens", "Response tokens"}
+	// no other format has.
+	burstGPTDetected = []string{"Request tokens", "Response tokens", "Total tokens", "Log Type"}
 )
 
 // detect names the format of the input from its first line that is not
 // blank, without consuming anything: a line starting with "{" is Mooncake
-// JSON Lines; a CSV header holding TIMESTAMP, ContextTokens and
-// GeneratedTokens is Azure; one holding Timestamp, Request tokens and
-// Response tokens is BurstGPT. Only the first bufferBytes of the input are
-// looked at.
+// JSON Lines; a CSV header naming any Azure column (TIMESTAMP,
+// ContextTokens, GeneratedTokens) is Azure, so that a header missing one is
+// told which; one naming any BurstGPT token or log column (Request tokens,
+// Response tokens, Total tokens, Log Type) is BurstGPT. An input without a
+// line is Azure, whose reader says what an empty trace lacks. Only the first
+// bufferBytes of the input are looked at.
 func detect(in *input, name string) (Format, error) {
 	buf, err := in.br.Peek(bufferBytes)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
@@ -33,16 +35,16 @@ func detect(in *input, name string) (Format, error) {
 	}
 	line, number := firstLine(buf)
 	if line == nil {
-		return "", fmt.Errorf("trace %s: empty: expected a header line or a JSON object", name)
+		return Azure, nil
 	}
 	if first := bytes.TrimLeft(line, " \t"); len(first) > 0 && first[0] == '{' {
 		return Mooncake, nil
 	}
 	header := csvHeader(line)
 	switch {
-	case hasAll(header, azureColumns):
+	case hasAny(header, azureColumns):
 		return Azure, nil
-	case hasAll(header, burstGPTDetected):
+	case hasAny(header, burstGPTDetected):
 		return BurstGPT, nil
 	}
 	return "", fmt.Errorf("trace %s line %d: not a trace format servesim knows: tried %s (header %s), %s (header %s) and %s (JSON Lines with timestamp, input_length, output_length); name the columns of another CSV log (format %s)",
@@ -76,12 +78,12 @@ func csvHeader(line []byte) []string {
 	return header
 }
 
-// hasAll reports whether header holds every one of names.
-func hasAll(header, names []string) bool {
+// hasAny reports whether header holds one of names.
+func hasAny(header, names []string) bool {
 	for _, name := range names {
-		if !slices.Contains(header, name) {
-			return false
+		if slices.Contains(header, name) {
+			return true
 		}
 	}
-	return true
+	return false
 }
