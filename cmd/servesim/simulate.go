@@ -32,8 +32,8 @@ type simulateOptions struct {
 	Output outputOptions
 	// RequestLog is --request-log.
 	RequestLog requestLogOptions
-	Plot   plotOptions
-	Fleet  fleetOptions
+	Plot       plotOptions
+	Fleet      fleetOptions
 	// Plant holds the plant flags; its Profile is set once loaded.
 	Plant plant.Plant
 	// MaxSteps is --max-steps, the step limit of the run.
