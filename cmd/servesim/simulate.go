@@ -30,14 +30,14 @@ type simulateOptions struct {
 	// Format is "json", "table" or "vllm-bench".
 	Format string
 	Output outputOptions
-	// RequestLog is --request-log.
-	RequestLog requestLogOptions
-	Plot       plotOptions
-	Fleet      fleetOptions
+	Plot   plotOptions
+	Fleet  fleetOptions
 	// Plant holds the plant flags; its Profile is set once loaded.
 	Plant plant.Plant
 	// MaxSteps is --max-steps, the step limit of the run.
 	MaxSteps float64
+	// RequestLog is --request-log.
+	RequestLog requestLogOptions
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
