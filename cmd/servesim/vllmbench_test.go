@@ -46,7 +46,10 @@ func TestVLLMBenchGolden(t *testing.T) {
 		}
 		want, err := os.ReadFile(path)
 		require.NoError(t, err)
-		assert.Equal(t, string(want), out.String(), "%s differs (go test -run TestVLLMBenchGolden -update rewrites it)", path)
+		if line, ok := firstDifferentLine(string(want), out.String()); !ok {
+			t.Errorf("%s differs from the output first at line %d (go test -run TestVLLMBenchGolden -update rewrites it):\nwant %.200s\ngot  %.200s",
+				path, line.number, line.want, line.got)
+		}
 		assert.Equal(t, vllmBenchKeys, jsonKeys(t, out.Bytes()), "vLLM's keys in vLLM's order")
 
 		// --summary keeps what the document needs.
@@ -54,6 +57,33 @@ func TestVLLMBenchGolden(t *testing.T) {
 		require.Equal(t, exitOK, run(append(args, "--summary"), s), errOut.String())
 		assert.Equal(t, out.String(), summary.String(), "%s with --summary", tc.golden)
 	}
+}
+
+// lineDiff is the first line at which two texts differ.
+type lineDiff struct {
+	number    int
+	want, got string
+}
+
+// firstDifferentLine compares want and got line by line; ok when equal.
+func firstDifferentLine(want, got string) (lineDiff, bool) {
+	if want == got {
+		return lineDiff{}, true
+	}
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range max(len(w), len(g)) {
+		d := lineDiff{number: i + 1}
+		if i < len(w) {
+			d.want = w[i]
+		}
+		if i < len(g) {
+			d.got = g[i]
+		}
+		if i >= len(w) || i >= len(g) || w[i] != g[i] {
+			return d, false
+		}
+	}
+	return lineDiff{}, false
 }
 
 func TestVLLMBenchAgreesWithTheSimulateDocument(t *testing.T) {

@@ -25,36 +25,45 @@ func Std(values []float64) float64 {
 // Repeated is a sample in which each of some values occurs a whole number
 // of times, such as a per-token series whose tokens share their request's
 // value: numpy's statistics of the expanded array, without expanding it.
-// The sums are taken value by value (not pairwise over the expanded
-// array), so means may differ from numpy's in the last bits; order
-// statistics are exact.
+// The sums are taken value by value in ascending order (not pairwise over
+// the expanded array), so means may differ from numpy's in the last bits;
+// order statistics are exact.
 type Repeated struct {
 	values []float64 // ascending
-	upTo   []int64   // upTo[i]: occurrences of values[0..i]
+	upTo   []int     // upTo[i]: occurrences of values[0..i]
 }
 
 // NewRepeated returns the sample in which values[i] occurs counts[i] times
-// (counts[i] >= 0); it sorts copies of both.
+// (counts[i] >= 0). It takes both slices over: it sorts them together in
+// place and turns counts into running totals.
 func NewRepeated(values []float64, counts []int) Repeated {
-	order := make([]int, len(values))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return values[order[a]] < values[order[b]] })
-	r := Repeated{values: make([]float64, 0, len(values)), upTo: make([]int64, 0, len(values))}
-	total := int64(0)
-	for _, i := range order {
+	sort.Sort(byValue{values, counts})
+	kept, total := 0, 0
+	for i, v := range values {
 		if counts[i] > 0 {
-			total += int64(counts[i])
-			r.values = append(r.values, values[i])
-			r.upTo = append(r.upTo, total)
+			total += counts[i]
+			values[kept], counts[kept] = v, total
+			kept++
 		}
 	}
-	return r
+	return Repeated{values: values[:kept], upTo: counts[:kept]}
+}
+
+// byValue sorts values and their counts together by value.
+type byValue struct {
+	values []float64
+	counts []int
+}
+
+func (b byValue) Len() int           { return len(b.values) }
+func (b byValue) Less(i, j int) bool { return b.values[i] < b.values[j] }
+func (b byValue) Swap(i, j int) {
+	b.values[i], b.values[j] = b.values[j], b.values[i]
+	b.counts[i], b.counts[j] = b.counts[j], b.counts[i]
 }
 
 // Len is the size of the expanded sample.
-func (r Repeated) Len() int64 {
+func (r Repeated) Len() int {
 	if len(r.upTo) == 0 {
 		return 0
 	}
@@ -62,7 +71,7 @@ func (r Repeated) Len() int64 {
 }
 
 // at is element k (0-based) of the sorted expanded sample.
-func (r Repeated) at(k int64) float64 {
+func (r Repeated) at(k int) float64 {
 	i, _ := slices.BinarySearch(r.upTo, k+1)
 	return r.values[i]
 }
@@ -73,7 +82,7 @@ func (r Repeated) Mean() float64 {
 	if n == 0 {
 		return math.NaN()
 	}
-	sum, previous := 0.0, int64(0)
+	sum, previous := 0.0, 0
 	for i, v := range r.values {
 		sum += v * float64(r.upTo[i]-previous)
 		previous = r.upTo[i]
@@ -88,7 +97,7 @@ func (r Repeated) Std() float64 {
 		return math.NaN()
 	}
 	mean := r.Mean()
-	sum, previous := 0.0, int64(0)
+	sum, previous := 0.0, 0
 	for i, v := range r.values {
 		d := v - mean
 		sum += d * d * float64(r.upTo[i]-previous)
@@ -118,7 +127,7 @@ func (r Repeated) PercentileLinear(q float64) float64 {
 	}
 	index := float64(n-1) * (q / 100)
 	lo := math.Floor(index)
-	k := int64(lo)
+	k := int(lo)
 	if k >= n-1 {
 		return r.at(n - 1)
 	}

@@ -37,8 +37,8 @@ func TestRepeatedIsTheExpandedSample(t *testing.T) {
 		{[]float64{7}, []int{10}},
 		{[]float64{2, 1}, []int{1, 1}},
 	} {
-		r := NewRepeated(tc.values, tc.counts)
 		x := expand(tc.values, tc.counts)
+		r := NewRepeated(tc.values, tc.counts)
 		assert.EqualValues(t, len(x), r.Len())
 		assert.InDelta(t, Mean(x), r.Mean(), 1e-12, "%v", tc)
 		assert.InDelta(t, Std(x), r.Std(), 1e-12, "%v", tc)

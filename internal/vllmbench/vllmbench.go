@@ -18,6 +18,7 @@ package vllmbench
 import (
 	"errors"
 	"math"
+	"slices"
 
 	"servesim/internal/fleet"
 	"servesim/internal/numeric"
@@ -100,8 +101,10 @@ func Compute(records []plant.RequestRecord, slo func(i int) plant.SLO) *Result {
 		TTFTs:      make([]float64, n),
 		Latencies:  make([]float64, n),
 	}
-	var ttft, tpot, e2el []float64
-	var itlCounts []int
+	// The statistics' samples in seconds; itl is tpot again, for Repeated
+	// to reorder.
+	ttft, tpot, e2el, itl := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	itlCounts := make([]int, 0, n)
 	firstArrival, lastCompletion := 0.0, 0.0
 	good := 0
 	for i := range records {
@@ -127,6 +130,7 @@ func Compute(records []plant.RequestRecord, slo func(i int) plant.SLO) *Result {
 		e2el = append(e2el, r.LatencyS())
 		if r.OutputTokens > 1 {
 			tpot = append(tpot, r.TPOTS())
+			itl = append(itl, r.TPOTS())
 			itlCounts = append(itlCounts, r.OutputTokens-1)
 		}
 		if slo(i).Met(r) {
@@ -142,20 +146,26 @@ func Compute(records []plant.RequestRecord, slo func(i int) plant.SLO) *Result {
 	}
 	out.MeanTTFTMs, out.MedianTTFTMs, out.StdTTFTMs, out.P99TTFTMs = statsMs(ttft)
 	out.MeanTPOTMs, out.MedianTPOTMs, out.StdTPOTMs, out.P99TPOTMs = statsMs(tpot)
-	out.MeanITLMs, out.MedianITLMs, out.StdITLMs, out.P99ITLMs = repeatedStatsMs(numeric.NewRepeated(tpot, itlCounts))
+	out.MeanITLMs, out.MedianITLMs, out.StdITLMs, out.P99ITLMs = repeatedStatsMs(numeric.NewRepeated(itl, itlCounts))
 	out.MeanE2ELMs, out.MedianE2ELMs, out.StdE2ELMs, out.P99E2ELMs = statsMs(e2el)
 	return out
 }
 
 // statsMs are vLLM's mean, median, standard deviation and 99th percentile
 // of values in seconds, each times 1000; zeros for no values (numpy's
-// statistics of `values or 0`).
+// statistics of `values or 0`). It sorts values.
 func statsMs(values []float64) (mean, median, std, p99 float64) {
-	if len(values) == 0 {
+	n := len(values)
+	if n == 0 {
 		return 0, 0, 0, 0
 	}
-	return numeric.Mean(values) * 1000, numeric.Median(values) * 1000, numeric.Std(values) * 1000,
-		numeric.PercentileLinear(values, 99) * 1000
+	mean, std = numeric.Mean(values), numeric.Std(values) // sums in request order, as numpy's
+	slices.Sort(values)
+	median = values[n/2] // np.median: the middle value, or the mean of the middle two
+	if n%2 == 0 {
+		median = (values[n/2-1] + values[n/2]) / 2
+	}
+	return mean * 1000, median * 1000, std * 1000, numeric.PercentileLinearSorted(values, 99) * 1000
 }
 
 // repeatedStatsMs is statsMs of a sample of repeated values.
