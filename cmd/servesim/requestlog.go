@@ -17,7 +17,7 @@ type requestLogOptions struct {
 
 // addRequestLogFlag binds --request-log to o.
 func addRequestLogFlag(cmd *cobra.Command, o *requestLogOptions) {
-	cmd.Flags().StringVar(&o.Path, "request-log", "", "also write one line per completed request to `FILE` (.csv or .jsonl), in the columns `servesim diagnose` reads")
+	cmd.Flags().StringVar(&o.Path, "request-log", "", "also write one line per completed request to `FILE` (.csv or .jsonl), in the columns that servesim diagnose reads")
 }
 
 // check requires a .csv or .jsonl file other than -o's (usage errors).
