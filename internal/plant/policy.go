@@ -275,8 +275,9 @@ func (s *SampleAndHold) RequestClock(obs Observation) float64 {
 var SchedulerNames = []string{"static", "continuous", "chunked"}
 
 // ControllerNames are the controller specs NewController accepts without an
-// argument; fixed:MHZ and sampled-reactive:PERIOD_S take one.
-var ControllerNames = []string{"max", "min", "reactive", "sampled-reactive"}
+// argument; fixed:MHZ, sampled-reactive:PERIOD_S and race-to-idle:MHZ take
+// one.
+var ControllerNames = []string{"max", "min", "reactive", "sampled-reactive", "race-to-idle"}
 
 // NewScheduler returns the built-in scheduler called name: static,
 // continuous or chunked.
@@ -296,7 +297,8 @@ func NewScheduler(name string) (Scheduler, error) {
 const DefaultSamplePeriodS = 1.0
 
 // NewController returns a new built-in clock controller for spec: max, min,
-// fixed:MHZ, reactive or sampled-reactive[:PERIOD_S] (period 1 s by default).
+// fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s by default)
+// or race-to-idle[:MHZ] (the highest level by default).
 func NewController(spec string) (ClockController, error) {
 	kind, arg, hasArg := strings.Cut(spec, ":")
 	number := func(what string) (float64, error) {
@@ -328,6 +330,15 @@ func NewController(spec string) (ClockController, error) {
 			}
 		}
 		return NewSampleAndHold(Reactive{}, period)
+	case kind == "race-to-idle":
+		if !hasArg {
+			return RaceToIdle{}, nil
+		}
+		mhz, err := number("clock MHz")
+		if err != nil {
+			return nil, err
+		}
+		return RaceToIdle{MHz: mhz}, nil
 	}
-	return nil, errors.New("unknown controller " + strconv.Quote(spec) + ": expected max, min, fixed:MHZ, reactive or sampled-reactive[:PERIOD_S]")
+	return nil, errors.New("unknown controller " + strconv.Quote(spec) + ": expected max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] or race-to-idle[:MHZ]")
 }

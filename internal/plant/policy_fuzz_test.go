@@ -17,6 +17,7 @@ func FuzzNewController(f *testing.F) {
 		"max", "min", "reactive", "sampled-reactive", "sampled-reactive:2.5", "fixed:660", "fixed:1e6",
 		"fixed:", "fixed", "fixed:x", "fixed:-1", "fixed:inf", "fixed:NaN", "fixed:0x1p10", "fixed:1_000",
 		"sampled-reactive:0", "sampled-reactive:nan", "reactive:1", "static", "chunked", "", ":", "fixed::1",
+		"race-to-idle", "race-to-idle:1500", "race-to-idle:", "race-to-idle:0",
 	} {
 		f.Add(seed)
 	}
