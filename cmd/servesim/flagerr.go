@@ -54,9 +54,10 @@ type expecter interface {
 // and flags not listed here fall back to their type (expectedByType).
 var flagExpectations = map[string]string{
 	// simulate and sweep
-	"max-elapsed": "a nonnegative number of seconds",
-	"normalize":   "a number in (0, 1)",
-	"stride":      "a positive whole number",
+	"max-elapsed":  "a nonnegative number of seconds",
+	"normalize":    "a number in (0, 1)",
+	"stride":       "a positive whole number",
+	"exec-timeout": "a positive number of seconds",
 	// sweep
 	"jobs":     "a whole number of at least 1",
 	"ttft-slo": "a nonnegative number of seconds (0: each profile's SLO)",

@@ -14,6 +14,8 @@ import (
 func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"servesim": func() { os.Exit(run(os.Args[1:], newStreams())) },
+		// An exec: controller child serving the built-in reactive.
+		"servesim-reactive-controller": reactiveControllerMain,
 	})
 }
 
