@@ -81,3 +81,14 @@ func TestExecControllerReproducesReactive(t *testing.T) {
 		})
 	}
 }
+
+// TestReadmeShowsThePythonExample: the README's Python block is the
+// example file, which TestExecControllerReproducesReactive runs.
+func TestReadmeShowsThePythonExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	example, err := os.ReadFile(pythonExample)
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), "```python\n"+string(example)+"```\n")
+	assert.Equal(t, 15, bytes.Count(example, []byte("\n")), "a 15-line example")
+}

@@ -306,3 +306,41 @@ func TestExecStepAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// BenchmarkExecController runs the embedded trace (18,000 steps) on the
+// embedded proxy under built-in controllers and under exec: children, child
+// start and end included, and reports the cost per step: the difference
+// between an exec: run and the built-in reactive one is the protocol's
+// per-step cost (one observation written and one answer read).
+func BenchmarkExecController(b *testing.B) {
+	w, err := plant.DefaultTrace(plant.NoElapsedLimit)
+	require.NoError(b, err)
+	p := plant.NewPlant(profile.Default())
+	example, err := filepath.Abs("../../docs/examples/reactive_controller.py")
+	require.NoError(b, err)
+	for _, bc := range []struct{ name, spec, needs string }{
+		{"max", "max", ""},
+		{"reactive", "reactive", ""},
+		{"exec-go-reactive", "exec:" + reactiveChild(), ""},
+		{"exec-sh-max", `exec:while read -r l; do echo '{"clock_mhz": 2040}'; done`, ""},
+		{"exec-python-reactive", "exec:/usr/bin/python3 " + example, "/usr/bin/python3"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if bc.needs != "" {
+				if _, err := os.Stat(bc.needs); err != nil {
+					b.Skipf("no %s", bc.needs)
+				}
+			}
+			b.ReportAllocs()
+			steps := 0
+			for b.Loop() {
+				c, err := plant.NewController(bc.spec)
+				require.NoError(b, err)
+				rep, err := plant.Run(w, plant.Config{Plant: p, Scheduler: plant.ChunkedPrefill{}, Controller: c, Options: plant.Options{Summary: true}})
+				require.NoError(b, err)
+				steps = rep.Steps
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(steps), "ns/step")
+		})
+	}
+}
