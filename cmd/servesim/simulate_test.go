@@ -46,7 +46,7 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		"--time-step", "0.05", "--kv-capacity", "65536", "--kv-reserve", "512", "--max-active", "32",
 		"--ambient", "30", "--thermal-tau", "20", "--thermal-resistance", "0.6", "--power-limit", "70",
 		"--thermal-limit", "80", "--horizon", "120", "--max-sim-time", "86400",
-		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg")
+		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg", "--exec-timeout", "0.5")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, plant.Plant{
 		TimeStepS: 0.05, KVCapacityTokens: 65536, DecodeKVReserveTokensPerActive: 512, MaxActiveRequests: 32,
@@ -56,7 +56,7 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 	assert.Equal(t, &simulateOptions{
 		ProfilePath: "p.csv", TracePath: "-", MaxElapsedS: 300, Normalize: 0.8, Scheduler: "static",
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
-		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant,
+		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, ExecTimeoutS: 0.5,
 	}, o)
 }
 
