@@ -49,7 +49,7 @@ type ExecController struct {
 	stdin  *os.File      // write end of the child's stdin
 	stdout *os.File      // read end of the child's stdout
 	reader *bufio.Reader // over stdout
-	line   []byte        // an answer longer than the reader's buffer
+	line   []byte        // what readLine read, when longer than the reader's buffer or unfinished
 	out    []byte        // the observation being written
 	err    error         // why the controller failed; sticky
 	closed bool
@@ -154,7 +154,6 @@ func (c *ExecController) start() error {
 	c.cmd, c.stdin, c.stdout = cmd, in, out
 	c.reader = bufio.NewReaderSize(out, 64<<10)
 	c.line = make([]byte, 0, 256) // never nil: readLine's result is what the child wrote
-
 	return nil
 }
 
