@@ -39,6 +39,7 @@ See README.md, "Traces", for the formats and their rules.`,
 			return usageErrorf("unknown command %q for %q: expected stats or convert", args[0], cmd.CommandPath())
 		},
 	}
+	cmd.SuggestionsMinimumDistance = 2 // cobra's distance for the root's commands
 	cmd.AddCommand(newTraceStatsCmd(s, statsF), newTraceConvertCmd(s, convertF))
 	return cmd
 }
