@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -166,4 +165,12 @@ func parseCount(text []byte) (int64, bool) {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // trimSpace drops spaces and tabs around text.
-func trimSpace(text []byte) []byte { return bytes.Trim(text, " \t") }
+func trimSpace(text []byte) []byte {
+	for len(text) > 0 && (text[0] == ' ' || text[0] == '\t') {
+		text = text[1:]
+	}
+	for len(text) > 0 && (text[len(text)-1] == ' ' || text[len(text)-1] == '\t') {
+		text = text[:len(text)-1]
+	}
+	return text
+}

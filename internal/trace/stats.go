@@ -10,8 +10,8 @@ import (
 )
 
 // Stats describes a loaded trace: what `servesim trace stats` prints.
-// Undefined values (a rate over a zero span, the variation of fewer than
-// two gaps) are NaN, which JSON writes as null.
+// Undefined values (a rate over a zero span, the variation of no gap or of
+// gaps of mean zero) are NaN, which JSON writes as null.
 type Stats struct {
 	TracePath   string `json:"trace_path"`   // where the trace was read from, or "stdin"
 	TraceSHA256 string `json:"trace_sha256"` // SHA-256 hex of the bytes read
