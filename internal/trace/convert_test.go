@@ -3,12 +3,14 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
+	"servesim/internal/shared"
 )
 
 func TestConvertWritesTheCanonicalForms(t *testing.T) {
@@ -86,5 +88,33 @@ func TestConvertReportsWriteErrorsAndUnknownFormats(t *testing.T) {
 func TestAppendMillis(t *testing.T) {
 	for us, want := range map[int64]string{0: "0", 1: "0.001", 1500: "1.5", 2000: "2", 1234567: "1234.567", 10: "0.01", 604800000000: "604800000"} {
 		assert.Equal(t, want, string(appendMillis(nil, us)), "%d", us)
+	}
+}
+
+// TestTheAzure2023TracesReadAndConvert reads the shared Azure 2023 traces
+// with detection (exactly as plant.LoadWorkload reads them) and converts
+// them both ways: the workload checksum is kept.
+func TestTheAzure2023TracesReadAndConvert(t *testing.T) {
+	for _, path := range []string{shared.CodeTrace(t), shared.ConvTrace(t)} {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		want, err := plant.LoadWorkload(bytes.NewReader(data), path, plant.NoElapsedLimit)
+		require.NoError(t, err)
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		got, err := Load(f, path, plant.NoElapsedLimit, Options{})
+		f.Close()
+		require.NoError(t, err)
+		assert.Equal(t, Azure, got.Format)
+		assert.Equal(t, want, got.Workload)
+		checksum := plant.WorkloadChecksum(want.Requests)
+		for _, format := range ConvertFormats {
+			var buf bytes.Buffer
+			require.NoError(t, Convert(&buf, got, format))
+			back, err := Load(&buf, "converted", plant.NoElapsedLimit, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, format, back.Format)
+			assert.Equal(t, checksum, plant.WorkloadChecksum(back.Requests), "%s to %s", path, format)
+		}
 	}
 }
