@@ -159,6 +159,9 @@ func FuzzMooncake(f *testing.F) {
 		`{"timestamp":01,"input_length":1,"output_length":1}`,
 		`null`,
 		strings.Repeat("[", 10001),
+		// encoding/json's nesting limit: 10000 levels, the line's object included.
+		`{"timestamp":1,"input_length":1,"output_length":1,"x":`+strings.Repeat("[", 9999)+strings.Repeat("]", 9999)+"}",
+		`{"timestamp":1,"input_length":1,"output_length":1,"x":`+strings.Repeat("[", 10000)+strings.Repeat("]", 10000)+"}",
 	)
 	f.Fuzz(func(t *testing.T, text string) {
 		got, err := Load(strings.NewReader(text), "t", plant.NoElapsedLimit, Options{Format: Mooncake})

@@ -87,8 +87,11 @@ func (s sizedReader) Len() int { return s.size }
 // sizes buffers before reading, so it must be called before the first
 // line is read.
 func (in *input) estimate(count func(sample []byte) int) int {
-	sample, _ := in.br.Peek(bufferBytes)
-	if in.size <= 0 || len(sample) == 0 {
+	if in.size <= 0 {
+		return 0
+	}
+	sample, _ := in.br.Peek(bufferBytes) // an error comes again at the first read
+	if len(sample) == 0 {
 		return 0
 	}
 	n := float64(count(sample)) * float64(in.size) / float64(len(sample))
