@@ -29,6 +29,7 @@ type builder struct {
 	requests    []plant.Request
 	skipped     map[string]int
 	rows        int   // rows seen, kept or not
+	start       int64 // time of the first row, microseconds
 	prev        int64 // time of the previous row, microseconds
 	prevZone    bool  // whether the times carry a UTC offset (ISO times)
 	first       int64 // time of the first kept row, microseconds
@@ -65,14 +66,20 @@ func quoteField(text []byte) string {
 
 // row records the time of the next row, in microseconds, and whether it
 // carried a UTC offset; it fails when the row is earlier than the one
-// before or mixes times with and without an offset.
+// before, mixes times with and without an offset, or comes more than
+// maxMicros after the first row (so that arrivals are exact in a float64
+// and convert to any format).
 func (b *builder) row(line int, field string, text []byte, us int64, hasZone bool) error {
-	if b.rows > 0 {
-		if hasZone != b.prevZone {
+	if b.rows == 0 {
+		b.start = us
+	} else {
+		switch {
+		case hasZone != b.prevZone:
 			return b.fieldError(line, field, text, "mixes times with and without a UTC offset")
-		}
-		if us < b.prev {
+		case us < b.prev:
 			return b.fieldError(line, field, text, "earlier than the previous row: the trace must be sorted by time")
+		case us-b.start > maxMicros:
+			return b.fieldError(line, field, text, "more than 2^53 microseconds (285 years) after the first row")
 		}
 	}
 	b.rows++

@@ -50,6 +50,7 @@ type refRows struct {
 	res         refResult
 	n           int
 	prev, first int64
+	start       int64
 	prevZone    bool
 	started     bool
 }
@@ -57,8 +58,11 @@ type refRows struct {
 // time records a row's time; false with res.err set when it is out of
 // order.
 func (r *refRows) time(line int, us int64, zone bool) bool {
-	if r.n > 0 && (zone != r.prevZone || us < r.prev) {
-		r.res = refError(line, "out of order or mixed zones")
+	if r.n == 0 {
+		r.start = us
+	}
+	if r.n > 0 && (zone != r.prevZone || us < r.prev || us-r.start > 1<<53) {
+		r.res = refError(line, "out of order, mixed zones or too late")
 		return false
 	}
 	r.n++
