@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -97,11 +98,9 @@ func (o *traceOptions) parse(cmd *cobra.Command) error {
 
 // traceOptionMessage names the flag of a trace.OptionError.
 func traceOptionMessage(err error) string {
-	if e, ok := err.(*trace.OptionError); ok {
-		flag := map[string]string{
-			trace.OptionFormat: "--trace-format", trace.OptionFilter: "--trace-filter",
-			trace.OptionColumns: "--trace-columns", trace.OptionTimeUnit: "--time-unit",
-		}[e.Option]
+	var e *trace.OptionError
+	if errors.As(err, &e) {
+		flag := map[string]string{trace.OptionFilter: "--trace-filter", trace.OptionColumns: "--trace-columns"}[e.Option]
 		return fmt.Sprintf("%s %s", flag, e.Reason)
 	}
 	return err.Error()

@@ -80,16 +80,14 @@ type Options struct {
 
 // Option names in an OptionError.
 const (
-	OptionFormat   = "format"
-	OptionFilter   = "filter"
-	OptionColumns  = "columns"
-	OptionTimeUnit = "time_unit"
+	OptionFilter  = "filter"  // Options.Filter
+	OptionColumns = "columns" // Options.Columns
 )
 
 // OptionError reports Options that contradict each other, before any input
 // is read.
 type OptionError struct {
-	Option string // the option at fault: OptionFormat, OptionFilter, OptionColumns or OptionTimeUnit
+	Option string // the option at fault: OptionFilter or OptionColumns
 	Reason string // what is wrong and what was expected
 }
 
