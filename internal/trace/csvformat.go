@@ -8,7 +8,6 @@ import (
 
 // csvLayout is how the rows of a CSV format become requests.
 type csvLayout struct {
-	format                  Format
 	arrival, prompt, output string   // the columns read
 	unit                    TimeUnit // the unit of the arrival column
 	// BurstGPT: the filter, and whether a row whose output count is 0 is
@@ -23,7 +22,7 @@ type csvLayout struct {
 // Response tokens; a row with Response tokens 0 is a failed request.
 func burstGPTLayout(filter Filter) csvLayout {
 	return csvLayout{
-		format: BurstGPT, arrival: "Timestamp", prompt: "Request tokens", output: "Response tokens", unit: Seconds,
+		arrival: "Timestamp", prompt: "Request tokens", output: "Response tokens", unit: Seconds,
 		filter: filter, skipZeroOutput: true, model: "Model", logType: "Log Type",
 		expectedHeaderNote: "a burstgpt trace has the columns " + strings.Join(burstGPTColumns, ","),
 	}
@@ -36,7 +35,7 @@ func genericLayout(c Columns) csvLayout {
 		unit = Seconds
 	}
 	return csvLayout{
-		format: CSV, arrival: c.Arrival, prompt: c.Prompt, output: c.Output, unit: unit,
+		arrival: c.Arrival, prompt: c.Prompt, output: c.Output, unit: unit,
 		expectedHeaderNote: fmt.Sprintf("the columns named are arrival=%s, prompt=%s, output=%s", c.Arrival, c.Prompt, c.Output),
 	}
 }
