@@ -21,15 +21,15 @@ func TestConvertWritesTheCanonicalForms(t *testing.T) {
 		want   string
 	}{
 		{"mooncake.jsonl", Options{}, Azure, `TIMESTAMP,ContextTokens,GeneratedTokens
-1970-01-01 00:00:00.000000,6955,52
-1970-01-01 00:00:00.000000,6472,26
-1970-01-01 00:00:27.482000,6955,52
-1970-01-01 00:00:30.535500,511,1
+1970-01-01 00:00:00.000000,6000,40
+1970-01-01 00:00:00.000000,5500,30
+1970-01-01 00:00:25.000000,6000,40
+1970-01-01 00:00:31.250500,500,1
 `},
-		{"mooncake.jsonl", Options{}, Mooncake, `{"timestamp": 0, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59]}
-{"timestamp": 0, "input_length": 6472, "output_length": 26, "hash_ids": [46, 47, 48, 49, 50, 51, 52, 53, 54, 60, 61, 62, 63]}
-{"timestamp": 27482, "input_length": 6955, "output_length": 52, "hash_ids": [46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59]}
-{"timestamp": 30535.5, "input_length": 511, "output_length": 1, "hash_ids": [64]}
+		{"mooncake.jsonl", Options{}, Mooncake, `{"timestamp": 0, "input_length": 6000, "output_length": 40, "hash_ids": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]}
+{"timestamp": 0, "input_length": 5500, "output_length": 30, "hash_ids": [10, 11, 12, 13, 14, 15, 16, 30, 31, 32, 33]}
+{"timestamp": 25000, "input_length": 6000, "output_length": 40, "hash_ids": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]}
+{"timestamp": 31250.5, "input_length": 500, "output_length": 1, "hash_ids": [40]}
 `},
 		{"azure2024.csv", Options{}, Mooncake, `{"timestamp": 0, "input_length": 1024, "output_length": 157, "hash_ids": []}
 {"timestamp": 0.07, "input_length": 37, "output_length": 9, "hash_ids": []}
@@ -38,11 +38,11 @@ func TestConvertWritesTheCanonicalForms(t *testing.T) {
 {"timestamp": 59990.07, "input_length": 9, "output_length": 2, "hash_ids": []}
 `},
 		{"burstgpt.csv", Options{}, Azure, `TIMESTAMP,ContextTokens,GeneratedTokens
-1970-01-01 00:00:00.000000,472,18
-1970-01-01 00:00:40.000000,1087,230
-1970-01-01 00:01:53.000000,417,276
-1970-01-01 00:18:44.000000,1305,477
-1970-01-01 01:16:09.250000,1306,267
+1970-01-01 00:00:00.000000,512,20
+1970-01-01 00:00:38.000000,1200,250
+1970-01-01 00:01:57.000000,400,300
+1970-01-01 00:18:47.000000,1300,480
+1970-01-01 01:16:07.250000,1310,260
 `},
 	}
 	for _, tt := range tests {

@@ -18,10 +18,10 @@ func TestComputeStats(t *testing.T) {
 	got := ComputeStats(burst)
 	assert.Equal(t, Stats{
 		TracePath: "burstgpt.csv", TraceSHA256: burst.SHA256, Format: BurstGPT, Requests: 5,
-		SpanS: 4569.25, MeanRatePerS: 0.0008754171910050883,
-		PeakRate1sPerS: 1, PeakRate60sPerS: 2.0 / 60, InterarrivalCV: 1.212957268194399,
-		PromptTokens:    TokenStats{P50: 1087, P90: 1305.6, P99: 1305.96, Max: 1306},
-		OutputTokens:    TokenStats{P50: 267, P90: 396.6, P99: 468.96, Max: 477},
+		SpanS: 4567.25, MeanRatePerS: 0.0008758005364278285,
+		PeakRate1sPerS: 1, PeakRate60sPerS: 2.0 / 60, InterarrivalCV: 1.2110267832730168,
+		PromptTokens:    TokenStats{P50: 1200, P90: 1306, P99: 1309.6, Max: 1310},
+		OutputTokens:    TokenStats{P50: 260, P90: 408, P99: 472.8, Max: 480},
 		RequestsSkipped: map[string]int{SkipFailedResponse: 2},
 	}, got)
 
@@ -29,8 +29,8 @@ func TestComputeStats(t *testing.T) {
 	require.NoError(t, err)
 	got = ComputeStats(moon)
 	assert.Equal(t, 4, got.Requests)
-	assert.InDelta(t, 0.09824630348283146, got.MeanRatePerS, 1e-15)
-	assert.InDelta(t, 1.2083078497305089, got.InterarrivalCV, 1e-14)
+	assert.InDelta(t, 0.09599846402457561, got.MeanRatePerS, 1e-15)
+	assert.InDelta(t, 1.019781310732981, got.InterarrivalCV, 1e-14)
 	assert.Equal(t, 2.0, got.PeakRate1sPerS, "two requests at 0")
 	assert.Equal(t, 4.0/60, got.PeakRate60sPerS)
 	assert.Equal(t, map[string]int{}, got.RequestsSkipped, "{} when nothing was skipped")
@@ -62,13 +62,13 @@ func TestStatsTable(t *testing.T) {
 	assert.Equal(t, `trace                                burstgpt.csv
 format                               burstgpt
 requests                             5
-span (s)                             4569.250
-mean rate (1/s)                      0.0008754
+span (s)                             4567.250
+mean rate (1/s)                      0.0008758
 peak rate, 1 s window (1/s)          1
 peak rate, 60 s window (1/s)         0.03333
-inter-arrival CV                     1.213
-prompt tokens p50 / p90 / p99 / max  1087.0 / 1305.6 / 1306.0 / 1306
-output tokens p50 / p90 / p99 / max  267.0 / 396.6 / 469.0 / 477
+inter-arrival CV                     1.211
+prompt tokens p50 / p90 / p99 / max  1200.0 / 1306.0 / 1309.6 / 1310
+output tokens p50 / p90 / p99 / max  260.0 / 408.0 / 472.8 / 480
 rows skipped                         failed_response 2
 `, s.Table())
 }

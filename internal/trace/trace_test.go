@@ -73,29 +73,29 @@ func TestLoadReadsEveryFormat(t *testing.T) {
 		{name: "azure forced", file: "azure2023.csv", opt: Options{Format: Azure}, maxElapsedS: 0.06, format: Azure, want: []plant.Request{
 			req(0, 0, 4808, 10), req(1, 0.052, 3180, 8), req(2, 0.052, 110, 27)}},
 		{name: "burstgpt skips failed responses", file: "burstgpt.csv", format: BurstGPT, want: []plant.Request{
-			req(0, 0, 472, 18), req(1, 40, 1087, 230), req(2, 113, 417, 276), req(3, 1124, 1305, 477), req(4, 4569.25, 1306, 267)},
+			req(0, 0, 512, 20), req(1, 38, 1200, 250), req(2, 117, 400, 300), req(3, 1127, 1300, 480), req(4, 4567.25, 1310, 260)},
 			skipped: map[string]int{SkipFailedResponse: 2}},
 		{name: "burstgpt filtered by model", file: "burstgpt.csv", opt: Options{Filter: gpt4}, format: BurstGPT,
-			want: []plant.Request{req(0, 0, 417, 276), req(1, 1011, 1305, 477)}, skipped: map[string]int{SkipFiltered: 4, SkipFailedResponse: 1}},
+			want: []plant.Request{req(0, 0, 400, 300), req(1, 1010, 1300, 480)}, skipped: map[string]int{SkipFiltered: 4, SkipFailedResponse: 1}},
 		{name: "burstgpt filtered by log type", file: "burstgpt.csv", opt: Options{Filter: api, Format: BurstGPT}, format: BurstGPT,
-			want: []plant.Request{req(0, 0, 1305, 477), req(1, 3445.25, 1306, 267)}, skipped: map[string]int{SkipFiltered: 4, SkipFailedResponse: 1}},
+			want: []plant.Request{req(0, 0, 1300, 480), req(1, 3440.25, 1310, 260)}, skipped: map[string]int{SkipFiltered: 4, SkipFailedResponse: 1}},
 		{name: "burstgpt filtered by both", file: "burstgpt.csv", opt: Options{Filter: both}, format: BurstGPT,
-			want: []plant.Request{req(0, 0, 1305, 477)}, skipped: map[string]int{SkipFiltered: 5, SkipFailedResponse: 1}},
+			want: []plant.Request{req(0, 0, 1300, 480)}, skipped: map[string]int{SkipFiltered: 5, SkipFailedResponse: 1}},
 		{name: "burstgpt filter with two models", file: "burstgpt.csv", opt: Options{Filter: chatOrGPT4}, format: BurstGPT, want: []plant.Request{
-			req(0, 0, 472, 18), req(1, 40, 1087, 230), req(2, 113, 417, 276), req(3, 1124, 1305, 477), req(4, 4569.25, 1306, 267)},
+			req(0, 0, 512, 20), req(1, 38, 1200, 250), req(2, 117, 400, 300), req(3, 1127, 1300, 480), req(4, 4567.25, 1310, 260)},
 			skipped: map[string]int{SkipFailedResponse: 2}},
 		{name: "burstgpt within an elapsed limit", file: "burstgpt.csv", maxElapsedS: 100, format: BurstGPT,
-			want: []plant.Request{req(0, 0, 472, 18), req(1, 40, 1087, 230)}, skipped: map[string]int{SkipFailedResponse: 2}},
+			want: []plant.Request{req(0, 0, 512, 20), req(1, 38, 1200, 250)}, skipped: map[string]int{SkipFailedResponse: 2}},
 		{name: "mooncake", file: "mooncake.jsonl", format: Mooncake, want: []plant.Request{
-			req(0, 0, 6955, 52), req(1, 0, 6472, 26), req(2, 27.482, 6955, 52), req(3, 30.5355, 511, 1)},
+			req(0, 0, 6000, 40), req(1, 0, 5500, 30), req(2, 25, 6000, 40), req(3, 31.2505, 500, 1)},
 			hashIDs: [][]int64{
-				{46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59}, {46, 47, 48, 49, 50, 51, 52, 53, 54, 60, 61, 62, 63},
-				{46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59}, {64}}},
+				{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, {10, 11, 12, 13, 14, 15, 16, 30, 31, 32, 33},
+				{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, {40}}},
 		{name: "mooncake within an elapsed limit", file: "mooncake.jsonl", maxElapsedS: 30, format: Mooncake, want: []plant.Request{
-			req(0, 0, 6955, 52), req(1, 0, 6472, 26), req(2, 27.482, 6955, 52)},
+			req(0, 0, 6000, 40), req(1, 0, 5500, 30), req(2, 25, 6000, 40)},
 			hashIDs: [][]int64{
-				{46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59}, {46, 47, 48, 49, 50, 51, 52, 53, 54, 60, 61, 62, 63},
-				{46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59}}},
+				{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, {10, 11, 12, 13, 14, 15, 16, 30, 31, 32, 33},
+				{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}}},
 		{name: "csv log by named columns, a quoted field", file: "gateway.csv", opt: Options{Columns: gateway}, format: CSV,
 			want: []plant.Request{req(0, 0, 100, 20), req(1, 0.2505, 1000, 5), req(2, 1, 8, 3)}},
 	}
