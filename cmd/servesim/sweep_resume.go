@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 )
@@ -63,8 +62,8 @@ func (o *sweepOptions) checkResumed(r *runLine, grid *sweepGrid, in *sweepInputs
 		}
 	}
 	if r.grid != grid.digest {
-		return errors.New("grid_sha256 " + r.grid + " is not this grid's " + grid.digest +
-			": the record was written by another servesim version, or with another --max-elapsed, --max-steps, --ttft-slo, --tpot-slo or profile manifest")
+		return fmt.Errorf("the record is of another grid (grid_sha256 %.12s..., this grid's %.12s...): other axis values, "+
+			"another servesim version, or another --max-elapsed, --max-steps, --ttft-slo, --tpot-slo or profile manifest", r.grid, grid.digest)
 	}
 	return nil
 }
