@@ -4,6 +4,8 @@ BIN       := bin/servesim
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 10s
+# Minimizing a new interesting input takes up to 60 s by default: more than a short run's budget.
+FUZZMINTIME ?= 5s
 BENCHTIME ?= 1x
 STATICCHECK_VERSION := v0.8.2
 GOBIN     := $(shell $(GO) env GOPATH)/bin
@@ -21,9 +23,12 @@ all: lint test build
 build:
 	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/servesim
 
-## test: unit, parity, golden and end-to-end tests (the end-to-end tests run the real binary)
+## test: unit, parity, golden and end-to-end tests (the end-to-end tests run the real binary),
+## then one line saying whether the tests that read the shared data ran or were skipped
 test:
-	$(GO) test -count=1 ./...
+	@status=0; $(GO) test -count=1 ./... || status=$$?; \
+	$(GO) test -count=1 -v -run '^TestSharedDataReport$$' ./internal/shared 2>&1 | sed -n 's/^.*\(shared data: \)/\1/p'; \
+	exit $$status
 
 ## bench: every benchmark with allocation counts
 bench:
@@ -37,12 +42,12 @@ lint:
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(GOBIN)/staticcheck ./...
 
-## fuzz: a short run ($(FUZZTIME)) of every fuzz target
+## fuzz: a short run ($(FUZZTIME), minimizing at most $(FUZZMINTIME)) of every fuzz target
 fuzz:
 	@set -e; for pkg in $$($(GO) list ./...); do \
 	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
 	    echo "fuzz $$pkg $$target"; \
-	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) $$pkg; \
+	    $(GO) test -run='^$$' -fuzz="^$$target$$" -fuzztime=$(FUZZTIME) -fuzzminimizetime=$(FUZZMINTIME) $$pkg; \
 	  done; \
 	done
 

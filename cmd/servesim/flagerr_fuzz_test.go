@@ -57,6 +57,9 @@ var fuzzedCommands = []struct {
 	{"diagnose", func(s *streams) *cobra.Command {
 		return newDiagnoseCmd(s, func(*diagnoseOptions) error { return nil })
 	}, nil},
+	{"capacity", func(s *streams) *cobra.Command {
+		return newCapacityCmd(s, func(*capacityOptions) error { return nil })
+	}, nil},
 	{"validate-profile", func(s *streams) *cobra.Command {
 		return newValidateProfileCmd(s, func(*validateProfileOptions) error { return nil })
 	}, []string{"x.csv"}},

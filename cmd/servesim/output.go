@@ -1,14 +1,16 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
-	"os"
-	"path/filepath"
 	"reflect"
 
 	"github.com/spf13/cobra"
+
+	"servesim/internal/outfile"
 )
 
 // outputOptions is the destination every subcommand writes its result to.
@@ -19,14 +21,15 @@ type outputOptions struct {
 
 // addOutputFlag binds -o/--output to opts.
 func addOutputFlag(cmd *cobra.Command, opts *outputOptions) {
-	cmd.Flags().StringVarP(&opts.Path, "output", "o", "", "write the result to this file (atomically) instead of stdout")
+	cmd.Flags().StringVarP(&opts.Path, "output", "o", "", "write the result to this file instead of stdout (a regular file atomically; a device or FIFO directly)")
 }
 
 // writeJSON writes v as JSON (jsonEncoder's indented layout, trailing
 // newline, NaN and infinities as null). A document whose type cannot fail to encode
 // (streamable) is written while it is encoded, through one small buffer;
 // any other is encoded completely first, so an encoding failure writes
-// nothing. Either way a file given with -o appears only when complete.
+// nothing. Either way a regular file given with -o appears only when
+// complete.
 func writeJSON(s *streams, out outputOptions, v any) error {
 	if streamable(reflect.TypeOf(v)) {
 		return writeResult(s, out, func(w io.Writer) error { return streamJSON(w, v) })
@@ -39,18 +42,36 @@ func writeJSON(s *streams, out outputOptions, v any) error {
 }
 
 // writeBytes writes a finished result, given as consecutive chunks, to
-// standard output or atomically to out.Path.
+// standard output or to out.Path.
 func writeBytes(s *streams, out outputOptions, chunks ...[]byte) error {
 	return writeResult(s, out, chunksWriter(chunks))
 }
 
-// writeResult runs write on standard output, or on a temporary file in the
-// folder of out.Path that is renamed into place once write succeeds.
+// writeResult runs write on standard output, or on the file out.Path names
+// (see writeTarget).
 func writeResult(s *streams, out outputOptions, write func(io.Writer) error) error {
 	if out.Path == "" || out.Path == "-" {
-		return write(s.Out)
+		return writeStdout(s, write)
 	}
-	return writeFileAtomic(out.Path, write)
+	return writeTarget("-o", out.Path, write)
+}
+
+// writeStdout runs write on standard output. A stdout that was closed when
+// servesim started is an error before anything is written: the result
+// would be lost. A write error is an error too, except a pipe closed by its
+// reader (`| head`), which ends the process quietly with SIGPIPE as the Go
+// runtime does by default.
+func writeStdout(s *streams, write func(io.Writer) error) error {
+	if s.OutClosed {
+		return errors.New("stdout is closed: the result has nowhere to go (give -o FILE)")
+	}
+	if err := write(s.Out); err != nil {
+		if pathErr, ok := err.(*fs.PathError); ok {
+			err = pathErr.Err // "no space left on device", not "write /dev/stdout: ..."
+		}
+		return fmt.Errorf("stdout: %w", err)
+	}
+	return nil
 }
 
 // chunksWriter writes the chunks in order, with one system call where the
@@ -63,30 +84,13 @@ func chunksWriter(chunks [][]byte) func(io.Writer) error {
 	}
 }
 
-// writeFileAtomic runs write on a temporary file next to path and renames it
-// to path, so readers never see a partial file and a failure leaves no file
-// behind.
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("output %s: %w", path, err)
-	}
-	tmpName := tmp.Name()
-	werr := write(tmp)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmpName, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmpName, path)
-	}
-	if werr != nil {
-		os.Remove(tmpName)
-		return fmt.Errorf("output %s: %w", path, werr)
+// writeTarget writes the output of write to the file that flag (-o or
+// --plot) names, as package outfile writes each kind of file: a regular
+// file atomically, keeping its mode; a device, FIFO or /dev/stdout
+// directly. Errors name the flag and the path.
+func writeTarget(flag, path string, write func(io.Writer) error) error {
+	if err := outfile.Write(path, write); err != nil {
+		return fmt.Errorf("%s %w", flag, err)
 	}
 	return nil
 }

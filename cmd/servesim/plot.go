@@ -31,7 +31,7 @@ func (o plotOptions) check() error {
 }
 
 // write renders fig in the format of the path's extension and writes it
-// atomically; without a path it does nothing.
+// as writeTarget does; without a path it does nothing.
 func (o plotOptions) write(fig figure.Figure) error {
 	if o.Path == "" {
 		return nil
@@ -44,5 +44,5 @@ func (o plotOptions) write(fig figure.Figure) error {
 	if err != nil {
 		return internalError{fmt.Errorf("drawing %s: %w", o.Path, err)}
 	}
-	return writeFileAtomic(o.Path, chunksWriter([][]byte{data}))
+	return writeTarget("--plot", o.Path, chunksWriter([][]byte{data}))
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime/debug"
 	"strings"
 
@@ -124,12 +125,19 @@ func markRunErrors(cmd *cobra.Command) {
 	}
 }
 
+// debugEnv names the environment variable that, set to 1, adds the stack
+// of a recovered panic to its one-line message.
+const debugEnv = "SERVESIM_DEBUG"
+
 // run executes servesim with args and returns the process exit code. It is
 // the single place where errors become exit codes and one-line messages.
 func run(args []string, s *streams) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(s.Err, "servesim: internal error: %s\n", oneLine(fmt.Sprint(p)))
+			if os.Getenv(debugEnv) == "1" {
+				s.Err.Write(debug.Stack())
+			}
 			code = exitInternal
 		}
 	}()

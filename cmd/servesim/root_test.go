@@ -103,7 +103,7 @@ func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
 	for _, sub := range subcommands {
 		all = append(all, sub.name)
 	}
-	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep"}, all)
+	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep", "capacity"}, all)
 	for _, tc := range []struct {
 		args []string
 		want []string

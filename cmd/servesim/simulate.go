@@ -8,6 +8,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/reqlog"
 )
 
 func init() {
@@ -24,14 +25,21 @@ type simulateOptions struct {
 	Controller  string
 	Stride      int
 	Summary     bool
-	// Format is "json" or "table".
+	// SLO holds --ttft-slo, --tpot-slo and --e2e-slo; zero where not given.
+	SLO plant.SLO
+	// Format is "json", "table" or "vllm-bench".
 	Format string
 	Output outputOptions
 	Plot   plotOptions
+	Fleet  fleetOptions
 	// Plant holds the plant flags; its Profile is set once loaded.
 	Plant plant.Plant
 	// MaxSteps is --max-steps, the step limit of the run.
 	MaxSteps float64
+	// ExecTimeoutS is --exec-timeout: the patience with an exec: controller.
+	ExecTimeoutS float64
+	// RequestLog is --request-log.
+	RequestLog requestLogOptions
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -54,10 +62,17 @@ serves within its SLOs.
 
 --normalize U dilates the arrivals so that serving every request alone at the
 maximum clock would keep the GPU busy U of the time; chunking, the power
-governor and whole steps make the plant busier than that.`,
+governor and whole steps make the plant busier than that.
+
+With --replicas N (N > 1), --fleet FILE or --router it simulates a fleet:
+N plants on one time grid behind a router, and prints the fleet document
+(fleet metrics, the fleet, every replica's run, every request with its
+replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 		Example: `  servesim simulate --summary
   servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
-      --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json`,
+      --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json
+  servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
+      --replicas 16 --router least-outstanding --summary --format table`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
 			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
@@ -68,14 +83,18 @@ governor and whole steps make the plant busier than that.`,
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
-	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive or sampled-reactive[:PERIOD_S] (period 1 s)")
+	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest) or exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README)")
+	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
+	addSLOFlags(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
-	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
+	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
+	addRequestLogFlag(cmd, &opts.RequestLog)
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
+	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
 	return cmd
@@ -90,6 +109,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
 		return badFlagValue("normalize", o.Normalize)
 	}
+	if err := checkSLOFlags(cmd, &o.SLO); err != nil {
+		return err
+	}
 	if o.Stride < 1 {
 		return badFlagValue("stride", o.Stride)
 	}
@@ -99,10 +121,19 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if _, err := plant.NewController(o.Controller); err != nil {
 		return usageErrorf("--controller: %v", err)
 	}
-	if o.Format != "json" && o.Format != "table" {
-		return usageErrorf("--format %q: expected json or table", o.Format)
+	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
+		return err
+	}
+	if o.Format != "json" && o.Format != "table" && o.Format != formatVLLMBench {
+		return usageErrorf("--format %q: expected json, table or %s", o.Format, formatVLLMBench)
+	}
+	if err := o.RequestLog.check(o.Output); err != nil {
+		return err
 	}
 	if err := checkSimulateWork(o); err != nil {
+		return err
+	}
+	if err := o.Fleet.check(cmd, cmd.Flags().Changed("normalize")); err != nil {
 		return err
 	}
 	return o.Plot.check()
@@ -125,16 +156,12 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
-	sched, _ := plant.NewScheduler(o.Scheduler)
-	ctrl, _ := plant.NewController(o.Controller)
-	warnFixedClock(s, o.Controller, ctrl, prof)
-	options := plant.Options{Stride: o.Stride, Summary: o.Summary}
-	if o.Plot.Path != "" {
-		// The figure draws every step: simulate once keeping them all,
-		// then thin the document as --stride and --summary ask.
-		options = plant.Options{Stride: 1}
+	if o.Fleet.enabled {
+		return runFleetSimulate(s, o, prof, profilePath, workload)
 	}
-	options.MaxSteps = o.MaxSteps
+	sched, _ := plant.NewScheduler(o.Scheduler)
+	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
+	warnFixedClock(s, o.Controller, ctrl, prof)
 	report, err := plant.Run(workload, plant.Config{
 		Plant:      o.Plant,
 		Scheduler:  sched,
@@ -142,7 +169,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		Normalize:  o.Normalize,
 		// The trace was loaded for this run alone.
 		NormalizeInPlace: true,
-		Options:          options,
+		Options:          o.plantOptions(),
 		ProfilePath:      profilePath,
 		Version:          resolvedVersion(),
 	})
@@ -150,6 +177,9 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return err
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromPlant(report.Log) }); err != nil {
+		return err
+	}
 	if o.Plot.Path != "" {
 		full := report.Result
 		if err := o.Plot.write(simulateFigure(report, &full, o)); err != nil {
@@ -157,10 +187,25 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		}
 		report.Result = *full.Thinned(o.Stride, o.Summary)
 	}
-	if o.Format == "table" {
+	switch o.Format {
+	case "table":
 		return writeBytes(s, o.Output, []byte(simulateTable(report)))
+	case formatVLLMBench:
+		return writePlantVLLMBench(s, o.Output, report)
 	}
 	return writeJSON(s, o.Output, report)
+}
+
+// plantOptions are what each plant of the run keeps: with --plot every
+// step (the figure draws them all; the document is thinned afterwards as
+// --stride and --summary ask), else what --stride and --summary say.
+func (o *simulateOptions) plantOptions() plant.Options {
+	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
+		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench}
+	if o.Plot.Path != "" {
+		options.Stride, options.Summary = 1, false
+	}
+	return options
 }
 
 // flagNamed prefixes a plant validation error with the flag that sets the

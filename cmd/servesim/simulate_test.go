@@ -38,6 +38,7 @@ func TestSimulateFlagDefaults(t *testing.T) {
 	assert.Equal(t, "json", o.Format)
 	assert.Empty(t, o.Plot.Path)
 	assert.Equal(t, plant.DefaultMaxSteps, o.MaxSteps)
+	assert.Zero(t, o.SLO, "the profile's SLOs, no end-to-end SLO")
 }
 
 func TestSimulateFlagsSetEveryField(t *testing.T) {
@@ -47,7 +48,8 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		"--time-step", "0.05", "--kv-capacity", "65536", "--kv-reserve", "512", "--max-active", "32",
 		"--ambient", "30", "--thermal-tau", "20", "--thermal-resistance", "0.6", "--power-limit", "70",
 		"--thermal-limit", "80", "--horizon", "120", "--max-sim-time", "86400",
-		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg", "--max-steps", "5e9")
+		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg", "--max-steps", "5e9",
+		"--ttft-slo", "2.5", "--tpot-slo", "0.1", "--e2e-slo", "60", "--exec-timeout", "0.5")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, plant.Plant{
 		TimeStepS: 0.05, KVCapacityTokens: 65536, DecodeKVReserveTokensPerActive: 512, MaxActiveRequests: 32,
@@ -57,7 +59,9 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 	assert.Equal(t, &simulateOptions{
 		ProfilePath: "p.csv", TracePath: "-", MaxElapsedS: 300, Normalize: 0.8, Scheduler: "static",
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
-		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9,
+		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9, ExecTimeoutS: 0.5,
+		SLO:   plant.SLO{TTFTS: 2.5, TPOTS: 0.1, E2ES: 60},
+		Fleet: fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1},
 	}, o)
 }
 
@@ -78,6 +82,11 @@ func TestSimulateUsageErrors(t *testing.T) {
 		{"max elapsed", []string{"--max-elapsed", "-1"}, "--max-elapsed -1"},
 		{"not a number", []string{"--time-step", "fast"}, `servesim: --time-step "fast": expected a positive number of seconds`},
 		{"argument", []string{"extra"}, `unknown command "extra"`},
+		{"ttft slo zero", []string{"--ttft-slo", "0"}, "--ttft-slo 0: expected a finite positive number of seconds"},
+		{"tpot slo negative", []string{"--tpot-slo", "-0.1"}, "--tpot-slo -0.1: expected a finite positive number of seconds"},
+		{"e2e slo infinite", []string{"--e2e-slo", "inf"}, "--e2e-slo +Inf: expected a finite positive number of seconds"},
+		{"e2e slo nan", []string{"--e2e-slo", "NaN"}, "--e2e-slo NaN"},
+		{"slo not a number", []string{"--ttft-slo", "soon"}, `--ttft-slo "soon": expected a finite positive number of seconds`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

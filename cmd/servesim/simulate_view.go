@@ -118,10 +118,10 @@ func latencySamples(records plant.RequestRecords) (ttft, tpot []float64) {
 }
 
 // simulateTable renders a run's metrics for terminals: one metric per row
-// with its unit, and the limit or objective it is held against.
+// with its unit, and the limit or objective it is held against; then the
+// slo block.
 func simulateTable(r *plant.Report) string {
-	m := r.Metrics
-	prof := r.Plant.Profile
+	m, slo := r.Metrics, r.SLO
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %s; profile %s: %s; trace %s: %d requests\n\n",
 		r.SchedulerName, r.ControllerName, r.ProfileStatus, r.Provenance.ProfilePath,
@@ -132,10 +132,10 @@ func simulateTable(r *plant.Report) string {
 	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
 	t.AddRow("completed (%)", pct(m.CompletedFraction), "")
 	t.AddRow("mean TTFT (s)", texttable.Fixed(m.MeanTTFTS, 4), "")
-	t.AddRow("p95 TTFT (s)", texttable.Fixed(m.P95TTFTS, 4), "SLO "+texttable.Fixed(prof.TTFTSLOS(), 4))
+	t.AddRow("p95 TTFT (s)", texttable.Fixed(m.P95TTFTS, 4), "SLO "+texttable.Fixed(slo.TTFTSLOS, 4))
 	t.AddRow("TTFT SLO violations (%)", pct(m.TTFTViolationRate), "")
 	t.AddRow("mean TPOT (ms)", texttable.Fixed(1000*m.MeanTPOTS, 3), "")
-	t.AddRow("p95 TPOT (ms)", texttable.Fixed(1000*m.P95TPOTS, 3), "SLO "+texttable.Fixed(1000*prof.TPOTSLOS(), 3))
+	t.AddRow("p95 TPOT (ms)", texttable.Fixed(1000*m.P95TPOTS, 3), "SLO "+texttable.Fixed(1000*slo.TPOTSLOS, 3))
 	t.AddRow("TPOT SLO violations (%)", pct(m.TPOTViolationRate), "")
 	t.AddRow("mean latency (s)", texttable.Fixed(m.MeanLatencyS, 4), "")
 	t.AddRow("output throughput (tok/s)", texttable.Fixed(m.OutputThroughputTokensPerS, 2), "")
@@ -151,5 +151,29 @@ func simulateTable(r *plant.Report) string {
 		"horizon "+strconv.FormatFloat(m.ReportingHorizonS, 'g', -1, 64)+" s")
 	t.AddRow("unfinished at end", texttable.Fixed(m.UnfinishedRequestsAtEnd, 0), "")
 	b.WriteString(t.String())
+	b.WriteByte('\n')
+	writeSLOTable(&b, slo, r.Provenance.RequestsLoaded)
 	return b.String()
+}
+
+// writeSLOTable renders the slo block: attainment and goodput, then the
+// latency percentiles against their objectives.
+func writeSLOTable(b *strings.Builder, slo plant.SLOReport, requests int) {
+	fmt.Fprintf(b, "SLO attainment %s%% (%d of %d requests meet every SLO), goodput %s requests/s\n\n",
+		texttable.Fixed(100*slo.Attainment, 2), slo.RequestsMeetingSLO, requests, texttable.Fixed(slo.GoodputRequestsPerS, 4))
+	t := texttable.Table{Columns: []texttable.Column{
+		{Header: "latency", Text: true}, {Header: "p50"}, {Header: "p90"}, {Header: "p99"}, {Header: "SLO"},
+	}}
+	row := func(name string, p plant.Percentiles, scale float64, decimals int, objective float64) {
+		t.AddRow(name, texttable.Fixed(scale*p.P50, decimals), texttable.Fixed(scale*p.P90, decimals),
+			texttable.Fixed(scale*p.P99, decimals), texttable.Fixed(scale*objective, decimals))
+	}
+	row("TTFT (s)", slo.TTFTS, 1, 4, slo.TTFTSLOS)
+	row("TPOT (ms)", slo.TPOTS, 1000, 3, slo.TPOTSLOS)
+	e2e := math.NaN()
+	if slo.E2ESLOS != nil {
+		e2e = *slo.E2ESLOS
+	}
+	row("end-to-end (s)", slo.E2ES, 1, 4, e2e)
+	b.WriteString(t.String())
 }

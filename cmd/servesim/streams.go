@@ -5,6 +5,8 @@ import (
 	"os"
 
 	"golang.org/x/term"
+
+	"servesim/internal/outfile"
 )
 
 // streams are the standard streams a command reads and writes.
@@ -18,12 +20,19 @@ type streams struct {
 	// not merely a character device such as /dev/null), where a command
 	// that would read stdin says what it expects instead of waiting.
 	InIsTerminal bool
+	// OutClosed reports that stdout was closed when servesim started
+	// (`servesim simulate >&-`), so a result written there would be lost.
+	OutClosed bool
 }
 
 // newStreams returns the process's standard streams.
 func newStreams() *streams {
-	return &streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, ErrIsTerminal: isTerminal(os.Stderr),
-		InIsTerminal: term.IsTerminal(int(os.Stdin.Fd()))}
+	return &streams{
+		In: os.Stdin, Out: os.Stdout, Err: os.Stderr,
+		ErrIsTerminal: isTerminal(os.Stderr),
+		InIsTerminal:  term.IsTerminal(int(os.Stdin.Fd())),
+		OutClosed:     outfile.ClosedAtStart(os.Stdout),
+	}
 }
 
 // isTerminal reports whether f is a character device (a terminal).

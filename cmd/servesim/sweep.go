@@ -49,6 +49,9 @@ type sweepOptions struct {
 
 	axes  []sweep.Axis
 	shard sweep.Shard
+
+	// ExecTimeoutS is --exec-timeout: the patience with exec: controllers.
+	ExecTimeoutS float64
 }
 
 // newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
@@ -103,7 +106,8 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 	addListFlag(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
 	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "Azure-format trace CSVs (embedded: the built-in synthetic trace)")
 	addListFlag(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
-	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S]")
+	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run)")
+	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
 	addListFlag(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
 	for i, pp := range plantParams {
 		addListFlag(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
@@ -132,6 +136,9 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 	}
 	if o.Jobs < 1 {
 		return usageErrorf("--jobs %d: expected at least 1", o.Jobs)
+	}
+	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
+		return err
 	}
 	switch o.Format {
 	case "jsonl", "csv", "table":
@@ -333,8 +340,9 @@ type sweepRun struct {
 	err    error
 }
 
-// runCell runs the simulate configuration of one cell.
-func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
+// runCell runs the simulate configuration of one cell; an exec: controller
+// runs a child of its own.
+func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepRun {
 	profilePath := c.Values[0]
 	tracePath := c.Values[1]
 	if err := in.profileErrs[profilePath]; err != nil {
@@ -354,7 +362,7 @@ func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
 		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", flagNamed(err))}
 	}
 	sched, _ := plant.NewScheduler(c.Values[2])
-	ctrl, _ := plant.NewController(c.Values[3])
+	ctrl, _ := plant.NewControllerWith(c.Values[3], controllerOptions(s, o.ExecTimeoutS))
 	normalize, _ := parseNormalize(c.Values[4])
 	recordedPath := profilePath
 	if profilePath == embeddedDefault {
@@ -426,7 +434,7 @@ func runSweep(s *streams, o *sweepOptions) error {
 	defer interrupt.release()
 	progress := newSweepProgress(s, o, toRun)
 	err = sweep.Run(o.cellsToRun(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
-		return o.runCell(inputs, c)
+		return o.runCell(s, inputs, c)
 	}, func(c sweep.Cell, r sweepRun) error {
 		progress.increment()
 		return w.add(newSweepRecord(o, inputs, c, r))

@@ -114,16 +114,24 @@ func PercentileLinearSorted(sorted []float64, q float64) float64 {
 	if n == 0 {
 		return math.NaN()
 	}
-	// numpy: virtual index (n-1)*q/100, split into integer and fraction,
-	// then lerp(a, b, t) = a + t*(b-a), or b - (b-a)*(1-t) when t >= 0.5.
-	index := float64(n-1) * (q / 100)
-	lo := math.Floor(index)
-	t := index - lo
-	i := int(lo)
+	i, t := linearIndex(n, q)
 	if i >= n-1 {
 		return sorted[n-1]
 	}
-	a, b := sorted[i], sorted[i+1]
+	return lerp(sorted[i], sorted[i+1], t)
+}
+
+// linearIndex is numpy's virtual index (n-1)*q/100 of the linear method,
+// split into its integer part and fraction.
+func linearIndex(n int, q float64) (int, float64) {
+	index := float64(n-1) * (q / 100)
+	lo := math.Floor(index)
+	return int(lo), index - lo
+}
+
+// lerp is numpy's interpolation between neighbours a <= b: a + t*(b-a), or
+// b - (b-a)*(1-t) when t >= 0.5.
+func lerp(a, b, t float64) float64 {
 	diff := b - a
 	if t >= 0.5 {
 		return b - diff*(1-t)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,6 +54,7 @@ func TestStatsMatchNumpy(t *testing.T) {
 		assert.Equal(t, c.Median, Median(v), "median n=%d", c.N)
 		for _, p := range c.Percentiles {
 			assert.Equal(t, p[1], PercentileLinear(v, p[0]), "percentile n=%d q=%g", c.N, p[0])
+			assert.Equal(t, p[1], PercentileLinearSelect(slices.Clone(v), p[0]), "percentile by selection n=%d q=%g", c.N, p[0])
 		}
 	}
 }

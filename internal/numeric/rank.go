@@ -23,6 +23,29 @@ func NearestRankSelect(values []float64, q float64) float64 {
 	return values[k]
 }
 
+// PercentileLinearSelect returns what PercentileLinear returns, without
+// sorting: it partially reorders values in place (as NearestRankSelect
+// does), in linear expected time, so that several percentiles of one
+// series cost a few passes instead of a sort. NaN for no values; values
+// must not hold NaN.
+func PercentileLinearSelect(values []float64, q float64) float64 {
+	n := len(values)
+	if n == 0 {
+		return math.NaN()
+	}
+	i, t := linearIndex(n, q)
+	if i >= n-1 {
+		i = n - 1
+	}
+	selectKth(values, i)
+	if i == n-1 {
+		return values[i]
+	}
+	// Every value after index i is at least values[i]: the next order
+	// statistic is their minimum.
+	return lerp(values[i], slices.Min(values[i+1:]), t)
+}
+
 // selectKth reorders a so that a[k] is the value sorting would put there,
 // with no larger value before it and no smaller value after it.
 func selectKth(a []float64, k int) {

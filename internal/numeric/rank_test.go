@@ -1,6 +1,7 @@
 package numeric
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -47,6 +48,36 @@ func TestNearestRankSelectMatchesSorting(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestPercentileLinearSelectMatchesSorting(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	shapes := map[string]func(i, n int) float64{
+		"random":     func(int, int) float64 { return rng.NormFloat64() * 100 },
+		"few values": func(int, int) float64 { return float64(rng.IntN(4)) },
+		"ascending":  func(i, _ int) float64 { return float64(i) },
+		"descending": func(i, n int) float64 { return float64(n - i) },
+		"constant":   func(int, int) float64 { return 7 },
+		"organ pipe": func(i, n int) float64 { return float64(min(i, n-i)) },
+	}
+	for name, shape := range shapes {
+		for _, n := range []int{1, 2, 3, 7, 64, 1000, 4097} {
+			values := make([]float64, n)
+			for i := range values {
+				values[i] = shape(i, n)
+			}
+			sorted := slices.Clone(values)
+			slices.Sort(sorted)
+			// One buffer serves several percentiles in turn, in any order.
+			work := slices.Clone(values)
+			for _, q := range []float64{99, 90, 50, 0, 100, 95, 12.5, 100 * rng.Float64()} {
+				assert.Equal(t, PercentileLinearSorted(sorted, q), PercentileLinearSelect(work, q), "%s n=%d q=%v", name, n, q)
+			}
+			slices.Sort(work)
+			assert.Equal(t, sorted, work, "%s n=%d: select only reorders", name, n)
+		}
+	}
+	assert.True(t, math.IsNaN(PercentileLinearSelect(nil, 50)))
 }
 
 func BenchmarkNearestRankSelect(b *testing.B) {

@@ -36,9 +36,9 @@ type Metrics struct {
 	PeakTemperatureC float64 `json:"peak_temperature_c"`
 	// peak_kv_tokens: maximum KV-cache occupancy (at least 0), tokens.
 	PeakKVTokens float64 `json:"peak_kv_tokens"`
-	// ttft_violation_rate: fraction of completed requests whose TTFT exceeds the profile's TTFT SLO (2 x baseline).
+	// ttft_violation_rate: fraction of completed requests whose TTFT exceeds the TTFT SLO: the profile's (2 x baseline) unless Options.SLO sets one.
 	TTFTViolationRate float64 `json:"ttft_violation_rate"`
-	// tpot_violation_rate: fraction of completed requests whose TPOT exceeds the profile's TPOT SLO (1.5 x baseline).
+	// tpot_violation_rate: fraction of completed requests whose TPOT exceeds the TPOT SLO: the profile's (1.5 x baseline) unless Options.SLO sets one.
 	TPOTViolationRate float64 `json:"tpot_violation_rate"`
 	// power_violation_w: max(0, peak_power_w - power limit), W.
 	PowerViolationW float64 `json:"power_violation_w"`
@@ -115,50 +115,10 @@ func (a *stepStats) add(s *stepSample) {
 }
 
 // metrics combines the step statistics with the request records (the
-// reference's _metrics).
-func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
-	n, outputTokens := 0, 0
-	arrivedAtHorizon, completedAtHorizon := 0, 0
-	horizon := p.ReportingHorizonS
-	for i := range records {
-		r := &records[i]
-		if r.ArrivalTimeS <= horizon {
-			arrivedAtHorizon++
-		}
-		if math.IsNaN(r.CompletionTimeS) {
-			continue
-		}
-		n++
-		if r.CompletionTimeS <= horizon {
-			completedAtHorizon++
-		}
-		outputTokens += r.OutputTokens
-	}
-	// One buffer holds each per-request series in turn: its mean is taken
-	// in request order (as numpy sums), then it is sorted in place for the
-	// percentile.
-	buffer := make([]float64, 0, n)
-	series := func(value func(r *RequestRecord) float64) []float64 {
-		buffer = buffer[:0]
-		for i := range records {
-			if r := &records[i]; !math.IsNaN(r.CompletionTimeS) {
-				buffer = append(buffer, value(r))
-			}
-		}
-		return buffer
-	}
-	ttft := series(func(r *RequestRecord) float64 { return r.FirstTokenTimeS - r.ArrivalTimeS })
-	meanTTFT, ttftViolations := numeric.Mean(ttft), fractionAbove(ttft, p.Profile.TTFTSLOS())
-	slices.Sort(ttft)
-	p95TTFT := numeric.PercentileLinearSorted(ttft, 95)
-	tpot := series(func(r *RequestRecord) float64 {
-		return (r.CompletionTimeS - r.FirstTokenTimeS) / float64(max(1, r.OutputTokens-1))
-	})
-	meanTPOT, tpotViolations := numeric.Mean(tpot), fractionAbove(tpot, p.Profile.TPOTSLOS())
-	slices.Sort(tpot)
-	p95TPOT := numeric.PercentileLinearSorted(tpot, 95)
-	meanLatency := numeric.Mean(series(func(r *RequestRecord) float64 { return r.CompletionTimeS - r.ArrivalTimeS }))
-
+// reference's _metrics, its violation rates judged by slo, resolved) and
+// judges the records against slo (the slo block).
+func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics, SLOReport) {
+	m := RecordMetrics(records, p.ReportingHorizonS, func(int) (float64, float64) { return slo.TTFTS, slo.TPOTS })
 	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
 	stall := 0.0
 	if a.activeSteps > 0 {
@@ -168,45 +128,95 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant) Metrics {
 	if a.anyAtMinimumClock {
 		peakQueuedAtMin = a.peakQueuedAtMin
 	}
+	m.OutputThroughputTokensPerS /= duration
+	m.EnergyJ = a.lastEnergyJ
+	m.EnergyPerOutputTokenJ = a.lastEnergyJ / m.EnergyPerOutputTokenJ
+	m.PeakPowerW = a.peakPowerW
+	m.PeakTemperatureC = a.peakTemperatureC
+	m.PeakKVTokens = a.peakKVTokens
+	m.PowerViolationW = pyMax(0, a.peakPowerW-p.PowerLimitW)
+	m.ThermalViolationC = pyMax(0, a.peakTemperatureC-p.ThermalLimitC)
+	m.KVViolationTokens = pyMax(0, a.peakKVTokens-p.KVCapacityTokens)
+	m.DecodeStallFraction = stall
+	m.PeakQueuedRequests = a.peakQueued
+	m.PeakQueuedRequestsAtMinimumClock = peakQueuedAtMin
+	return m, EvaluateSLO(records, slo, duration)
+}
+
+// RecordMetrics computes the metrics that depend on the request records
+// alone, with the reference's formulas: completed_fraction, the TTFT, TPOT
+// and latency means and 95th percentiles, the two violation rates
+// (records[i] judged by the SLOs slo(i) returns), the unfinished counts at
+// horizonS and at the end, and reporting_horizon_s. Of the other fields,
+// two carry what their formulas need: OutputThroughputTokensPerS holds the
+// output tokens of the completed requests (to be divided by the duration)
+// and EnergyPerOutputTokenJ holds max(1, those tokens) (to divide the
+// energy by); the rest are zero, for the caller to fill.
+func RecordMetrics(records []RequestRecord, horizonS float64, slo func(i int) (ttftS, tpotS float64)) Metrics {
+	n, outputTokens := 0, 0
+	arrivedAtHorizon, completedAtHorizon := 0, 0
+	for i := range records {
+		r := &records[i]
+		if r.ArrivalTimeS <= horizonS {
+			arrivedAtHorizon++
+		}
+		if math.IsNaN(r.CompletionTimeS) {
+			continue
+		}
+		n++
+		if r.CompletionTimeS <= horizonS {
+			completedAtHorizon++
+		}
+		outputTokens += r.OutputTokens
+	}
+	// One buffer holds each per-request series in turn: its mean is taken
+	// in request order (as numpy sums) and its violations are counted, then
+	// it is sorted in place for the percentile.
+	buffer := make([]float64, 0, n)
+	series := func(value func(r *RequestRecord) float64, limit func(i int) float64) (values []float64, violations float64) {
+		buffer = buffer[:0]
+		above := 0
+		for i := range records {
+			if r := &records[i]; !math.IsNaN(r.CompletionTimeS) {
+				v := value(r)
+				buffer = append(buffer, v)
+				if limit != nil && v > limit(i) {
+					above++
+				}
+			}
+		}
+		if len(buffer) == 0 {
+			return buffer, math.NaN() // np.mean of nothing
+		}
+		return buffer, float64(above) / float64(len(buffer))
+	}
+	ttft, ttftViolations := series(func(r *RequestRecord) float64 { return r.FirstTokenTimeS - r.ArrivalTimeS },
+		func(i int) float64 { limit, _ := slo(i); return limit })
+	meanTTFT := numeric.Mean(ttft)
+	slices.Sort(ttft)
+	p95TTFT := numeric.PercentileLinearSorted(ttft, 95)
+	tpot, tpotViolations := series(func(r *RequestRecord) float64 {
+		return (r.CompletionTimeS - r.FirstTokenTimeS) / float64(max(1, r.OutputTokens-1))
+	}, func(i int) float64 { _, limit := slo(i); return limit })
+	meanTPOT := numeric.Mean(tpot)
+	slices.Sort(tpot)
+	p95TPOT := numeric.PercentileLinearSorted(tpot, 95)
+	latency, _ := series(func(r *RequestRecord) float64 { return r.CompletionTimeS - r.ArrivalTimeS }, nil)
 	return Metrics{
 		CompletedFraction:                    float64(n) / float64(max(1, len(records))),
 		MeanTTFTS:                            meanTTFT,
 		P95TTFTS:                             p95TTFT,
 		MeanTPOTS:                            meanTPOT,
 		P95TPOTS:                             p95TPOT,
-		MeanLatencyS:                         meanLatency,
-		OutputThroughputTokensPerS:           float64(outputTokens) / duration,
-		EnergyJ:                              a.lastEnergyJ,
-		EnergyPerOutputTokenJ:                a.lastEnergyJ / float64(max(1, outputTokens)),
-		PeakPowerW:                           a.peakPowerW,
-		PeakTemperatureC:                     a.peakTemperatureC,
-		PeakKVTokens:                         a.peakKVTokens,
+		MeanLatencyS:                         numeric.Mean(latency),
+		OutputThroughputTokensPerS:           float64(outputTokens),
+		EnergyPerOutputTokenJ:                float64(max(1, outputTokens)),
 		TTFTViolationRate:                    ttftViolations,
 		TPOTViolationRate:                    tpotViolations,
-		PowerViolationW:                      pyMax(0, a.peakPowerW-p.PowerLimitW),
-		ThermalViolationC:                    pyMax(0, a.peakTemperatureC-p.ThermalLimitC),
-		KVViolationTokens:                    pyMax(0, a.peakKVTokens-p.KVCapacityTokens),
-		DecodeStallFraction:                  stall,
-		PeakQueuedRequests:                   a.peakQueued,
-		PeakQueuedRequestsAtMinimumClock:     peakQueuedAtMin,
 		UnfinishedRequestsAtReportingHorizon: float64(arrivedAtHorizon - completedAtHorizon),
 		UnfinishedRequestsAtEnd:              float64(len(records) - n),
-		ReportingHorizonS:                    horizon,
+		ReportingHorizonS:                    horizonS,
 	}
-}
-
-// fractionAbove is np.mean(values > limit); NaN for no values.
-func fractionAbove(values []float64, limit float64) float64 {
-	if len(values) == 0 {
-		return math.NaN()
-	}
-	count := 0
-	for _, v := range values {
-		if v > limit {
-			count++
-		}
-	}
-	return float64(count) / float64(len(values))
 }
 
 // ComputeMetrics recomputes the metrics of r from its stored trajectory and
@@ -225,5 +235,6 @@ func ComputeMetrics(r *Result, p Plant) (Metrics, error) {
 		s := r.sample(i)
 		stats.add(&s)
 	}
-	return stats.metrics(r.Requests, p), nil
+	m, _ := stats.metrics(r.Requests, p, ProfileSLO(p.Profile))
+	return m, nil
 }

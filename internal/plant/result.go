@@ -6,8 +6,9 @@ import (
 
 // Result is one plant replay, shaped like the reference's
 // ServingResult.as_dict(stride): the JSON encoding of a Result has the same
-// keys in the same order. With Options.Summary the trajectory, the request
-// records and the plan columns are empty and left out of the JSON.
+// keys in the same order, then the slo block. With Options.Summary the
+// trajectory, the request records and the plan columns are empty and left
+// out of the JSON.
 type Result struct {
 	ControllerName string `json:"controller_name"` // controller_name: the clock controller's Name
 	SchedulerName  string `json:"scheduler_name"`  // scheduler_name: the scheduler's Name
@@ -21,9 +22,16 @@ type Result struct {
 	// start time per sampled step.
 	PlannedClockMHz        [][]float64 `json:"planned_clock_mhz,omitempty"`
 	PlannedClockStartTimeS []*float64  `json:"planned_clock_start_time_s,omitempty"` // null for each sampled step
+	// SLO is the slo block, after the keys of as_dict: the objectives of
+	// Options.SLO, attainment, goodput and latency percentiles. It is
+	// kept with Options.Summary too.
+	SLO SLOReport `json:"slo"`
 	// Steps is the number of simulated steps (the length of the full
 	// trajectory).
 	Steps int `json:"-"`
+	// Log is what a per-request log needs, kept with Options.RequestLog
+	// (with Options.Summary too); nil otherwise. Not part of the document.
+	Log *RequestLog `json:"-"`
 }
 
 // Trajectory holds the sampled per-step values: steps 0, Stride, 2*Stride,

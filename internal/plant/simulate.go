@@ -8,7 +8,8 @@ import (
 	"servesim/internal/profile"
 )
 
-// Options choose what a simulation keeps besides its metrics.
+// Options choose what a simulation keeps besides its metrics, and the
+// objectives it judges requests by.
 type Options struct {
 	// Stride samples the trajectory at steps 0, Stride, 2*Stride, ... and
 	// the last step, like the reference's as_dict(stride). Zero means 1.
@@ -19,6 +20,13 @@ type Options struct {
 	// MaxSteps bounds the steps of the run (see CheckWork); zero means
 	// DefaultMaxSteps.
 	MaxSteps float64
+	// SLO is what the violation rates and the slo block judge requests
+	// by; a zero TTFTS or TPOTS takes the profile's (SLO.OrProfile).
+	SLO SLO
+	// RequestLog keeps, whatever Summary says, what a per-request log
+	// needs: the request records and each request's KV-cache occupancy at
+	// the start of its arrival step (Result.Log), one float per request.
+	RequestLog bool
 }
 
 // requestProgress is a request's token progress during a simulation; its
@@ -76,6 +84,9 @@ type simulation struct {
 	queuedPrompt int // prompt tokens of the queued requests
 	active       []int
 	completed    int
+	// arrivalKV[i] is the KV occupancy at the start of request i's arrival
+	// step; nil unless Options.RequestLog.
+	arrivalKV []float64
 
 	timeS             float64
 	step              int
@@ -103,7 +114,7 @@ type simulation struct {
 // scheduler s and clock controller c: the reference's simulate. The run
 // ends when every request has completed or after MaxSimulationTimeS.
 func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*Result, error) {
-	sim, err := newSimulation(requests, p, s, c, opt)
+	sim, err := startSimulation(requests, p, s, c, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +127,7 @@ func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt O
 			break
 		}
 	}
-	return sim.result(requests, opt), nil
+	return sim.result(WorkloadChecksum(requests), opt), nil
 }
 
 // validateWorkload applies the reference's checks on a workload.
@@ -151,17 +162,35 @@ func validateWorkload(requests []Request) error {
 	return nil
 }
 
-func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*simulation, error) {
-	if err := p.Validate(); err != nil {
+// startSimulation validates requests and prepares their run.
+func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*simulation, error) {
+	if err := validateWorkload(requests); err != nil {
 		return nil, err
 	}
-	if err := validateWorkload(requests); err != nil {
+	sim, err := newSimulation(p, s, c, opt, len(requests))
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range requests {
+		sim.add(r)
+	}
+	sim.reserveTrajectory()
+	return sim, nil
+}
+
+// newSimulation prepares a run on plant p with room for capacity requests;
+// add appends the requests and reserveTrajectory sizes the trajectory.
+func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacity int) (*simulation, error) {
+	if err := p.Validate(); err != nil {
 		return nil, err
 	}
 	if opt.Stride < 0 {
 		return nil, errors.New("stride must be positive")
 	}
 	if err := CheckWork(p, opt); err != nil {
+		return nil, err
+	}
+	if err := opt.SLO.Validate(); err != nil {
 		return nil, err
 	}
 	prof := p.Profile
@@ -173,15 +202,19 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 		realized:         prof.RealizedClockLevelsMHz(),
 		measured:         prof.IsMeasured(),
 		decay:            math.Exp(-p.TimeStepS / p.ThermalTimeConstantS),
-		records:          make([]RequestRecord, len(requests)),
-		progress:         make([]requestProgress, len(requests)),
-		active:           make([]int, 0, min(p.MaxActiveRequests, len(requests))),
+		records:          make([]RequestRecord, 0, capacity),
+		progress:         make([]requestProgress, 0, capacity),
+		active:           make([]int, 0, min(p.MaxActiveRequests, capacity)),
 		temperatureC:     p.AmbientTemperatureC,
 		previousClockMHz: prof.MinRealizedClockMHz(),
 		previousPowerW:   prof.Power(profile.PhaseIdle, prof.MinClockMHz()),
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 	}
+	if opt.RequestLog {
+		sim.arrivalKV = make([]float64, 0, capacity)
+	}
+	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
@@ -196,26 +229,42 @@ func newSimulation(requests []Request, p Plant, s Scheduler, c ClockController, 
 			idlePower:    prof.Power(profile.PhaseIdle, mhz),
 		})
 	}
-	for i, r := range requests {
-		sim.records[i] = RequestRecord{
-			RequestID:       r.ID,
-			ArrivalTimeS:    r.ArrivalTimeS,
-			PrefillStartS:   math.NaN(),
-			FirstTokenTimeS: math.NaN(),
-			CompletionTimeS: math.NaN(),
-			PromptTokens:    r.PromptTokens,
-			OutputTokens:    r.OutputTokens,
-		}
-		sim.progress[i] = requestProgress{
-			outputTokens:     float64(r.OutputTokens),
-			prefillRemaining: float64(r.PromptTokens),
-		}
-	}
-	if sim.keep {
-		sim.trace.Stride = max(1, opt.Stride)
-		sim.trace.reserve(preallocatedSamples(p, requests[len(requests)-1].ArrivalTimeS, sim.trace.Stride))
-	}
 	return sim, nil
+}
+
+// add appends a request; it arrives after every request added before.
+func (sim *simulation) add(r Request) {
+	sim.records = append(sim.records, RequestRecord{
+		RequestID:       r.ID,
+		ArrivalTimeS:    r.ArrivalTimeS,
+		PrefillStartS:   math.NaN(),
+		FirstTokenTimeS: math.NaN(),
+		CompletionTimeS: math.NaN(),
+		PromptTokens:    r.PromptTokens,
+		OutputTokens:    r.OutputTokens,
+	})
+	sim.progress = append(sim.progress, requestProgress{
+		outputTokens:     float64(r.OutputTokens),
+		prefillRemaining: float64(r.PromptTokens),
+	})
+	if sim.arrivalKV != nil {
+		sim.arrivalKV = append(sim.arrivalKV, 0)
+	}
+}
+
+// reserveTrajectory preallocates the trajectory of a run that keeps one:
+// room for twice the span of the arrivals added so far (a run rarely lasts
+// longer), within the step cap; a longer run grows the trajectory
+// geometrically, a few allocations in all.
+func (sim *simulation) reserveTrajectory() {
+	if !sim.keep {
+		return
+	}
+	lastArrivalS := 0.0
+	if n := len(sim.records); n > 0 {
+		lastArrivalS = sim.records[n-1].ArrivalTimeS
+	}
+	sim.trace.reserve(preallocatedSamples(sim.plant, lastArrivalS, sim.trace.Stride))
 }
 
 // occupancy is the KV-cache occupancy: the reference's sum over every queued
@@ -278,11 +327,13 @@ func (sim *simulation) advance() (bool, error) {
 	if !(sim.timeS <= p.MaxSimulationTimeS+1e-12) {
 		return true, nil
 	}
+	arrived := sim.pending
 	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
 		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
 	}
 	obs := sim.observe()
+	sim.noteArrivals(arrived, obs.KVTokens)
 	action := sim.scheduler.Schedule(obs)
 	if err := action.Validate(); err != nil {
 		return true, fmt.Errorf("scheduler %s at step %d: %w", sim.scheduler.Name(), sim.step, err)
@@ -514,16 +565,20 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 	return total
 }
 
-// result assembles the Result after the last step.
-func (sim *simulation) result(requests []Request, opt Options) *Result {
+// result assembles the Result after the last step; checksum is the
+// workload's.
+func (sim *simulation) result(checksum string, opt Options) *Result {
 	records := sim.records
+	metrics, slo := sim.stats.metrics(records, sim.plant, opt.SLO.OrProfile(sim.plant.Profile))
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),
-		Metrics:          sim.stats.metrics(records, sim.plant),
+		Metrics:          metrics,
 		ProfileStatus:    sim.plant.Profile.Status,
-		WorkloadChecksum: WorkloadChecksum(requests),
+		WorkloadChecksum: checksum,
+		SLO:              slo,
 		Steps:            sim.stats.steps,
+		Log:              sim.requestLog(),
 	}
 	if opt.Summary {
 		return res

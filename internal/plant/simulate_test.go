@@ -29,7 +29,7 @@ func TestStepLoopAllocatesNothing(t *testing.T) {
 			require.NoError(t, err)
 			s, err := NewScheduler(sched)
 			require.NoError(t, err)
-			sim, err := newSimulation(requests, p, s, c, Options{Stride: 1})
+			sim, err := startSimulation(requests, p, s, c, Options{Stride: 1})
 			require.NoError(t, err)
 			allocs := testing.AllocsPerRun(2000, func() {
 				done, err := sim.advance()
@@ -233,7 +233,7 @@ func TestPlantValidate(t *testing.T) {
 // observation against the reference's sums over the whole queue.
 func TestObservationMatchesTheReferenceSums(t *testing.T) {
 	requests := smallWorkload(t)
-	sim, err := newSimulation(requests, NewPlant(profile.Default()), ChunkedPrefill{}, Reactive{}, Options{Summary: true})
+	sim, err := startSimulation(requests, NewPlant(profile.Default()), ChunkedPrefill{}, Reactive{}, Options{Summary: true})
 	require.NoError(t, err)
 	checked := 0
 	for {
@@ -306,7 +306,7 @@ func TestRealizeClock(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := NewPlant(tt.prof)
 			p.PowerLimitW = tt.powerLimitW
-			sim, err := newSimulation([]Request{{PromptTokens: 1, OutputTokens: 1}}, p, StaticBatch{}, MaxClock{}, Options{Summary: true})
+			sim, err := startSimulation([]Request{{PromptTokens: 1, OutputTokens: 1}}, p, StaticBatch{}, MaxClock{}, Options{Summary: true})
 			require.NoError(t, err)
 			sim.temperatureC = tt.temperatureC
 			level, err := sim.realizeClock(tt.requested, tt.phase)

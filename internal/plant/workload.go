@@ -326,9 +326,18 @@ func plainDecimal(text string) (int, bool) {
 // WorkloadChecksum is the reference's workload_checksum: the SHA-256 of
 // "id,arrival(9 decimals),prompt,output" lines joined by newlines.
 func WorkloadChecksum(requests []Request) string {
+	return workloadChecksum(len(requests), func(i int) (int, float64, int, int) {
+		r := &requests[i]
+		return r.ID, r.ArrivalTimeS, r.PromptTokens, r.OutputTokens
+	})
+}
+
+// workloadChecksum is WorkloadChecksum of n requests, request i given by
+// request(i) as its id, arrival, prompt and output.
+func workloadChecksum(n int, request func(i int) (id int, arrivalS float64, prompt, output int)) string {
 	hash := sha256.New()
 	buf := make([]byte, 0, 8<<10)
-	for i, r := range requests {
+	for i := range n {
 		if len(buf) > cap(buf)-128 {
 			hash.Write(buf)
 			buf = buf[:0]
@@ -336,13 +345,14 @@ func WorkloadChecksum(requests []Request) string {
 		if i > 0 {
 			buf = append(buf, '\n')
 		}
-		buf = strconv.AppendInt(buf, int64(r.ID), 10)
+		id, arrivalS, prompt, output := request(i)
+		buf = strconv.AppendInt(buf, int64(id), 10)
 		buf = append(buf, ',')
-		buf = strconv.AppendFloat(buf, r.ArrivalTimeS, 'f', 9, 64)
+		buf = strconv.AppendFloat(buf, arrivalS, 'f', 9, 64)
 		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, int64(r.PromptTokens), 10)
+		buf = strconv.AppendInt(buf, int64(prompt), 10)
 		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, int64(r.OutputTokens), 10)
+		buf = strconv.AppendInt(buf, int64(output), 10)
 	}
 	hash.Write(buf)
 	return hex.EncodeToString(hash.Sum(nil))
@@ -365,6 +375,14 @@ func NormalizeOfferedLoad(requests []Request, p *profile.Profile, targetUtilizat
 // NormalizeOfferedLoadInPlace is NormalizeOfferedLoad rewriting the arrival
 // times of requests instead of copying them; it returns the factor.
 func NormalizeOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64) (float64, error) {
+	return NormalizeFleetOfferedLoadInPlace(requests, p, targetUtilization, 1)
+}
+
+// NormalizeFleetOfferedLoadInPlace is NormalizeOfferedLoadInPlace for a
+// fleet of replicas GPUs of profile p: the target utilization is of their
+// total isolated maximum-clock capacity, so the factor is
+// max(1, rho/(replicas*target)).
+func NormalizeFleetOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64, replicas int) (float64, error) {
 	if !(targetUtilization > 0 && targetUtilization < 1) {
 		return 0, errors.New("target_utilization must lie strictly between zero and one")
 	}
@@ -380,7 +398,7 @@ func NormalizeOfferedLoadInPlace(requests []Request, p *profile.Profile, targetU
 	for _, r := range requests {
 		isolated += float64(r.PromptTokens)/prefillRate + float64(r.OutputTokens)/decodeRate
 	}
-	dilation := pyMax(1.0, isolated/span/targetUtilization)
+	dilation := pyMax(1.0, isolated/span/targetUtilization/float64(max(1, replicas)))
 	for i := range requests {
 		requests[i].ArrivalTimeS = (requests[i].ArrivalTimeS - first) * dilation
 	}

@@ -28,13 +28,13 @@ func Dir(tb testing.TB) string {
 			dir = filepath.Join(repoRoot, dir)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "data")); err != nil {
-			tb.Fatalf("%s=%q is set but the shared data is missing: %v", EnvVar, os.Getenv(EnvVar), err)
+			tb.Fatalf("shared data: missing: %s=%q is set but %v", EnvVar, os.Getenv(EnvVar), err)
 		}
 		return filepath.Clean(dir)
 	}
 	guess := filepath.Join(repoRoot, "..", "shared")
 	if _, err := os.Stat(filepath.Join(guess, "data")); err != nil {
-		tb.Skipf("shared data not found: set %s to the shared folder", EnvVar)
+		tb.Skipf("shared data: NOT found, shared-data tests skipped (set %s to the shared folder)", EnvVar)
 	}
 	return filepath.Clean(guess)
 }

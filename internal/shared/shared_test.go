@@ -21,6 +21,13 @@ func TestDirResolvesARelativePathFromTheRepositoryRoot(t *testing.T) {
 	assert.FileExists(t, CodeTrace(t))
 }
 
+// TestSharedDataReport says whether the shared-data tests run: with -v its
+// one "shared data: ..." line is what `make test` prints after the tests.
+func TestSharedDataReport(t *testing.T) {
+	dir := Dir(t) // skips (or, with SERVESIM_SHARED set, fails) saying why
+	t.Logf("shared data: ran (%s)", dir)
+}
+
 func mustGetwd(t *testing.T) string {
 	wd, err := os.Getwd()
 	require.NoError(t, err)

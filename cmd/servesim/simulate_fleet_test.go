@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestSimulateFleetFlags(t *testing.T) {
+	o, code, stderr := parseSimulate(t)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1}, o.Fleet, "one GPU by default")
+
+	o, code, stderr = parseSimulate(t, "--replicas", "16", "--fleet", "f.json", "--router", "random", "--router-seed", "42", "--jobs", "3")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, fleetOptions{Replicas: 16, Path: "f.json", Router: "random", RouterSeed: 42, Jobs: 3, enabled: true}, o.Fleet)
+
+	for _, args := range [][]string{{"--replicas", "2"}, {"--fleet", "f.json"}, {"--router", "least-tokens"}, {"--router-seed", "3"}} {
+		o, code, stderr = parseSimulate(t, args...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.True(t, o.Fleet.enabled, "%v asks for a fleet document", args)
+	}
+	for _, args := range [][]string{{"--replicas", "1"}, {"--jobs", "2"}} {
+		o, code, stderr = parseSimulate(t, args...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.False(t, o.Fleet.enabled, "%v keeps the single-GPU document", args)
+	}
+}
+
+func TestSimulateFleetUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no replica", []string{"--replicas", "0"}, "--replicas 0: expected a whole number from 1 to 4096"},
+		{"negative replicas", []string{"--replicas", "-3"}, "--replicas -3: expected a whole number from 1 to 4096"},
+		{"too many replicas", []string{"--replicas", "4097"}, "--replicas 4097: expected a whole number from 1 to 4096"},
+		{"replicas not a number", []string{"--replicas", "many"}, `--replicas "many": expected a whole number from 1 to 4096`},
+		{"router", []string{"--router", "fastest"}, `--router "fastest": expected round-robin, random, least-outstanding, least-tokens`},
+		{"router seed", []string{"--router-seed", "-1"}, `--router-seed "-1": expected a whole number, 0 or more`},
+		{"jobs", []string{"--jobs", "-1"}, "--jobs -1: expected a nonnegative number"},
+		{"normalize fleet", []string{"--fleet", "f.json", "--normalize", "0.5"}, "--normalize cannot be combined with --fleet"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, code, stderr := parseSimulate(t, tt.args...)
+			assert.Nil(t, o)
+			assert.Equal(t, exitUsage, code)
+			assert.Contains(t, stderr, tt.want)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line")
+		})
+	}
+}
+
+// TestFleetDocument checks the fleet document's top-level keys and their
+// order, and that a fleet of one replica has the single-GPU metrics.
+func TestFleetDocument(t *testing.T) {
+	s, out, errOut := testStreams("")
+	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--stride", "100", "--replicas", "2"}, s), errOut.String())
+	var keys []string
+	dec := json.NewDecoder(strings.NewReader(out.String()))
+	_, err := dec.Token()
+	require.NoError(t, err)
+	for dec.More() {
+		key, err := dec.Token()
+		require.NoError(t, err)
+		keys = append(keys, key.(string))
+		var skip json.RawMessage
+		require.NoError(t, dec.Decode(&skip))
+	}
+	assert.Equal(t, []string{"metrics", "fleet", "replicas", "requests", "summary", "dilation", "plant", "provenance"}, keys)
+	var doc struct {
+		Metrics  map[string]any   `json:"metrics"`
+		Replicas []map[string]any `json:"replicas"`
+		Requests []map[string]any `json:"requests"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	assert.Len(t, doc.Metrics, 23)
+	require.Len(t, doc.Replicas, 2)
+	for _, key := range []string{"replica", "group", "profile_status", "controller_name", "scheduler_name", "requests_routed", "metrics", "time_s", "phase"} {
+		assert.Contains(t, doc.Replicas[1], key)
+	}
+	assert.Len(t, doc.Requests[0], 8, "the single-GPU record plus replica")
+
+	single, singleOut, errOut := testStreams("")
+	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--summary"}, single), errOut.String())
+	one, oneOut, errOut := testStreams("")
+	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--summary", "--router", "least-outstanding"}, one), errOut.String())
+	var a, b struct {
+		Metrics json.RawMessage `json:"metrics"`
+		Summary json.RawMessage `json:"summary"`
+	}
+	require.NoError(t, json.Unmarshal(singleOut.Bytes(), &a))
+	require.NoError(t, json.Unmarshal(oneOut.Bytes(), &b))
+	assert.JSONEq(t, string(a.Metrics), string(b.Metrics))
+	assert.JSONEq(t, string(a.Summary), string(b.Summary))
+}

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"math"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"servesim/internal/plant"
+)
+
+// sloFlags are the SLO flags of simulate and capacity, in seconds: name,
+// usage and the field they set.
+var sloFlags = []struct {
+	name, usage string
+	field       func(*plant.SLO) *float64
+}{
+	{"ttft-slo", "time-to-first-token objective in `seconds` (default: the profile's, 2 x its baseline TTFT)", func(s *plant.SLO) *float64 { return &s.TTFTS }},
+	{"tpot-slo", "time-per-output-token objective in `seconds` (default: the profile's, 1.5 x its baseline TPOT)", func(s *plant.SLO) *float64 { return &s.TPOTS }},
+	{"e2e-slo", "end-to-end latency objective in `seconds`, arrival to completion (default: none)", func(s *plant.SLO) *float64 { return &s.E2ES }},
+}
+
+// addSLOFlags binds --ttft-slo, --tpot-slo and --e2e-slo to slo; a flag not
+// given leaves its field zero (the profile's objective, or none for e2e).
+func addSLOFlags(cmd *cobra.Command, slo *plant.SLO) {
+	for _, f := range sloFlags {
+		cmd.Flags().Var((*sloSeconds)(f.field(slo)), f.name, f.usage)
+	}
+}
+
+// sloExpected is what an SLO flag of simulate and capacity accepts.
+const sloExpected = "a finite positive number of seconds"
+
+// sloSeconds is the value of one SLO flag: seconds, zero when not given.
+// (sweep's flags of the same names judge p95 values and take 0 for the
+// profile's objective, so the expectation belongs to the value, not to
+// the flag name.)
+type sloSeconds float64
+
+// Set parses a number of seconds; the range is checked by checkSLOFlags.
+func (v *sloSeconds) Set(s string) error {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	*v = sloSeconds(x)
+	return nil
+}
+
+// String returns the value in seconds.
+func (v *sloSeconds) String() string { return strconv.FormatFloat(float64(*v), 'g', -1, 64) }
+
+// Type names the value's kind in help.
+func (v *sloSeconds) Type() string { return "seconds" }
+
+// Expected describes the accepted values for flag errors.
+func (v *sloSeconds) Expected() string { return sloExpected }
+
+// checkSLOFlags requires every SLO flag given to be a finite positive
+// number of seconds (a usage error otherwise).
+func checkSLOFlags(cmd *cobra.Command, slo *plant.SLO) error {
+	for _, f := range sloFlags {
+		v := *f.field(slo)
+		if cmd.Flags().Changed(f.name) && !(v > 0 && !math.IsInf(v, 1)) {
+			return usageErrorf("--%s %v: expected %s", f.name, v, sloExpected)
+		}
+	}
+	return nil
+}

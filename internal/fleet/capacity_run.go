@@ -1,0 +1,210 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"servesim/internal/numeric"
+	"servesim/internal/plant"
+)
+
+// Capacity is a capacity study: how many replicas of a fleet serve a
+// workload within its SLOs, and at that size which clock controller spends
+// the least energy.
+type Capacity struct {
+	// Plant holds the plant parameters every replica shares; its Profile is
+	// replaced by each group's.
+	Plant plant.Plant
+	// Unit is the fleet of size 1: size N runs every group with N times its
+	// replicas. A group with an empty Controller takes each of Controllers
+	// in turn.
+	Unit       []Group
+	Router     string // router name, as NewRouter takes it
+	RouterSeed uint64 // seed of the random router
+	// Controllers are the clock controllers compared at the answer; the
+	// search runs the first. At least one.
+	Controllers []string
+	// SLO judges the requests; a zero TTFT or TPOT objective is that of
+	// the profile of the replica serving the request.
+	SLO plant.SLO
+	// Search sets the target, the largest size (capped so that the fleet
+	// stays within MaxReplicas) and the parallelism; its Used is replaced.
+	Search CapacitySearch
+	// Progress, when set, is called once per evaluation used (at most
+	// MaxEvaluations), never concurrently.
+	Progress func()
+}
+
+// CapacityReport is the outcome of a capacity study.
+type CapacityReport struct {
+	CapacityResult
+	// replicas_per_size: the replicas of the unit fleet; a size of N runs
+	// N times as many.
+	ReplicasPerSize int    `json:"replicas_per_size"`
+	Router          string `json:"router"`            // router: the router's name
+	SearchedWith    string `json:"search_controller"` // search_controller: the controller the search ran
+	// controllers: the answer simulated with each controller given, in
+	// order (the first is the search's own evaluation); empty when the
+	// target is unreachable.
+	Controllers []ControllerEvaluation `json:"controllers"`
+	// energy_minimal_controller: of the controllers meeting the target at
+	// the answer, the one with the lowest energy per output token (the
+	// first on a tie); nil (null) when none does.
+	EnergyMinimalController *string `json:"energy_minimal_controller"`
+}
+
+// ControllerEvaluation is the answer's evaluation under one controller.
+type ControllerEvaluation struct {
+	Controller string `json:"controller"` // controller: the controller spec
+	Evaluation
+}
+
+// MaxEvaluations bounds the evaluations a study uses: the search's and one
+// per extra controller.
+func (c *Capacity) MaxEvaluations() int {
+	return MaxSearchSteps(c.maxSize()) + max(0, len(c.Controllers)-1)
+}
+
+// maxSize is the largest size searched: Search.MaxReplicas (or its
+// default), capped so that the fleet stays within MaxReplicas.
+func (c *Capacity) maxSize() int {
+	size := c.Search.MaxReplicas
+	if size == 0 {
+		size = DefaultCapacityMaxReplicas
+	}
+	return max(1, min(size, MaxReplicas/max(1, c.perSize())))
+}
+
+// perSize is the number of replicas of the unit fleet.
+func (c *Capacity) perSize() int {
+	n := 0
+	for _, g := range c.Unit {
+		n += g.Replicas
+	}
+	return n
+}
+
+// RunCapacity runs the study on requests (sorted by arrival, unique IDs):
+// SearchCapacity over fleet sizes with the first controller, then the
+// answer with every other controller. With an unreachable target the
+// report (no answer, the best attainment) comes with an *UnreachableError.
+func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*CapacityReport, error) {
+	if len(c.Controllers) == 0 {
+		return nil, errors.New("capacity: no controller given")
+	}
+	if _, err := Size(c.Unit); err != nil {
+		return nil, err
+	}
+	if err := plant.ValidateWorkload(requests); err != nil {
+		return nil, err
+	}
+	router, err := NewRouter(c.Router, c.RouterSeed)
+	if err != nil {
+		return nil, err
+	}
+	// A state-free router simulates a fleet's replicas in parallel: the
+	// jobs go there, and the search runs one size at a time (nothing is
+	// simulated in vain). Otherwise the search runs sizes in parallel.
+	searchJobs, fleetJobs := max(1, c.Search.Jobs), 1
+	if isStateFree(router) {
+		searchJobs, fleetJobs = 1, max(1, c.Search.Jobs)
+	}
+	var mu sync.Mutex
+	progress := func() {
+		if c.Progress != nil {
+			mu.Lock()
+			defer mu.Unlock()
+			c.Progress()
+		}
+	}
+	evaluate := func(size int, controller string) (Evaluation, error) {
+		groups := slices.Clone(c.Unit)
+		for i := range groups {
+			groups[i].Replicas *= size
+			if groups[i].Controller == "" {
+				groups[i].Controller = controller
+			}
+		}
+		router, err := NewRouter(c.Router, c.RouterSeed)
+		if err != nil {
+			return Evaluation{}, err
+		}
+		res, err := Simulate(requests, Config{Plant: c.Plant, Groups: groups, Router: router,
+			Options: plant.Options{Summary: true, SLO: c.SLO}, Jobs: fleetJobs})
+		if err != nil {
+			return Evaluation{}, err
+		}
+		e := Judge(res, groups, c.SLO)
+		e.Replicas = size
+		return e, nil
+	}
+	search := c.Search
+	search.MaxReplicas, search.Jobs = c.maxSize(), searchJobs
+	search.Used = func(Evaluation) { progress() }
+	found, err := SearchCapacity(ctx, func(_ context.Context, size int) (Evaluation, error) {
+		return evaluate(size, c.Controllers[0])
+	}, search)
+	var unreachable *UnreachableError
+	if err != nil && !errors.As(err, &unreachable) {
+		return nil, err
+	}
+	report := &CapacityReport{CapacityResult: *found, ReplicasPerSize: c.perSize(), Router: router.Name(),
+		SearchedWith: c.Controllers[0], Controllers: []ControllerEvaluation{}}
+	answer, ok := found.Answer()
+	if !ok {
+		return report, err
+	}
+	others, err := EvaluateEach(ctx, len(c.Controllers)-1, searchJobs, search.Target, func(_ context.Context, i int) (Evaluation, error) {
+		e, err := evaluate(answer.Replicas, c.Controllers[i+1])
+		progress()
+		return e, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	evals := append([]Evaluation{answer}, others...)
+	for i, e := range evals {
+		report.Controllers = append(report.Controllers, ControllerEvaluation{Controller: c.Controllers[i], Evaluation: e})
+	}
+	if best, ok := Cheapest(evals); ok {
+		report.EnergyMinimalController = &c.Controllers[best]
+	}
+	return report, nil
+}
+
+// Judge evaluates a fleet run of groups for a capacity search. The
+// attainment judges each request by slo, a zero TTFT or TPOT objective
+// taken from the profile of the replica that served it (plant.SLO.Met;
+// unfinished requests count as misses); p99_ttft_s is numpy's linear
+// percentile of the completed requests' TTFT; the completed fraction, p95
+// TTFT, energy per output token and peak power are the run's fleet
+// metrics. Replicas is the run's replica count.
+func Judge(res *Result, groups []Group, slo plant.SLO) Evaluation {
+	slos := make([]plant.SLO, len(groups))
+	for g := range groups {
+		slos[g] = slo.OrProfile(groups[g].Profile)
+	}
+	met := 0
+	ttft := make([]float64, 0, len(res.Requests))
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		if slos[res.Replicas[res.Assignment[i]].Group].Met(r) {
+			met++
+		}
+		if r.Completed() {
+			ttft = append(ttft, r.TTFTS())
+		}
+	}
+	m := &res.Metrics
+	return Evaluation{
+		Replicas:              len(res.Replicas),
+		Attainment:            float64(met) / float64(max(1, len(res.Requests))),
+		CompletedFraction:     m.CompletedFraction,
+		P95TTFTS:              m.P95TTFTS,
+		P99TTFTS:              numeric.PercentileLinearSelect(ttft, 99),
+		EnergyPerOutputTokenJ: m.EnergyPerOutputTokenJ,
+		PeakPowerW:            m.PeakPowerW,
+	}
+}

@@ -1,0 +1,212 @@
+package fleet
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+)
+
+// MaxFileBytes caps the size of a fleet file.
+const MaxFileBytes = 1 << 20
+
+// fileFields are the fields a group of a fleet file may have, in the order
+// they are checked.
+var fileFields = []string{"name", "profile", "replicas", "scheduler", "controller"}
+
+// FileError is a bad fleet file: it names the file and, when the fault is
+// in a group, the group (index and name) and the field.
+type FileError struct {
+	File  string
+	Group int    // group index, -1 for the file as a whole
+	Name  string // group name, when it has one
+	Field string // field name, empty for the group as a whole
+	Err   error
+}
+
+func (e *FileError) Error() string {
+	msg := "fleet file " + e.File
+	if e.Group >= 0 {
+		msg += fmt.Sprintf(": group %d", e.Group)
+		if e.Name != "" {
+			msg += " (" + strconv.Quote(e.Name) + ")"
+		}
+	}
+	if e.Field != "" {
+		msg += ": field " + strconv.Quote(e.Field)
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// GroupDefaults are the values a group of a fleet file takes for a field it
+// does not give: the command line's.
+type GroupDefaults struct {
+	Profile     *profile.Profile
+	ProfilePath string
+	Replicas    int
+	Scheduler   string
+	Controller  string
+}
+
+// ProfileLoader loads the profile at path.
+type ProfileLoader func(path string) (*profile.Profile, error)
+
+// ReadFile reads the fleet file at path (see ParseFile).
+func ReadFile(path string, defaults GroupDefaults, load ProfileLoader) ([]Group, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &FileError{File: path, Group: -1, Err: err}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, &FileError{File: path, Group: -1, Err: err}
+	}
+	if len(data) > MaxFileBytes {
+		return nil, &FileError{File: path, Group: -1, Err: fmt.Errorf("larger than %d bytes", MaxFileBytes)}
+	}
+	return ParseFile(path, data, defaults, load)
+}
+
+// ParseFile parses a fleet file: a JSON list of groups, each an object
+// with any of the fields name (a non-empty string, unique; default
+// "group<index>"), profile (a profile CSV path, relative to the file's
+// folder), replicas (a whole number from 1 to MaxReplicas), scheduler and
+// controller (as --scheduler and --controller take them). A missing field
+// takes its value from defaults; load loads a profile. Any other field, a
+// value of the wrong type or range, a profile that fails to load, an empty
+// list or a fleet of more than MaxReplicas replicas is a *FileError.
+func ParseFile(path string, data []byte, defaults GroupDefaults, load ProfileLoader) ([]Group, error) {
+	fileErr := func(err error) error { return &FileError{File: path, Group: -1, Err: err} }
+	var raw []json.RawMessage
+	if err := strictUnmarshal(data, &raw); err != nil {
+		return nil, fileErr(fmt.Errorf("expected a JSON list of groups: %w", err))
+	}
+	if len(raw) == 0 {
+		return nil, fileErr(errors.New("expected a JSON list of at least one group"))
+	}
+	groups := make([]Group, 0, len(raw))
+	names := map[string]int{}
+	total := 0
+	for i, item := range raw {
+		g, err := parseGroup(path, i, item, defaults, load)
+		if err != nil {
+			return nil, err
+		}
+		if first, dup := names[g.Name]; dup {
+			return nil, &FileError{File: path, Group: i, Name: g.Name, Field: "name",
+				Err: fmt.Errorf("name %q is taken by group %d", g.Name, first)}
+		}
+		names[g.Name] = i
+		if total += g.Replicas; total > MaxReplicas {
+			return nil, &FileError{File: path, Group: i, Name: g.Name, Field: "replicas",
+				Err: fmt.Errorf("the fleet exceeds %d replicas", MaxReplicas)}
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
+}
+
+// parseGroup parses group i.
+func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults, load ProfileLoader) (Group, error) {
+	g := Group{
+		Name:        "group" + strconv.Itoa(i),
+		Replicas:    defaults.Replicas,
+		Profile:     defaults.Profile,
+		ProfilePath: defaults.ProfilePath,
+		Scheduler:   defaults.Scheduler,
+		Controller:  defaults.Controller,
+	}
+	fail := func(field string, err error) (Group, error) {
+		return Group{}, &FileError{File: path, Group: i, Name: g.Name, Field: field, Err: err}
+	}
+	var fields map[string]json.RawMessage
+	if err := strictUnmarshal(item, &fields); err != nil || fields == nil {
+		return fail("", errors.New("expected an object with fields name, profile, replicas, scheduler, controller"))
+	}
+	str := func(field string) (string, bool, error) {
+		value, ok := fields[field]
+		if !ok {
+			return "", false, nil
+		}
+		var s string
+		if err := strictUnmarshal(value, &s); err != nil || s == "" {
+			return "", false, fmt.Errorf("%s: expected a non-empty string", value)
+		}
+		return s, true, nil
+	}
+	if name, ok, err := str("name"); err != nil {
+		return fail("name", err)
+	} else if ok {
+		g.Name = name
+	}
+	keys := slices.Sorted(maps.Keys(fields))
+	for _, key := range keys {
+		if !slices.Contains(fileFields, key) {
+			return fail(key, errors.New("unknown field: expected name, profile, replicas, scheduler or controller"))
+		}
+	}
+	if p, ok, err := str("profile"); err != nil {
+		return fail("profile", err)
+	} else if ok {
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(path), p)
+		}
+		prof, err := load(p)
+		if err != nil {
+			return fail("profile", err)
+		}
+		g.Profile, g.ProfilePath = prof, p
+	}
+	if value, ok := fields["replicas"]; ok {
+		var n float64
+		if err := strictUnmarshal(value, &n); err != nil || n != math.Trunc(n) || n < 1 || n > MaxReplicas {
+			return fail("replicas", fmt.Errorf("%s: expected a whole number from 1 to %d", value, MaxReplicas))
+		}
+		g.Replicas = int(n)
+	}
+	if s, ok, err := str("scheduler"); err != nil {
+		return fail("scheduler", err)
+	} else if ok {
+		if _, err := plant.NewScheduler(s); err != nil {
+			return fail("scheduler", err)
+		}
+		g.Scheduler = s
+	}
+	if c, ok, err := str("controller"); err != nil {
+		return fail("controller", err)
+	} else if ok {
+		if _, err := plant.NewController(c); err != nil {
+			return fail("controller", err)
+		}
+		g.Controller = c
+	}
+	return g, nil
+}
+
+// strictUnmarshal decodes one JSON value and rejects trailing data.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the value")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the value")
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+// Package fleet simulates N serving replicas behind a router: each replica
+// is exactly the single-GPU plant of package plant (its own scheduler,
+// clock controller, thermal state, KV cache and queue), and all of them
+// step on one common time grid that starts at the fleet's first arrival
+// (t = 0). A Router assigns each request, at its arrival step and in
+// arrival order, to one replica.
+//
+// Replica k runs by the reference's rule on its own requests: it stops
+// after the step in which every request routed to it has arrived and
+// completed, or when the run passes MaxSimulationTimeS. Its trajectory,
+// metrics and request records are therefore exactly what plant.Simulate
+// (and the reference's simulate) return for the sub-list of requests
+// routed to it, with their fleet-time arrivals. A replica that receives no
+// request has no step: an empty trajectory, and the metrics of an empty
+// run (completed_fraction 0, undefined means and rates null, zero energy,
+// throughput and peaks, peak temperature at ambient).
+//
+// A state-free router (round-robin, random) is routed up front and the
+// replicas are simulated independently and in parallel. A router that
+// looks at replica state needs lock-step stepping: every step the fleet
+// routes the step's arrivals on the replicas' current states, then steps
+// every running replica once.
+package fleet
+
+import (
+	"errors"
+	"fmt"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+)
+
+// MaxReplicas is the largest fleet Simulate accepts.
+const MaxReplicas = 4096
+
+// Group is a set of identical replicas.
+type Group struct {
+	Name        string           // group name; empty for a homogeneous fleet (--replicas)
+	Replicas    int              // number of replicas, 1 to MaxReplicas
+	Profile     *profile.Profile // the replicas' service and power profile
+	ProfilePath string           // where the profile was read from, for provenance
+	Scheduler   string           // scheduler name, as plant.NewScheduler takes it
+	Controller  string           // clock-controller spec, as plant.NewController takes it
+}
+
+// Config is one fleet run.
+type Config struct {
+	// Plant holds the plant parameters every replica shares (time step,
+	// limits, horizon, MaxSimulationTimeS); its Profile is replaced by each
+	// group's.
+	Plant  plant.Plant
+	Groups []Group // replica groups; replicas are numbered across groups in order
+	Router Router  // nil means round-robin
+	// Options choose the replicas' trajectories: Stride samples them,
+	// Summary keeps none. Request records are kept either way.
+	plant.Options
+	// Jobs caps the replicas simulated at once on the parallel path of a
+	// state-free router; 0 means GOMAXPROCS.
+	Jobs int
+}
+
+// Result is a fleet run.
+type Result struct {
+	// Metrics are the fleet's: see the package README ("Fleet") and
+	// fleetMetrics for the definitions.
+	Metrics  plant.Metrics
+	Router   string    // the router's Name
+	Groups   []Group   // the groups of the fleet (Config.Groups)
+	Replicas []Replica // one per replica, in replica order
+	// Requests holds every request's record in workload order, and
+	// Assignment the replica that served it.
+	Requests   []plant.RequestRecord
+	Assignment []int
+	// WorkloadChecksum is the reference's workload_checksum of the whole
+	// workload.
+	WorkloadChecksum string
+	// Steps is the length of the fleet grid: the longest replica run.
+	// PowerW[t] and Queued[t] are, for step t, the summed power and
+	// queued plus decoding requests of the replicas that ran it.
+	Steps  int
+	PowerW []float64
+	Queued []int
+}
+
+// Replica is one replica's run.
+type Replica struct {
+	Index          int    // replica number, 0-based across groups
+	Group          int    // index of its group in Config.Groups
+	GroupName      string // its group's Name
+	RequestsRouted int    // requests the router sent to it
+	// Result is plant.Simulate's result for the requests routed to it,
+	// without the request records (see Result.Requests); its
+	// WorkloadChecksum is that of its sub-list.
+	Result *plant.Result
+	Totals plant.Totals // step counts, for the fleet metrics
+}
+
+// Record is a request record with the replica that served it.
+type Record struct {
+	plant.RequestRecord
+	Replica int `json:"replica"` // replica: the replica the request was routed to
+}
+
+// Records returns every request's record with its replica, in workload
+// order.
+func (r *Result) Records() []Record {
+	out := make([]Record, len(r.Requests))
+	for i := range r.Requests {
+		out[i] = Record{RequestRecord: r.Requests[i], Replica: r.Assignment[i]}
+	}
+	return out
+}
+
+// replicaSpec is one replica to build: its plant, its group and fresh
+// policy instances.
+type replicaSpec struct {
+	group int
+	plant plant.Plant
+}
+
+// Size returns the number of replicas of the groups, or an error naming the
+// first group with an invalid count or a total past MaxReplicas.
+func Size(groups []Group) (int, error) {
+	if len(groups) == 0 {
+		return 0, errors.New("fleet has no group")
+	}
+	total := 0
+	for i, g := range groups {
+		if g.Replicas < 1 || g.Replicas > MaxReplicas {
+			return 0, fmt.Errorf("%s: replicas %d: expected 1 to %d", groupName(i, g), g.Replicas, MaxReplicas)
+		}
+		total += g.Replicas
+		if total > MaxReplicas {
+			return 0, fmt.Errorf("fleet of more than %d replicas", MaxReplicas)
+		}
+	}
+	return total, nil
+}
+
+// Simulate routes requests (sorted by arrival, unique IDs) over the fleet
+// of cfg and simulates it.
+func Simulate(requests []plant.Request, cfg Config) (*Result, error) {
+	if err := plant.ValidateWorkload(requests); err != nil {
+		return nil, err
+	}
+	n, err := Size(cfg.Groups)
+	if err != nil {
+		return nil, err
+	}
+	specs := make([]replicaSpec, 0, n)
+	for i, g := range cfg.Groups {
+		p := cfg.Plant
+		p.Profile = g.Profile
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
+		}
+		if _, err := plant.NewScheduler(g.Scheduler); err != nil {
+			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
+		}
+		if _, err := plant.NewController(g.Controller); err != nil {
+			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
+		}
+		for range g.Replicas {
+			specs = append(specs, replicaSpec{group: i, plant: p})
+		}
+	}
+	router := cfg.Router
+	if router == nil {
+		router = &RoundRobin{}
+	}
+	e := newEngine(requests, cfg, specs, router)
+	if isStateFree(router) {
+		err = e.runParallel()
+	} else {
+		err = e.runLockStep()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.result(), nil
+}
+
+// groupName names group i in errors: "group 2" or "group 2 (name)".
+func groupName(i int, g Group) string {
+	if g.Name == "" {
+		return fmt.Sprintf("group %d", i)
+	}
+	return fmt.Sprintf("group %d (%q)", i, g.Name)
+}
+
+// newStepper builds replica k's stepper with fresh policy instances.
+func (s replicaSpec) newStepper(g Group, opt plant.Options, capacityHint int) (*plant.Stepper, error) {
+	sched, err := plant.NewScheduler(g.Scheduler)
+	if err != nil {
+		return nil, err
+	}
+	ctrl, err := plant.NewController(g.Controller)
+	if err != nil {
+		return nil, err
+	}
+	return plant.NewStepper(s.plant, sched, ctrl, opt, capacityHint)
+}

@@ -1,0 +1,87 @@
+package fleet
+
+import (
+	"math"
+
+	"servesim/internal/plant"
+)
+
+// result assembles the Result once every replica has finished.
+func (e *engine) result() *Result {
+	steps := 0
+	for _, r := range e.replicas {
+		steps = max(steps, r.Totals.Steps)
+	}
+	power, queued := e.sums.series(steps)
+	res := &Result{
+		Router:           e.router.Name(),
+		Groups:           e.cfg.Groups,
+		Replicas:         e.replicas,
+		Requests:         e.records,
+		Assignment:       e.assignment,
+		WorkloadChecksum: plant.WorkloadChecksum(e.requests),
+		Steps:            steps,
+		PowerW:           power,
+		Queued:           queued,
+	}
+	res.Metrics = e.fleetMetrics(res)
+	return res
+}
+
+// fleetMetrics combines the replicas' runs into the fleet's metrics:
+//   - the request metrics (completed_fraction, the TTFT, TPOT and latency
+//     means and 95th percentiles, the two violation rates, the unfinished
+//     counts) are the reference's formulas over every request, each judged
+//     by the SLOs of the profile of the replica that served it;
+//   - energy_j is the sum over replicas; energy_per_output_token_j is it
+//     divided by max(1, the completed output tokens of the fleet), and
+//     output_throughput_tokens_per_s is those tokens over the fleet
+//     duration (the longest replica's, at least one time step);
+//   - peak_power_w and peak_queued_requests are the maxima over steps of the
+//     sums over the replicas running the step;
+//   - peak_temperature_c, peak_kv_tokens, the three violation values and
+//     peak_queued_requests_at_minimum_clock are maxima over replicas;
+//   - decode_stall_fraction is the stalled steps over the steps with
+//     decoding requests, both summed over replicas.
+func (e *engine) fleetMetrics(res *Result) plant.Metrics {
+	p := e.cfg.Plant
+	slos := make([][2]float64, len(e.cfg.Groups))
+	for g, group := range e.cfg.Groups {
+		slo := e.cfg.Options.SLO.OrProfile(group.Profile) // the profile's unless Options.SLO sets one
+		slos[g] = [2]float64{slo.TTFTS, slo.TPOTS}
+	}
+	m := plant.RecordMetrics(res.Requests, p.ReportingHorizonS, func(i int) (float64, float64) {
+		slo := slos[e.specs[res.Assignment[i]].group]
+		return slo[0], slo[1]
+	})
+	durationS := 0.0
+	energyJ := 0.0
+	activeSteps, stalledSteps := 0, 0
+	m.PeakTemperatureC = p.AmbientTemperatureC
+	for _, r := range res.Replicas {
+		rm := &r.Result.Metrics
+		durationS = math.Max(durationS, r.Totals.DurationS)
+		energyJ += rm.EnergyJ
+		activeSteps += r.Totals.ActiveSteps
+		stalledSteps += r.Totals.StalledSteps
+		m.PeakTemperatureC = math.Max(m.PeakTemperatureC, rm.PeakTemperatureC)
+		m.PeakKVTokens = math.Max(m.PeakKVTokens, rm.PeakKVTokens)
+		m.PowerViolationW = math.Max(m.PowerViolationW, rm.PowerViolationW)
+		m.ThermalViolationC = math.Max(m.ThermalViolationC, rm.ThermalViolationC)
+		m.KVViolationTokens = math.Max(m.KVViolationTokens, rm.KVViolationTokens)
+		m.PeakQueuedRequestsAtMinimumClock = math.Max(m.PeakQueuedRequestsAtMinimumClock, rm.PeakQueuedRequestsAtMinimumClock)
+	}
+	// RecordMetrics leaves the completed output tokens in the throughput
+	// and max(1, them) in the energy per token.
+	m.OutputThroughputTokensPerS /= math.Max(durationS, p.TimeStepS)
+	m.EnergyJ = energyJ
+	m.EnergyPerOutputTokenJ = energyJ / m.EnergyPerOutputTokenJ
+	for t := range res.Steps {
+		m.PeakPowerW = math.Max(m.PeakPowerW, res.PowerW[t])
+		m.PeakQueuedRequests = math.Max(m.PeakQueuedRequests, float64(res.Queued[t]))
+	}
+	if activeSteps > 0 {
+		m.DecodeStallFraction = float64(stalledSteps) / float64(activeSteps)
+	}
+	return m
+}

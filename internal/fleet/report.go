@@ -1,0 +1,192 @@
+package fleet
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"servesim/internal/plant"
+)
+
+// RunConfig is one `servesim simulate` run of a fleet.
+type RunConfig struct {
+	// Config is the fleet; its Plant.Profile, when set, is the
+	// command-line profile the provenance describes (the first group's
+	// otherwise).
+	Config
+	// Normalize, when positive, dilates the arrivals once so that the
+	// isolated maximum-clock service demand is Normalize of the fleet's
+	// total capacity (plant.NormalizeFleetOfferedLoadInPlace with the
+	// replica count); every group must then share one profile.
+	Normalize float64
+	// NormalizeInPlace lets normalization rewrite the workload's arrival
+	// times instead of copying the requests.
+	NormalizeInPlace bool
+	// ProfilePath and Version are recorded in the provenance only.
+	ProfilePath string
+	Version     string
+}
+
+// Report is the document `servesim simulate` writes for a fleet: the
+// fleet's metrics, the fleet (router, size, requests per replica, groups),
+// every replica's run, every request's record with its replica, then the
+// summary, dilation, plant and provenance of a single-GPU run.
+type Report struct {
+	Metrics    plant.Metrics    `json:"metrics"`            // metrics: the fleet's (see fleetMetrics)
+	Fleet      Info             `json:"fleet"`              // fleet: router, replica count, requests per replica, groups
+	Replicas   []ReplicaReport  `json:"replicas"`           // replicas: one run per replica, in replica order
+	Requests   []Record         `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
+	Summary    plant.Summary    `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
+	Dilation   *float64         `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
+	Plant      plant.Plant      `json:"plant"`              // plant: the parameters every replica shares
+	Provenance plant.Provenance `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
+	// Result is the run the report describes, for figures and tables.
+	Result *Result `json:"-"`
+}
+
+// Info describes the fleet.
+type Info struct {
+	Router         string      `json:"router"`          // router: the router's name
+	Replicas       int         `json:"replicas"`        // replicas: the replica count
+	RequestsRouted []int       `json:"requests_routed"` // requests_routed: requests routed to each replica
+	Groups         []GroupInfo `json:"groups"`          // groups: the replica groups, in order
+}
+
+// GroupInfo describes one group of replicas.
+type GroupInfo struct {
+	Name             string `json:"name"`               // name: the group's name
+	Replicas         int    `json:"replicas"`           // replicas: its replica count
+	ProfilePath      string `json:"profile_path"`       // profile_path: its profile CSV as given (the embedded profile's name for it)
+	ProfileCSVSHA256 string `json:"profile_csv_sha256"` // profile_csv_sha256: SHA-256 hex of its profile CSV
+	ProfileStatus    string `json:"profile_status"`     // profile_status: its profile's status
+	Scheduler        string `json:"scheduler"`          // scheduler: its scheduler, as --scheduler names it
+	Controller       string `json:"controller"`         // controller: its controller, as --controller names it
+}
+
+// ReplicaReport is one replica's run.
+type ReplicaReport struct {
+	Replica        int           `json:"replica"`         // replica: the replica number, 0-based
+	Group          string        `json:"group"`           // group: its group's name
+	ProfileStatus  string        `json:"profile_status"`  // profile_status: its profile's status
+	ControllerName string        `json:"controller_name"` // controller_name: its controller's name
+	SchedulerName  string        `json:"scheduler_name"`  // scheduler_name: its scheduler's name
+	RequestsRouted int           `json:"requests_routed"` // requests_routed: requests routed to it
+	Metrics        plant.Metrics `json:"metrics"`         // metrics: its own metrics, the reference's for its requests
+	// The trajectory as a single-GPU document has it (time_s ... phase),
+	// left out with Summary or when the replica has no step.
+	plant.Trajectory
+}
+
+// Run normalizes w if asked, simulates the fleet and returns the report.
+func Run(w plant.Workload, cfg RunConfig) (*Report, error) {
+	requests := w.Requests
+	var dilation *float64
+	if cfg.Normalize != 0 {
+		n, err := Size(cfg.Groups)
+		if err != nil {
+			return nil, err
+		}
+		prof := cfg.Groups[0].Profile
+		for _, g := range cfg.Groups {
+			if g.Profile != prof {
+				return nil, errors.New("normalize needs a fleet of one profile")
+			}
+		}
+		if !cfg.NormalizeInPlace {
+			requests = slices.Clone(requests)
+		}
+		factor, err := plant.NormalizeFleetOfferedLoadInPlace(requests, prof, cfg.Normalize, n)
+		if err != nil {
+			return nil, err
+		}
+		dilation = &factor
+	}
+	res, err := Simulate(requests, cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	prof := cfg.Plant.Profile
+	if prof == nil {
+		prof = cfg.Groups[0].Profile
+	}
+	r := &Report{
+		Metrics:  res.Metrics,
+		Fleet:    Info{Router: res.Router, Replicas: len(res.Replicas)},
+		Dilation: dilation,
+		Plant:    cfg.Plant,
+		Provenance: plant.Provenance{
+			ProfilePath:          cfg.ProfilePath,
+			ProfileCSVSHA256:     prof.ProfileCSVSHA256,
+			ManifestSHA256:       prof.ManifestSHA256,
+			ProfileStatus:        prof.Status,
+			SourceLabel:          prof.SourceLabel,
+			MeasurementValidated: prof.MeasurementValid,
+			TracePath:            w.Source,
+			TraceSHA256:          w.SHA256,
+			RequestsLoaded:       len(w.Requests),
+			ServesimVersion:      cfg.Version,
+		},
+		Result: res,
+	}
+	var controllers, schedulers, statuses []string
+	for _, g := range cfg.Groups {
+		r.Fleet.Groups = append(r.Fleet.Groups, GroupInfo{
+			Name: g.Name, Replicas: g.Replicas, ProfilePath: g.ProfilePath,
+			ProfileCSVSHA256: g.Profile.ProfileCSVSHA256, ProfileStatus: g.Profile.Status,
+			Scheduler: g.Scheduler, Controller: g.Controller,
+		})
+	}
+	for _, rep := range res.Replicas {
+		r.Fleet.RequestsRouted = append(r.Fleet.RequestsRouted, rep.RequestsRouted)
+		r.Replicas = append(r.Replicas, ReplicaReport{
+			Replica:        rep.Index,
+			Group:          rep.GroupName,
+			ProfileStatus:  rep.Result.ProfileStatus,
+			ControllerName: rep.Result.ControllerName,
+			SchedulerName:  rep.Result.SchedulerName,
+			RequestsRouted: rep.RequestsRouted,
+			Metrics:        rep.Result.Metrics,
+			Trajectory:     rep.Result.Trajectory,
+		})
+		controllers = appendNew(controllers, rep.Result.ControllerName)
+		schedulers = appendNew(schedulers, rep.Result.SchedulerName)
+		statuses = appendNew(statuses, rep.Result.ProfileStatus)
+	}
+	if !cfg.Summary {
+		r.Requests = res.Records()
+	}
+	r.Summary = plant.Summary{
+		Controller:       strings.Join(controllers, "+"),
+		Scheduler:        strings.Join(schedulers, "+"),
+		ProfileStatus:    strings.Join(statuses, "+"),
+		WorkloadChecksum: res.WorkloadChecksum,
+		Metrics:          res.Metrics,
+	}
+	return r, nil
+}
+
+// appendNew appends s unless list holds it already.
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// Thin samples the replicas' trajectories at stride, or drops them and the
+// request records with summary: the document a run with those options
+// writes. The replicas' trajectories must hold every step (a run with
+// stride 1 and no summary): a caller that draws every step and writes a
+// thinner document runs the fleet once.
+func (r *Report) Thin(stride int, summary bool) {
+	for i := range r.Replicas {
+		if summary {
+			r.Replicas[i].Trajectory = plant.Trajectory{}
+			continue
+		}
+		r.Replicas[i].Trajectory = r.Replicas[i].Trajectory.Resample(stride)
+	}
+	if summary {
+		r.Requests = nil
+	}
+}

@@ -1,0 +1,150 @@
+package fleet
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"servesim/internal/plant"
+)
+
+// Arrival is what a router knows of an arriving request: never its output
+// length.
+type Arrival struct {
+	Index        int     // position in arrival order, 0-based
+	ID           int     // request_id
+	ArrivalTimeS float64 // arrival, s since the fleet's first arrival
+	PromptTokens int     // prompt length, tokens
+}
+
+// ReplicaState is what a load balancer sees of one replica (plant.Load):
+// its queue, active decodes, KV occupancy, queued prompt tokens,
+// temperature and clock.
+type ReplicaState = plant.Load
+
+// A Router assigns each arriving request to a replica. The fleet calls
+// Route once per request, in arrival order; it returns an index into
+// replicas (one state per replica, in replica order). A Router may keep
+// state between calls (a counter, a random generator): give every run its
+// own instance.
+//
+// The states are those at the start of the request's arrival step, the
+// state the replica's own scheduler observes, except that the requests
+// routed earlier in the same step already count (a replica's queue
+// includes them). Requests arriving after the run's MaxSimulationTimeS are
+// routed on the states at the end of the run.
+type Router interface {
+	Name() string
+	Route(req Arrival, replicas []ReplicaState) int
+}
+
+// StateFree is implemented by a Router whose choices never depend on the
+// replica states. When StateFree returns true the fleet routes every
+// request up front, passing zero states, and simulates the replicas
+// independently and in parallel.
+type StateFree interface {
+	StateFree() bool
+}
+
+// isStateFree reports whether r declares itself state-free.
+func isStateFree(r Router) bool {
+	s, ok := r.(StateFree)
+	return ok && s.StateFree()
+}
+
+// Built-in router names, as --router takes them.
+const (
+	RoundRobinName       = "round-robin"
+	RandomName           = "random"
+	LeastOutstandingName = "least-outstanding"
+	LeastTokensName      = "least-tokens"
+)
+
+// RouterNames lists the built-in routers.
+var RouterNames = []string{RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName}
+
+// DefaultRouterSeed seeds the random router when no seed is given.
+const DefaultRouterSeed = 1
+
+// NewRouter returns a new built-in router: round-robin, random (seeded by
+// seed), least-outstanding or least-tokens.
+func NewRouter(name string, seed uint64) (Router, error) {
+	switch name {
+	case RoundRobinName:
+		return &RoundRobin{}, nil
+	case RandomName:
+		return NewRandom(seed), nil
+	case LeastOutstandingName:
+		return LeastOutstanding{}, nil
+	case LeastTokensName:
+		return LeastTokens{}, nil
+	}
+	return nil, fmt.Errorf("unknown router %q: expected %s", name, strings.Join(RouterNames, ", "))
+}
+
+// RoundRobin sends request i (in arrival order) to replica i mod N.
+type RoundRobin struct{}
+
+// Name implements Router.
+func (*RoundRobin) Name() string { return RoundRobinName }
+
+// Route implements Router.
+func (*RoundRobin) Route(req Arrival, replicas []ReplicaState) int { return req.Index % len(replicas) }
+
+// StateFree implements StateFree.
+func (*RoundRobin) StateFree() bool { return true }
+
+// Random sends each request to a replica drawn uniformly from a PCG
+// generator seeded by Seed: the same seed gives the same assignment.
+type Random struct {
+	rng *rand.Rand
+}
+
+// NewRandom returns a random router seeded by seed.
+func NewRandom(seed uint64) *Random {
+	return &Random{rng: rand.New(rand.NewPCG(seed, 0))}
+}
+
+// Name implements Router.
+func (*Random) Name() string { return RandomName }
+
+// Route implements Router.
+func (r *Random) Route(_ Arrival, replicas []ReplicaState) int { return r.rng.IntN(len(replicas)) }
+
+// StateFree implements StateFree.
+func (*Random) StateFree() bool { return true }
+
+// LeastOutstanding sends each request to the replica with the fewest
+// queued plus decoding requests (the lowest index on a tie).
+type LeastOutstanding struct{}
+
+// Name implements Router.
+func (LeastOutstanding) Name() string { return LeastOutstandingName }
+
+// Route implements Router.
+func (LeastOutstanding) Route(_ Arrival, replicas []ReplicaState) int {
+	return argmin(replicas, func(s *ReplicaState) float64 { return float64(s.QueuedRequests + s.ActiveDecodes) })
+}
+
+// LeastTokens sends each request to the replica with the fewest prompt
+// tokens still to prefill plus KV-cache tokens (the lowest index on a tie).
+type LeastTokens struct{}
+
+// Name implements Router.
+func (LeastTokens) Name() string { return LeastTokensName }
+
+// Route implements Router.
+func (LeastTokens) Route(_ Arrival, replicas []ReplicaState) int {
+	return argmin(replicas, func(s *ReplicaState) float64 { return s.QueuedPromptTokens + s.KVTokens })
+}
+
+// argmin is the first index of the smallest cost.
+func argmin(replicas []ReplicaState, cost func(*ReplicaState) float64) int {
+	best, bestCost := 0, cost(&replicas[0])
+	for i := 1; i < len(replicas); i++ {
+		if c := cost(&replicas[i]); c < bestCost {
+			best, bestCost = i, c
+		}
+	}
+	return best
+}

@@ -1,0 +1,203 @@
+package plant
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/profile"
+)
+
+// sameResult requires two results to be equal bit for bit (NaN included).
+func sameResult(t *testing.T, want, got *Result, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, fmt.Sprintf("%+v", *want), fmt.Sprintf("%+v", *got), msgAndArgs...)
+}
+
+// stepperPolicies are the scheduler and controller combinations the
+// stepper tests run.
+var stepperPolicies = []struct{ sched, ctrl string }{
+	{"chunked", "reactive"}, {"static", "max"}, {"continuous", "sampled-reactive:0.5"}, {"chunked", "fixed:900"},
+}
+
+func newTestStepper(t *testing.T, p Plant, sched, ctrl string, opt Options) *Stepper {
+	t.Helper()
+	s, err := NewScheduler(sched)
+	require.NoError(t, err)
+	c, err := NewController(ctrl)
+	require.NoError(t, err)
+	st, err := NewStepper(p, s, c, opt, 0)
+	require.NoError(t, err)
+	return st
+}
+
+func simulateWith(t *testing.T, requests []Request, p Plant, sched, ctrl string, opt Options) *Result {
+	t.Helper()
+	s, err := NewScheduler(sched)
+	require.NoError(t, err)
+	c, err := NewController(ctrl)
+	require.NoError(t, err)
+	res, err := Simulate(requests, p, s, c, opt)
+	require.NoError(t, err)
+	return res
+}
+
+// sparseWorkload spreads the small workload's first requests out so that
+// the plant goes idle between them.
+func sparseWorkload(t *testing.T) []Request {
+	requests := smallWorkload(t)[:40]
+	for i := range requests {
+		requests[i].ArrivalTimeS = float64(i/4) * 30.5
+	}
+	return requests
+}
+
+func TestStepperWithEveryRequestUpFrontIsSimulate(t *testing.T) {
+	requests := smallWorkload(t)
+	p := NewPlant(profile.Default())
+	for _, pol := range stepperPolicies {
+		for _, opt := range []Options{{Stride: 7}, {Summary: true}} {
+			want := simulateWith(t, requests, p, pol.sched, pol.ctrl, opt)
+			st := newTestStepper(t, p, pol.sched, pol.ctrl, opt)
+			for _, r := range requests {
+				require.NoError(t, st.Add(r))
+			}
+			for {
+				done, err := st.Step()
+				require.NoError(t, err)
+				if done {
+					break
+				}
+			}
+			got, totals := st.Result()
+			sameResult(t, want, got, "%v %+v", pol, opt)
+			assert.Equal(t, want.Steps, totals.Steps)
+		}
+	}
+}
+
+// TestStepperAddingAtArrivalIsSimulate adds each request just before the
+// step it arrives in and keeps stepping an idle stepper until the last
+// arrival, then some more: Result rolls the idle tail back.
+func TestStepperAddingAtArrivalIsSimulate(t *testing.T) {
+	p := NewPlant(profile.Default())
+	for _, requests := range [][]Request{smallWorkload(t), sparseWorkload(t)} {
+		for _, pol := range stepperPolicies {
+			want := simulateWith(t, requests, p, pol.sched, pol.ctrl, Options{Stride: 3})
+			st := newTestStepper(t, p, pol.sched, pol.ctrl, Options{Stride: 3})
+			next, idleSteps := 0, 0
+			timeS := 0.0
+			for {
+				for next < len(requests) && requests[next].ArrivalTimeS <= timeS+1e-12 {
+					require.NoError(t, st.Add(requests[next]))
+					next++
+				}
+				done, err := st.Step()
+				require.NoError(t, err)
+				timeS += p.TimeStepS
+				if done && next == len(requests) {
+					// Step on past the end: the tail is rolled back.
+					if idleSteps++; idleSteps > 25 {
+						break
+					}
+				}
+			}
+			got, _ := st.Result()
+			sameResult(t, want, got, "%v", pol)
+		}
+	}
+}
+
+func TestStepperWithoutRequestsHasNoStep(t *testing.T) {
+	p := NewPlant(profile.Default())
+	st := newTestStepper(t, p, "chunked", "max", Options{})
+	for range 10 {
+		done, err := st.Step()
+		require.NoError(t, err)
+		assert.True(t, done)
+	}
+	res, totals := st.Result()
+	assert.Equal(t, Totals{}, totals)
+	assert.Zero(t, res.Steps)
+	assert.Zero(t, res.Len())
+	assert.Empty(t, res.Requests)
+	m := res.Metrics
+	assert.Zero(t, m.CompletedFraction)
+	assert.True(t, math.IsNaN(m.MeanTTFTS) && math.IsNaN(m.P95TPOTS) && math.IsNaN(m.TTFTViolationRate))
+	assert.Zero(t, m.EnergyJ)
+	assert.Zero(t, m.OutputThroughputTokensPerS)
+	assert.Zero(t, m.PeakPowerW)
+	assert.Equal(t, p.AmbientTemperatureC, m.PeakTemperatureC)
+	assert.Equal(t, WorkloadChecksum(nil), res.WorkloadChecksum)
+}
+
+func TestStepperAddRejectsLateOrUnsortedRequests(t *testing.T) {
+	p := NewPlant(profile.Default())
+	st := newTestStepper(t, p, "chunked", "max", Options{})
+	require.NoError(t, st.Add(Request{ID: 0, ArrivalTimeS: 0, PromptTokens: 10, OutputTokens: 5}))
+	require.EqualError(t, st.Add(Request{ID: 1, ArrivalTimeS: 0, PromptTokens: 0, OutputTokens: 5}), "request 1: token counts must be positive")
+	for range 3 {
+		_, err := st.Step()
+		require.NoError(t, err)
+	}
+	// The last step started at 0.2 s: a request arriving by then is late.
+	require.ErrorContains(t, st.Add(Request{ID: 2, ArrivalTimeS: 0.2, PromptTokens: 1, OutputTokens: 1}), "request 2 arrives at 0.2 s, before the next step")
+	require.NoError(t, st.Add(Request{ID: 3, ArrivalTimeS: 0.25, PromptTokens: 1, OutputTokens: 1}))
+	require.EqualError(t, st.Add(Request{ID: 4, ArrivalTimeS: 0.24, PromptTokens: 1, OutputTokens: 1}), "workload must be sorted by arrival_time_s")
+	assert.Equal(t, 2, st.Requests())
+}
+
+func TestStepperLoadIsTheObservedState(t *testing.T) {
+	p := NewPlant(profile.Default())
+	st := newTestStepper(t, p, "chunked", "max", Options{})
+	initial := st.Load()
+	assert.Equal(t, Load{TemperatureC: p.AmbientTemperatureC, ClockMHz: p.Profile.MinRealizedClockMHz()}, initial)
+	requests := smallWorkload(t)
+	added := 0
+	for step := 0; step < 300; step++ {
+		timeS := float64(step) * p.TimeStepS
+		for added < len(requests) && requests[added].ArrivalTimeS <= timeS+1e-12 {
+			require.NoError(t, st.Add(requests[added]))
+			added++
+		}
+		// Before the step: every added request has arrived; the load is
+		// what the step's observation will hold.
+		load := st.Load()
+		sim := st.sim
+		for sim.pending < len(sim.records) {
+			sim.queuedPrompt += sim.records[sim.pending].PromptTokens
+			sim.pending++
+		}
+		obs := sim.observe()
+		assert.Equal(t, obs.PrefillQueue, load.QueuedRequests)
+		assert.Equal(t, obs.DecodeActive, load.ActiveDecodes)
+		assert.Equal(t, obs.KVTokens, load.KVTokens)
+		assert.Equal(t, obs.PrefillRemainingTokens, load.QueuedPromptTokens)
+		assert.Equal(t, obs.TemperatureC, load.TemperatureC)
+		assert.Equal(t, obs.PreviousClockMHz, load.ClockMHz)
+		_, err := st.Step()
+		require.NoError(t, err)
+	}
+}
+
+func TestStepperStepAllocatesNothing(t *testing.T) {
+	requests := smallWorkload(t)
+	p := NewPlant(profile.Default())
+	for _, pol := range stepperPolicies {
+		st := newTestStepper(t, p, pol.sched, pol.ctrl, Options{Stride: 1})
+		for _, r := range requests {
+			require.NoError(t, st.Add(r))
+		}
+		allocs := testing.AllocsPerRun(2000, func() {
+			done, err := st.Step()
+			require.NoError(t, err)
+			require.False(t, done)
+			_ = st.Last()
+			_ = st.Load()
+		})
+		assert.Zerof(t, allocs, "%v: allocations per step", pol)
+	}
+}
