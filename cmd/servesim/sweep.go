@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"runtime"
@@ -406,9 +407,12 @@ func (p sweepProgress) finish() {
 }
 
 // runSweep runs the cells and writes each record as soon as it and the
-// records before it are done. The output is complete only at the end:
-// -o FILE appears then; an interrupted sweep keeps FILE.partial.
+// records before it are done, to stdout or -o (through writeResult, so a
+// regular file appears only when the sweep completes). An interrupted
+// sweep keeps what it wrote as FILE.partial.
 func runSweep(s *streams, o *sweepOptions) error {
+	interrupt := watchSignals(sweepGrace)
+	defer interrupt.release()
 	inputs := loadSweepInputs(s, o)
 	grid := newSweepGrid(o, inputs)
 	var resumed *recordIndex
@@ -421,46 +425,47 @@ func runSweep(s *streams, o *sweepOptions) error {
 		defer resumed.close()
 		toRun -= len(resumed.refs)
 	}
-	sink, err := openSweepSink(s, o.Output)
-	if err != nil {
-		return err
-	}
-	w, err := newSweepWriter(o, grid, sink, resumed)
-	if err != nil {
-		sink.discard()
-		return err
-	}
-	interrupt := watchSignals(sweepGrace)
-	defer interrupt.release()
-	progress := newSweepProgress(s, o, toRun)
-	err = sweep.Run(o.cellsToRun(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
-		return o.runCell(s, inputs, c)
-	}, func(c sweep.Cell, r sweepRun) error {
-		progress.increment()
-		return w.add(newSweepRecord(o, inputs, c, r))
-	})
-	progress.finish()
-	stopped := errors.Is(err, sweep.ErrStopped)
-	if err == nil || stopped {
-		err = w.finish(!stopped)
-	}
-	if err != nil {
-		sink.discard()
-		return err
-	}
-	if stopped {
-		where, resumable, err := sink.keepPartial()
+	var written, failed int
+	err := writeResult(s, o.Output, func(out io.Writer) error {
+		w, err := newSweepWriter(o, grid, out, resumed)
 		if err != nil {
 			return err
 		}
+		progress := newSweepProgress(s, o, toRun)
+		err = sweep.Run(o.cellsToRun(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
+			return o.runCell(s, inputs, c)
+		}, func(c sweep.Cell, r sweepRun) error {
+			progress.increment()
+			return w.add(newSweepRecord(o, inputs, c, r))
+		})
+		progress.finish()
+		stopped := errors.Is(err, sweep.ErrStopped)
+		if err == nil || stopped {
+			err = w.finish(!stopped)
+		}
+		written, failed = w.written, w.failed
+		if err != nil || !stopped {
+			return err
+		}
 		sig, _ := interrupt.signal().(syscall.Signal)
-		return interruptedError{sig: sig, written: w.written, total: o.shard.Len(), where: where, resumable: resumable && o.Format == "jsonl"}
+		stop := interruptedError{sig: sig, written: written, total: o.shard.Len(), where: "stdout"}
+		if o.Output.Path != "" && o.Output.Path != "-" {
+			if stop.where, stop.resumable, err = keepPartial(out, o.Output.Path); err != nil {
+				return err
+			}
+			stop.resumable = stop.resumable && o.Format == "jsonl"
+		}
+		return stop
+	})
+	var stop interruptedError
+	if errors.As(err, &stop) {
+		return stop // not "-o FILE: sweep interrupted"
 	}
-	if err := sink.commit(); err != nil {
+	if err != nil {
 		return err
 	}
-	if w.failed > 0 {
-		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", w.failed, w.written)}
+	if failed > 0 {
+		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, written)}
 	}
 	return nil
 }

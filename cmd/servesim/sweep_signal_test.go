@@ -214,3 +214,35 @@ func TestSweepShardsOnSchedulersMergeToTheWholeGrid(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepOutputTargets: -o goes through the output rules of every
+// command: an existing file keeps its mode, and a FIFO is written directly,
+// each record as it is done.
+func TestSweepOutputTargets(t *testing.T) {
+	grid := []string{"--max-elapsed", "20", "--controller", "max,min,reactive"}
+	whole := runSweepTo(t, grid...)
+	dir := t.TempDir()
+
+	file := filepath.Join(dir, "runs.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte("old\n"), 0o600))
+	runSweepTo(t, append(grid, "-o", file)...)
+	info, err := os.Stat(file)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the file's mode is kept")
+	got, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, string(whole), string(got))
+
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	read := make(chan []byte)
+	go func() {
+		data, _ := os.ReadFile(fifo) // opening waits for the writer
+		read <- data
+	}()
+	runSweepTo(t, append(grid, "-o", fifo)...)
+	assert.Equal(t, string(whole), string(<-read))
+	info, err = os.Lstat(fifo)
+	require.NoError(t, err)
+	assert.NotZero(t, info.Mode()&os.ModeNamedPipe, "the FIFO is still a FIFO")
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -13,107 +14,36 @@ import (
 	"servesim/internal/sweep"
 )
 
-// sweepSink is where a sweep writes its output as it goes: standard
-// output; or, for -o FILE, a temporary file in FILE's folder that becomes
-// FILE when the sweep completes and FILE.partial when it is interrupted
-// (FILE is never left half written); or, when FILE is a device or a FIFO,
-// FILE itself. Every write is one system call, so each record is out of
-// the process as soon as it is written.
-type sweepSink struct {
-	w      io.Writer
-	file   *os.File // the file written, nil for standard output
-	path   string   // -o as given
-	target string   // the file -o names, links followed
-	tmp    string   // the temporary file; "" when writing directly
-}
-
-// openSweepSink opens the sink of out.
-func openSweepSink(s *streams, out outputOptions) (*sweepSink, error) {
-	if out.Path == "" || out.Path == "-" {
-		return &sweepSink{w: s.Out}, nil
+// keepPartial keeps the records an interrupted sweep wrote to its -o
+// target as FILE.partial. out is what writeResult gave the sweep: for a
+// regular file, the temporary file that was to become FILE (package
+// outfile names it ".FILE.tmpNNN"), which it removes when the sweep
+// returns an error; its records are copied to FILE.partial, itself written
+// atomically. A device, FIFO or stream received the records already. It
+// returns where the records are and whether that is a file to resume from.
+func keepPartial(out io.Writer, path string) (where string, resumable bool, err error) {
+	tmp, ok := out.(*os.File)
+	if !ok || !isTemporary(tmp.Name()) {
+		return path, false, nil
 	}
-	target := out.Path
-	if resolved, err := filepath.EvalSymlinks(target); err == nil {
-		target = resolved // a link is followed: the file it names is replaced, the link stays
-	}
-	if info, err := os.Stat(target); err == nil && !info.Mode().IsRegular() {
-		f, err := os.OpenFile(target, os.O_WRONLY, 0)
-		if err != nil {
-			return nil, fmt.Errorf("output %s: %w", out.Path, err)
-		}
-		return &sweepSink{w: f, file: f, path: out.Path}, nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp*")
+	records, err := os.Open(tmp.Name())
 	if err != nil {
-		return nil, fmt.Errorf("output %s: %w", out.Path, err)
+		return "", false, err
 	}
-	return &sweepSink{w: f, file: f, path: out.Path, target: target, tmp: f.Name()}, nil
+	defer records.Close()
+	partial := path + ".partial"
+	err = writeTarget("-o", partial, func(w io.Writer) error {
+		_, err := io.Copy(w, records)
+		return err
+	})
+	return partial, true, err
 }
 
-// Write writes p at once.
-func (k *sweepSink) Write(p []byte) (int, error) {
-	n, err := k.w.Write(p)
-	if err != nil {
-		err = fmt.Errorf("output %s: %w", k.name(), err)
-	}
-	return n, err
-}
-
-// name is what messages call the output.
-func (k *sweepSink) name() string {
-	if k.file == nil {
-		return "stdout"
-	}
-	return k.path
-}
-
-// commit ends a complete output: the temporary file becomes the target.
-func (k *sweepSink) commit() error {
-	return k.finish(func() error { return os.Rename(k.tmp, k.target) })
-}
-
-// keepPartial ends an interrupted output: the temporary file becomes
-// FILE.partial. It returns what holds the records written: "stdout",
-// FILE.partial, or the device or FIFO, and whether that is a file to
-// resume from.
-func (k *sweepSink) keepPartial() (where string, resumable bool, err error) {
-	if k.tmp == "" {
-		return k.name(), false, k.finish(nil)
-	}
-	partial := k.path + ".partial"
-	return partial, true, k.finish(func() error { return os.Rename(k.tmp, partial) })
-}
-
-// discard ends a failed output: the temporary file is removed.
-func (k *sweepSink) discard() {
-	if k.file != nil {
-		k.file.Close()
-	}
-	if k.tmp != "" {
-		os.Remove(k.tmp)
-	}
-}
-
-// finish closes the file and, for a temporary file, makes it readable and
-// moves it into place; on failure the temporary file is removed.
-func (k *sweepSink) finish(move func() error) error {
-	if k.file == nil {
-		return nil
-	}
-	err := k.file.Close()
-	if err == nil && k.tmp != "" {
-		err = os.Chmod(k.tmp, 0o644)
-		if err == nil {
-			err = move()
-		}
-	}
-	if err != nil {
-		if k.tmp != "" {
-			os.Remove(k.tmp)
-		}
-		return fmt.Errorf("output %s: %w", k.path, err)
-	}
-	return nil
+// isTemporary reports whether name is one of package outfile's temporary
+// files, ".BASE.tmpNNN".
+func isTemporary(name string) bool {
+	base := filepath.Base(name)
+	return strings.HasPrefix(base, ".") && strings.Contains(base, ".tmp")
 }
 
 // sweepGrace is how long an interrupted sweep waits for the runs under
@@ -133,9 +63,11 @@ type sweepInterrupt struct {
 }
 
 // watchSignals starts turning signals into a stop. The sweep takes
-// SIGINT and SIGTERM over while it runs (signal.Reset drops any earlier
-// handler), so that its end, not the default, decides what is written;
-// release gives them back.
+// SIGINT and SIGTERM over while it runs: signal.Reset drops the handler
+// main installs (exitOnSignal, which would end the process at once), so
+// that the sweep writes the runs under way and keeps its partial output;
+// release gives the signals their default behaviour back, just before the
+// process ends.
 func watchSignals(grace time.Duration) *sweepInterrupt {
 	in := &sweepInterrupt{start: make(chan struct{}), wait: make(chan struct{}), done: make(chan struct{}), signals: make(chan os.Signal, 2)}
 	signal.Reset(syscall.SIGINT, syscall.SIGTERM)
@@ -185,7 +117,7 @@ func (in *sweepInterrupt) release() {
 type interruptedError struct {
 	sig            syscall.Signal
 	written, total int
-	where          string // stdout, or the file holding the records
+	where          string // stdout, or the file that holds the records
 	resumable      bool   // the records can be resumed from where
 }
 

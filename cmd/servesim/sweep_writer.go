@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"iter"
 
 	"servesim/internal/sweep"
@@ -61,7 +62,7 @@ func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
 type sweepWriter struct {
 	o       *sweepOptions
 	grid    *sweepGrid
-	sink    *sweepSink
+	out     io.Writer // each record is one Write
 	csv     *csv.Writer
 	table   []sweepRecord
 	pareto  paretoTracker
@@ -72,11 +73,11 @@ type sweepWriter struct {
 	line    []byte
 }
 
-// newSweepWriter starts the output on sink: the CSV header, for CSV.
-func newSweepWriter(o *sweepOptions, grid *sweepGrid, sink *sweepSink, resumed *recordIndex) (*sweepWriter, error) {
-	w := &sweepWriter{o: o, grid: grid, sink: sink, resumed: resumed}
+// newSweepWriter starts the output on out: the CSV header, for CSV.
+func newSweepWriter(o *sweepOptions, grid *sweepGrid, out io.Writer, resumed *recordIndex) (*sweepWriter, error) {
+	w := &sweepWriter{o: o, grid: grid, out: out, resumed: resumed}
 	if o.Format == "csv" {
-		w.csv = csv.NewWriter(sink)
+		w.csv = csv.NewWriter(out)
 		if err := w.writeCSV(csvHeader(o.axes)); err != nil {
 			return nil, err
 		}
@@ -100,7 +101,7 @@ func (w *sweepWriter) add(r sweepRecord) error {
 		if w.line, err = appendJSONLine(w.line[:0], r.json(w.grid)); err != nil {
 			return internalError{fmt.Errorf("encoding a record: %w", err)}
 		}
-		_, err = w.sink.Write(w.line)
+		_, err = w.out.Write(w.line)
 	}
 	if err != nil {
 		return err
@@ -142,7 +143,7 @@ func (w *sweepWriter) resumedBefore(cell int) error {
 		if err != nil {
 			return inputError{fmt.Errorf("%s: %w", w.resumed.where(w.resumed.refs[w.next]), err)}
 		}
-		if _, err := w.sink.Write(w.line); err != nil {
+		if _, err := w.out.Write(w.line); err != nil {
 			return err
 		}
 		w.count(rec.failed)
@@ -165,14 +166,14 @@ func (w *sweepWriter) finish(complete bool) error {
 		if !complete {
 			pareto = nil
 		}
-		_, err := w.sink.Write([]byte(sweepTable(w.o.axes, w.table, pareto)))
+		_, err := w.out.Write([]byte(sweepTable(w.o.axes, w.table, pareto)))
 		return err
 	case w.o.Format == "jsonl" && complete:
 		line, err := appendJSONLine(w.line[:0], w.pareto.json())
 		if err != nil {
 			return internalError{fmt.Errorf("encoding the Pareto record: %w", err)}
 		}
-		_, err = w.sink.Write(line)
+		_, err = w.out.Write(line)
 		return err
 	}
 	return nil
