@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -79,4 +80,28 @@ func TestShardFromEnvCoversTheGrid(t *testing.T) {
 		}
 		assert.Len(t, seen, n, "array %v: every shard 1..%d once", a, n)
 	}
+}
+
+// FuzzShardFromEnv checks over any values of the variables that
+// ShardFromEnv either fails or returns a shard I of N with 1 <= I <= N.
+func FuzzShardFromEnv(f *testing.F) {
+	f.Add("3", "4", "0", "3", "1", "", "")
+	f.Add("15", "10", "10", "19", "", "", "")
+	f.Add("", "", "", "", "", "7", "8")
+	f.Add("8", "4", "0", "12", "4", "", "")
+	f.Add("-1", "99999999999999999999", "x", "3", "0", "1", "0")
+	f.Fuzz(func(t *testing.T, id, count, lo, hi, step, index, shards string) {
+		env := map[string]string{EnvSlurmTaskID: id, EnvSlurmTaskCount: count, EnvSlurmTaskMin: lo, EnvSlurmTaskMax: hi,
+			EnvSlurmTaskStep: step, EnvJobCompletionIndex: index, EnvShardCount: shards}
+		i, n, err := ShardFromEnv(func(name string) string { return env[name] })
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "--shard auto: ") {
+				t.Fatalf("error without its flag: %v", err)
+			}
+			return
+		}
+		if i < 1 || i > n {
+			t.Fatalf("shard %d/%d from %v", i, n, env)
+		}
+	})
 }
