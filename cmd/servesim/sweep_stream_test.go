@@ -121,7 +121,7 @@ func TestSweepRecordsIdentifyTheirGridAndInputs(t *testing.T) {
 	}
 	assert.Equal(t, whole[0]["grid_sha256"], records("--shard", "2/3")[0]["grid_sha256"], "a shard is of the same grid")
 	assert.Equal(t, 2.0, records("--ttft-slo", "2")[0]["ttft_slo_s"])
-	for _, other := range [][]string{{"--max-elapsed", "2"}, {"--ttft-slo", "2"}, {"--max-steps", "1e8"}} {
+	for _, other := range [][]string{{"--max-elapsed", "2"}, {"--ttft-slo", "2"}, {"--max-steps", "1e8"}, {"--exec-timeout", "3"}} {
 		assert.NotEqual(t, whole[0]["grid_sha256"], records(other...)[0]["grid_sha256"], "%v", other)
 	}
 	require.NoError(t, os.WriteFile(trace, []byte(traceCSV+"2023-11-16 18:15:51.0,10,20\n"), 0o644))

@@ -22,8 +22,9 @@ type sweepGrid struct {
 // newSweepGrid identifies the grid of o run on the inputs in: its digest
 // is the SHA-256 of its axes, the SHA-256 of every profile and trace (null
 // for one that did not load), the options that change a run or the Pareto
-// record (--max-elapsed, --max-steps, --ttft-slo, --tpot-slo) and the
-// servesim version; not the shard, so every shard of a grid has the same.
+// record (--max-elapsed, --max-steps, --exec-timeout, --ttft-slo,
+// --tpot-slo) and the servesim version; not the shard, so every shard of a
+// grid has the same.
 func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
 	axes := make([]orderedObject, len(o.axes))
 	for i, a := range o.axes {
@@ -47,7 +48,8 @@ func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
 	}
 	identity := orderedObject{
 		{"servesim_version", resolvedVersion()}, {"axes", axes}, {"profiles", profiles}, {"traces", traces},
-		{"max_elapsed_s", o.MaxElapsedS}, {"max_steps", o.MaxSteps}, {"ttft_slo_s", o.TTFTSLOS}, {"tpot_slo_s", o.TPOTSLOS},
+		{"max_elapsed_s", o.MaxElapsedS}, {"max_steps", o.MaxSteps}, {"exec_timeout_s", o.ExecTimeoutS},
+		{"ttft_slo_s", o.TTFTSLOS}, {"tpot_slo_s", o.TPOTSLOS},
 	}
 	line, _ := appendJSONLine(nil, identity) // strings and numbers always encode
 	sum := sha256.Sum256(line)
