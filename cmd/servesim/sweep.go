@@ -114,7 +114,7 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 		addListFlag(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
 	}
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
-	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time (default: the CPUs this process may use)")
+	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
 	f.StringVar(&opts.Format, "format", "jsonl", "output format: jsonl, csv or table")
 	f.Float64Var(&opts.TTFTSLOS, "ttft-slo", 0, "p95 TTFT objective in seconds for the best configuration (default: each profile's)")
 	f.Float64Var(&opts.TPOTSLOS, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
