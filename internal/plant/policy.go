@@ -90,14 +90,16 @@ type StaticBatch struct{}
 func (StaticBatch) Name() string { return "static_batch_scheduler" }
 
 // Schedule implements Scheduler.
-func (StaticBatch) Schedule(obs Observation) Action {
+func (s StaticBatch) Schedule(obs Observation) Action { return s.decide(&obs).action() }
+
+func (StaticBatch) decide(obs *Observation) decision {
 	switch {
 	case obs.PrefillQueue > 0:
-		return Action{Phase: profile.PhasePrefill}
+		return decidePrefill
 	case obs.DecodeActive > 0:
-		return Action{Phase: profile.PhaseDecode}
+		return decideDecode
 	}
-	return Action{Phase: profile.PhaseIdle}
+	return decideIdle
 }
 
 // ContinuousBatch gives active decodes strict priority, then admits another
@@ -108,14 +110,16 @@ type ContinuousBatch struct{}
 func (ContinuousBatch) Name() string { return "continuous_batch_scheduler" }
 
 // Schedule implements Scheduler.
-func (ContinuousBatch) Schedule(obs Observation) Action {
+func (s ContinuousBatch) Schedule(obs Observation) Action { return s.decide(&obs).action() }
+
+func (ContinuousBatch) decide(obs *Observation) decision {
 	switch {
 	case obs.DecodeActive > 0:
-		return Action{Phase: profile.PhaseDecode}
+		return decideDecode
 	case obs.PrefillQueue > 0:
-		return Action{Phase: profile.PhasePrefill}
+		return decidePrefill
 	}
-	return Action{Phase: profile.PhaseIdle}
+	return decideIdle
 }
 
 // ChunkedPrefillTokens is the chunked scheduler's prefill cap per step.
@@ -130,22 +134,23 @@ type ChunkedPrefill struct{}
 func (ChunkedPrefill) Name() string { return "chunked_prefill_scheduler" }
 
 // Schedule implements Scheduler.
-func (ChunkedPrefill) Schedule(obs Observation) Action {
-	chunk := Action{Phase: profile.PhasePrefill, MaxPrefillTokens: ChunkedPrefillTokens}
+func (s ChunkedPrefill) Schedule(obs Observation) Action { return s.decide(&obs).action() }
+
+func (ChunkedPrefill) decide(obs *Observation) decision {
 	if obs.DecodeActive == 0 && obs.PrefillQueue > 0 {
-		return chunk
+		return decideChunk
 	}
 	kvPressure := obs.KVTokens / obs.KVCapacityTokens
 	if obs.DecodeActive > 0 && (kvPressure >= 0.7 || obs.StepIndex%2 == 1) {
-		return Action{Phase: profile.PhaseDecode}
+		return decideDecode
 	}
 	if obs.PrefillQueue > 0 {
-		return chunk
+		return decideChunk
 	}
 	if obs.DecodeActive > 0 {
-		return Action{Phase: profile.PhaseDecode}
+		return decideDecode
 	}
-	return Action{Phase: profile.PhaseIdle}
+	return decideIdle
 }
 
 // MaxClock always requests the highest level (maximum_clock_controller).
@@ -155,7 +160,9 @@ type MaxClock struct{}
 func (MaxClock) Name() string { return "maximum_clock_controller" }
 
 // RequestClock implements ClockController.
-func (MaxClock) RequestClock(obs Observation) float64 {
+func (c MaxClock) RequestClock(obs Observation) float64 { return c.clock(&obs) }
+
+func (MaxClock) clock(obs *Observation) float64 {
 	return obs.ClockLevelsMHz[len(obs.ClockLevelsMHz)-1]
 }
 
@@ -167,7 +174,9 @@ type MinClock struct{}
 func (MinClock) Name() string { return "minimum_clock_controller" }
 
 // RequestClock implements ClockController.
-func (MinClock) RequestClock(obs Observation) float64 { return obs.ClockLevelsMHz[0] }
+func (c MinClock) RequestClock(obs Observation) float64 { return c.clock(&obs) }
+
+func (MinClock) clock(obs *Observation) float64 { return obs.ClockLevelsMHz[0] }
 
 // FixedClock always requests MHz (fixed_clock_controller).
 type FixedClock struct {
@@ -179,6 +188,8 @@ func (f FixedClock) Name() string { return "fixed_" + formatG(f.MHz) + "_mhz" }
 
 // RequestClock implements ClockController.
 func (f FixedClock) RequestClock(Observation) float64 { return f.MHz }
+
+func (f FixedClock) clock(*Observation) float64 { return f.MHz }
 
 // Level is the level of profile p that the plant runs for this request
 // before thermal and power protection: the highest level not above MHz,
@@ -214,7 +225,9 @@ type Reactive struct{}
 func (Reactive) Name() string { return "reactive_clock_controller" }
 
 // RequestClock implements ClockController.
-func (Reactive) RequestClock(obs Observation) float64 {
+func (c Reactive) RequestClock(obs Observation) float64 { return c.clock(&obs) }
+
+func (Reactive) clock(obs *Observation) float64 {
 	clocks := obs.ClockLevelsMHz
 	observed := obs.RealizedClockLevelsMHz
 	if len(observed) == 0 {
@@ -263,10 +276,12 @@ func NewSampleAndHold(inner ClockController, periodS float64) (*SampleAndHold, e
 func (s *SampleAndHold) Name() string { return "sampled_" + s.Inner.Name() }
 
 // RequestClock implements ClockController.
-func (s *SampleAndHold) RequestClock(obs Observation) float64 {
+func (s *SampleAndHold) RequestClock(obs Observation) float64 { return s.clock(&obs) }
+
+func (s *SampleAndHold) clock(obs *Observation) float64 {
 	control := int(math.Floor((obs.TimeS + 1e-12) / s.PeriodS))
 	if !s.started || control != s.lastControl {
-		s.held = s.Inner.RequestClock(obs)
+		s.held = requestClock(s.Inner, obs)
 		s.lastControl = control
 		s.started = true
 	}

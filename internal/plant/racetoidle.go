@@ -21,7 +21,9 @@ func (r RaceToIdle) Name() string {
 }
 
 // RequestClock implements ClockController.
-func (r RaceToIdle) RequestClock(obs Observation) float64 {
+func (r RaceToIdle) RequestClock(obs Observation) float64 { return r.clock(&obs) }
+
+func (r RaceToIdle) clock(obs *Observation) float64 {
 	levels := obs.ClockLevelsMHz
 	switch {
 	case obs.PrefillQueue == 0 && obs.DecodeActive == 0:

@@ -71,7 +71,7 @@ type stepSample struct {
 	requestedClockMHz float64
 	realizedClockMHz  float64
 	energyJ           float64
-	phase             profile.Phase
+	phase             stepPhase
 	cumulativePrefill float64
 	cumulativeDecode  float64
 }
@@ -107,7 +107,7 @@ func (t *Trajectory) append(s *stepSample) {
 	t.RequestedClockMHz = append(t.RequestedClockMHz, s.requestedClockMHz)
 	t.RealizedClockMHz = append(t.RealizedClockMHz, s.realizedClockMHz)
 	t.EnergyJ = append(t.EnergyJ, s.energyJ)
-	t.Phase = append(t.Phase, s.phase)
+	t.Phase = append(t.Phase, s.phase.name())
 	t.CumulativePrefillTokens = append(t.CumulativePrefillTokens, s.cumulativePrefill)
 	t.CumulativeDecodeTokens = append(t.CumulativeDecodeTokens, s.cumulativeDecode)
 }
@@ -126,7 +126,7 @@ func (t *Trajectory) sample(i int) stepSample {
 		requestedClockMHz: t.RequestedClockMHz[i],
 		realizedClockMHz:  t.RealizedClockMHz[i],
 		energyJ:           t.EnergyJ[i],
-		phase:             t.Phase[i],
+		phase:             phaseCode(t.Phase[i]),
 		cumulativePrefill: t.CumulativePrefillTokens[i],
 		cumulativeDecode:  t.CumulativeDecodeTokens[i],
 	}

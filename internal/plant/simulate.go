@@ -52,11 +52,11 @@ type clockLevel struct {
 }
 
 // power is the profile power of phase at this level.
-func (l *clockLevel) power(phase profile.Phase) float64 {
+func (l *clockLevel) power(phase stepPhase) float64 {
 	switch phase {
-	case profile.PhasePrefill:
+	case phasePrefill:
 		return l.prefillPower
-	case profile.PhaseDecode:
+	case phaseDecode:
 		return l.decodePower
 	}
 	return l.idlePower
@@ -71,6 +71,16 @@ type simulation struct {
 	plant      Plant
 	scheduler  Scheduler
 	controller ClockController
+	// builtinScheduler and builtinController are the scheduler and the
+	// controller when they are built in (nil otherwise): the step loop
+	// asks them without copying the observation, and without the sum of
+	// GeneratedDecodeTokens, which only other policies read
+	// (fullObservation).
+	builtinScheduler  builtinScheduler
+	builtinController builtinController
+	fullObservation   bool
+	// obs is the observation of the current step.
+	obs        Observation
 	levels     []clockLevel
 	clockMHz   []float64
 	realized   []float64
@@ -90,6 +100,7 @@ type simulation struct {
 
 	timeS             float64
 	step              int
+	kvTokens          float64 // KV-cache occupancy at the end of the last step (0 before the first)
 	temperatureC      float64
 	previousClockMHz  float64
 	previousPowerW    float64
@@ -216,6 +227,9 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	}
 	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
+	sim.builtinScheduler = builtinSchedule(s)
+	sim.builtinController = builtinClock(c)
+	sim.fullObservation = sim.builtinScheduler == nil || sim.builtinController == nil
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
 		sim.levels = append(sim.levels, clockLevel{
@@ -289,18 +303,24 @@ func (sim *simulation) activeOccupancy(total float64) float64 {
 	return total
 }
 
-// observe builds the observation at the start of the current step.
-func (sim *simulation) observe() Observation {
+// observe fills obs with the observation at the start of the current step.
+// Its KV occupancy is the one at the end of the last step: between two
+// steps only arrivals change the state, and an arrival holds no KV (it
+// adds exactly 0.0 to the sum). GeneratedDecodeTokens, a sum over the
+// decoding requests, is left zero unless a policy that reads it runs.
+func (sim *simulation) observe(obs *Observation) {
 	generated := 0.0
-	for _, i := range sim.active {
-		generated += sim.progress[i].generated
+	if sim.fullObservation {
+		for _, i := range sim.active {
+			generated += sim.progress[i].generated
+		}
 	}
-	obs := Observation{
+	*obs = Observation{
 		TimeS:                  sim.timeS,
 		StepIndex:              sim.step,
 		PrefillQueue:           sim.pending - sim.head,
 		DecodeActive:           len(sim.active),
-		KVTokens:               sim.occupancy(),
+		KVTokens:               sim.kvTokens,
 		KVCapacityTokens:       sim.plant.KVCapacityTokens,
 		TemperatureC:           sim.temperatureC,
 		PreviousClockMHz:       sim.previousClockMHz,
@@ -317,7 +337,6 @@ func (sim *simulation) observe() Observation {
 		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-head.PromptTokens)
 		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.ArrivalTimeS)
 	}
-	return obs
 }
 
 // advance simulates one step. It reports whether the run is over.
@@ -332,30 +351,31 @@ func (sim *simulation) advance() (bool, error) {
 		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
 	}
-	obs := sim.observe()
+	obs := &sim.obs
+	sim.observe(obs)
 	sim.noteArrivals(arrived, obs.KVTokens)
-	action := sim.scheduler.Schedule(obs)
-	if err := action.Validate(); err != nil {
-		return true, fmt.Errorf("scheduler %s at step %d: %w", sim.scheduler.Name(), sim.step, err)
+	action, err := sim.schedule(obs)
+	if err != nil {
+		return true, err
 	}
-	requested := sim.controller.RequestClock(obs)
-	if !finite(requested) {
-		return true, fmt.Errorf("clock controller %s at step %d: returned a non-finite request", sim.controller.Name(), sim.step)
+	requested, err := sim.requestClock(obs)
+	if err != nil {
+		return true, err
 	}
 
 	queued := sim.head < sim.pending
 	decoding := len(sim.active) > 0
-	phase := action.Phase
-	if phase == profile.PhasePrefill && !queued {
-		phase = profile.PhaseIdle
+	phase := action.phase
+	if phase == phasePrefill && !queued {
+		phase = phaseIdle
 		if decoding {
-			phase = profile.PhaseDecode
+			phase = phaseDecode
 		}
 	}
-	if phase == profile.PhaseDecode && !decoding {
-		phase = profile.PhaseIdle
+	if phase == phaseDecode && !decoding {
+		phase = phaseIdle
 		if queued {
-			phase = profile.PhasePrefill
+			phase = phasePrefill
 		}
 	}
 	level, err := sim.realizeClock(requested, phase)
@@ -366,8 +386,8 @@ func (sim *simulation) advance() (bool, error) {
 	endS := sim.timeS + dt
 	prefillTime, decodeTime := 0.0, 0.0
 	switch phase {
-	case profile.PhasePrefill:
-		budget := pyMin(level.prefillRate*dt, action.prefillCap())
+	case phasePrefill:
+		budget := pyMin(level.prefillRate*dt, action.prefillCap)
 		served := sim.servePrefill(budget)
 		sim.cumulativePrefill += served
 		prefillTime = served / pyMax(level.prefillRate, 1e-12)
@@ -379,20 +399,20 @@ func (sim *simulation) advance() (bool, error) {
 		}
 		switch {
 		case served > 1e-12 && decodeTime > 1e-12:
-			phase = profile.PhaseInterleaved
+			phase = phaseInterleaved
 		case served > 1e-12:
-			phase = profile.PhasePrefill
+			phase = phasePrefill
 		case decodeTime > 1e-12:
-			phase = profile.PhaseDecode
+			phase = phaseDecode
 		default:
-			phase = profile.PhaseIdle
+			phase = phaseIdle
 		}
-	case profile.PhaseDecode:
+	case phaseDecode:
 		decoded := sim.serveDecode(level.decodeRate*dt, endS)
 		sim.cumulativeDecode += decoded
 		decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
 		if decoded <= 1e-12 {
-			phase = profile.PhaseIdle
+			phase = phaseIdle
 		}
 	}
 
@@ -402,6 +422,7 @@ func (sim *simulation) advance() (bool, error) {
 	equilibrium := p.AmbientTemperatureC + p.ThermalResistanceCPerW*power
 	sim.temperatureC = equilibrium + (sim.temperatureC-equilibrium)*sim.decay
 	sim.cumulativeEnergyJ += power * dt
+	sim.kvTokens = sim.occupancy()
 
 	sim.last = stepSample{
 		index:             sim.step,
@@ -409,7 +430,7 @@ func (sim *simulation) advance() (bool, error) {
 		prefillQueue:      sim.pending - sim.head,
 		decodeActive:      len(sim.active),
 		completed:         sim.completed,
-		kvTokens:          sim.occupancy(),
+		kvTokens:          sim.kvTokens,
 		temperatureC:      sim.temperatureC,
 		powerW:            power,
 		requestedClockMHz: requested,
@@ -436,7 +457,7 @@ func (sim *simulation) advance() (bool, error) {
 // runs (the reference's _realized_clock): quantized down, one level lower at
 // or above the thermal limit, and for an unmeasured profile lowered further
 // while the scheduled phase's power exceeds the power limit.
-func (sim *simulation) realizeClock(requested float64, phase profile.Phase) (*clockLevel, error) {
+func (sim *simulation) realizeClock(requested float64, phase stepPhase) (*clockLevel, error) {
 	index := sim.quantizedLevel(requested)
 	if sim.temperatureC >= sim.plant.ThermalLimitC {
 		index = max(0, index-1)

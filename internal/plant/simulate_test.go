@@ -235,6 +235,7 @@ func TestObservationMatchesTheReferenceSums(t *testing.T) {
 	requests := smallWorkload(t)
 	sim, err := startSimulation(requests, NewPlant(profile.Default()), ChunkedPrefill{}, Reactive{}, Options{Summary: true})
 	require.NoError(t, err)
+	sim.fullObservation = true // as for a policy that reads GeneratedDecodeTokens
 	checked := 0
 	for {
 		done, err := sim.advance()
@@ -244,7 +245,8 @@ func TestObservationMatchesTheReferenceSums(t *testing.T) {
 		}
 		// The state after a step is what the next step observes (before
 		// its arrivals, which the sums below leave out on both sides).
-		obs := sim.observe()
+		var obs Observation
+		sim.observe(&obs)
 		assert.Equal(t, sim.occupancy(), obs.KVTokens)
 		remaining, kv, oldest := 0.0, 0.0, math.Inf(1)
 		for i := sim.head; i < sim.pending; i++ {
@@ -287,20 +289,20 @@ func TestRealizeClock(t *testing.T) {
 		name         string
 		prof         *profile.Profile
 		requested    float64
-		phase        profile.Phase
+		phase        stepPhase
 		temperatureC float64
 		powerLimitW  float64
 		wantMHz      float64
 		wantRealized float64
 	}{
-		{"quantized down", profile.Default(), 1000, profile.PhaseIdle, 25, 64.8, 960, 960},
-		{"clamped below", profile.Default(), 1, profile.PhaseIdle, 25, 64.8, 420, 420},
-		{"thermal downshift", profile.Default(), 1000, profile.PhaseIdle, 75, 64.8, 690, 690},
-		{"governor lowers prefill", profile.Default(), 2040, profile.PhasePrefill, 25, 64.8, 1770, 1770},
-		{"governor lowers decode further", profile.Default(), 2040, profile.PhaseDecode, 25, 64.8, 1500, 1500},
-		{"governor stops at the bottom", profile.Default(), 2040, profile.PhasePrefill, 25, 1, 420, 420},
-		{"measured: no governor", measuredProfile(t), 2040, profile.PhasePrefill, 25, 1, 2040, 1950},
-		{"measured: thermal downshift", measuredProfile(t), 2040, profile.PhasePrefill, 80, 1, 1770, 1700},
+		{"quantized down", profile.Default(), 1000, phaseIdle, 25, 64.8, 960, 960},
+		{"clamped below", profile.Default(), 1, phaseIdle, 25, 64.8, 420, 420},
+		{"thermal downshift", profile.Default(), 1000, phaseIdle, 75, 64.8, 690, 690},
+		{"governor lowers prefill", profile.Default(), 2040, phasePrefill, 25, 64.8, 1770, 1770},
+		{"governor lowers decode further", profile.Default(), 2040, phaseDecode, 25, 64.8, 1500, 1500},
+		{"governor stops at the bottom", profile.Default(), 2040, phasePrefill, 25, 1, 420, 420},
+		{"measured: no governor", measuredProfile(t), 2040, phasePrefill, 25, 1, 2040, 1950},
+		{"measured: thermal downshift", measuredProfile(t), 2040, phasePrefill, 80, 1, 1770, 1700},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -171,7 +171,8 @@ func TestStepperLoadIsTheObservedState(t *testing.T) {
 			sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 			sim.pending++
 		}
-		obs := sim.observe()
+		var obs Observation
+		sim.observe(&obs)
 		assert.Equal(t, obs.PrefillQueue, load.QueuedRequests)
 		assert.Equal(t, obs.DecodeActive, load.ActiveDecodes)
 		assert.Equal(t, obs.KVTokens, load.KVTokens)

@@ -1,0 +1,126 @@
+package plant
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/profile"
+)
+
+// stepCostRequests are the workloads of BenchmarkStepCost, each a few
+// requests whose run is long: idle, two requests a day apart (almost every
+// step idle); decode, one request decoding for a long time (every step
+// serves one active request).
+var stepCostRequests = map[string][]Request{
+	"idle":   {{ID: 0, ArrivalTimeS: 0, PromptTokens: 10, OutputTokens: 2}, {ID: 1, ArrivalTimeS: oneDayS, PromptTokens: 10, OutputTokens: 2}},
+	"decode": {{ID: 0, ArrivalTimeS: 0, PromptTokens: 10, OutputTokens: 120_000}},
+}
+
+// BenchmarkStepCost is the cost of one step when a step does (almost)
+// nothing: the fixed cost of the step loop, in ns/step, under the
+// built-in policies and under policies the plant knows nothing about.
+func BenchmarkStepCost(b *testing.B) {
+	p := NewPlant(profile.Default())
+	p.MaxSimulationTimeS = 2 * oneDayS
+	for _, workload := range []string{"idle", "decode"} {
+		for _, policy := range []string{"chunked-max", "chunked-reactive", "user"} {
+			b.Run(workload+"/"+policy, func(b *testing.B) {
+				var s Scheduler = ChunkedPrefill{}
+				newController := func() ClockController { return MaxClock{} }
+				switch policy {
+				case "chunked-reactive":
+					newController = func() ClockController { return Reactive{} }
+				case "user":
+					s = userScheduler{ChunkedPrefill{}}
+					newController = func() ClockController { return userController{MaxClock{}} }
+				}
+				b.ReportAllocs()
+				steps := 0
+				cpu := processCPUTime()
+				for b.Loop() {
+					res, err := Simulate(stepCostRequests[workload], p, s, newController(), Options{Summary: true})
+					require.NoError(b, err)
+					steps += res.Steps
+				}
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
+				b.ReportMetric(float64((processCPUTime()-cpu).Nanoseconds())/float64(steps), "cpu-ns/step")
+			})
+		}
+	}
+}
+
+// userScheduler and userController hide a built-in policy's type from the
+// plant, as a policy of a user of the package would.
+type (
+	userScheduler  struct{ Scheduler }
+	userController struct{ ClockController }
+)
+
+// Sizes of BenchmarkSimulateScale, in requests: a day, ten days and fifty
+// days of the synthetic week's rate (27.3 million requests a week).
+var scaleRequests = []int{1_000_000, 10_000_000, 50_000_000}
+
+// weekRequestsPerS is the rate of the 27.3-million-request synthetic week.
+const weekRequestsPerS = 27.3e6 / (7 * oneDayS)
+
+// WeekTraceLike is CodeTraceLike at the rate of the Azure 2024 week-long
+// conversation trace (27.3 million requests in a week), with bursts
+// tightened so that the pause between them stays positive.
+func weekTraceLike(seed uint64) SyntheticTrace {
+	c := CodeTraceLike(seed, 1e12)
+	c.MeanRequestsPerS = weekRequestsPerS
+	c.BurstGapS = 0.01
+	return c
+}
+
+// BenchmarkSimulateScale simulates the first n requests of the synthetic
+// week, stretched to 70% load (NormalizeOfferedLoad 0.7), on one replica
+// with the embedded profile, chunked prefill and the maximum clock, summary
+// only: ns/request, ns/step and B/request (bytes allocated per request).
+// The largest size is skipped with -short.
+func BenchmarkSimulateScale(b *testing.B) {
+	prof := profile.Default()
+	for _, n := range scaleRequests {
+		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) {
+			if testing.Short() && n > 10_000_000 {
+				b.Skip("skipped with -short: 50 million requests")
+			}
+			requests := make([]Request, 0, n)
+			first := int64(-1)
+			weekTraceLike(1).Each(func(at int64, prompt, output int) bool {
+				if first < 0 {
+					first = at
+				}
+				requests = append(requests, Request{ID: len(requests), ArrivalTimeS: float64(at-first) / 1e6, PromptTokens: prompt, OutputTokens: output})
+				return len(requests) < n
+			})
+			_, err := NormalizeOfferedLoadInPlace(requests, prof, 0.7)
+			require.NoError(b, err)
+			p := NewPlant(prof)
+			p.MaxSimulationTimeS = 2 * requests[n-1].ArrivalTimeS
+			opt := Options{Summary: true, MaxSteps: 1e12}
+			b.ReportAllocs()
+			steps := 0
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			cpu := processCPUTime()
+			for b.Loop() {
+				res, err := Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, opt)
+				require.NoError(b, err)
+				require.Equal(b, 0.0, res.Metrics.UnfinishedRequestsAtEnd)
+				steps += res.Steps
+			}
+			cpuNs := float64((processCPUTime() - cpu).Nanoseconds())
+			runtime.ReadMemStats(&after)
+			perRun := float64(b.N)
+			b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/perRun/float64(n), "B/request")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/perRun/float64(n), "ns/request")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(steps), "ns/step")
+			b.ReportMetric(cpuNs/float64(steps), "cpu-ns/step")
+			b.ReportMetric(float64(steps)/perRun, "steps")
+		})
+	}
+}
