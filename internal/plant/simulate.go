@@ -71,6 +71,12 @@ type simulation struct {
 	plant      Plant
 	scheduler  Scheduler
 	controller ClockController
+	levels     []clockLevel
+	clockMHz   []float64
+	realized   []float64
+	measured   bool
+	decay      float64
+
 	// builtinScheduler and builtinController are the scheduler and the
 	// controller when they are built in (nil otherwise): the step loop
 	// asks them without copying the observation, and without the sum of
@@ -80,12 +86,7 @@ type simulation struct {
 	builtinController builtinController
 	fullObservation   bool
 	// obs is the observation of the current step.
-	obs        Observation
-	levels     []clockLevel
-	clockMHz   []float64
-	realized   []float64
-	measured   bool
-	decay      float64
+	obs Observation
 
 	records      []RequestRecord
 	progress     []requestProgress
