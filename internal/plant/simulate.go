@@ -49,6 +49,9 @@ type clockLevel struct {
 	prefillPower float64
 	decodePower  float64
 	idlePower    float64
+	// idleStepPower is the power of a step that idles throughout:
+	// stepPower(0, 0, time step).
+	idleStepPower float64
 }
 
 // power is the profile power of phase at this level.
@@ -85,6 +88,9 @@ type simulation struct {
 	builtinScheduler  builtinScheduler
 	builtinController builtinController
 	fullObservation   bool
+	// idleFast says that a step with nothing queued or decoding may take
+	// the idle path (advanceIdle): the policies are built in.
+	idleFast bool
 	// obs is the observation of the current step.
 	obs Observation
 
@@ -231,6 +237,10 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	sim.builtinScheduler = builtinSchedule(s)
 	sim.builtinController = builtinClock(c)
 	sim.fullObservation = sim.builtinScheduler == nil || sim.builtinController == nil
+	sim.idleFast = !sim.fullObservation
+	sim.obs.KVCapacityTokens = p.KVCapacityTokens
+	sim.obs.ClockLevelsMHz = sim.clockMHz
+	sim.obs.RealizedClockLevelsMHz = sim.realized
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
 		sim.levels = append(sim.levels, clockLevel{
@@ -243,6 +253,8 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 			decodePower:  prof.Power(profile.PhaseDecode, mhz),
 			idlePower:    prof.Power(profile.PhaseIdle, mhz),
 		})
+		level := &sim.levels[len(sim.levels)-1]
+		level.idleStepPower = level.stepPower(0, 0, p.TimeStepS)
 	}
 	return sim, nil
 }
@@ -309,6 +321,8 @@ func (sim *simulation) activeOccupancy(total float64) float64 {
 // steps only arrivals change the state, and an arrival holds no KV (it
 // adds exactly 0.0 to the sum). GeneratedDecodeTokens, a sum over the
 // decoding requests, is left zero unless a policy that reads it runs.
+// The fields that never change (the capacity and the levels) are set once,
+// by newSimulation.
 func (sim *simulation) observe(obs *Observation) {
 	generated := 0.0
 	if sim.fullObservation {
@@ -316,22 +330,18 @@ func (sim *simulation) observe(obs *Observation) {
 			generated += sim.progress[i].generated
 		}
 	}
-	*obs = Observation{
-		TimeS:                  sim.timeS,
-		StepIndex:              sim.step,
-		PrefillQueue:           sim.pending - sim.head,
-		DecodeActive:           len(sim.active),
-		KVTokens:               sim.kvTokens,
-		KVCapacityTokens:       sim.plant.KVCapacityTokens,
-		TemperatureC:           sim.temperatureC,
-		PreviousClockMHz:       sim.previousClockMHz,
-		PreviousPowerW:         sim.previousPowerW,
-		ClockLevelsMHz:         sim.clockMHz,
-		ArrivedRequests:        sim.pending,
-		CompletedRequests:      sim.completed,
-		RealizedClockLevelsMHz: sim.realized,
-		GeneratedDecodeTokens:  generated,
-	}
+	obs.TimeS = sim.timeS
+	obs.StepIndex = sim.step
+	obs.PrefillQueue = sim.pending - sim.head
+	obs.DecodeActive = len(sim.active)
+	obs.KVTokens = sim.kvTokens
+	obs.TemperatureC = sim.temperatureC
+	obs.PreviousClockMHz = sim.previousClockMHz
+	obs.PreviousPowerW = sim.previousPowerW
+	obs.ArrivedRequests = sim.pending
+	obs.CompletedRequests = sim.completed
+	obs.GeneratedDecodeTokens = generated
+	obs.PrefillRemainingTokens, obs.OldestPrefillAgeS = 0, 0
 	if sim.head < sim.pending {
 		head := &sim.records[sim.head]
 		// Only the head can be partly prefilled; the rest are whole prompts.
@@ -351,6 +361,9 @@ func (sim *simulation) advance() (bool, error) {
 	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
 		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
+	}
+	if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 {
+		return sim.advanceIdle()
 	}
 	obs := &sim.obs
 	sim.observe(obs)
@@ -417,31 +430,27 @@ func (sim *simulation) advance() (bool, error) {
 		}
 	}
 
-	idleTime := pyMax(0, dt-prefillTime-decodeTime)
-	energy := level.prefillPower*prefillTime + level.decodePower*decodeTime + level.idlePower*idleTime
-	power := energy / dt
-	equilibrium := p.AmbientTemperatureC + p.ThermalResistanceCPerW*power
-	sim.temperatureC = equilibrium + (sim.temperatureC-equilibrium)*sim.decay
-	sim.cumulativeEnergyJ += power * dt
+	power := level.stepPower(prefillTime, decodeTime, dt)
+	sim.heat(power)
 	sim.kvTokens = sim.occupancy()
 
-	sim.last = stepSample{
-		index:             sim.step,
-		timeS:             endS,
-		prefillQueue:      sim.pending - sim.head,
-		decodeActive:      len(sim.active),
-		completed:         sim.completed,
-		kvTokens:          sim.kvTokens,
-		temperatureC:      sim.temperatureC,
-		powerW:            power,
-		requestedClockMHz: requested,
-		realizedClockMHz:  level.realizedMHz,
-		energyJ:           sim.cumulativeEnergyJ,
-		phase:             phase,
-		cumulativePrefill: sim.cumulativePrefill,
-		cumulativeDecode:  sim.cumulativeDecode,
-	}
-	sim.stats.add(&sim.last)
+	// Field by field: a composite literal would be built aside and copied.
+	last := &sim.last
+	last.index = sim.step
+	last.timeS = endS
+	last.prefillQueue = sim.pending - sim.head
+	last.decodeActive = len(sim.active)
+	last.completed = sim.completed
+	last.kvTokens = sim.kvTokens
+	last.temperatureC = sim.temperatureC
+	last.powerW = power
+	last.requestedClockMHz = requested
+	last.realizedClockMHz = level.realizedMHz
+	last.energyJ = sim.cumulativeEnergyJ
+	last.phase = phase
+	last.cumulativePrefill = sim.cumulativePrefill
+	last.cumulativeDecode = sim.cumulativeDecode
+	sim.stats.add(last)
 	if sim.keep && sim.step%sim.trace.Stride == 0 {
 		sim.trace.append(&sim.last)
 	}
@@ -452,6 +461,70 @@ func (sim *simulation) advance() (bool, error) {
 	sim.step++
 	finished := sim.pending == len(sim.records) && sim.head == sim.pending && len(sim.active) == 0
 	return finished, nil
+}
+
+// advanceIdle is advance for a step in which nothing is queued or
+// decoding, under built-in policies (idleFast): their scheduler would
+// choose the idle phase, so it is not asked, nothing is served and the
+// step's power is its level's idle power, computed once (idleStepPower).
+// The clock, the temperature, the energy and time itself still advance
+// step by step with the arithmetic of a busy step, so the run stays the
+// reference's bit for bit.
+func (sim *simulation) advanceIdle() (bool, error) {
+	obs := &sim.obs
+	sim.observe(obs)
+	requested, err := sim.requestClock(obs)
+	if err != nil {
+		return true, err
+	}
+	level, err := sim.realizeClock(requested, phaseIdle)
+	if err != nil {
+		return true, err
+	}
+	dt := sim.plant.TimeStepS
+	power := level.idleStepPower
+	sim.heat(power)
+	sim.kvTokens = 0 // nothing holds KV
+	// Field by field: a composite literal would be built aside and copied.
+	last := &sim.last
+	last.index = sim.step
+	last.timeS = sim.timeS + dt
+	last.prefillQueue, last.decodeActive = 0, 0
+	last.completed = sim.completed
+	last.kvTokens = 0
+	last.temperatureC = sim.temperatureC
+	last.powerW = power
+	last.requestedClockMHz = requested
+	last.realizedClockMHz = level.realizedMHz
+	last.energyJ = sim.cumulativeEnergyJ
+	last.phase = phaseIdle
+	last.cumulativePrefill = sim.cumulativePrefill
+	last.cumulativeDecode = sim.cumulativeDecode
+	sim.stats.add(last)
+	if sim.keep && sim.step%sim.trace.Stride == 0 {
+		sim.trace.append(&sim.last)
+	}
+	sim.previousClockMHz = level.realizedMHz
+	sim.previousPowerW = power
+	sim.timeS += dt
+	sim.step++
+	return sim.pending == len(sim.records), nil
+}
+
+// stepPower is the power drawn over a step of dt at this level that
+// prefills for prefillTime, decodes for decodeTime and idles the rest.
+func (l *clockLevel) stepPower(prefillTime, decodeTime, dt float64) float64 {
+	idleTime := pyMax(0, dt-prefillTime-decodeTime)
+	energy := l.prefillPower*prefillTime + l.decodePower*decodeTime + l.idlePower*idleTime
+	return energy / dt
+}
+
+// heat advances the temperature and the energy over a step drawing power.
+func (sim *simulation) heat(power float64) {
+	p := &sim.plant
+	equilibrium := p.AmbientTemperatureC + p.ThermalResistanceCPerW*power
+	sim.temperatureC = equilibrium + (sim.temperatureC-equilibrium)*sim.decay
+	sim.cumulativeEnergyJ += power * p.TimeStepS
 }
 
 // realizeClock resolves a requested clock to the profile level the plant
