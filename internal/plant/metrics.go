@@ -1,12 +1,6 @@
 package plant
 
-import (
-	"errors"
-	"math"
-	"slices"
-
-	"servesim/internal/numeric"
-)
+import "errors"
 
 // Metrics are the reference's ServingMetrics. A value that is undefined
 // because no request completed (a mean, a percentile or a violation rate of
@@ -114,11 +108,11 @@ func (a *stepStats) add(s *stepSample) {
 	}
 }
 
-// metrics combines the step statistics with the request records (the
-// reference's _metrics, its violation rates judged by slo, resolved) and
-// judges the records against slo (the slo block).
-func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics, SLOReport) {
-	m := RecordMetrics(records, p.ReportingHorizonS, func(int) (float64, float64) { return slo.TTFTS, slo.TPOTS })
+// metrics combines the step statistics with the request statistics (the
+// reference's _metrics, its violation rates judged by the SLO the requests
+// were added with) and the slo block.
+func (a *stepStats) metrics(requests *requestStats, p Plant) (Metrics, SLOReport) {
+	m := requests.metrics()
 	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
 	stall := 0.0
 	if a.activeSteps > 0 {
@@ -140,7 +134,7 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics,
 	m.DecodeStallFraction = stall
 	m.PeakQueuedRequests = a.peakQueued
 	m.PeakQueuedRequestsAtMinimumClock = peakQueuedAtMin
-	return m, EvaluateSLO(records, slo, duration)
+	return m, requests.sloReport(duration)
 }
 
 // RecordMetrics computes the metrics that depend on the request records
@@ -153,70 +147,12 @@ func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics,
 // and EnergyPerOutputTokenJ holds max(1, those tokens) (to divide the
 // energy by); the rest are zero, for the caller to fill.
 func RecordMetrics(records []RequestRecord, horizonS float64, slo func(i int) (ttftS, tpotS float64)) Metrics {
-	n, outputTokens := 0, 0
-	arrivedAtHorizon, completedAtHorizon := 0, 0
+	stats := newRequestStats(horizonS, SLO{}, len(records))
 	for i := range records {
-		r := &records[i]
-		if r.ArrivalTimeS <= horizonS {
-			arrivedAtHorizon++
-		}
-		if math.IsNaN(r.CompletionTimeS) {
-			continue
-		}
-		n++
-		if r.CompletionTimeS <= horizonS {
-			completedAtHorizon++
-		}
-		outputTokens += r.OutputTokens
+		ttftS, tpotS := slo(i)
+		stats.add(&records[i], ttftS, tpotS)
 	}
-	// One buffer holds each per-request series in turn: its mean is taken
-	// in request order (as numpy sums) and its violations are counted, then
-	// it is sorted in place for the percentile.
-	buffer := make([]float64, 0, n)
-	series := func(value func(r *RequestRecord) float64, limit func(i int) float64) (values []float64, violations float64) {
-		buffer = buffer[:0]
-		above := 0
-		for i := range records {
-			if r := &records[i]; !math.IsNaN(r.CompletionTimeS) {
-				v := value(r)
-				buffer = append(buffer, v)
-				if limit != nil && v > limit(i) {
-					above++
-				}
-			}
-		}
-		if len(buffer) == 0 {
-			return buffer, math.NaN() // np.mean of nothing
-		}
-		return buffer, float64(above) / float64(len(buffer))
-	}
-	ttft, ttftViolations := series(func(r *RequestRecord) float64 { return r.FirstTokenTimeS - r.ArrivalTimeS },
-		func(i int) float64 { limit, _ := slo(i); return limit })
-	meanTTFT := numeric.Mean(ttft)
-	slices.Sort(ttft)
-	p95TTFT := numeric.PercentileLinearSorted(ttft, 95)
-	tpot, tpotViolations := series(func(r *RequestRecord) float64 {
-		return (r.CompletionTimeS - r.FirstTokenTimeS) / float64(max(1, r.OutputTokens-1))
-	}, func(i int) float64 { _, limit := slo(i); return limit })
-	meanTPOT := numeric.Mean(tpot)
-	slices.Sort(tpot)
-	p95TPOT := numeric.PercentileLinearSorted(tpot, 95)
-	latency, _ := series(func(r *RequestRecord) float64 { return r.CompletionTimeS - r.ArrivalTimeS }, nil)
-	return Metrics{
-		CompletedFraction:                    float64(n) / float64(max(1, len(records))),
-		MeanTTFTS:                            meanTTFT,
-		P95TTFTS:                             p95TTFT,
-		MeanTPOTS:                            meanTPOT,
-		P95TPOTS:                             p95TPOT,
-		MeanLatencyS:                         numeric.Mean(latency),
-		OutputThroughputTokensPerS:           float64(outputTokens),
-		EnergyPerOutputTokenJ:                float64(max(1, outputTokens)),
-		TTFTViolationRate:                    ttftViolations,
-		TPOTViolationRate:                    tpotViolations,
-		UnfinishedRequestsAtReportingHorizon: float64(arrivedAtHorizon - completedAtHorizon),
-		UnfinishedRequestsAtEnd:              float64(len(records) - n),
-		ReportingHorizonS:                    horizonS,
-	}
+	return stats.metrics()
 }
 
 // ComputeMetrics recomputes the metrics of r from its stored trajectory and
@@ -235,6 +171,8 @@ func ComputeMetrics(r *Result, p Plant) (Metrics, error) {
 		s := r.sample(i)
 		stats.add(&s)
 	}
-	m, _ := stats.metrics(r.Requests, p, ProfileSLO(p.Profile))
+	requests := newRequestStats(p.ReportingHorizonS, ProfileSLO(p.Profile), len(r.Requests))
+	requests.addAll(r.Requests)
+	m, _ := stats.metrics(requests, p)
 	return m, nil
 }

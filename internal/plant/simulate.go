@@ -664,7 +664,9 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 // workload's.
 func (sim *simulation) result(checksum string, opt Options) *Result {
 	records := sim.records
-	metrics, slo := sim.stats.metrics(records, sim.plant, opt.SLO.OrProfile(sim.plant.Profile))
+	requests := newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), len(records))
+	requests.addAll(records)
+	metrics, slo := sim.stats.metrics(requests, sim.plant)
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),

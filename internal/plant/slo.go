@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 
-	"servesim/internal/numeric"
 	"servesim/internal/profile"
 )
 
@@ -109,45 +108,10 @@ type SLOReport struct {
 // EvaluateSLO judges records (every request of a run, completed or not)
 // against slo, resolved (no zero TTFTS or TPOTS), over a run of durationS
 // seconds: the slo block of a Result, for records gathered from anywhere
-// (the replicas of a fleet, say). The percentiles are found by selection
-// in one buffer, in linear time.
+// (the replicas of a fleet, say). The percentiles are found by selection,
+// in linear time.
 func EvaluateSLO(records []RequestRecord, slo SLO, durationS float64) SLOReport {
-	completed, met := 0, 0
-	for i := range records {
-		if r := &records[i]; r.Completed() {
-			completed++
-			if slo.Met(r) {
-				met++
-			}
-		}
-	}
-	buffer := make([]float64, 0, completed)
-	percentiles := func(value func(*RequestRecord) float64) Percentiles {
-		buffer = buffer[:0]
-		for i := range records {
-			if r := &records[i]; r.Completed() {
-				buffer = append(buffer, value(r))
-			}
-		}
-		return Percentiles{
-			P50: numeric.PercentileLinearSelect(buffer, 50),
-			P90: numeric.PercentileLinearSelect(buffer, 90),
-			P99: numeric.PercentileLinearSelect(buffer, 99),
-		}
-	}
-	report := SLOReport{
-		TTFTSLOS:            slo.TTFTS,
-		TPOTSLOS:            slo.TPOTS,
-		RequestsMeetingSLO:  met,
-		Attainment:          float64(met) / float64(max(1, len(records))),
-		GoodputRequestsPerS: float64(met) / durationS,
-		TTFTS:               percentiles((*RequestRecord).TTFTS),
-		TPOTS:               percentiles((*RequestRecord).TPOTS),
-		E2ES:                percentiles((*RequestRecord).LatencyS),
-	}
-	if slo.E2ES != 0 {
-		e2e := slo.E2ES
-		report.E2ESLOS = &e2e
-	}
-	return report
+	stats := newRequestStats(0, slo, len(records))
+	stats.addAll(records)
+	return stats.sloReport(durationS)
 }
