@@ -94,8 +94,21 @@ type simulation struct {
 	// obs is the observation of the current step.
 	obs Observation
 
+	// stream yields the requests not added yet (nil once it has ended, or
+	// when they are added by a Stepper); upcoming is its next request, due
+	// at upcomingS (+Inf without one).
+	stream    RequestStream
+	upcoming  Request
+	upcomingS float64
+	// compacting says that the run drops the records of completed
+	// requests to make room for new ones (makeRoom), after adding them to
+	// requests, the request statistics (nil when records are kept).
+	compacting bool
+	requests   *requestStats
+
 	records      []RequestRecord
 	progress     []requestProgress
+	dropped      int // records dropped from the front (compact)
 	pending      int
 	head         int
 	queuedPrompt int // prompt tokens of the queued requests
@@ -145,6 +158,9 @@ func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt O
 			break
 		}
 	}
+	if err := sim.drain(); err != nil {
+		return nil, err
+	}
 	return sim.result(WorkloadChecksum(requests), opt), nil
 }
 
@@ -185,15 +201,48 @@ func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController
 	if err := validateWorkload(requests); err != nil {
 		return nil, err
 	}
-	sim, err := newSimulation(p, s, c, opt, len(requests))
+	n := len(requests)
+	sim, err := newSimulation(p, s, c, opt, windowCapacity(opt, n))
 	if err != nil {
 		return nil, err
 	}
-	for _, r := range requests {
-		sim.add(r)
+	if err := sim.feed(&sliceStream{requests}, opt, n, requests[n-1].ArrivalTimeS); err != nil {
+		return nil, err
 	}
-	sim.reserveTrajectory()
 	return sim, nil
+}
+
+// compactWindow is the room a run that drops the records of completed
+// requests (Options.Summary) reserves for the records in flight at first,
+// and the least room it adds at once.
+const compactWindow = 1 << 12
+
+// windowCapacity is the room to reserve for the records of a run of n
+// requests under opt: all of them, unless the run drops the records of
+// completed requests.
+func windowCapacity(opt Options, n int) int {
+	if compacts(opt) {
+		return min(n, compactWindow)
+	}
+	return n
+}
+
+// compacts reports whether a run under opt drops the records of completed
+// requests: with Options.Summary, unless a request log needs them.
+func compacts(opt Options) bool { return opt.Summary && !opt.RequestLog }
+
+// feed makes stream the source of the run's requests: each is added when it
+// arrives (pull). n is the number of requests expected (0 if unknown) and
+// lastArrivalS the arrival of the last one (0 if unknown), which size the
+// request statistics and the trajectory.
+func (sim *simulation) feed(stream RequestStream, opt Options, n int, lastArrivalS float64) error {
+	sim.stream = stream
+	if compacts(opt) {
+		sim.compacting = true
+		sim.requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), n)
+	}
+	sim.reserveTrajectory(lastArrivalS)
+	return sim.fetch()
 }
 
 // newSimulation prepares a run on plant p with room for capacity requests;
@@ -228,6 +277,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		previousPowerW:   prof.Power(profile.PhaseIdle, prof.MinClockMHz()),
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
+		upcomingS:        math.Inf(1),
 	}
 	if opt.RequestLog {
 		sim.arrivalKV = make([]float64, 0, capacity)
@@ -261,6 +311,9 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 
 // add appends a request; it arrives after every request added before.
 func (sim *simulation) add(r Request) {
+	if sim.compacting && len(sim.records) == cap(sim.records) {
+		sim.makeRoom()
+	}
 	sim.records = append(sim.records, RequestRecord{
 		RequestID:       r.ID,
 		ArrivalTimeS:    r.ArrivalTimeS,
@@ -280,16 +333,12 @@ func (sim *simulation) add(r Request) {
 }
 
 // reserveTrajectory preallocates the trajectory of a run that keeps one:
-// room for twice the span of the arrivals added so far (a run rarely lasts
-// longer), within the step cap; a longer run grows the trajectory
+// room for twice the span of the arrivals (to lastArrivalS; a run rarely
+// lasts longer), within the step cap; a longer run grows the trajectory
 // geometrically, a few allocations in all.
-func (sim *simulation) reserveTrajectory() {
+func (sim *simulation) reserveTrajectory(lastArrivalS float64) {
 	if !sim.keep {
 		return
-	}
-	lastArrivalS := 0.0
-	if n := len(sim.records); n > 0 {
-		lastArrivalS = sim.records[n-1].ArrivalTimeS
 	}
 	sim.trace.reserve(preallocatedSamples(sim.plant, lastArrivalS, sim.trace.Stride))
 }
@@ -338,7 +387,7 @@ func (sim *simulation) observe(obs *Observation) {
 	obs.TemperatureC = sim.temperatureC
 	obs.PreviousClockMHz = sim.previousClockMHz
 	obs.PreviousPowerW = sim.previousPowerW
-	obs.ArrivedRequests = sim.pending
+	obs.ArrivedRequests = sim.dropped + sim.pending
 	obs.CompletedRequests = sim.completed
 	obs.GeneratedDecodeTokens = generated
 	obs.PrefillRemainingTokens, obs.OldestPrefillAgeS = 0, 0
@@ -356,6 +405,9 @@ func (sim *simulation) advance() (bool, error) {
 	dt := p.TimeStepS
 	if !(sim.timeS <= p.MaxSimulationTimeS+1e-12) {
 		return true, nil
+	}
+	if err := sim.pull(); err != nil {
+		return true, err
 	}
 	arrived := sim.pending
 	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
@@ -459,7 +511,7 @@ func (sim *simulation) advance() (bool, error) {
 	sim.previousPowerW = power
 	sim.timeS += dt
 	sim.step++
-	finished := sim.pending == len(sim.records) && sim.head == sim.pending && len(sim.active) == 0
+	finished := sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0
 	return finished, nil
 }
 
@@ -508,7 +560,7 @@ func (sim *simulation) advanceIdle() (bool, error) {
 	sim.previousPowerW = power
 	sim.timeS += dt
 	sim.step++
-	return sim.pending == len(sim.records), nil
+	return sim.pending == len(sim.records) && sim.stream == nil, nil
 }
 
 // stepPower is the power drawn over a step of dt at this level that
@@ -664,7 +716,10 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 // workload's.
 func (sim *simulation) result(checksum string, opt Options) *Result {
 	records := sim.records
-	requests := newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), len(records))
+	requests := sim.requests
+	if requests == nil {
+		requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), len(records))
+	}
 	requests.addAll(records)
 	metrics, slo := sim.stats.metrics(requests, sim.plant)
 	res := &Result{

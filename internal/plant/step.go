@@ -97,7 +97,11 @@ func (st *Stepper) Step() (done bool, err error) {
 		return true, nil
 	}
 	if !st.reserved {
-		sim.reserveTrajectory()
+		lastArrivalS := 0.0
+		if n := len(sim.records); n > 0 {
+			lastArrivalS = sim.records[n-1].ArrivalTimeS
+		}
+		sim.reserveTrajectory(lastArrivalS)
 		st.reserved = true
 	}
 	st.lastStartS = sim.timeS

@@ -1,0 +1,71 @@
+package plant
+
+import (
+	"math"
+	"slices"
+)
+
+// makeRoom makes room for one more record in a run that keeps no records
+// (Options.Summary) when the records held fill their arrays: it drops the
+// records of the completed requests at the front (those before the queue
+// head and before every decoding request), after adding them to the
+// request statistics, when they are at least half of the records held, and
+// otherwise doubles the arrays. The records held are then at most about
+// twice those of the requests in flight, and each record is moved at most
+// once on average. The indices of the queue and of the decoding requests
+// shift with the records.
+func (sim *simulation) makeRoom() {
+	first := sim.head
+	for _, i := range sim.active {
+		first = min(first, i)
+	}
+	if n := len(sim.records); first == 0 || 2*first < n {
+		sim.records = slices.Grow(sim.records, max(n, compactWindow))
+		sim.progress = slices.Grow(sim.progress, max(n, compactWindow))
+		return
+	}
+	judge := &sim.requests.judge
+	for i := range first {
+		sim.requests.add(&sim.records[i], judge.TTFTS, judge.TPOTS)
+	}
+	sim.records = sim.records[:copy(sim.records, sim.records[first:])]
+	sim.progress = sim.progress[:copy(sim.progress, sim.progress[first:])]
+	sim.head -= first
+	sim.pending -= first
+	for j := range sim.active {
+		sim.active[j] -= first
+	}
+	sim.dropped += first
+}
+
+// drain adds the requests that never arrived within the run (it ended at
+// MaxSimulationTimeS first): as records, or, in a run that drops its
+// records, to the request statistics after the records held. Simulate
+// calls it after the last step.
+func (sim *simulation) drain() error {
+	if sim.compacting {
+		sim.flush()
+	}
+	for !math.IsInf(sim.upcomingS, 1) {
+		sim.add(sim.upcoming)
+		if err := sim.fetch(); err != nil {
+			return err
+		}
+		if sim.compacting && len(sim.records) >= compactWindow {
+			sim.flush()
+		}
+	}
+	if sim.compacting {
+		sim.flush()
+	}
+	return nil
+}
+
+// flush adds every record held to the request statistics and drops it:
+// the end of a run that keeps no records.
+func (sim *simulation) flush() {
+	sim.requests.addAll(sim.records)
+	sim.dropped += len(sim.records)
+	sim.records, sim.progress = sim.records[:0], sim.progress[:0]
+	sim.head, sim.pending, sim.active = 0, 0, sim.active[:0]
+}
