@@ -37,7 +37,7 @@ type checkedStream struct {
 	stream   RequestStream
 	n        int
 	previous float64
-	seen     []uint64      // a bit per identifier below 64*len(seen)
+	seen     []uint64     // a bit per identifier below 64*len(seen)
 	sparse   map[int]bool // the identifiers above
 	err      error
 }
