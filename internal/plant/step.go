@@ -243,10 +243,12 @@ func (st *Stepper) Result() (*Result, Totals) {
 		totals.DurationS = sim.stats.lastTimeS - sim.stats.firstTimeS
 	}
 	records := sim.records
-	checksum := workloadChecksum(len(records), func(i int) (int, float64, int, int) {
+	var sum Checksum
+	for i := range records {
 		r := &records[i]
-		return r.RequestID, r.ArrivalTimeS, r.PromptTokens, r.OutputTokens
-	})
+		sum.Add(Request{ID: r.RequestID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens})
+	}
+	checksum := sum.Sum()
 	if sim.stats.steps == 0 {
 		// No step: nothing sampled, not even a last step.
 		res := sim.result(checksum, Options{Summary: true, SLO: st.opt.SLO})

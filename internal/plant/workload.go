@@ -326,41 +326,6 @@ func plainDecimal(text string) (int, bool) {
 	return n, err == nil
 }
 
-// WorkloadChecksum is the reference's workload_checksum: the SHA-256 of
-// "id,arrival(9 decimals),prompt,output" lines joined by newlines.
-func WorkloadChecksum(requests []Request) string {
-	return workloadChecksum(len(requests), func(i int) (int, float64, int, int) {
-		r := &requests[i]
-		return r.ID, r.ArrivalTimeS, r.PromptTokens, r.OutputTokens
-	})
-}
-
-// workloadChecksum is WorkloadChecksum of n requests, request i given by
-// request(i) as its id, arrival, prompt and output.
-func workloadChecksum(n int, request func(i int) (id int, arrivalS float64, prompt, output int)) string {
-	hash := sha256.New()
-	buf := make([]byte, 0, 8<<10)
-	for i := range n {
-		if len(buf) > cap(buf)-128 {
-			hash.Write(buf)
-			buf = buf[:0]
-		}
-		if i > 0 {
-			buf = append(buf, '\n')
-		}
-		id, arrivalS, prompt, output := request(i)
-		buf = strconv.AppendInt(buf, int64(id), 10)
-		buf = append(buf, ',')
-		buf = strconv.AppendFloat(buf, arrivalS, 'f', 9, 64)
-		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, int64(prompt), 10)
-		buf = append(buf, ',')
-		buf = strconv.AppendInt(buf, int64(output), 10)
-	}
-	hash.Write(buf)
-	return hex.EncodeToString(hash.Sum(nil))
-}
-
 // NormalizeOfferedLoad is the reference's normalize_offered_load: it dilates
 // arrival times once so that the isolated maximum-clock service demand is
 // targetUtilization of the trace span. It only dilates (factor
