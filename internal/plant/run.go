@@ -64,13 +64,7 @@ type Provenance struct {
 // returns or panics, and returns the controller's Close error, which says
 // why it stopped the run, in place of the run's.
 func Run(w Workload, cfg Config) (rep *Report, err error) {
-	if closer, ok := cfg.Controller.(io.Closer); ok {
-		defer func() {
-			if cerr := closer.Close(); cerr != nil {
-				rep, err = nil, cerr
-			}
-		}()
-	}
+	defer closeController(cfg.Controller, &rep, &err)
 	requests := w.Requests
 	var dilation *float64
 	if cfg.Normalize != 0 {
@@ -87,6 +81,23 @@ func Run(w Workload, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return newReport(res, dilation, w, len(w.Requests), cfg), nil
+}
+
+// closeController closes c when it is an io.Closer, and replaces the run's
+// report and error by its Close error when there is one: deferred by Run
+// and RunStream.
+func closeController(c ClockController, rep **Report, err *error) {
+	if closer, ok := c.(io.Closer); ok {
+		if cerr := closer.Close(); cerr != nil {
+			*rep, *err = nil, cerr
+		}
+	}
+}
+
+// newReport is the report of run res of cfg on workload w, of which loaded
+// requests were loaded, dilated by dilation (nil without normalization).
+func newReport(res *Result, dilation *float64, w Workload, loaded int, cfg Config) *Report {
 	prof := cfg.Plant.Profile
 	var fixedLevel *float64
 	if f, ok := cfg.Controller.(FixedClock); ok {
@@ -107,10 +118,10 @@ func Run(w Workload, cfg Config) (rep *Report, err error) {
 			MeasurementValidated: prof.MeasurementValid,
 			TracePath:            w.Source,
 			TraceSHA256:          w.SHA256,
-			RequestsLoaded:       len(w.Requests),
+			RequestsLoaded:       loaded,
 			ServesimVersion:      cfg.Version,
 			FixedClockLevelMHz:   fixedLevel,
 			RequestsSkipped:      w.Skipped,
 		},
-	}, nil
+	}
 }

@@ -357,20 +357,52 @@ func NormalizeFleetOfferedLoadInPlace(requests []Request, p *profile.Profile, ta
 	if len(requests) == 0 {
 		return 0, errors.New("workload must contain at least one request")
 	}
-	first := requests[0].ArrivalTimeS
-	span := pyMax(requests[len(requests)-1].ArrivalTimeS-first, 1e-9)
-	maxClock := p.MaxClockMHz()
-	prefillRate := p.Rate(profile.PhasePrefill, maxClock)
-	decodeRate := p.Rate(profile.PhaseDecode, maxClock)
-	isolated := 0.0
+	z := newNormalizer(p)
 	for _, r := range requests {
-		isolated += float64(r.PromptTokens)/prefillRate + float64(r.OutputTokens)/decodeRate
+		z.observe(r)
 	}
-	dilation := pyMax(1.0, isolated/span/targetUtilization/float64(max(1, replicas)))
+	dilation := z.factor(targetUtilization, replicas)
 	for i := range requests {
-		requests[i].ArrivalTimeS = (requests[i].ArrivalTimeS - first) * dilation
+		requests[i].ArrivalTimeS = z.dilate(requests[i].ArrivalTimeS, dilation)
 	}
 	return dilation, nil
+}
+
+// normalizer computes NormalizeFleetOfferedLoadInPlace's factor from the
+// requests it observes one at a time, in order, so that a workload read
+// twice (RunStream) is normalized as one held whole.
+type normalizer struct {
+	prefillRate, decodeRate float64 // at the profile's maximum clock
+	n                       int
+	first, last             float64 // arrival times
+	isolated                float64 // service time of every request alone at the maximum clock
+}
+
+func newNormalizer(p *profile.Profile) *normalizer {
+	maxClock := p.MaxClockMHz()
+	return &normalizer{prefillRate: p.Rate(profile.PhasePrefill, maxClock), decodeRate: p.Rate(profile.PhaseDecode, maxClock)}
+}
+
+// observe accounts for the next request.
+func (z *normalizer) observe(r Request) {
+	if z.n == 0 {
+		z.first = r.ArrivalTimeS
+	}
+	z.n++
+	z.last = r.ArrivalTimeS
+	z.isolated += float64(r.PromptTokens)/z.prefillRate + float64(r.OutputTokens)/z.decodeRate
+}
+
+// factor is the dilation factor for targetUtilization of replicas GPUs,
+// once at least one request was observed.
+func (z *normalizer) factor(targetUtilization float64, replicas int) float64 {
+	span := pyMax(z.last-z.first, 1e-9)
+	return pyMax(1.0, z.isolated/span/targetUtilization/float64(max(1, replicas)))
+}
+
+// dilate is arrivalS normalized by dilation.
+func (z *normalizer) dilate(arrivalS, dilation float64) float64 {
+	return (arrivalS - z.first) * dilation
 }
 
 // pyMax is Python's max(a, b): a unless b is greater.

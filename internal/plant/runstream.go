@@ -1,0 +1,92 @@
+package plant
+
+import "errors"
+
+// A WorkloadSource is a workload read while it is simulated (RunStream),
+// so that its requests need not all be held: a trace file of millions of
+// requests.
+type WorkloadSource interface {
+	// Read reads the workload from its start, calling emit with each
+	// request in order (as they would be in Workload.Requests), and stops
+	// at emit's first error, which it returns. It returns the workload's
+	// identity: its Source, SHA256 and Skipped, without Requests. Read
+	// may be called twice (RunStream normalizes in two passes).
+	Read(emit func(Request) error) (Workload, error)
+	// Estimate is the number of requests expected, or 0 when unknown:
+	// it sizes buffers, nothing else.
+	Estimate() int
+}
+
+// RunStream is Run for a workload read while it is simulated, with the same
+// report. The requests are read in a goroutine of their own, so that
+// reading, parsing and the workload checksum overlap with the simulation,
+// and are added to the run as they arrive: with Options.Summary (and no
+// request log), the memory of a run is that of the requests in flight plus
+// 24 bytes per request (the latencies its percentiles need), whatever the
+// length of the trace. With Config.Normalize the workload is read twice:
+// first for the dilation factor, then to simulate it.
+//
+// A request that fails the workload checks (see Simulate), or a read error,
+// ends the run with that error, maybe after some steps. Config's
+// NormalizeInPlace is irrelevant here.
+func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
+	defer closeController(cfg.Controller, &rep, &err)
+	expected, lastArrivalS := src.Estimate(), 0.0
+	var (
+		z        *normalizer
+		dilation *float64
+	)
+	if cfg.Normalize != 0 {
+		if !(cfg.Normalize > 0 && cfg.Normalize < 1) {
+			return nil, errors.New("target_utilization must lie strictly between zero and one")
+		}
+		z = newNormalizer(cfg.Plant.Profile)
+		if _, err := src.Read(func(r Request) error { z.observe(r); return nil }); err != nil {
+			return nil, err
+		}
+		if z.n == 0 {
+			return nil, errors.New("workload must contain at least one request")
+		}
+		factor := z.factor(cfg.Normalize, 1)
+		dilation = &factor
+		expected, lastArrivalS = z.n, z.dilate(z.last, factor)
+	}
+
+	var (
+		sum    Checksum
+		loaded int
+	)
+	requests := newPipe(func(emit func(Request) error) (Workload, error) {
+		return src.Read(func(r Request) error {
+			if z != nil {
+				r.ArrivalTimeS = z.dilate(r.ArrivalTimeS, *dilation)
+			}
+			sum.Add(r)
+			loaded++
+			return emit(r)
+		})
+	})
+	defer requests.Close()
+	opt := cfg.Options
+	sim, err := newSimulation(cfg.Plant, cfg.Scheduler, cfg.Controller, opt, windowCapacity(opt, expected))
+	if err != nil {
+		return nil, err
+	}
+	if err := sim.feed(&checkedStream{stream: requests}, opt, expected, lastArrivalS); err != nil {
+		return nil, err
+	}
+	for {
+		done, err := sim.advance()
+		if err != nil {
+			return nil, err
+		}
+		if done {
+			break
+		}
+	}
+	if err := sim.drain(); err != nil {
+		return nil, err
+	}
+	// The reader has returned: its checksum and count are final.
+	return newReport(sim.result(sum.Sum(), opt), dilation, requests.Workload(), loaded, cfg), nil
+}
