@@ -1,0 +1,218 @@
+package plant
+
+import "fmt"
+
+// MaxKVBlocks bounds the KV blocks of a plant with the prefix cache
+// (kv_capacity_tokens / kv_block_tokens): the block table and its hash
+// index are allocated up front, about 48 bytes a block, so 2^21 blocks take
+// about 100 MB. A default plant has 8192 blocks of 16 tokens.
+const MaxKVBlocks = 1 << 21
+
+// blockKey identifies what a KV block of a prompt holds: the tokens of a
+// prefix, so two requests whose blocks have the same key can share it.
+// kind says how the other fields read (see prefix.go).
+type blockKey struct {
+	id   uint64
+	pos  uint32
+	kind uint8
+}
+
+// kvEntry is one hashed block: a full prompt block registered under its
+// key. While some request holds it (refs > 0) it is live; otherwise it is
+// cached, on the LRU list, until evicted.
+type kvEntry struct {
+	key  blockKey
+	refs int32
+	// prev and next link the LRU list while refs == 0; next also links
+	// the free entries.
+	prev, next int32
+}
+
+// kvBlocks is the KV cache of a plant with the prefix cache, counted in
+// blocks: live blocks (held by some request: its private blocks and the
+// hashed blocks it references) and cached blocks (hashed blocks nobody
+// holds), with live + cached <= capacity at all times. Cached blocks are
+// evicted least recently used first when a request needs room.
+//
+// Every structure is allocated up front from the capacity: the entries,
+// the LRU list threaded through them, and an open-addressing hash index
+// (linear probing, at most half full, backward-shift deletion). No
+// operation allocates.
+type kvBlocks struct {
+	capacity  int // blocks
+	live      int // blocks some request holds
+	cached    int // hashed blocks nobody holds (the LRU list's length)
+	evictions int // cached blocks evicted so far
+
+	entries []kvEntry
+	free    int32 // first free entry, or -1
+	// lruHead is the least recently used cached entry, lruTail the most
+	// recently used; -1 when the list is empty.
+	lruHead, lruTail int32
+	// slots index the entries by key: entry index + 1, 0 for an empty
+	// slot. Its length is a power of two at least twice the capacity.
+	slots []int32
+	mask  uint64
+}
+
+// newKVBlocks returns an empty cache of capacity blocks, 1 <= capacity <=
+// MaxKVBlocks.
+func newKVBlocks(capacity int) (*kvBlocks, error) {
+	if capacity < 1 || capacity > MaxKVBlocks {
+		return nil, fmt.Errorf("%d KV blocks: expected 1 to %d", capacity, MaxKVBlocks)
+	}
+	size := 1
+	for size < 2*capacity {
+		size *= 2
+	}
+	b := &kvBlocks{
+		capacity: capacity,
+		entries:  make([]kvEntry, capacity),
+		slots:    make([]int32, size),
+		mask:     uint64(size - 1),
+		lruHead:  -1,
+		lruTail:  -1,
+	}
+	for i := range b.entries {
+		b.entries[i].next = int32(i + 1)
+	}
+	b.entries[capacity-1].next = -1
+	return b, nil
+}
+
+// available is the number of blocks a request can be given: the free ones
+// and the cached ones, which can be evicted.
+func (b *kvBlocks) available() int { return b.capacity - b.live }
+
+// home is the slot a key hashes to (the splitmix64 finalizer over its
+// fields).
+func (b *kvBlocks) home(k blockKey) uint64 {
+	x := k.id ^ (uint64(k.pos)<<8|uint64(k.kind))*0x9e3779b97f4a7c15
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x & b.mask
+}
+
+// find returns the entry holding key, or -1.
+func (b *kvBlocks) find(k blockKey) int32 {
+	for s := b.home(k); ; s = (s + 1) & b.mask {
+		e := b.slots[s]
+		if e == 0 {
+			return -1
+		}
+		if b.entries[e-1].key == k {
+			return e - 1
+		}
+	}
+}
+
+// register turns one of the live blocks into the hashed block of key k,
+// which must be absent, held once: the live count does not change.
+func (b *kvBlocks) register(k blockKey) {
+	e := b.free
+	b.free = b.entries[e].next
+	b.entries[e] = kvEntry{key: k, refs: 1, prev: -1, next: -1}
+	s := b.home(k)
+	for b.slots[s] != 0 {
+		s = (s + 1) & b.mask
+	}
+	b.slots[s] = e + 1
+}
+
+// acquire adds a holder to entry e; a cached entry becomes live.
+func (b *kvBlocks) acquire(e int32) {
+	entry := &b.entries[e]
+	if entry.refs == 0 {
+		b.unlink(e)
+		b.cached--
+		b.live++
+	}
+	entry.refs++
+}
+
+// release removes a holder from entry e; an entry nobody holds any more
+// becomes cached, the most recently used.
+func (b *kvBlocks) release(e int32) {
+	entry := &b.entries[e]
+	entry.refs--
+	if entry.refs > 0 {
+		return
+	}
+	entry.prev, entry.next = b.lruTail, -1
+	if b.lruTail >= 0 {
+		b.entries[b.lruTail].next = e
+	} else {
+		b.lruHead = e
+	}
+	b.lruTail = e
+	b.live--
+	b.cached++
+}
+
+// unlink takes entry e off the LRU list.
+func (b *kvBlocks) unlink(e int32) {
+	entry := &b.entries[e]
+	if entry.prev >= 0 {
+		b.entries[entry.prev].next = entry.next
+	} else {
+		b.lruHead = entry.next
+	}
+	if entry.next >= 0 {
+		b.entries[entry.next].prev = entry.prev
+	} else {
+		b.lruTail = entry.prev
+	}
+	entry.prev, entry.next = -1, -1
+}
+
+// allocate gives n new private blocks, n <= available(), evicting the least
+// recently used cached blocks as needed to keep live + cached within the
+// capacity.
+func (b *kvBlocks) allocate(n int) {
+	for b.live+b.cached+n > b.capacity {
+		b.evict()
+	}
+	b.live += n
+}
+
+// evict drops the least recently used cached block.
+func (b *kvBlocks) evict() {
+	e := b.lruHead
+	b.unlink(e)
+	b.remove(b.entries[e].key)
+	b.entries[e].next = b.free
+	b.free = e
+	b.cached--
+	b.evictions++
+}
+
+// remove deletes key k, which must be present, from the index, shifting
+// the entries after it back so that no probe sequence is broken.
+func (b *kvBlocks) remove(k blockKey) {
+	s := b.home(k)
+	for b.entries[b.slots[s]-1].key != k {
+		s = (s + 1) & b.mask
+	}
+	for {
+		b.slots[s] = 0
+		next := s
+		for {
+			next = (next + 1) & b.mask
+			e := b.slots[next]
+			if e == 0 {
+				return
+			}
+			// The entry at next may move to s unless its home lies
+			// cyclically in (s, next].
+			h := b.home(b.entries[e-1].key)
+			if s <= next && (h <= s || h > next) || s > next && h <= s && h > next {
+				b.slots[s] = e
+				s = next
+				break
+			}
+		}
+	}
+}
