@@ -251,9 +251,6 @@ type recomputeCharge struct {
 // newEngine returns the engine state of a run on p with options o (valid
 // and enabled), with room for capacity requests.
 func newEngine(p Plant, o EngineOptions, capacity int) (*engine, error) {
-	if err := o.Validate(p); err != nil {
-		return nil, err
-	}
 	e := &engine{
 		opt:            o,
 		preemption:     o.Preemption == PreemptionRecompute,

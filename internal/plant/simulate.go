@@ -210,6 +210,9 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 	}
+	if err := opt.Engine.Validate(p); err != nil {
+		return nil, err
+	}
 	if opt.Engine.Enabled() {
 		if sim.engine, err = newEngine(p, opt.Engine, capacity); err != nil {
 			return nil, err
