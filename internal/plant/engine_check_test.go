@@ -84,7 +84,7 @@ func checkBlocks(sim *simulation) error {
 	if c.live+c.cached > c.capacity || c.live < 0 || c.cached < 0 {
 		return fmt.Errorf("live %d + cached %d blocks: capacity %d", c.live, c.cached, c.capacity)
 	}
-	holders := map[int32]int32{}
+	holders := make([]int32, len(c.entries))
 	private := 0
 	for i := range e.reqs {
 		r := &e.reqs[i]
@@ -93,6 +93,9 @@ func checkBlocks(sim *simulation) error {
 		}
 		if want := e.blocksFor(sim.kvTokens(i)); r.blocks != want && !sim.records[i].Completed() {
 			return fmt.Errorf("request %d holds %d blocks for %v tokens, want %d", i, r.blocks, sim.kvTokens(i), want)
+		}
+		if want := min(sim.hashable(i), e.fullBlocks(sim.progress[i].promptProcessed)); r.blocks > 0 && r.hashed != want {
+			return fmt.Errorf("request %d: %d hashed blocks, %d whole hashable blocks prefilled", i, r.hashed, want)
 		}
 		private += r.blocks - r.hashed
 		for j := range r.hashed {
@@ -106,11 +109,8 @@ func checkBlocks(sim *simulation) error {
 	held, unheld := 0, 0
 	for idx := range c.entries {
 		entry := &c.entries[idx]
-		if entry.refs != holders[int32(idx)] {
-			if entry.refs == 0 && holders[int32(idx)] == 0 {
-				continue
-			}
-			return fmt.Errorf("entry %d: %d holders counted, %d referencing", idx, entry.refs, holders[int32(idx)])
+		if entry.refs != holders[idx] {
+			return fmt.Errorf("entry %d: %d holders counted, %d referencing", idx, entry.refs, holders[idx])
 		}
 	}
 	for s, v := range c.slots {

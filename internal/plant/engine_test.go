@@ -40,12 +40,23 @@ func longOutputs() []Request {
 	return requests
 }
 
+// kvStarved is n requests with outputs longer than their prompts, two a
+// second (BenchmarkSimulateKVStarved's workload).
+func kvStarved(n int) []Request {
+	requests := make([]Request, n)
+	for i := range requests {
+		requests[i] = Request{ID: i, ArrivalTimeS: float64(i) * 0.5, PromptTokens: 500 + 37*i%1000, OutputTokens: 500 + 71*i%1500}
+	}
+	return requests
+}
+
 // starvedPlant is the embedded proxy with 8192 tokens of KV and a small
-// decode reserve, so decoding outgrows the KV cache.
+// decode reserve, so decoding outgrows the KV cache, run for ten minutes.
 func starvedPlant() Plant {
 	p := NewPlant(profile.Default())
 	p.KVCapacityTokens = 8192
 	p.DecodeKVReserveTokensPerActive = 64
+	p.MaxSimulationTimeS = 600
 	return p
 }
 
@@ -85,6 +96,12 @@ func TestEngineInvariants(t *testing.T) {
 	for i := range loaded {
 		loaded[i].ArrivalTimeS /= 4
 	}
+	starved := kvStarved(100)
+	starvedPlant16k := starvedPlant()
+	starvedPlant16k.KVCapacityTokens = 16384
+	starvedPlant16k.MaxSimulationTimeS = 3600
+	starvedPlant16k600 := starvedPlant16k
+	starvedPlant16k600.MaxSimulationTimeS = 600
 	cases := []struct {
 		name     string
 		requests []Request
@@ -100,6 +117,11 @@ func TestEngineInvariants(t *testing.T) {
 		{"cache, loaded", loaded, starvedPlant(), EngineOptions{PrefixCache: true, SharedPrefixTokens: 256}, false},
 		{"cache and preemption, loaded", loaded, starvedPlant(), EngineOptions{PrefixCache: true, KVBlockTokens: 32, SharedPrefixTokens: 1000, Preemption: PreemptionRecompute}, false},
 		{"preemption, loaded", loaded, starvedPlant(), EngineOptions{Preemption: PreemptionRecompute}, false},
+		// Decoding fills the cache's last free blocks to the token
+		// (without preemption, until everything stalls).
+		{"cache only, starved", starved, starvedPlant16k600, EngineOptions{PrefixCache: true, SharedPrefixTokens: 1024}, false},
+		{"both, starved", starved, starvedPlant16k, EngineOptions{PrefixCache: true, SharedPrefixTokens: 1024, Preemption: PreemptionRecompute}, true},
+		{"preemption, starved", starved, starvedPlant16k, EngineOptions{Preemption: PreemptionRecompute}, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -182,18 +182,18 @@ func (b *kvBlocks) allocate(n int) {
 func (b *kvBlocks) evict() {
 	e := b.lruHead
 	b.unlink(e)
-	b.remove(b.entries[e].key)
+	b.remove(e)
 	b.entries[e].next = b.free
 	b.free = e
 	b.cached--
 	b.evictions++
 }
 
-// remove deletes key k, which must be present, from the index, shifting
-// the entries after it back so that no probe sequence is broken.
-func (b *kvBlocks) remove(k blockKey) {
-	s := b.home(k)
-	for b.entries[b.slots[s]-1].key != k {
+// remove deletes entry e from the index, shifting the entries after it
+// back so that no probe sequence is broken.
+func (b *kvBlocks) remove(e int32) {
+	s := b.home(b.entries[e].key)
+	for b.slots[s] != e+1 {
 		s = (s + 1) & b.mask
 	}
 	for {

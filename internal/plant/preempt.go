@@ -82,13 +82,7 @@ func (sim *simulation) preempt(i, position int) {
 func (sim *simulation) claimDecode(k int, served float64) float64 {
 	e := sim.engine
 	i := sim.active[k]
-	fits := func() bool {
-		if e.cache == nil {
-			return served <= e.capacityTokens-e.used
-		}
-		return e.blocksFor(sim.kvTokens(i)+served)-e.reqs[i].blocks <= e.cache.available()
-	}
-	for e.preemption && !fits() && sim.running() > 1 {
+	for e.preemption && !sim.fits(i, served) && sim.running() > 1 {
 		v, position := sim.victim()
 		sim.preempt(v, position)
 		if v == i {
@@ -101,12 +95,28 @@ func (sim *simulation) claimDecode(k int, served float64) float64 {
 		return served
 	}
 	r := &e.reqs[i]
-	kv := sim.kvTokens(i)
-	if !fits() {
-		served = pyMax(0, float64(r.blocks+e.cache.available())*e.blockTokens-kv)
+	if !sim.fits(i, served) {
+		served = pyMax(0, float64(r.blocks+e.cache.available())*e.blockTokens-sim.kvTokens(i))
 	}
-	need := e.blocksFor(kv+served) - r.blocks
+	need := sim.newBlocks(i, served)
 	e.cache.allocate(need)
 	r.blocks += need
 	return served
+}
+
+// fits reports whether request i can decode served more tokens in the KV
+// that is free.
+func (sim *simulation) fits(i int, served float64) bool {
+	e := sim.engine
+	if e.cache == nil {
+		return served <= e.capacityTokens-e.used
+	}
+	return sim.newBlocks(i, served) <= e.cache.available()
+}
+
+// newBlocks is the blocks request i needs to decode served more tokens,
+// computed as its KV will be after decoding them.
+func (sim *simulation) newBlocks(i int, served float64) int {
+	r := &sim.engine.reqs[i]
+	return sim.engine.blocksFor(sim.progress[i].promptProcessed+(r.decoded+served)) - r.blocks
 }

@@ -76,10 +76,19 @@ func (sim *simulation) blockKey(i, j int) blockKey {
 	return blockKey{id: uint64(i), pos: uint32(j), kind: keyOwn}
 }
 
-// blocksFor is the blocks holding tokens tokens: ceil(tokens / B), less a
-// 1e-9 block for the rounding of fluid tokens.
+// blocksFor is the blocks holding tokens tokens: ceil(tokens / B), with a
+// tolerance (1e-9 block and 1e-12 relative) for the rounding of fluid
+// tokens.
 func (e *engine) blocksFor(tokens float64) int {
-	return max(0, int(math.Ceil(tokens/e.blockTokens-1e-9)))
+	x := tokens / e.blockTokens
+	return max(0, int(math.Ceil(x-1e-9-1e-12*x)))
+}
+
+// fullBlocks is the whole blocks in tokens tokens: floor(tokens / B), with
+// blocksFor's tolerance.
+func (e *engine) fullBlocks(tokens float64) int {
+	x := tokens / e.blockTokens
+	return max(0, int(math.Floor(x+1e-9+1e-12*x)))
 }
 
 // lookUp starts request i's prefill pass: with the prefix cache, it takes
@@ -148,7 +157,7 @@ func (sim *simulation) prefillServe(i int, served float64) {
 	need := e.blocksFor(after) - r.blocks
 	e.cache.allocate(need)
 	r.blocks += need
-	for n := sim.hashable(i); r.hashed < n && float64(r.hashed+1) <= after/e.blockTokens+1e-9; r.hashed++ {
+	for n := min(sim.hashable(i), e.fullBlocks(after)); r.hashed < n; r.hashed++ {
 		k := sim.blockKey(i, r.hashed)
 		if entry := e.cache.find(k); entry >= 0 {
 			// Someone filled this prefix meanwhile: share theirs.
