@@ -8,6 +8,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/reqlog"
 )
 
 func init() {
@@ -26,7 +27,7 @@ type simulateOptions struct {
 	Summary     bool
 	// SLO holds --ttft-slo, --tpot-slo and --e2e-slo; zero where not given.
 	SLO plant.SLO
-	// Format is "json" or "table".
+	// Format is "json", "table" or "vllm-bench".
 	Format string
 	Output outputOptions
 	Plot   plotOptions
@@ -37,6 +38,8 @@ type simulateOptions struct {
 	MaxSteps float64
 	// ExecTimeoutS is --exec-timeout: the patience with an exec: controller.
 	ExecTimeoutS float64
+	// RequestLog is --request-log.
+	RequestLog requestLogOptions
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -88,7 +91,8 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	addSLOFlags(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
-	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
+	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
+	addRequestLogFlag(cmd, &opts.RequestLog)
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
@@ -120,8 +124,11 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
 		return err
 	}
-	if o.Format != "json" && o.Format != "table" {
-		return usageErrorf("--format %q: expected json or table", o.Format)
+	if o.Format != "json" && o.Format != "table" && o.Format != formatVLLMBench {
+		return usageErrorf("--format %q: expected json, table or %s", o.Format, formatVLLMBench)
+	}
+	if err := o.RequestLog.check(o.Output); err != nil {
+		return err
 	}
 	if err := checkSimulateWork(o); err != nil {
 		return err
@@ -170,6 +177,9 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return err
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromPlant(report.Log) }); err != nil {
+		return err
+	}
 	if o.Plot.Path != "" {
 		full := report.Result
 		if err := o.Plot.write(simulateFigure(report, &full, o)); err != nil {
@@ -177,8 +187,11 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		}
 		report.Result = *full.Thinned(o.Stride, o.Summary)
 	}
-	if o.Format == "table" {
+	switch o.Format {
+	case "table":
 		return writeBytes(s, o.Output, []byte(simulateTable(report)))
+	case formatVLLMBench:
+		return writePlantVLLMBench(s, o.Output, report)
 	}
 	return writeJSON(s, o.Output, report)
 }
@@ -187,7 +200,8 @@ func runSimulate(s *streams, o *simulateOptions) error {
 // step (the figure draws them all; the document is thinned afterwards as
 // --stride and --summary ask), else what --stride and --summary say.
 func (o *simulateOptions) plantOptions() plant.Options {
-	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO}
+	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
+		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench}
 	if o.Plot.Path != "" {
 		options.Stride, options.Summary = 1, false
 	}

@@ -26,6 +26,10 @@ type Options struct {
 	// Engine turns on the prefix cache and preemption; the zero value
 	// keeps the reference's plant.
 	Engine EngineOptions
+	// RequestLog keeps, whatever Summary says, what a per-request log
+	// needs: the request records and each request's KV-cache occupancy at
+	// the start of its arrival step (Result.Log), one float per request.
+	RequestLog bool
 }
 
 // requestProgress is a request's token progress during a simulation; its
@@ -85,6 +89,9 @@ type simulation struct {
 	completed    int
 	// engine is the state of the engine features, nil when all are off.
 	engine *engine
+	// arrivalKV[i] is the KV occupancy at the start of request i's arrival
+	// step; nil unless Options.RequestLog.
+	arrivalKV []float64
 
 	timeS             float64
 	step              int
@@ -218,6 +225,9 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 			return nil, err
 		}
 	}
+	if opt.RequestLog {
+		sim.arrivalKV = make([]float64, 0, capacity)
+	}
 	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
 	for _, mhz := range prof.ClockMHz {
@@ -253,6 +263,9 @@ func (sim *simulation) add(r Request) {
 	})
 	if sim.engine != nil {
 		sim.engine.add(r)
+	}
+	if sim.arrivalKV != nil {
+		sim.arrivalKV = append(sim.arrivalKV, 0)
 	}
 }
 
@@ -335,11 +348,13 @@ func (sim *simulation) advance() (bool, error) {
 	if !(sim.timeS <= p.MaxSimulationTimeS+1e-12) {
 		return true, nil
 	}
+	arrived := sim.pending
 	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
 		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
 	}
 	obs := sim.observe()
+	sim.noteArrivals(arrived, obs.KVTokens)
 	action := sim.scheduler.Schedule(obs)
 	if err := action.Validate(); err != nil {
 		return true, fmt.Errorf("scheduler %s at step %d: %w", sim.scheduler.Name(), sim.step, err)
@@ -592,6 +607,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		SLO:              slo,
 		Steps:            sim.stats.steps,
 		Engine:           sim.engineReport(),
+		Log:              sim.requestLog(),
 	}
 	if opt.Summary {
 		return res
