@@ -387,7 +387,29 @@ func (e *engine) chargeRecompute(rate float64, records []RequestRecord) {
 	e.recompute = e.recompute[:0]
 }
 
-// report is the engine block of the run.
+// kvCapacityTokens is the KV capacity, tokens: the plant's, or its whole
+// blocks with the prefix cache.
+func (sim *simulation) kvCapacityTokens() float64 {
+	if sim.engine == nil {
+		return sim.plant.KVCapacityTokens
+	}
+	return sim.engine.capacityTokens
+}
+
+// engineRecords are the requests' engine records, nil when the engine
+// features are off.
+func (sim *simulation) engineRecords() []EngineRecord {
+	if sim.engine == nil {
+		return nil
+	}
+	records := make([]EngineRecord, len(sim.engine.reqs))
+	for i := range sim.engine.reqs {
+		records[i] = sim.engine.reqs[i].EngineRecord
+	}
+	return records
+}
+
+// engineReport is the engine block of the run.
 func (sim *simulation) engineReport() *EngineReport {
 	e := sim.engine
 	if e == nil {
@@ -398,14 +420,13 @@ func (sim *simulation) engineReport() *EngineReport {
 		Preemption:         PreemptionNone,
 		PrefixCacheHitRate: math.NaN(),
 		Preemptions:        e.preemptions,
-		Requests:           make([]EngineRecord, len(e.reqs)),
+		Requests:           sim.engineRecords(),
 	}
 	if e.preemption {
 		rep.Preemption = PreemptionRecompute
 	}
-	for i := range e.reqs {
-		r := &e.reqs[i].EngineRecord
-		rep.Requests[i] = *r
+	for i := range rep.Requests {
+		r := &rep.Requests[i]
 		if r.Preemptions > 0 {
 			rep.PreemptedRequests++
 		}
