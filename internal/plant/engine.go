@@ -20,6 +20,9 @@ const (
 	PreemptionRecompute Preemption = "recompute"
 )
 
+// PreemptionNames are the names of the preemption policies.
+var PreemptionNames = []string{string(PreemptionNone), string(PreemptionRecompute)}
+
 // ParsePreemption returns the policy called name: none or recompute.
 func ParsePreemption(name string) (Preemption, error) {
 	switch p := Preemption(name); p {
@@ -70,8 +73,9 @@ func (o EngineOptions) Enabled() bool {
 	return o.PrefixCache || (o.Preemption != "" && o.Preemption != PreemptionNone)
 }
 
-// blockTokens is the block size in use.
-func (o EngineOptions) blockTokens() int {
+// BlockTokens is the block size in use: KVBlockTokens, or
+// DefaultKVBlockTokens for 0.
+func (o EngineOptions) BlockTokens() int {
 	if o.KVBlockTokens == 0 {
 		return DefaultKVBlockTokens
 	}
@@ -121,7 +125,7 @@ func (o EngineOptions) Validate(p Plant) error {
 	if o.SharedPrefixTokens < 0 {
 		return &EngineError{Field: FieldSharedPrefixTokens, Value: fmt.Sprint(o.SharedPrefixTokens), Reason: "expected a nonnegative number of tokens"}
 	}
-	b := o.blockTokens()
+	b := o.BlockTokens()
 	if b < 1 {
 		return &EngineError{Field: FieldKVBlockTokens, Value: fmt.Sprint(o.KVBlockTokens), Reason: "expected a positive number of tokens"}
 	}
@@ -260,7 +264,7 @@ func newEngine(p Plant, o EngineOptions, capacity int) (*engine, error) {
 		recompute:      make([]recomputeCharge, 0, min(p.MaxActiveRequests, capacity)+1),
 	}
 	if o.PrefixCache {
-		b := o.blockTokens()
+		b := o.BlockTokens()
 		blocks := int(p.KVCapacityTokens / float64(b))
 		cache, err := newKVBlocks(blocks)
 		if err != nil {
@@ -450,4 +454,36 @@ func (sim *simulation) engineReport() *EngineReport {
 		}
 	}
 	return rep
+}
+
+// SumEngineReports is the engine block of a fleet: the replicas' counts
+// summed, the hit rate of the sums, the options of the first (all replicas
+// share them) and no per-request records; nil when reports has no block.
+func SumEngineReports(reports []*EngineReport) *EngineReport {
+	var sum *EngineReport
+	for _, r := range reports {
+		if r == nil {
+			continue
+		}
+		if sum == nil {
+			first := *r
+			sum = &first
+			sum.Requests = nil
+			continue
+		}
+		sum.PrefixCachedTokens += r.PrefixCachedTokens
+		sum.PromptTokens += r.PromptTokens
+		sum.PrefixCacheEvictions += r.PrefixCacheEvictions
+		sum.Preemptions += r.Preemptions
+		sum.PreemptedRequests += r.PreemptedRequests
+		sum.RecomputedTokens += r.RecomputedTokens
+		sum.RecomputeTimeS += r.RecomputeTimeS
+		if r.PrefixSource == "hash_ids" {
+			sum.PrefixSource = r.PrefixSource
+		}
+	}
+	if sum != nil && sum.PrefixCache && sum.PromptTokens > 0 {
+		sum.PrefixCacheHitRate = sum.PrefixCachedTokens / float64(sum.PromptTokens)
+	}
+	return sum
 }
