@@ -117,9 +117,10 @@ func checkBlocks(sim *simulation) error {
 		if v == 0 {
 			continue
 		}
-		entry := &c.entries[v-1]
-		if c.find(entry.key) != v-1 {
-			return fmt.Errorf("slot %d: entry %d not found by its key", s, v-1)
+		e := int32(uint32(v)) - 1
+		entry := &c.entries[e]
+		if c.find(entry.key) != e {
+			return fmt.Errorf("slot %d: entry %d not found by its key", s, e)
 		}
 		if entry.refs > 0 {
 			held++

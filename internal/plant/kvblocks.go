@@ -49,9 +49,11 @@ type kvBlocks struct {
 	// lruHead is the least recently used cached entry, lruTail the most
 	// recently used; -1 when the list is empty.
 	lruHead, lruTail int32
-	// slots index the entries by key: entry index + 1, 0 for an empty
-	// slot. Its length is a power of two at least twice the capacity.
-	slots []int32
+	// slots index the entries by key: 0 for an empty slot, else the
+	// entry index + 1 in the low 32 bits and the high 32 bits of the key's
+	// hash above them, so that a probe reads an entry only when its hash
+	// matches. Its length is a power of two at least twice the capacity.
+	slots []uint64
 	mask  uint64
 }
 
@@ -68,7 +70,7 @@ func newKVBlocks(capacity int) (*kvBlocks, error) {
 	b := &kvBlocks{
 		capacity: capacity,
 		entries:  make([]kvEntry, capacity),
-		slots:    make([]int32, size),
+		slots:    make([]uint64, size),
 		mask:     uint64(size - 1),
 		lruHead:  -1,
 		lruTail:  -1,
@@ -84,27 +86,34 @@ func newKVBlocks(capacity int) (*kvBlocks, error) {
 // and the cached ones, which can be evicted.
 func (b *kvBlocks) available() int { return b.capacity - b.live }
 
-// home is the slot a key hashes to (the splitmix64 finalizer over its
-// fields).
-func (b *kvBlocks) home(k blockKey) uint64 {
+// hash mixes a key's fields (the splitmix64 finalizer).
+func hash(k blockKey) uint64 {
 	x := k.id ^ (uint64(k.pos)<<8|uint64(k.kind))*0x9e3779b97f4a7c15
 	x ^= x >> 30
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	x ^= x >> 31
-	return x & b.mask
+	return x
 }
+
+// home is the slot of hash h.
+func (b *kvBlocks) home(h uint64) uint64 { return h & b.mask }
+
+// slot is the slot value of entry e whose key has hash h.
+func slot(h uint64, e int32) uint64 { return h&^(1<<32-1) | uint64(e+1) }
 
 // find returns the entry holding key, or -1.
 func (b *kvBlocks) find(k blockKey) int32 {
-	for s := b.home(k); ; s = (s + 1) & b.mask {
-		e := b.slots[s]
-		if e == 0 {
+	h := hash(k)
+	high := h &^ (1<<32 - 1)
+	for s := b.home(h); ; s = (s + 1) & b.mask {
+		v := b.slots[s]
+		if v == 0 {
 			return -1
 		}
-		if b.entries[e-1].key == k {
-			return e - 1
+		if e := int32(uint32(v)) - 1; v&^(1<<32-1) == high && b.entries[e].key == k {
+			return e
 		}
 	}
 }
@@ -115,11 +124,12 @@ func (b *kvBlocks) register(k blockKey) {
 	e := b.free
 	b.free = b.entries[e].next
 	b.entries[e] = kvEntry{key: k, refs: 1, prev: -1, next: -1}
-	s := b.home(k)
+	h := hash(k)
+	s := b.home(h)
 	for b.slots[s] != 0 {
 		s = (s + 1) & b.mask
 	}
-	b.slots[s] = e + 1
+	b.slots[s] = slot(h, e)
 }
 
 // acquire adds a holder to entry e; a cached entry becomes live.
@@ -192,8 +202,9 @@ func (b *kvBlocks) evict() {
 // remove deletes entry e from the index, shifting the entries after it
 // back so that no probe sequence is broken.
 func (b *kvBlocks) remove(e int32) {
-	s := b.home(b.entries[e].key)
-	for b.slots[s] != e+1 {
+	h := hash(b.entries[e].key)
+	s := b.home(h)
+	for b.slots[s] != slot(h, e) {
 		s = (s + 1) & b.mask
 	}
 	for {
@@ -201,15 +212,16 @@ func (b *kvBlocks) remove(e int32) {
 		next := s
 		for {
 			next = (next + 1) & b.mask
-			e := b.slots[next]
-			if e == 0 {
+			v := b.slots[next]
+			if v == 0 {
 				return
 			}
 			// The entry at next may move to s unless its home lies
-			// cyclically in (s, next].
-			h := b.home(b.entries[e-1].key)
-			if s <= next && (h <= s || h > next) || s > next && h <= s && h > next {
-				b.slots[s] = e
+			// cyclically in (s, next]. Its home is its hash's low bits,
+			// which the slot does not keep: rehash its key.
+			home := b.home(hash(b.entries[int32(uint32(v))-1].key))
+			if s <= next && (home <= s || home > next) || s > next && home <= s && home > next {
+				b.slots[s] = v
 				s = next
 				break
 			}
