@@ -37,6 +37,8 @@ type capacityOptions struct {
 	Output      outputOptions
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant plant.Plant
+	// Engine holds the engine feature flags.
+	Engine engineFlags
 }
 
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
@@ -84,6 +86,7 @@ runs every group with N times its replicas.`,
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
+	addEngineFlags(cmd, &opts.Engine)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
@@ -124,7 +127,7 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
-	return nil
+	return o.Engine.check(cmd, o.Plant)
 }
 
 // capacityDocument is what `servesim capacity` writes.
@@ -176,7 +179,7 @@ func runCapacity(s *streams, o *capacityOptions) error {
 
 	study := fleet.Capacity{
 		Plant: o.Plant, Unit: unit, Router: o.Router, RouterSeed: o.RouterSeed,
-		Controllers: o.Controllers, SLO: o.SLO,
+		Controllers: o.Controllers, SLO: o.SLO, Engine: o.Engine.options(),
 		Search: fleet.CapacitySearch{Target: o.Attainment, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs},
 	}
 	var bar *progress.Bar

@@ -30,7 +30,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	assert.Equal(t, &capacityOptions{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
-		Format: "json", Plant: plant.NewPlant(nil),
+		Format: "json", Plant: plant.NewPlant(nil), Engine: engineFlags{Preemption: "none"},
 	}, o)
 }
 
@@ -38,7 +38,8 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 	o, code, stderr := parseCapacity(t, "--trace", "t.csv", "--fleet", "f.json", "--max-elapsed", "900",
 		"--ttft-slo", "2", "--tpot-slo", "0.2", "--e2e-slo", "30", "--attainment", "0.9", "--router", "random",
 		"--router-seed", "7", "--controller", "max,reactive", "--controller", "fixed:1500", "--scheduler", "static",
-		"--max-replicas", "64", "--jobs", "3", "--quiet", "--format", "table", "-o", "out.json", "--power-limit", "70")
+		"--max-replicas", "64", "--jobs", "3", "--quiet", "--format", "table", "-o", "out.json", "--power-limit", "70",
+		"--prefix-cache", "--kv-block-tokens", "8", "--shared-prefix-tokens", "100", "--preemption", "recompute")
 	require.Equal(t, exitOK, code, stderr)
 	p := plant.NewPlant(nil)
 	p.PowerLimitW = 70
@@ -47,6 +48,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 		Attainment: 0.9, Router: "random", RouterSeed: 7, Controllers: []string{"max", "reactive", "fixed:1500"},
 		Scheduler: "static", MaxReplicas: 64, Jobs: 3, Quiet: true, Format: "table",
 		Output: outputOptions{Path: "out.json"}, Plant: p,
+		Engine: engineFlags{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
 	}, o)
 }
 
