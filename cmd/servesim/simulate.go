@@ -19,6 +19,7 @@ func init() {
 type simulateOptions struct {
 	ProfilePath string
 	TracePath   string
+	Trace       traceOptions
 	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
 	Normalize   float64 // 0 when --normalize is not given
 	Scheduler   string
@@ -81,7 +82,8 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (a measured bundle is validated first; default: the embedded engineering proxy)")
-	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV TIMESTAMP,ContextTokens,GeneratedTokens, or - for stdin (default: the embedded synthetic trace)")
+	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
+	addTraceFlags(cmd, &opts.Trace)
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
@@ -231,5 +233,5 @@ func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
 	if o.TracePath == "" {
 		return plant.DefaultTrace(o.MaxElapsedS)
 	}
-	return loadTraceFile(s, o.TracePath, o.MaxElapsedS)
+	return loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
 }

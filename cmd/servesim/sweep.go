@@ -25,6 +25,7 @@ const embeddedDefault = "embedded"
 type sweepOptions struct {
 	Profiles    []string
 	Traces      []string
+	Trace       traceOptions // how to read the --trace files
 	Schedulers  []string
 	Controllers []string
 	Normalize   []string
@@ -89,7 +90,8 @@ lowest energy per output token (ties: the earlier run).`,
 	}
 	f := cmd.Flags()
 	addListFlag(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
-	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "Azure-format trace CSVs (embedded: the built-in synthetic trace)")
+	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
+	addTraceFlags(cmd, &opts.Trace)
 	addListFlag(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
 	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run)")
 	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
@@ -298,7 +300,7 @@ func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 		if path == embeddedDefault {
 			w, err = plant.DefaultTrace(o.MaxElapsedS)
 		} else {
-			w, err = loadTraceFile(s, path, o.MaxElapsedS)
+			w, err = loadTraceFile(s, path, o.MaxElapsedS, &o.Trace)
 		}
 		if err != nil {
 			in.workloadErrs[path] = err

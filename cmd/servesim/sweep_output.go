@@ -325,13 +325,3 @@ func sweepTable(axes []sweep.Axis, records []sweepRecord, groups []paretoGroup) 
 	}
 	return b.String()
 }
-
-// loadTraceFile reads an Azure-format trace from path ("-" is stdin).
-func loadTraceFile(s *streams, path string, maxElapsedS float64) (plant.Workload, error) {
-	in, name, err := openInput(path, s)
-	if err != nil {
-		return plant.Workload{}, fmt.Errorf("trace %s: %w", name, err)
-	}
-	defer in.Close()
-	return plant.LoadWorkload(in, name, maxElapsedS)
-}

@@ -131,6 +131,7 @@ func Run(w plant.Workload, cfg RunConfig) (*Report, error) {
 			TraceSHA256:          w.SHA256,
 			RequestsLoaded:       len(w.Requests),
 			ServesimVersion:      cfg.Version,
+			RequestsSkipped:      w.Skipped,
 		},
 		Result: res,
 	}
