@@ -12,6 +12,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
+	"servesim/internal/trace"
 )
 
 func init() {
@@ -174,7 +175,11 @@ func runCapacity(s *streams, o *capacityOptions) error {
 	if o.TracePath == "" {
 		workload, err = plant.DefaultTrace(o.MaxElapsedS)
 	} else {
-		workload, err = loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+		var t *trace.Trace
+		if t, err = openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace); err == nil {
+			workload = t.Workload
+			o.Engine.useHashIDs(t)
+		}
 	}
 	if err != nil {
 		return err

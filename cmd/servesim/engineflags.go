@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"servesim/internal/plant"
+	"servesim/internal/trace"
 )
 
 // engineFlags are the engine feature flags: --prefix-cache,
@@ -15,6 +16,9 @@ type engineFlags struct {
 	KVBlockTokens      int // 0: plant.DefaultKVBlockTokens
 	SharedPrefixTokens int
 	Preemption         string
+	// hashIDs are the block hash ids of the trace's requests, nil for a
+	// trace without any.
+	hashIDs plant.HashIDSource
 }
 
 // addEngineFlags binds the engine flags to o.
@@ -60,12 +64,25 @@ func (o *engineFlags) check(cmd *cobra.Command, p plant.Plant) error {
 	return nil
 }
 
-// options are the plant's engine options of the flags.
+// useHashIDs gives the prefix cache the hash ids of t's requests, when t
+// is a Mooncake trace (which has them).
+func (o *engineFlags) useHashIDs(t *trace.Trace) {
+	if t.Format == trace.Mooncake {
+		o.hashIDs = t
+	}
+}
+
+// options are the plant's engine options of the flags: with the prefix
+// cache, the trace's hash ids (useHashIDs) when it has some.
 func (o *engineFlags) options() plant.EngineOptions {
-	return plant.EngineOptions{
+	opt := plant.EngineOptions{
 		PrefixCache:        o.PrefixCache,
 		KVBlockTokens:      o.KVBlockTokens,
 		SharedPrefixTokens: o.SharedPrefixTokens,
 		Preemption:         plant.Preemption(o.Preemption),
 	}
+	if o.PrefixCache {
+		opt.HashIDs = o.hashIDs
+	}
+	return opt
 }

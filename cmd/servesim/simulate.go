@@ -228,10 +228,16 @@ func flagNamed(err error) error {
 	return err
 }
 
-// loadTrace reads --trace, or the embedded synthetic trace without it.
+// loadTrace reads --trace, or the embedded synthetic trace without it; a
+// Mooncake trace's hash ids go to the prefix cache.
 func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
 	if o.TracePath == "" {
 		return plant.DefaultTrace(o.MaxElapsedS)
 	}
-	return loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+	t, err := openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+	if err != nil {
+		return plant.Workload{}, err
+	}
+	o.Engine.useHashIDs(t)
+	return t.Workload, nil
 }
