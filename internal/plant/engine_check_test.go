@@ -61,6 +61,18 @@ func checkEngine(sim *simulation) error {
 	if completed != sim.completed {
 		return fmt.Errorf("%d completion times set, completed count %d", completed, sim.completed)
 	}
+	// Controllers see every queued request, preempted ones included.
+	obs := sim.observe()
+	queued, remaining := 0, 0.0
+	for i := range sim.records {
+		if place[i] == "queued" || place[i] == "waiting" {
+			queued++
+			remaining += sim.progress[i].prefillRemaining
+		}
+	}
+	if obs.PrefillQueue != queued || math.Abs(obs.PrefillRemainingTokens-remaining) > 1e-6*math.Max(1, remaining) {
+		return fmt.Errorf("observation: %d queued with %v tokens to prefill, want %d with %v", obs.PrefillQueue, obs.PrefillRemainingTokens, queued, remaining)
+	}
 	front, _ := sim.front()
 	for i := range sim.records {
 		holds := sim.progress[i].promptProcessed > 0 || e.reqs[i].decoded > 0 || e.reqs[i].blocks > 0
