@@ -64,17 +64,25 @@ func (o *engineFlags) check(cmd *cobra.Command, p plant.Plant) error {
 	return nil
 }
 
-// useHashIDs gives the prefix cache the hash ids of t's requests, when t
-// is a Mooncake trace (which has them).
-func (o *engineFlags) useHashIDs(t *trace.Trace) {
+// traceHashIDs is the hash ids of t's requests when t is a Mooncake trace
+// (which has them), else nil.
+func traceHashIDs(t *trace.Trace) plant.HashIDSource {
 	if t.Format == trace.Mooncake {
-		o.hashIDs = t
+		return t
 	}
+	return nil
 }
+
+// useHashIDs gives the prefix cache the hash ids of t's requests, if any.
+func (o *engineFlags) useHashIDs(t *trace.Trace) { o.hashIDs = traceHashIDs(t) }
 
 // options are the plant's engine options of the flags: with the prefix
 // cache, the trace's hash ids (useHashIDs) when it has some.
-func (o *engineFlags) options() plant.EngineOptions {
+func (o *engineFlags) options() plant.EngineOptions { return o.optionsFor(o.hashIDs) }
+
+// optionsFor are the plant's engine options of the flags for a trace whose
+// requests have the hash ids ids (nil for none).
+func (o *engineFlags) optionsFor(ids plant.HashIDSource) plant.EngineOptions {
 	opt := plant.EngineOptions{
 		PrefixCache:        o.PrefixCache,
 		KVBlockTokens:      o.KVBlockTokens,
@@ -82,7 +90,7 @@ func (o *engineFlags) options() plant.EngineOptions {
 		Preemption:         plant.Preemption(o.Preemption),
 	}
 	if o.PrefixCache {
-		opt.HashIDs = o.hashIDs
+		opt.HashIDs = ids
 	}
 	return opt
 }
