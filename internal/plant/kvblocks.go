@@ -105,31 +105,34 @@ func slot(h uint64, e int32) uint64 { return h&^(1<<32-1) | uint64(e+1) }
 
 // find returns the entry holding key, or -1.
 func (b *kvBlocks) find(k blockKey) int32 {
-	h := hash(k)
+	e, _, _ := b.probe(k)
+	return e
+}
+
+// probe returns the entry holding key k, or -1 and the empty slot where k
+// belongs and k's hash.
+func (b *kvBlocks) probe(k blockKey) (entry int32, empty, h uint64) {
+	h = hash(k)
 	high := h &^ (1<<32 - 1)
 	for s := b.home(h); ; s = (s + 1) & b.mask {
 		v := b.slots[s]
 		if v == 0 {
-			return -1
+			return -1, s, h
 		}
 		if e := int32(uint32(v)) - 1; v&^(1<<32-1) == high && b.entries[e].key == k {
-			return e
+			return e, 0, h
 		}
 	}
 }
 
 // register turns one of the live blocks into the hashed block of key k,
-// which must be absent, held once: the live count does not change.
-func (b *kvBlocks) register(k blockKey) {
+// held once, at the empty slot and with the hash probe found for k: the
+// live count does not change.
+func (b *kvBlocks) register(k blockKey, empty, h uint64) {
 	e := b.free
 	b.free = b.entries[e].next
 	b.entries[e] = kvEntry{key: k, refs: 1, prev: -1, next: -1}
-	h := hash(k)
-	s := b.home(h)
-	for b.slots[s] != 0 {
-		s = (s + 1) & b.mask
-	}
-	b.slots[s] = slot(h, e)
+	b.slots[empty] = slot(h, e)
 }
 
 // acquire adds a holder to entry e; a cached entry becomes live.

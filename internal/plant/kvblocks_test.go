@@ -44,7 +44,9 @@ func TestKVBlocksAgreeWithAMap(t *testing.T) {
 					private++
 					break
 				}
-				b.register(k)
+				entry, empty, h := b.probe(k)
+				require.Equal(t, int32(-1), entry)
+				b.register(k, empty, h)
 				refs[k] = 1
 			case op == 1: // acquire a present key
 				if n, ok := refs[k]; ok {
@@ -95,7 +97,8 @@ func TestKVBlocksEvictLeastRecentlyReleasedFirst(t *testing.T) {
 	keys := []blockKey{{pos: 0, kind: keyShared}, {pos: 1, kind: keyShared}, {pos: 2, kind: keyShared}, {pos: 3, kind: keyShared}}
 	b.allocate(4)
 	for _, k := range keys {
-		b.register(k)
+		_, empty, h := b.probe(k)
+		b.register(k, empty, h)
 	}
 	// Released 2, 0, 3, 1: evicting two takes 2 and 0.
 	for _, j := range []int{2, 0, 3, 1} {

@@ -159,12 +159,12 @@ func (sim *simulation) prefillServe(i int, served float64) {
 	r.blocks += need
 	for n := min(sim.hashable(i), e.fullBlocks(after)); r.hashed < n; r.hashed++ {
 		k := sim.blockKey(i, r.hashed)
-		if entry := e.cache.find(k); entry >= 0 {
+		if entry, empty, h := e.cache.probe(k); entry >= 0 {
 			// Someone filled this prefix meanwhile: share theirs.
 			e.cache.acquire(entry)
 			e.cache.live--
 		} else {
-			e.cache.register(k)
+			e.cache.register(k, empty, h)
 		}
 	}
 }
