@@ -30,7 +30,7 @@ import "math"
 // the block is registered under its key; if the key is present already
 // (another request filled the same prefix meanwhile), the request drops its
 // copy and references the registered block. Blocks of generated tokens and
-// the last partial prompt block are never hashed.
+// the block holding the prompt's last token are never hashed.
 //
 // When a request completes or is preempted, it releases its blocks: private
 // ones are freed, hashed ones lose a holder and, when nobody holds them,
