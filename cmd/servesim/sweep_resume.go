@@ -63,7 +63,7 @@ func (o *sweepOptions) checkResumed(r *runLine, grid *sweepGrid, in *sweepInputs
 	}
 	if r.grid != grid.digest {
 		return fmt.Errorf("the record is of another grid (grid_sha256 %.12s..., this grid's %.12s...): other axis values, "+
-			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo or profile manifest", r.grid, grid.digest)
+			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, engine flag or profile manifest", r.grid, grid.digest)
 	}
 	return nil
 }

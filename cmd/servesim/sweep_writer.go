@@ -23,8 +23,8 @@ type sweepGrid struct {
 // is the SHA-256 of its axes, the SHA-256 of every profile and trace (null
 // for one that did not load), the options that change a run or the Pareto
 // record (--max-elapsed, --max-steps, --exec-timeout, --ttft-slo,
-// --tpot-slo) and the servesim version; not the shard, so every shard of a
-// grid has the same.
+// --tpot-slo, and the engine flags when a feature is on) and the servesim
+// version; not the shard, so every shard of a grid has the same.
 func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
 	axes := make([]orderedObject, len(o.axes))
 	for i, a := range o.axes {
@@ -50,6 +50,12 @@ func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
 		{"servesim_version", resolvedVersion()}, {"axes", axes}, {"profiles", profiles}, {"traces", traces},
 		{"max_elapsed_s", o.MaxElapsedS}, {"max_steps", o.MaxSteps}, {"exec_timeout_s", o.ExecTimeoutS},
 		{"ttft_slo_s", o.TTFTSLOS}, {"tpot_slo_s", o.TPOTSLOS},
+	}
+	if e := o.Engine.options(); e.Enabled() {
+		identity = append(identity, keyedValue{"engine", orderedObject{
+			{"prefix_cache", e.PrefixCache}, {"kv_block_tokens", e.BlockTokens()},
+			{"shared_prefix_tokens", e.SharedPrefixTokens}, {"preemption", string(e.Preemption)},
+		}})
 	}
 	line, _ := appendJSONLine(nil, identity) // strings and numbers always encode
 	sum := sha256.Sum256(line)

@@ -3,7 +3,7 @@ package plant
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"hash"
+	stdhash "hash"
 	"strconv"
 )
 
@@ -20,7 +20,7 @@ func WorkloadChecksum(requests []Request) string {
 // Checksum computes WorkloadChecksum one request at a time, as a workload
 // is read. The zero value is ready for the first request.
 type Checksum struct {
-	hash hash.Hash
+	hash stdhash.Hash
 	buf  []byte // lines not hashed yet
 	n    int    // requests added
 }

@@ -39,18 +39,26 @@ func TestBuiltinFastPathsMatchTheGeneralPath(t *testing.T) {
 			return c
 		},
 	}
+	engines := map[string]EngineOptions{
+		"":                         {},
+		"prefix cache, preemption": {PrefixCache: true, SharedPrefixTokens: 64, Preemption: PreemptionRecompute},
+	}
 	for _, s := range []Scheduler{StaticBatch{}, ContinuousBatch{}, ChunkedPrefill{}} {
 		for name, c := range controllers {
-			t.Run(s.Name()+"/"+name, func(t *testing.T) {
-				fast, err := Simulate(requests, p, s, c(), Options{Stride: 1})
-				require.NoError(t, err)
-				general, err := Simulate(requests, p, userScheduler{s}, userController{c()}, Options{Stride: 1})
-				require.NoError(t, err)
-				assert.Equal(t, general.Trajectory, fast.Trajectory)
-				assert.Equal(t, general.Requests, fast.Requests)
-				assert.Equal(t, general.Metrics, fast.Metrics)
-				assert.Equal(t, general.SLO, fast.SLO)
-			})
+			for engineName, engine := range engines {
+				t.Run(s.Name()+"/"+name+"/"+engineName, func(t *testing.T) {
+					opt := Options{Stride: 1, Engine: engine}
+					fast, err := Simulate(requests, p, s, c(), opt)
+					require.NoError(t, err)
+					general, err := Simulate(requests, p, userScheduler{s}, userController{c()}, opt)
+					require.NoError(t, err)
+					assert.Equal(t, general.Trajectory, fast.Trajectory)
+					assert.Equal(t, general.Requests, fast.Requests)
+					assert.Equal(t, general.Metrics, fast.Metrics)
+					assert.Equal(t, general.SLO, fast.SLO)
+					assert.Equal(t, general.Engine, fast.Engine)
+				})
+			}
 		}
 	}
 }

@@ -23,6 +23,9 @@ type Options struct {
 	// SLO is what the violation rates and the slo block judge requests
 	// by; a zero TTFTS or TPOTS takes the profile's (SLO.OrProfile).
 	SLO SLO
+	// Engine turns on the prefix cache and preemption; the zero value
+	// keeps the reference's plant.
+	Engine EngineOptions
 	// RequestLog keeps, whatever Summary says, what a per-request log
 	// needs: the request records and each request's KV-cache occupancy at
 	// the start of its arrival step (Result.Log), one float per request.
@@ -114,13 +117,15 @@ type simulation struct {
 	queuedPrompt int // prompt tokens of the queued requests
 	active       []int
 	completed    int
+	// engine is the state of the engine features, nil when all are off.
+	engine *engine
 	// arrivalKV[i] is the KV occupancy at the start of request i's arrival
 	// step; nil unless Options.RequestLog.
 	arrivalKV []float64
 
 	timeS             float64
 	step              int
-	kvTokens          float64 // KV-cache occupancy at the end of the last step (0 before the first)
+	kvAtEnd           float64 // KV-cache occupancy at the end of the last step (0 before the first)
 	temperatureC      float64
 	previousClockMHz  float64
 	previousPowerW    float64
@@ -228,8 +233,9 @@ func windowCapacity(opt Options, n int) int {
 }
 
 // compacts reports whether a run under opt drops the records of completed
-// requests: with Options.Summary, unless a request log needs them.
-func compacts(opt Options) bool { return opt.Summary && !opt.RequestLog }
+// requests: with Options.Summary, unless a request log or the engine
+// features (whose per-request state follows the records) need them.
+func compacts(opt Options) bool { return opt.Summary && !opt.RequestLog && !opt.Engine.Enabled() }
 
 // feed makes stream the source of the run's requests: each is added when it
 // arrives (pull). n is the number of requests expected (0 if unknown) and
@@ -261,6 +267,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		return nil, err
 	}
 	prof := p.Profile
+	var err error
 	sim := &simulation{
 		plant:            p,
 		scheduler:        s,
@@ -278,6 +285,14 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 		upcomingS:        math.Inf(1),
+	}
+	if err := opt.Engine.Validate(p); err != nil {
+		return nil, err
+	}
+	if opt.Engine.Enabled() {
+		if sim.engine, err = newEngine(p, opt.Engine, capacity); err != nil {
+			return nil, err
+		}
 	}
 	if opt.RequestLog {
 		sim.arrivalKV = make([]float64, 0, capacity)
@@ -327,6 +342,9 @@ func (sim *simulation) add(r Request) {
 		outputTokens:     float64(r.OutputTokens),
 		prefillRemaining: float64(r.PromptTokens),
 	})
+	if sim.engine != nil {
+		sim.engine.add(r)
+	}
 	if sim.arrivalKV != nil {
 		sim.arrivalKV = append(sim.arrivalKV, 0)
 	}
@@ -348,6 +366,9 @@ func (sim *simulation) reserveTrajectory(lastArrivalS float64) {
 // queue head and the active requests) in the same order, which gives the
 // same floating-point sum since the others add exactly 0.0.
 func (sim *simulation) occupancy() float64 {
+	if sim.engine != nil {
+		return sim.engineOccupancy()
+	}
 	total := 0.0
 	if sim.head < sim.pending {
 		r := &sim.progress[sim.head]
@@ -383,7 +404,7 @@ func (sim *simulation) observe(obs *Observation) {
 	obs.StepIndex = sim.step
 	obs.PrefillQueue = sim.pending - sim.head
 	obs.DecodeActive = len(sim.active)
-	obs.KVTokens = sim.kvTokens
+	obs.KVTokens = sim.kvAtEnd
 	obs.TemperatureC = sim.temperatureC
 	obs.PreviousClockMHz = sim.previousClockMHz
 	obs.PreviousPowerW = sim.previousPowerW
@@ -397,6 +418,7 @@ func (sim *simulation) observe(obs *Observation) {
 		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-head.PromptTokens)
 		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.ArrivalTimeS)
 	}
+	sim.observeWaiting(obs)
 }
 
 // advance simulates one step. It reports whether the run is over.
@@ -414,7 +436,7 @@ func (sim *simulation) advance() (bool, error) {
 		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
 	}
-	if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 {
+	if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
 		return sim.advanceIdle()
 	}
 	obs := &sim.obs
@@ -429,7 +451,7 @@ func (sim *simulation) advance() (bool, error) {
 		return true, err
 	}
 
-	queued := sim.head < sim.pending
+	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
 	decoding := len(sim.active) > 0
 	phase := action.phase
 	if phase == phasePrefill && !queued {
@@ -457,6 +479,7 @@ func (sim *simulation) advance() (bool, error) {
 		served := sim.servePrefill(budget)
 		sim.cumulativePrefill += served
 		prefillTime = served / pyMax(level.prefillRate, 1e-12)
+		sim.engine.chargeRecompute(level.prefillRate, sim.records)
 		remaining := pyMax(0, dt-prefillTime)
 		if len(sim.active) > 0 && remaining > 1e-12 {
 			decoded := sim.serveDecode(level.decodeRate*remaining, endS)
@@ -484,16 +507,16 @@ func (sim *simulation) advance() (bool, error) {
 
 	power := level.stepPower(prefillTime, decodeTime, dt)
 	sim.heat(power)
-	sim.kvTokens = sim.occupancy()
+	sim.kvAtEnd = sim.occupancy()
 
 	// Field by field: a composite literal would be built aside and copied.
 	last := &sim.last
 	last.index = sim.step
 	last.timeS = endS
-	last.prefillQueue = sim.pending - sim.head
+	last.prefillQueue = sim.pending - sim.head + sim.engine.waitingCount()
 	last.decodeActive = len(sim.active)
 	last.completed = sim.completed
-	last.kvTokens = sim.kvTokens
+	last.kvTokens = sim.kvAtEnd
 	last.temperatureC = sim.temperatureC
 	last.powerW = power
 	last.requestedClockMHz = requested
@@ -511,7 +534,7 @@ func (sim *simulation) advance() (bool, error) {
 	sim.previousPowerW = power
 	sim.timeS += dt
 	sim.step++
-	finished := sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0
+	finished := sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
 	return finished, nil
 }
 
@@ -536,7 +559,7 @@ func (sim *simulation) advanceIdle() (bool, error) {
 	dt := sim.plant.TimeStepS
 	power := level.idleStepPower
 	sim.heat(power)
-	sim.kvTokens = 0 // nothing holds KV
+	sim.kvAtEnd = sim.occupancy()
 	// Field by field: a composite literal would be built aside and copied.
 	last := &sim.last
 	last.index = sim.step
@@ -624,6 +647,9 @@ func (sim *simulation) quantizedLevel(requested float64) int {
 // decoding while fewer than MaxActiveRequests decode and KV room remains.
 // It returns the prompt tokens served.
 func (sim *simulation) servePrefill(budget float64) float64 {
+	if sim.engine != nil {
+		return sim.enginePrefill(budget)
+	}
 	if sim.head == sim.pending || budget <= 0 {
 		return 0
 	}
@@ -665,6 +691,9 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 // round, until it is spent or nobody progresses. Requests that reach their
 // output length complete at endS. It returns the tokens served.
 func (sim *simulation) serveDecode(budget, endS float64) float64 {
+	if sim.engine != nil {
+		return sim.engineDecode(budget, endS)
+	}
 	if len(sim.active) == 0 || budget <= 0 {
 		return 0
 	}
@@ -730,6 +759,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		WorkloadChecksum: checksum,
 		SLO:              slo,
 		Steps:            sim.stats.steps,
+		Engine:           sim.engineReport(),
 		Log:              sim.requestLog(),
 	}
 	if opt.Summary {
