@@ -559,7 +559,11 @@ func (sim *simulation) advanceIdle() (bool, error) {
 	dt := sim.plant.TimeStepS
 	power := level.idleStepPower
 	sim.heat(power)
-	sim.kvAtEnd = sim.occupancy()
+	if sim.engine != nil {
+		sim.kvAtEnd = sim.occupancy() // counted the engine's way
+	} else {
+		sim.kvAtEnd = 0 // nothing holds KV
+	}
 	// Field by field: a composite literal would be built aside and copied.
 	last := &sim.last
 	last.index = sim.step

@@ -110,6 +110,14 @@ func (sim *simulation) fetch() error {
 
 // pull adds the requests of the stream that arrive by the current step.
 func (sim *simulation) pull() error {
+	if sim.upcomingS > sim.timeS+1e-12 {
+		return nil // the usual case, inlined
+	}
+	return sim.pullArrived()
+}
+
+// pullArrived is pull when a request arrives.
+func (sim *simulation) pullArrived() error {
 	for sim.upcomingS <= sim.timeS+1e-12 {
 		sim.add(sim.upcoming)
 		if err := sim.fetch(); err != nil {
