@@ -9,6 +9,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/reqlog"
+	"servesim/internal/trace"
 )
 
 func init() {
@@ -160,31 +161,28 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	if err := o.Plant.Validate(); err != nil {
 		return fmt.Errorf("plant: %w", flagNamed(err))
 	}
-	workload, err := loadTrace(s, o)
-	if err != nil {
-		return err
-	}
 	if o.Fleet.enabled {
+		workload, err := loadTrace(s, o)
+		if err != nil {
+			return err
+		}
 		return runFleetSimulate(s, o, prof, profilePath, workload)
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
 	warnFixedClock(s, o.Controller, ctrl, prof)
-	report, err := plant.Run(workload, plant.Config{
-		Plant:      o.Plant,
-		Scheduler:  sched,
-		Controller: ctrl,
-		Normalize:  o.Normalize,
-		// The trace was loaded for this run alone.
-		NormalizeInPlace: true,
-		Options:          o.plantOptions(),
-		ProfilePath:      profilePath,
-		Version:          resolvedVersion(),
+	report, err := o.run(s, plant.Config{
+		Plant:       o.Plant,
+		Scheduler:   sched,
+		Controller:  ctrl,
+		Normalize:   o.Normalize,
+		ProfilePath: profilePath,
+		Version:     resolvedVersion(),
 	})
 	if err != nil {
 		return err
 	}
-	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	warnArrivalsPastMaxSimTime(s, report.LastArrivalS, report.Provenance.RequestsLoaded, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromPlant(report.Log) }); err != nil {
 		return err
 	}
@@ -226,6 +224,26 @@ func flagNamed(err error) error {
 		}
 	}
 	return err
+}
+
+// run simulates the trace under cfg with the plant options of the flags. A
+// trace file is read while it is simulated (plant.RunStream: memory does
+// not grow with the trace), and so is standard input without --normalize
+// (which reads the trace twice); the embedded trace, standard input with
+// --normalize and a trace whose hash ids the prefix cache needs are loaded
+// whole first.
+func (o *simulateOptions) run(s *streams, cfg plant.Config) (*plant.Report, error) {
+	if o.TracePath != "" && !o.Engine.PrefixCache && (o.TracePath != "-" || o.Normalize == 0) {
+		cfg.Options = o.plantOptions()
+		return plant.RunStream(&trace.Source{Path: o.TracePath, Stdin: s.In, MaxElapsedS: o.MaxElapsedS, Options: o.Trace.Options}, cfg)
+	}
+	workload, err := loadTrace(s, o)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Options = o.plantOptions() // with the trace's hash ids
+	cfg.NormalizeInPlace = true    // the trace was loaded for this run alone
+	return plant.Run(workload, cfg)
 }
 
 // loadTrace reads --trace, or the embedded synthetic trace without it; a

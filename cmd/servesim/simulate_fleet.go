@@ -87,7 +87,8 @@ func runFleetSimulate(s *streams, o *simulateOptions, prof *profile.Profile, pro
 	if err != nil {
 		return err
 	}
-	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	requests := workload.Requests // normalized in place
+	warnArrivalsPastMaxSimTime(s, requests[len(requests)-1].ArrivalTimeS, len(requests), o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromFleet(report.Result) }); err != nil {
 		return err
 	}

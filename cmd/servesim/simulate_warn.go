@@ -43,12 +43,11 @@ func warnFixedClock(s *streams, spec string, ctrl plant.ClockController, prof *p
 // last requests to be served.
 const maxSimTimeMargin = 0.10
 
-// warnArrivalsPastMaxSimTime says on stderr, in one line, how many requests
-// could not complete when arrivals (after --normalize, which dilates them)
-// run past --max-sim-time, and a --max-sim-time that covers them: the last
-// arrival plus 10%, rounded up to a whole minute.
-func warnArrivalsPastMaxSimTime(s *streams, requests []plant.Request, maxSimTimeS, unfinished float64) {
-	last := requests[len(requests)-1].ArrivalTimeS
+// warnArrivalsPastMaxSimTime says on stderr, in one line, how many of the
+// requests could not complete when arrivals (after --normalize, which
+// dilates them) run past --max-sim-time, to last, and a --max-sim-time that
+// covers them: the last arrival plus 10%, rounded up to a whole minute.
+func warnArrivalsPastMaxSimTime(s *streams, last float64, requests int, maxSimTimeS, unfinished float64) {
 	if !(last > maxSimTimeS) || unfinished == 0 {
 		return
 	}
@@ -58,7 +57,7 @@ func warnArrivalsPastMaxSimTime(s *streams, requests []plant.Request, maxSimTime
 	cover := math.Ceil(withMargin/60) * 60
 	fmt.Fprintf(s.Err, "servesim: %.0f of %d requests could not complete: arrivals run to %.1f s, past --max-sim-time %s; "+
 		"--max-sim-time %.0f covers them (the last arrival plus %.0f%%, rounded up to a minute)\n",
-		unfinished, len(requests), last, strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), cover, maxSimTimeMargin*100)
+		unfinished, requests, last, strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), cover, maxSimTimeMargin*100)
 }
 
 // formatMHz formats a clock in MHz as briefly as it is exact.

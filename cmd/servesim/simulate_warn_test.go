@@ -10,9 +10,6 @@ import (
 )
 
 func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
-	requests := func(last float64) []plant.Request {
-		return []plant.Request{{ID: 0, ArrivalTimeS: 0}, {ID: 1, ArrivalTimeS: last}}
-	}
 	tests := []struct {
 		name       string
 		last       float64
@@ -33,7 +30,7 @@ func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _, errOut := testStreams("")
-			warnArrivalsPastMaxSimTime(s, requests(tt.last), tt.maxSimTime, tt.unfinished)
+			warnArrivalsPastMaxSimTime(s, tt.last, 2, tt.maxSimTime, tt.unfinished)
 			assert.Equal(t, tt.want, errOut.String())
 		})
 	}

@@ -35,6 +35,9 @@ type Report struct {
 	Dilation   *float64   `json:"dilation"`   // dilation: arrival-time dilation factor of NormalizeOfferedLoad; nil without normalization
 	Plant      Plant      `json:"plant"`      // plant: every plant parameter of the run
 	Provenance Provenance `json:"provenance"` // provenance: identity of the inputs
+	// LastArrivalS is the arrival of the workload's last request, after
+	// normalization, s. Not part of the document.
+	LastArrivalS float64 `json:"-"`
 }
 
 // Provenance identifies the inputs of a run.
@@ -81,7 +84,9 @@ func Run(w Workload, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return newReport(res, dilation, w, len(w.Requests), cfg), nil
+	rep = newReport(res, dilation, w, len(w.Requests), cfg)
+	rep.LastArrivalS = requests[len(requests)-1].ArrivalTimeS
+	return rep, nil
 }
 
 // closeController closes c when it is an io.Closer, and replaces the run's

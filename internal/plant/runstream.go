@@ -31,7 +31,7 @@ type WorkloadSource interface {
 // NormalizeInPlace is irrelevant here.
 func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 	defer closeController(cfg.Controller, &rep, &err)
-	expected, lastArrivalS := src.Estimate(), 0.0
+	expected, expectedLastS := src.Estimate(), 0.0
 	var (
 		z        *normalizer
 		dilation *float64
@@ -49,12 +49,13 @@ func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 		}
 		factor := z.factor(cfg.Normalize, 1)
 		dilation = &factor
-		expected, lastArrivalS = z.n, z.dilate(z.last, factor)
+		expected, expectedLastS = z.n, z.dilate(z.last, factor)
 	}
 
 	var (
-		sum    Checksum
-		loaded int
+		sum          Checksum
+		loaded       int
+		lastArrivalS float64
 	)
 	requests := newPipe(func(emit func(Request) error) (Workload, error) {
 		return src.Read(func(r Request) error {
@@ -63,6 +64,7 @@ func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 			}
 			sum.Add(r)
 			loaded++
+			lastArrivalS = r.ArrivalTimeS
 			return emit(r)
 		})
 	})
@@ -72,7 +74,7 @@ func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := sim.feed(&checkedStream{stream: requests}, opt, expected, lastArrivalS); err != nil {
+	if err := sim.feed(&checkedStream{stream: requests}, opt, expected, expectedLastS); err != nil {
 		return nil, err
 	}
 	for {
@@ -87,6 +89,9 @@ func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 	if err := sim.drain(); err != nil {
 		return nil, err
 	}
-	// The reader has returned: its checksum and count are final.
-	return newReport(sim.result(sum.Sum(), opt), dilation, requests.Workload(), loaded, cfg), nil
+	// The reader has returned: its checksum, count and last arrival are
+	// final.
+	rep = newReport(sim.result(sum.Sum(), opt), dilation, requests.Workload(), loaded, cfg)
+	rep.LastArrivalS = lastArrivalS
+	return rep, nil
 }

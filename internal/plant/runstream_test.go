@@ -81,6 +81,7 @@ func TestRunStreamIsRun(t *testing.T) {
 			assert.Equal(t, want.Requests, got.Requests)
 			assert.Equal(t, want.Log, got.Log)
 			assert.Equal(t, want.Steps, got.Steps)
+			assert.Equal(t, want.LastArrivalS, got.LastArrivalS)
 		})
 	}
 }

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,14 +18,15 @@ const (
 	SkipFiltered = "filtered"
 )
 
-// builder turns the rows of a trace, in file order, into its requests: it
-// checks that rows are sorted by time, numbers the kept ones from 0, makes
-// their arrivals relative to the first kept row and leaves out those past
-// the elapsed-time limit.
+// builder turns the rows of a trace, in file order, into its requests,
+// which it hands to its sink: it checks that rows are sorted by time,
+// numbers the kept ones from 0, makes their arrivals relative to the first
+// kept row and leaves out those past the elapsed-time limit.
 type builder struct {
 	name        string
 	maxElapsedS float64
-	requests    []plant.Request
+	sink        sink
+	kept        int // requests handed to the sink
 	skipped     map[string]int
 	rows        int   // rows seen, kept or not
 	start       int64 // time of the first row, microseconds
@@ -36,12 +36,18 @@ type builder struct {
 	started     bool  // whether a row was kept, and so first is set
 }
 
-// newBuilder starts the requests of the input in; their number is
-// estimated from its lines, so that the requests of a file are allocated
-// once.
-func newBuilder(in *input, name string, maxElapsedS float64) *builder {
-	rows := in.estimate(func(sample []byte) int { return bytes.Count(sample, []byte{'\n'}) })
-	return &builder{name: name, maxElapsedS: maxElapsedS, requests: make([]plant.Request, 0, rows)}
+// newBuilder starts the requests of a trace, for s.
+func newBuilder(name string, maxElapsedS float64, s sink) *builder {
+	return &builder{name: name, maxElapsedS: maxElapsedS, sink: s}
+}
+
+// A sink receives the requests a reader keeps, in order: emit is called
+// with each, and the reader stops at its first error; hashIDs, when not
+// nil, is called right after with the request's hash ids (Mooncake; nil
+// for the other formats), valid until the next call.
+type sink struct {
+	emit    func(plant.Request) error
+	hashIDs func(ids []int64)
 }
 
 // errorf is an error about a row: "trace NAME line N: ...".
@@ -95,32 +101,36 @@ func (b *builder) skip(reason string) {
 	b.skipped[reason]++
 }
 
-// keep adds the last row as a request, unless it is past the elapsed-time
-// limit, and reports whether it did.
-func (b *builder) keep(prompt, output int64) bool {
+// keep hands the last row to the sink as a request, with its hash ids,
+// unless it is past the elapsed-time limit; it returns the sink's error.
+func (b *builder) keep(prompt, output int64, hashIDs []int64) error {
 	if !b.started {
 		b.first, b.started = b.prev, true
 	}
 	elapsed := float64(b.prev-b.first) / 1e6
 	if elapsed > b.maxElapsedS+1e-12 {
-		return false
+		return nil
 	}
-	b.requests = append(b.requests, plant.Request{
-		ID: len(b.requests), ArrivalTimeS: elapsed, PromptTokens: int(prompt), OutputTokens: int(output),
+	err := b.sink.emit(plant.Request{
+		ID: b.kept, ArrivalTimeS: elapsed, PromptTokens: int(prompt), OutputTokens: int(output),
 	})
-	return true
+	b.kept++
+	if err == nil && b.sink.hashIDs != nil {
+		b.sink.hashIDs(hashIDs)
+	}
+	return err
 }
 
-// workload finishes the trace: it fails when no row was read or none was
-// kept.
+// workload finishes the trace: its identity, without its requests (the
+// sink has them). It fails when no row was read or none was kept.
 func (b *builder) workload(in *input) (plant.Workload, error) {
 	switch {
 	case b.rows == 0:
 		return plant.Workload{}, fmt.Errorf("trace %s: no rows: expected at least one request", b.name)
-	case len(b.requests) == 0:
+	case b.kept == 0:
 		return plant.Workload{}, fmt.Errorf("trace %s: no request kept: all %d rows were skipped (%s)", b.name, b.rows, skippedList(b.skipped))
 	}
-	return plant.Workload{Requests: b.requests, Source: b.name, SHA256: in.sum(), Skipped: b.skipped}, nil
+	return plant.Workload{Source: b.name, SHA256: in.sum(), Skipped: b.skipped}, nil
 }
 
 // skippedList writes skip counts as "failed_response 3, filtered 2".

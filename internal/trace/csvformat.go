@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"servesim/internal/plant"
 )
 
 // csvLayout is how the rows of a CSV format become requests.
@@ -59,16 +61,16 @@ func (l csvLayout) columns() (names [numColumns]string, read [numColumns]bool) {
 }
 
 // readCSV reads a CSV trace in layout l: a header line, then one row per
-// request.
-func readCSV(in *input, name string, maxElapsedS float64, l csvLayout) (*Trace, error) {
+// request, each kept one handed to s.
+func readCSV(in *input, name string, maxElapsedS float64, l csvLayout, s sink) (plant.Workload, error) {
 	names, read := l.columns()
 	records := newCSVRecords(in, name)
 	header, line, err := records.next()
 	if err == io.EOF {
-		return nil, fmt.Errorf("trace %s: empty: expected a header line naming the columns %s, %s and %s", name, l.arrival, l.prompt, l.output)
+		return plant.Workload{}, fmt.Errorf("trace %s: empty: expected a header line naming the columns %s, %s and %s", name, l.arrival, l.prompt, l.output)
 	}
 	if err != nil {
-		return nil, err
+		return plant.Workload{}, err
 	}
 	var index [numColumns]int
 	for i, column := range names {
@@ -76,18 +78,18 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout) (*Trace, 
 			continue
 		}
 		if index[i] = lastIndex(header, column); index[i] < 0 {
-			return nil, fmt.Errorf("trace %s line %d: missing column %q: %s", name, line, column, l.expectedHeaderNote)
+			return plant.Workload{}, fmt.Errorf("trace %s line %d: missing column %q: %s", name, line, column, l.expectedHeaderNote)
 		}
 	}
 	fieldsInHeader := len(header) // the next record reuses header's slice
-	b := newBuilder(in, name, maxElapsedS)
+	b := newBuilder(name, maxElapsedS, s)
 	for {
 		fields, line, err := records.next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
 		field := func(i int) ([]byte, error) {
 			if !read[i] {
@@ -100,37 +102,37 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout) (*Trace, 
 		}
 		stamp, err := field(colArrival)
 		if err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
 		us, hasZone, err := l.unit.micros(stamp)
 		if err != nil {
-			return nil, b.fieldError(line, l.arrival, stamp, err)
+			return plant.Workload{}, b.fieldError(line, l.arrival, stamp, err)
 		}
 		if err := b.row(line, l.arrival, stamp, us, hasZone); err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
 		var counts [2]int64
 		for k := range counts {
 			text, err := field(colPrompt + k)
 			if err != nil {
-				return nil, err
+				return plant.Workload{}, err
 			}
 			n, ok := parseCount(text)
 			switch {
 			case !ok:
-				return nil, b.fieldError(line, names[colPrompt+k], text, "expected an integer token count")
+				return plant.Workload{}, b.fieldError(line, names[colPrompt+k], text, "expected an integer token count")
 			case n < 0:
-				return nil, b.fieldError(line, names[colPrompt+k], text, "token counts must not be negative")
+				return plant.Workload{}, b.fieldError(line, names[colPrompt+k], text, "token counts must not be negative")
 			}
 			counts[k] = n
 		}
 		model, err := field(colModel)
 		if err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
 		logType, err := field(colLogType)
 		if err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
 		if !l.filter.keeps(model, logType) {
 			b.skip(SkipFiltered)
@@ -143,16 +145,14 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout) (*Trace, 
 		for k, n := range counts {
 			if n == 0 {
 				text, _ := field(colPrompt + k)
-				return nil, b.fieldError(line, names[colPrompt+k], text, "token counts must be positive")
+				return plant.Workload{}, b.fieldError(line, names[colPrompt+k], text, "token counts must be positive")
 			}
 		}
-		b.keep(counts[0], counts[1])
+		if err := b.keep(counts[0], counts[1], nil); err != nil {
+			return plant.Workload{}, err
+		}
 	}
-	w, err := b.workload(in)
-	if err != nil {
-		return nil, err
-	}
-	return &Trace{Workload: w}, nil
+	return b.workload(in)
 }
 
 // lastIndex is the index of the last column called name, as Python's

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"strconv"
+
+	"servesim/internal/plant"
 )
 
 // Mooncake keys.
@@ -61,25 +63,18 @@ func (m *mooncakeLine) scan(line []byte) error {
 // readMooncake reads Mooncake JSON Lines: one object per line with
 // timestamp (milliseconds, a number), input_length and output_length
 // (positive integers) and hash_ids (an array of integers, optional); other
-// keys are ignored and blank lines skipped.
-func readMooncake(in *input, name string, maxElapsedS float64) (*Trace, error) {
-	b := newBuilder(in, name, maxElapsedS)
-	var (
-		m         mooncakeLine
-		hashStart = append(make([]int, 0, cap(b.requests)+1), 0)
-		// A line has about as many hash ids as commas beyond the three
-		// between its four keys, and one more.
-		hashIDs = make([]int64, 0, in.estimate(func(sample []byte) int {
-			return max(0, bytes.Count(sample, []byte{','})-2*bytes.Count(sample, []byte{'\n'}))
-		}))
-	)
+// keys are ignored and blank lines skipped. Each kept request is handed to
+// s.
+func readMooncake(in *input, name string, maxElapsedS float64, s sink) (plant.Workload, error) {
+	b := newBuilder(name, maxElapsedS, s)
+	var m mooncakeLine
 	for {
 		raw, err := in.nextLine()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, readError(name, err)
+			return plant.Workload{}, readError(name, err)
 		}
 		line := bytes.TrimRight(raw, "\n")
 		if len(bytes.Trim(line, " \t\r")) == 0 {
@@ -87,32 +82,27 @@ func readMooncake(in *input, name string, maxElapsedS float64) (*Trace, error) {
 		}
 		number := in.line
 		if err := m.scan(line); err != nil {
-			return nil, b.errorf(number, "%v", err)
+			return plant.Workload{}, b.errorf(number, "%v", err)
 		}
 		us, err := m.micros(b, number)
 		if err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
 		if err := b.row(number, keyTimestamp, m.values[mcTimestamp], us, false); err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
 		input, output, err := m.lengths(b, number)
 		if err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
 		if err := m.parseHashIDs(b, number); err != nil {
-			return nil, err
+			return plant.Workload{}, err
 		}
-		if b.keep(input, output) {
-			hashIDs = append(hashIDs, m.hashIDs...)
-			hashStart = append(hashStart, len(hashIDs))
+		if err := b.keep(input, output, m.hashIDs); err != nil {
+			return plant.Workload{}, err
 		}
 	}
-	w, err := b.workload(in)
-	if err != nil {
-		return nil, err
-	}
-	return &Trace{Workload: w, hashStart: hashStart, hashIDs: hashIDs}, nil
+	return b.workload(in)
 }
 
 // micros is the line's timestamp in whole microseconds.

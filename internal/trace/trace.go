@@ -14,6 +14,7 @@
 package trace
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -151,40 +152,78 @@ func Load(r io.Reader, name string, maxElapsedS float64, opt Options) (*Trace, e
 }
 
 func load(r io.Reader, name string, maxElapsedS float64, opt Options, caps readCaps) (*Trace, error) {
-	if err := opt.Check(); err != nil {
+	t := &Trace{}
+	w, format, err := read(r, name, maxElapsedS, opt, caps, func(in *input, format Format) sink {
+		rows := in.estimate(func(sample []byte) int { return bytes.Count(sample, []byte{'\n'}) })
+		t.Requests = make([]plant.Request, 0, rows)
+		s := sink{emit: func(r plant.Request) error {
+			t.Requests = append(t.Requests, r)
+			return nil
+		}}
+		if format == Mooncake {
+			// A line has about as many hash ids as commas beyond the three
+			// between its four keys, and one more.
+			t.hashIDs = make([]int64, 0, in.estimate(func(sample []byte) int {
+				return max(0, bytes.Count(sample, []byte{','})-2*bytes.Count(sample, []byte{'\n'}))
+			}))
+			t.hashStart = append(make([]int, 0, rows+1), 0)
+			s.hashIDs = func(ids []int64) {
+				t.hashIDs = append(t.hashIDs, ids...)
+				t.hashStart = append(t.hashStart, len(t.hashIDs))
+			}
+		}
+		return s
+	})
+	if err != nil {
 		return nil, err
+	}
+	w.Requests = t.Requests
+	t.Workload, t.Format = w, format
+	return t, nil
+}
+
+// read reads a trace from r as opt says, handing each request it keeps to
+// the sink that newSink returns for the input and its format, and returns
+// the trace's identity (its Requests are the sink's) and its format.
+func read(r io.Reader, name string, maxElapsedS float64, opt Options, caps readCaps, newSink func(in *input, format Format) sink) (plant.Workload, Format, error) {
+	if err := opt.Check(); err != nil {
+		return plant.Workload{}, "", err
 	}
 	in := newInput(r, caps)
 	format := opt.format()
 	if format == "" {
 		var err error
 		if format, err = detect(in, name); err != nil {
-			return nil, err
+			return plant.Workload{}, "", err
 		}
 		if !opt.Filter.Empty() && format != BurstGPT {
-			return nil, fmt.Errorf("trace %s: a filter on model or log type applies to %s traces, and this is a %s trace", name, BurstGPT, format)
+			return plant.Workload{}, "", fmt.Errorf("trace %s: a filter on model or log type applies to %s traces, and this is a %s trace", name, BurstGPT, format)
 		}
 	}
+	s := newSink(in, format)
 	var (
-		t   *Trace
+		w   plant.Workload
 		err error
 	)
 	switch format {
 	case Azure:
-		var w plant.Workload
 		if w, err = plant.LoadWorkload(in.sized(), name, maxElapsedS); err == nil {
-			t = &Trace{Workload: w}
+			for _, r := range w.Requests {
+				if err = s.emit(r); err != nil {
+					break
+				}
+			}
+			w.Requests = nil
 		}
 	case Mooncake:
-		t, err = readMooncake(in, name, maxElapsedS)
+		w, err = readMooncake(in, name, maxElapsedS, s)
 	case BurstGPT:
-		t, err = readCSV(in, name, maxElapsedS, burstGPTLayout(opt.Filter))
+		w, err = readCSV(in, name, maxElapsedS, burstGPTLayout(opt.Filter), s)
 	case CSV:
-		t, err = readCSV(in, name, maxElapsedS, genericLayout(*opt.Columns))
+		w, err = readCSV(in, name, maxElapsedS, genericLayout(*opt.Columns), s)
 	}
 	if err != nil {
-		return nil, err
+		return plant.Workload{}, "", err
 	}
-	t.Format = format
-	return t, nil
+	return w, format, nil
 }
