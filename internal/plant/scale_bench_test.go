@@ -2,6 +2,7 @@ package plant
 
 import (
 	"fmt"
+	"math"
 	"runtime"
 	"testing"
 
@@ -76,42 +77,57 @@ func weekTraceLike(seed uint64) SyntheticTrace {
 	return c
 }
 
-// BenchmarkSimulateScale simulates the first n requests of the synthetic
-// week, stretched to 70% load (NormalizeOfferedLoad 0.7), on one replica
-// with the embedded profile, chunked prefill and the maximum clock, summary
-// only: ns/request, ns/step and B/request (bytes allocated per request).
-// The largest size is skipped with -short.
+// syntheticSource streams the first n requests of a synthetic trace, as
+// LoadWorkload would read them from its CSV form.
+type syntheticSource struct {
+	trace SyntheticTrace
+	n     int
+}
+
+func (s syntheticSource) Read(emit func(Request) error) (Workload, error) {
+	var err error
+	i, first := 0, int64(-1)
+	s.trace.Each(func(at int64, prompt, output int) bool {
+		if first < 0 {
+			first = at
+		}
+		err = emit(Request{ID: i, ArrivalTimeS: float64(at-first) / 1e6, PromptTokens: prompt, OutputTokens: output})
+		i++
+		return err == nil && i < s.n
+	})
+	return Workload{Source: "synthetic"}, err
+}
+
+func (s syntheticSource) Estimate() int { return s.n }
+
+// BenchmarkSimulateScale streams the first n requests of the synthetic
+// week (RunStream), stretched to 70% load (--normalize 0.7, two passes),
+// through one replica with the embedded profile, chunked prefill and the
+// maximum clock, summary only: ns/request, ns/step, CPU ns/step and
+// B/request (bytes allocated per request, all goroutines). The largest size
+// is skipped with -short.
 func BenchmarkSimulateScale(b *testing.B) {
-	prof := profile.Default()
 	for _, n := range scaleRequests {
 		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) {
 			if testing.Short() && n > 10_000_000 {
 				b.Skip("skipped with -short: 50 million requests")
 			}
-			requests := make([]Request, 0, n)
-			first := int64(-1)
-			weekTraceLike(1).Each(func(at int64, prompt, output int) bool {
-				if first < 0 {
-					first = at
-				}
-				requests = append(requests, Request{ID: len(requests), ArrivalTimeS: float64(at-first) / 1e6, PromptTokens: prompt, OutputTokens: output})
-				return len(requests) < n
-			})
-			_, err := NormalizeOfferedLoadInPlace(requests, prof, 0.7)
-			require.NoError(b, err)
-			p := NewPlant(prof)
-			p.MaxSimulationTimeS = 2 * requests[n-1].ArrivalTimeS
-			opt := Options{Summary: true, MaxSteps: 1e12}
+			p := NewPlant(profile.Default())
+			p.MaxSimulationTimeS = math.MaxFloat64
+			cfg := Config{Plant: p, Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: 0.7,
+				Options: Options{Summary: true, MaxSteps: math.Inf(1)}}
+			src := syntheticSource{trace: weekTraceLike(1), n: n}
 			b.ReportAllocs()
 			steps := 0
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			cpu := processCPUTime()
 			for b.Loop() {
-				res, err := Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, opt)
+				rep, err := RunStream(src, cfg)
 				require.NoError(b, err)
-				require.Equal(b, 0.0, res.Metrics.UnfinishedRequestsAtEnd)
-				steps += res.Steps
+				require.Equal(b, n, rep.Provenance.RequestsLoaded)
+				require.Equal(b, 0.0, rep.Metrics.UnfinishedRequestsAtEnd)
+				steps += rep.Steps
 			}
 			cpuNs := float64((processCPUTime() - cpu).Nanoseconds())
 			runtime.ReadMemStats(&after)
