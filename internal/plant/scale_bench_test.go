@@ -60,22 +60,9 @@ type (
 	userController struct{ ClockController }
 )
 
-// Sizes of BenchmarkSimulateScale, in requests: a day, ten days and fifty
-// days of the synthetic week's rate (27.3 million requests a week).
+// Sizes of BenchmarkSimulateScale, in requests: about a day, ten days and
+// fifty days of the synthetic week's rate (WeekTraceLike).
 var scaleRequests = []int{1_000_000, 10_000_000, 50_000_000}
-
-// weekRequestsPerS is the rate of the 27.3-million-request synthetic week.
-const weekRequestsPerS = 27.3e6 / (7 * oneDayS)
-
-// WeekTraceLike is CodeTraceLike at the rate of the Azure 2024 week-long
-// conversation trace (27.3 million requests in a week), with bursts
-// tightened so that the pause between them stays positive.
-func weekTraceLike(seed uint64) SyntheticTrace {
-	c := CodeTraceLike(seed, 1e12)
-	c.MeanRequestsPerS = weekRequestsPerS
-	c.BurstGapS = 0.01
-	return c
-}
 
 // syntheticSource streams the first n requests of a synthetic trace, as
 // LoadWorkload would read them from its CSV form.
@@ -101,7 +88,7 @@ func (s syntheticSource) Read(emit func(Request) error) (Workload, error) {
 func (s syntheticSource) Estimate() int { return s.n }
 
 // BenchmarkSimulateScale streams the first n requests of the synthetic
-// week (RunStream), stretched to 70% load (--normalize 0.7, two passes),
+// weeks (RunStream), stretched to 70% load (--normalize 0.7, two passes),
 // through one replica with the embedded profile, chunked prefill and the
 // maximum clock, summary only: ns/request, ns/step, CPU ns/step and
 // B/request (bytes allocated per request, all goroutines). The largest size
@@ -116,7 +103,9 @@ func BenchmarkSimulateScale(b *testing.B) {
 			p.MaxSimulationTimeS = math.MaxFloat64
 			cfg := Config{Plant: p, Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: 0.7,
 				Options: Options{Summary: true, MaxSteps: math.Inf(1)}}
-			src := syntheticSource{trace: weekTraceLike(1), n: n}
+			week := WeekTraceLike(1)
+			week.DurationS = math.Inf(1) // as many weeks as n needs
+			src := syntheticSource{trace: week, n: n}
 			b.ReportAllocs()
 			steps := 0
 			var before, after runtime.MemStats

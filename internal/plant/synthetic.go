@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/bits"
+	"strconv"
 	"time"
 )
 
@@ -56,6 +57,25 @@ func CodeTraceLike(seed uint64, durationS float64) SyntheticTrace {
 		Prompt:           LogNormalTokens{LogMean: 7.0, LogSigma: 1.36, Min: 3, Max: 7437},
 		Output:           LogNormalTokens{LogMean: 2.79, LogSigma: 1.0, Min: 1, Max: 1899},
 	}
+}
+
+// WeekRequests is the size of the Azure 2024 week-long conversation trace,
+// which WeekTraceLike matches: 27.3 million requests in a week.
+const WeekRequests = 27_300_000
+
+// WeekTraceLike returns the configuration of a synthetic week the size of
+// the Azure 2024 conversation trace: CodeTraceLike at WeekRequests a week
+// (45 requests a second) for seven days, with the gaps within a burst
+// shortened to 10 ms so that bursts still pause between them. It stands in
+// for the week-long traces, which are too large to ship, in benchmarks of
+// memory and speed; write it with WriteCSV2024.
+func WeekTraceLike(seed uint64) SyntheticTrace {
+	const week = 7 * 24 * 3600.0
+	c := CodeTraceLike(seed, week)
+	c.Start = time.Date(2024, 5, 10, 0, 0, 0, 0, time.UTC)
+	c.MeanRequestsPerS = WeekRequests / week
+	c.BurstGapS = 0.01
+	return c
 }
 
 // splitMix64 is a small, fully specified random source.
@@ -142,4 +162,38 @@ func (c SyntheticTrace) WriteCSV(w io.Writer) error {
 		return true
 	})
 	return bw.Flush()
+}
+
+// WriteCSV2024 writes the trace in the Azure 2024 week-long form: a header,
+// then TIMESTAMP,ContextTokens,GeneratedTokens rows whose times have a UTC
+// offset and six fractional digits ("2024-05-10 00:00:00.009930+00:00"),
+// with LF line ends.
+func (c SyntheticTrace) WriteCSV2024(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n")
+	line := make([]byte, 0, 64)
+	c.Each(func(at int64, prompt, output int) bool {
+		sec, micros := bits.Div64(0, uint64(at), 1e6)
+		stamp := c.Start.Add(time.Duration(sec) * time.Second)
+		line = stamp.AppendFormat(line[:0], time.DateTime)
+		line = append(line, '.')
+		line = appendPadded(line, int(micros), 6)
+		line = append(line, "+00:00,"...)
+		line = strconv.AppendInt(line, int64(prompt), 10)
+		line = append(line, ',')
+		line = strconv.AppendInt(line, int64(output), 10)
+		line = append(line, '\n')
+		bw.Write(line)
+		return true
+	})
+	return bw.Flush()
+}
+
+// appendPadded appends n, nonnegative, with at least width digits.
+func appendPadded(b []byte, n, width int) []byte {
+	digits := strconv.AppendInt(nil, int64(n), 10)
+	for range width - len(digits) {
+		b = append(b, '0')
+	}
+	return append(b, digits...)
 }

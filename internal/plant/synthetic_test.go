@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -111,4 +112,25 @@ func TestSyntheticTraceDependsOnlyOnItsSeed(t *testing.T) {
 	c := CodeTraceLike(8, 600).Requests()
 	assert.Equal(t, a, b)
 	assert.NotEqual(t, a, c)
+}
+
+// TestWriteCSV2024RoundTrips: the 2024 form reads back as the requests of
+// the trace, with a UTC offset on every time.
+func TestWriteCSV2024RoundTrips(t *testing.T) {
+	c := WeekTraceLike(3)
+	c.DurationS = 120
+	var buf bytes.Buffer
+	require.NoError(t, c.WriteCSV2024(&buf))
+	lines := strings.Split(buf.String(), "\n")
+	assert.Equal(t, "TIMESTAMP,ContextTokens,GeneratedTokens", lines[0])
+	assert.Regexp(t, `^2024-05-10 00:0[0-9]:[0-9]{2}\.[0-9]{6}\+00:00,[0-9]+,[0-9]+$`, lines[1])
+	w, err := LoadWorkload(&buf, "week", NoElapsedLimit)
+	require.NoError(t, err)
+	want := c.Requests()
+	assert.InDelta(t, WeekRequests/(7*24*3600.0)*120, len(want), 1000, "about 45 requests a second")
+	require.Len(t, w.Requests, len(want))
+	for i := range want {
+		want[i].OriginalTimestamp = w.Requests[i].OriginalTimestamp
+	}
+	assert.Equal(t, want, w.Requests)
 }
