@@ -15,6 +15,111 @@ func ParseISOTimestamp(value string) (t time.Time, hasZone bool, err error) {
 	return parseISOTimestamp(value)
 }
 
+// ParseISOMicros is ParseISOTimestamp as whole microseconds since the Unix
+// epoch (the times of a trace have no finer part). The usual spellings,
+// "2023-11-16 18:17:03.9799600" and "2024-05-10 00:00:00.009930+00:00"
+// (any separator between date and time, a fraction of any length, an
+// offset of hours and minutes), are read directly, without building a
+// time.Time; anything else goes through ParseISOTimestamp.
+func ParseISOMicros(value string) (us int64, hasZone bool, err error) {
+	if us, hasZone, ok := isoMicrosFast(value); ok {
+		return us, hasZone, nil
+	}
+	t, hasZone, err := parseISOTimestamp(value)
+	if err != nil {
+		return 0, false, err
+	}
+	return t.UnixMicro(), hasZone, nil
+}
+
+// isoMicrosFast reads YYYY-MM-DD?HH:MM:SS (? any ASCII character), then
+// optionally a fraction
+// ('.' or ',' and digits, the first six counting) and an offset
+// (+HH:MM or -HH:MM), exactly as parseISOTimestamp would; ok is false for
+// anything else, valid or not, which is left to parseISOTimestamp.
+func isoMicrosFast(s string) (us int64, hasZone, ok bool) {
+	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] >= 0x80 || s[13] != ':' || s[16] != ':' {
+		return 0, false, false
+	}
+	var field [6]int // year, month, day, hour, minute, second
+	for i, at := range [...]int{0, 5, 8, 11, 14, 17} {
+		width := 2
+		if i == 0 {
+			width = 4
+		}
+		for _, c := range []byte(s[at : at+width]) {
+			if !isDigit(c) {
+				return 0, false, false
+			}
+			field[i] = field[i]*10 + int(c-'0')
+		}
+	}
+	year, month, day := field[0], field[1], field[2]
+	if year < 1 || month < 1 || month > 12 || day < 1 || day > daysIn(year, month) || field[3] > 23 || field[4] > 59 || field[5] > 59 {
+		return 0, false, false
+	}
+	rest := s[19:]
+	fraction := 0
+	if len(rest) > 0 && (rest[0] == '.' || rest[0] == ',') {
+		n := 1
+		for n < len(rest) && isDigit(rest[n]) {
+			if n <= 6 {
+				fraction = fraction*10 + int(rest[n]-'0')
+			}
+			n++
+		}
+		if n == 1 {
+			return 0, false, false
+		}
+		if n <= 6 {
+			fraction *= fractionScale[n-2]
+		}
+		rest = rest[n:]
+	}
+	offset := 0
+	switch {
+	case rest == "":
+	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':' &&
+		isDigit(rest[1]) && isDigit(rest[2]) && isDigit(rest[4]) && isDigit(rest[5]):
+		hours, minutes := int(rest[1]-'0')*10+int(rest[2]-'0'), int(rest[4]-'0')*10+int(rest[5]-'0')
+		offset = (hours*60 + minutes) * 60 * 1_000_000
+		if offset >= 24*3600*1_000_000 {
+			return 0, false, false
+		}
+		if rest[0] == '-' {
+			offset = -offset
+		}
+		hasZone = true
+	default:
+		return 0, false, false
+	}
+	seconds := daysSinceEpoch(year, month, day)*86400 + int64((field[3]*60+field[4])*60+field[5])
+	return seconds*1_000_000 + int64(fraction) - int64(offset), hasZone, true
+}
+
+// daysSinceEpoch is the number of days from 1970-01-01 to the date, in the
+// proleptic Gregorian calendar (Howard Hinnant's days_from_civil).
+func daysSinceEpoch(year, month, day int) int64 {
+	y := int64(year)
+	if month <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	m := int64(month)
+	var doy int64
+	if m > 2 {
+		doy = (153*(m-3)+2)/5 + int64(day) - 1
+	} else {
+		doy = (153*(m+9)+2)/5 + int64(day) - 1
+	}
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return era*146097 + doe - 719468
+}
+
 // parseISOTimestamp parses value the way the reference does: surrounding
 // whitespace stripped, a trailing "Z" read as +00:00, then Python 3.11's
 // datetime.fromisoformat. Fractional seconds beyond six digits are

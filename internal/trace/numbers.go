@@ -69,11 +69,7 @@ var errTimeRange = errors.New("out of range: expected a time within 2^53 microse
 // tabs around a number are ignored.
 func (u TimeUnit) micros(text []byte) (us int64, hasZone bool, err error) {
 	if u == ISO {
-		t, hasZone, err := plant.ParseISOTimestamp(string(text))
-		if err != nil {
-			return 0, false, err
-		}
-		return t.UnixMicro(), hasZone, nil
+		return plant.ParseISOMicros(string(text))
 	}
 	x, ok := parseDecimal(trimSpace(text))
 	if !ok {
