@@ -328,6 +328,8 @@ func NewController(spec string) (ClockController, error) {
 			}
 		}
 		return NewSampleAndHold(Reactive{}, period)
+	case kind == "mpc" || kind == "mpc-clairvoyant":
+		return NewMPC(spec)
 	}
 	return nil, errors.New("unknown controller " + strconv.Quote(spec) + ": expected max, min, fixed:MHZ, reactive or sampled-reactive[:PERIOD_S]")
 }

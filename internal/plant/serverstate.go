@@ -118,8 +118,9 @@ type ServerStateController interface {
 
 // A Clairvoyant controller is given the whole workload, future arrivals and
 // output lengths included, before the first step: an evaluation bound, not
-// a realizable controller. Simulate calls Foresee before Start. A fleet
-// cannot run one (its replicas learn their requests only as they arrive).
+// a realizable controller. Simulate calls Foresee after Start (for a
+// ServerStateController) and before the first step. A fleet cannot run one
+// (its replicas learn their requests only as they arrive).
 type Clairvoyant interface {
 	ClockController
 	Foresee(requests []Request)
