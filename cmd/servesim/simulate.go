@@ -8,6 +8,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/reqlog"
 )
 
 func init() {
@@ -26,7 +27,7 @@ type simulateOptions struct {
 	Summary     bool
 	// SLO holds --ttft-slo, --tpot-slo and --e2e-slo; zero where not given.
 	SLO plant.SLO
-	// Format is "json" or "table".
+	// Format is "json", "table" or "vllm-bench".
 	Format string
 	Output outputOptions
 	Plot   plotOptions
@@ -35,6 +36,10 @@ type simulateOptions struct {
 	Plant plant.Plant
 	// MaxSteps is --max-steps, the step limit of the run.
 	MaxSteps float64
+	// ExecTimeoutS is --exec-timeout: the patience with an exec: controller.
+	ExecTimeoutS float64
+	// RequestLog is --request-log.
+	RequestLog requestLogOptions
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -78,14 +83,16 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
-	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive or sampled-reactive[:PERIOD_S] (period 1 s)")
+	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest), exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README), mpc[:KEY=VALUE,...] (model-predictive; keys period, horizon, budget, deadline, attainment) or mpc-clairvoyant[:...] (told the future: a bound, not realizable)")
+	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
 	addSLOFlags(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
-	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
+	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
+	addRequestLogFlag(cmd, &opts.RequestLog)
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
@@ -114,8 +121,14 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if _, err := plant.NewController(o.Controller); err != nil {
 		return usageErrorf("--controller: %v", err)
 	}
-	if o.Format != "json" && o.Format != "table" {
-		return usageErrorf("--format %q: expected json or table", o.Format)
+	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
+		return err
+	}
+	if o.Format != "json" && o.Format != "table" && o.Format != formatVLLMBench {
+		return usageErrorf("--format %q: expected json, table or %s", o.Format, formatVLLMBench)
+	}
+	if err := o.RequestLog.check(o.Output); err != nil {
+		return err
 	}
 	if err := checkSimulateWork(o); err != nil {
 		return err
@@ -147,7 +160,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return runFleetSimulate(s, o, prof, profilePath, workload)
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
-	ctrl, _ := plant.NewController(o.Controller)
+	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
 	warnFixedClock(s, o.Controller, ctrl, prof)
 	report, err := plant.Run(workload, plant.Config{
 		Plant:      o.Plant,
@@ -164,6 +177,9 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return err
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromPlant(report.Log) }); err != nil {
+		return err
+	}
 	if o.Plot.Path != "" {
 		full := report.Result
 		if err := o.Plot.write(simulateFigure(report, &full, o)); err != nil {
@@ -171,8 +187,11 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		}
 		report.Result = *full.Thinned(o.Stride, o.Summary)
 	}
-	if o.Format == "table" {
+	switch o.Format {
+	case "table":
 		return writeBytes(s, o.Output, []byte(simulateTable(report)))
+	case formatVLLMBench:
+		return writePlantVLLMBench(s, o.Output, report)
 	}
 	return writeJSON(s, o.Output, report)
 }
@@ -181,7 +200,8 @@ func runSimulate(s *streams, o *simulateOptions) error {
 // step (the figure draws them all; the document is thinned afterwards as
 // --stride and --summary ask), else what --stride and --summary say.
 func (o *simulateOptions) plantOptions() plant.Options {
-	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO}
+	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
+		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench}
 	if o.Plot.Path != "" {
 		options.Stride, options.Summary = 1, false
 	}

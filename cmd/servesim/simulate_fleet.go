@@ -8,6 +8,7 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/reqlog"
 )
 
 // fleetOptions are the fleet flags of `servesim simulate`.
@@ -87,14 +88,20 @@ func runFleetSimulate(s *streams, o *simulateOptions, prof *profile.Profile, pro
 		return err
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromFleet(report.Result) }); err != nil {
+		return err
+	}
 	if o.Plot.Path != "" {
 		if err := o.Plot.write(fleetFigure(report)); err != nil {
 			return err
 		}
 		report.Thin(o.Stride, o.Summary)
 	}
-	if o.Format == "table" {
+	switch o.Format {
+	case "table":
 		return writeBytes(s, o.Output, []byte(fleetTable(report)))
+	case formatVLLMBench:
+		return writeFleetVLLMBench(s, o.Output, report, o.SLO)
 	}
 	return writeJSON(s, o.Output, report)
 }
