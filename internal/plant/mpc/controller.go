@@ -154,8 +154,8 @@ func New(p Plant, slo SLO, set Settings) (*Controller, error) {
 		plan:     make([]int, set.Horizon),
 		best:     make([]int, set.Horizon),
 	}
-	c.pr.periods = make([]float64, set.Horizon)
 	c.pr.stationary = make([]stationary, len(p.Levels))
+
 	c.pr.dtS = p.TimeStepS
 	return c, nil
 }

@@ -5,6 +5,9 @@ import "math"
 // rateWindowS is the window over which the arrival rate is measured, s.
 const rateWindowS = 60.0
 
+// ratePriorS is added to a rate window shorter than rateWindowS.
+const ratePriorS = 10.0
+
 // rateRing is the most arrivals the rate window remembers; with more in the
 // window, the rate is measured over the last rateRing arrivals.
 const rateRing = 1024
@@ -38,7 +41,8 @@ func (l *learner) complete(outputTokens int) { l.outputs.add(outputTokens) }
 
 // rate is the arrival rate at nowS, requests/s: the arrivals of the last
 // rateWindowS seconds over the window (over the time since the first
-// arrival early in a run).
+// arrival early in a run, plus ratePriorS so that a first burst does not
+// look like a flood).
 func (l *learner) rate(nowS float64) float64 {
 	if l.arrivals == 0 {
 		return 0
@@ -62,7 +66,10 @@ func (l *learner) rate(nowS float64) float64 {
 		// More arrivals in the window than remembered.
 		span = nowS - first
 	}
-	return float64(n) / math.Max(span, 1e-9)
+	if span < rateWindowS {
+		span += ratePriorS
+	}
+	return float64(n) / span
 }
 
 // meanOutput is the mean output length of the completed requests.
@@ -94,9 +101,9 @@ func (l *learner) remaining(g float64) float64 {
 func (l *learner) prepare(dtS, tpotS float64, maxActive int) {
 	l.prompts.prepare()
 	l.outputs.prepare()
-	// The TPOT tables follow the output distribution while it is young,
-	// then every time it doubles.
-	if !l.tpot.built || l.outputs.n != l.outputsSeen && (l.outputsSeen < 64 || l.outputs.n >= 2*l.outputsSeen) {
+	// The TPOT tables follow the output distribution every time it
+	// doubles.
+	if !l.tpot.built || l.outputs.n >= 2*l.outputsSeen && l.outputs.n > 0 {
 		l.tpot.build(&l.outputs, dtS, tpotS, maxActive)
 		l.outputsSeen = l.outputs.n
 	}

@@ -16,8 +16,13 @@ type item struct {
 // problem is one solve's input: the state at the solve and what is
 // predicted of the future, shared by every candidate plan's rollout.
 type problem struct {
-	dtS     float64
-	periods []float64 // length of each period of the horizon, s
+	dtS float64
+	// The horizon is followed in blocks of periods (1, 1, 1, 2, 4, ...),
+	// the first partial when the solve is not at a period's start; a plan
+	// holds one level over each block but the first two (see search).
+	blocks   []block
+	horizonS float64
+	firstS   float64 // span of the first block
 	// The queue: items in service order; lost is the number of queued
 	// requests already past their TTFT objective (at the head, the queue
 	// being in arrival order) and lostWork their prompt tokens.
@@ -54,6 +59,13 @@ type problem struct {
 	// maxFew (fewBuf holds them).
 	few    []fewActive
 	fewBuf [maxFew]fewActive
+}
+
+// block is a run of periods of the horizon: the first, its span and the
+// thermal decay over it.
+type block struct {
+	first        int
+	spanS, decay float64
 }
 
 // stationary is a level's long-run outcome under the predicted arrivals:
@@ -162,14 +174,15 @@ func (pr *problem) runRecorded(m *Controller, plan []int, record, recordTTFT []f
 		r.backlog += pr.items[r.arrivedTo-1].work
 	}
 	r.prefilled = -pr.lostWork
-	for k, tau := range pr.periods {
+	for k := range pr.blocks {
+		b := &pr.blocks[k]
 		r.k = k
-		level := plan[k]
-		if r.settled() && constantFrom(plan, k) {
-			r.tail(level, pr.periods[k:])
+		level := plan[b.first]
+		if r.settled() && constantFrom(plan, b.first) {
+			r.tail(level, pr.horizonS-r.t)
 			break
 		}
-		r.period(level, tau)
+		r.block(level, b)
 	}
 	first := r.judgeTPOT()
 	r.finish(plan[len(plan)-1])
@@ -197,23 +210,23 @@ func (r *rollout) settled() bool {
 	return r.next == len(r.pr.items) && r.backlog <= 1e-6
 }
 
-// period follows one period at level.
-func (r *rollout) period(level int, tauS float64) {
+// block follows one block of periods at level.
+func (r *rollout) block(level int, b *block) {
 	r.states++
 	pl := &r.m.levels.cool[level]
 	if r.tempC >= r.m.plant.ThermalLimitC {
 		pl = &r.m.levels.hot[level]
 	}
-	r.pr.trace = append(r.pr.trace, periodTrace{steps: tauS / r.pr.dtS})
+	r.pr.trace = append(r.pr.trace, periodTrace{steps: b.spanS / r.pr.dtS})
 	start := r.energyJ
-	end := r.t + tauS
+	end := r.t + b.spanS
 	for r.t < end-1e-12 {
 		r.interval(pl, end)
 	}
-	power := (r.energyJ - start) / tauS
+	power := (r.energyJ - start) / b.spanS
 	p := &r.m.plant
 	equilibrium := p.AmbientC + p.ThermalRCPerW*power
-	r.tempC = equilibrium + (r.tempC-equilibrium)*math.Exp(-tauS/p.ThermalTauS)
+	r.tempC = equilibrium + (r.tempC-equilibrium)*b.decay
 	r.peakTempC = math.Max(r.peakTempC, r.tempC)
 }
 
@@ -238,12 +251,18 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	inflow := pr.rate * pr.meanPrompt // predicted prompt tokens per second
 
 	// Prefill: the queue drains at drain tokens/s, one chunk per prefill
-	// step, a prefill step every cycle steps.
-	cycle := dt
-	if r.active >= 0.5 && p.Scheduler == Chunked {
+	// step, a prefill step every cycle steps: every other step while the
+	// chunked scheduler alternates with requests decoding, which it does
+	// unless none decodes, with the probability that a Poisson count of
+	// mean r.active is 0, exp(-n) (its cubic Padé approximation, within
+	// 2% for n <= 1 and near 0 beyond).
+	cycle, alone := dt, 1.0
+	if p.Scheduler == Chunked {
+		n := r.active
+		alone = 1 / (1 + n*(1+n*(0.5+n/6)))
 		cycle = 2 * dt
 	}
-	drain := pl.chunk / cycle
+	drain := pl.chunk / dt * (alone + (1-alone)/2)
 	blocked := r.active >= float64(p.MaxActive)-0.5 ||
 		r.kvTokens+(r.active+1)*p.KVReserveTokensPerActive >= p.KVCapacityTokens ||
 		(p.Scheduler == Chunked && r.active >= 0.5 && r.kvTokens >= p.KVPressure*p.KVCapacityTokens) ||
@@ -252,51 +271,65 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		drain = 0
 	}
 	queued := r.backlog > 1e-6
-	if queued && drain > inflow {
-		span = math.Min(span, r.backlog/(drain-inflow))
-	}
-	if queued && drain > 0 && cycle > dt && r.decodeLeft > 0 {
-		// The alternation ends when the decoding requests are done.
-		span = math.Min(span, r.decodeLeft/(pl.alternatingPerStep/dt))
-	}
-	span = math.Max(span, 1e-9)
 
-	// Prefill steps in the interval, and the decode throughput.
-	var prefillSteps, prefilled float64
+	// Rates: prompt tokens prefilled, prefill steps and decode capacity,
+	// per second.
+	var prefillRate, prefillSteps float64
 	if queued && drain > 0 {
-		prefilled = drain * span
-		prefillSteps = span / cycle
+		prefillRate = drain
+		prefillSteps = drain / pl.chunk
 	} else if !queued && inflow > 0 {
 		// Arrivals are prefilled as they come, a step per chunk.
-		prefilled = inflow * span
-		prefillSteps = math.Min(pr.rate*span*(pr.meanPrompt/pl.chunk+0.5), span/dt)
+		prefillRate = inflow
+		prefillSteps = math.Min(pr.rate*(pr.meanPrompt/pl.chunk+0.5), 1/dt)
 	}
-	decodeSteps := math.Max(0, span/dt-prefillSteps)
+	decodeSteps := math.Max(0, 1/dt-prefillSteps)
 	if p.Scheduler == Static && queued && drain > 0 {
 		// Static prefills first: decode only in what prefill steps leave.
 		decodeSteps = 0
 	}
-	leftTokens := pl.leftDecodeRate * math.Max(0, dt-pl.chunkTimeS) * prefillSteps
-	fullTokens := pl.decodeRate * decodeSteps * dt
-	capacity := leftTokens + fullTokens
+	leftRate := pl.leftDecodeRate * math.Max(0, dt-pl.chunkTimeS) * prefillSteps
+	capacityRate := leftRate + pl.decodeRate*decodeSteps*dt
+
+	// The regime lasts until the queue empties or, while the chunked
+	// scheduler alternates, until the decoding requests are done.
+	cleared, exhausted := false, false
+	if queued && drain > inflow {
+		if t := r.backlog / (drain - inflow); t <= span {
+			span, cleared = t, true
+		}
+	}
+	if queued && drain > 0 && alone < 1 && r.decodeLeft > 0 && capacityRate > 0 {
+		if t := r.decodeLeft / capacityRate; t < span {
+			span, cleared, exhausted = t, false, true
+		}
+	}
+	span = math.Max(span, 1e-9)
+	decodeLeft := r.decodeLeft
+	prefilled := prefillRate * span
+	leftTokens := leftRate * span
+	capacity := capacityRate * span
 
 	// Admissions: followed items whose prompt completes, then predicted
 	// arrivals' prompts.
 	before := r.prefilled
 	r.prefilled += prefilled
 	r.backlog = math.Max(0, r.backlog+inflow*span-prefilled)
+	if cleared {
+		r.backlog = 0
+	}
 	// The first prefill step of the interval comes after a known wait at
 	// the solve, half a cycle's on average later.
 	wait := 0.5 * (cycle - dt)
+	itemsAlone := alone
 	if r.t == 0 {
 		wait = pr.firstPrefillWaitS
-	}
-	// At the solve, the few requests decoding may all finish soon and end
-	// the alternation: with probability alone, the prefills run back to
-	// back.
-	alone := 0.0
-	if r.t == 0 && cycle > dt {
-		alone = pr.aloneSoon(pl, r.m.slo.TTFTS)
+		// At the solve, the few requests decoding may all finish soon
+		// and end the alternation.
+		itemsAlone = 1
+		if pr.active > 0 && cycle > dt {
+			itemsAlone = pr.aloneSoon(pl, r.m.slo.TTFTS)
+		}
 	}
 	for r.next < r.arrivedTo && pr.items[r.next].work <= r.prefilled+1e-9 {
 		it := &pr.items[r.next]
@@ -305,7 +338,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		steps := math.Max(1, math.Ceil((it.work-before)/pl.chunk-1e-9))
 		first := r.t + wait + (steps-1)*cycle + dt
 		firstAlone := r.t + steps*dt
-		r.admitItem(it, first, firstAlone, alone)
+		r.admitItem(it, first, firstAlone, itemsAlone)
 		r.next++
 	}
 	if r.next == len(pr.items) && pr.rate > 0 {
@@ -326,13 +359,11 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	if pr.rate > 0 {
 		arrivals := pr.rate * span
 		ahead := math.Max(0, r.backlog-0.5*(inflow-prefilled/span)*span)
-		ttft := pr.ttftMet(r.m.slo.TTFTS, pl, ahead, cycle)
-		if p.Scheduler == Chunked {
-			// An arrival finds no request decoding (and its prompt's
-			// steps back to back) with the probability that a Poisson
-			// count of mean r.active is 0.
-			alone := math.Exp(-r.active)
-			ttft = alone*pr.ttftMet(r.m.slo.TTFTS, pl, ahead, dt) + (1-alone)*pr.ttftMet(r.m.slo.TTFTS, pl, ahead, 2*dt)
+		// An arrival's prompt steps run back to back when nothing
+		// decodes.
+		ttft := pr.ttftMet(r.m.slo.TTFTS, pl, ahead, dt)
+		if alone < 1 {
+			ttft = alone*ttft + (1-alone)*pr.ttftMet(r.m.slo.TTFTS, pl, ahead, cycle)
 		}
 		trace.arrivals += arrivals
 		trace.ttftMet += arrivals * ttft
@@ -345,6 +376,10 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	trace.capacity += capacity
 	trace.decoding += r.active * span / dt
 	served := math.Min(r.decodeLeft, capacity)
+	if exhausted {
+		// Exactly what was decoding (requests admitted since go on).
+		served = math.Min(r.decodeLeft, math.Max(capacity, decodeLeft))
+	}
 	if r.decodeLeft > 0 {
 		completed := r.active * served / r.decodeLeft
 		kvFreed := r.kvTokens * completed / math.Max(r.active, 1e-9)
@@ -353,7 +388,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	}
 	r.decodeLeft -= served
 	r.kvTokens += served
-	if r.decodeLeft <= 1e-9 {
+	if r.decodeLeft <= 1e-6 {
 		r.decodeLeft, r.active = 0, 0
 	}
 
@@ -451,15 +486,11 @@ func (r *rollout) judgeTPOT() firstOutcome {
 	return first
 }
 
-// tail follows the rest of the horizon (periods) at level in the
+// tail follows the rest of the horizon (span seconds) at level in the
 // stationary regime: nothing is queued, the decoding requests finish their
 // expected outputs, and arrivals come at the predicted rate.
-func (r *rollout) tail(level int, periods []float64) {
+func (r *rollout) tail(level int, span float64) {
 	r.states++
-	span := 0.0
-	for _, tau := range periods {
-		span += tau
-	}
 	pl := &r.m.levels.cool[level]
 	s := &r.pr.stationary[level]
 	r.energyJ += s.powerW*span + r.decodeLeft*pl.decodeJ

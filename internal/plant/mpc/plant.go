@@ -130,6 +130,7 @@ type phaseLevel struct {
 type levelTable struct {
 	cool, hot []phaseLevel
 	allowed   []bool // levels the controller may request
+	list      []int  // the allowed levels, increasing
 	top       int    // the highest allowed level
 }
 
@@ -175,5 +176,10 @@ func newLevelTable(p *Plant) levelTable {
 		}
 	}
 	t.allowed[0] = true
+	for i, ok := range t.allowed {
+		if ok {
+			t.list = append(t.list, i)
+		}
+	}
 	return t
 }

@@ -17,8 +17,13 @@ const maxItems = 256
 const tolerance = 0.001
 
 // slackSpent is the share of the slack a run has built up over its
-// attainment target that a solve may spend.
-const slackSpent = 0.1
+// attainment target that a solve may spend; slackMargin is the share of
+// the requests completed kept in reserve (congestion makes the misses of a
+// slower plan come in bursts the model does not foresee).
+const (
+	slackSpent  = 0.05
+	slackMargin = 0.01
+)
 
 // refinedPeriods is the number of leading periods whose level the search
 // refines one at a time after choosing the best constant plan.
@@ -29,9 +34,24 @@ func (c *Controller) build(s Server, period int) {
 	pr := &c.pr
 	now := s.TimeS()
 	dt := c.plant.TimeStepS
-	pr.periods[0] = math.Max(float64(period+1)*c.set.PeriodS-now, dt)
-	for k := 1; k < len(pr.periods); k++ {
-		pr.periods[k] = c.set.PeriodS
+	first := math.Max(float64(period+1)*c.set.PeriodS-now, dt)
+	if first != pr.firstS || len(pr.blocks) == 0 {
+		// Blocks of 1, 1, 1, 2, 4, 8, ... periods.
+		pr.firstS = first
+		pr.blocks = pr.blocks[:0]
+		pr.horizonS = 0
+		size := 1
+		for k := 0; k < c.set.Horizon; k += size {
+			if k >= 3 {
+				size = min(2*size, c.set.Horizon-k)
+			}
+			span := float64(size) * c.set.PeriodS
+			if k == 0 {
+				span = first
+			}
+			pr.blocks = append(pr.blocks, block{first: k, spanS: span, decay: math.Exp(-span / c.plant.ThermalTauS)})
+			pr.horizonS += span
+		}
 	}
 	pr.temperatureC = s.TemperatureC()
 	pr.kvTokens = s.KVTokens()
@@ -162,10 +182,7 @@ func (c *Controller) knownOutput(id int) float64 {
 // clairvoyant solve's items.
 func (c *Controller) addFuture(now float64) {
 	pr := &c.pr
-	span := 0.0
-	for _, tau := range pr.periods {
-		span += tau
-	}
+	span := pr.horizonS
 	i, _ := slices.BinarySearchFunc(c.future, now+1e-12, func(r Request, t float64) int {
 		if r.ArrivalS <= t {
 			return -1
@@ -269,37 +286,29 @@ func (c *Controller) search(start time.Time) bool {
 			plan[k] = level
 		}
 	}
+	// The reference plan holds the highest level: the plan chosen must do
+	// as well as it within a tolerance...
+	levels := c.levels.list
 	fill(c.plan, c.levels.top)
 	ref, ok := eval(c.plan)
 	if !ok {
 		return false
 	}
-	target := ref.misses
+	// The decision of a solve is its first period's: the tolerance is a
+	// share of the requests in the system and arriving in that period.
+	inSystem := ref.requests - c.predictedArrivals()
+	target := ref.misses + tolerance*(inSystem+c.pr.rate*c.pr.blocks[0].spanS)
 	if a := c.set.Attainment; a > 0 {
-		// A share 1-A of the requests the horizon judges may miss, plus a
-		// share of the slack the run has built up (the misses a share 1-A
-		// of the requests completed allows, less those they had), or
-		// minus all of a shortfall: when that is fewer misses than the
-		// highest level's plan predicts, the run catches up at the
-		// highest level.
-		slack := (1-a)*float64(c.seenCompleted) - float64(c.completedMisses)
-		if slack > 0 {
-			slack *= slackSpent
-		}
-		target = (1-a)*ref.requests + slack
-		if target < ref.misses {
-			copy(c.best, c.plan)
-			return true
-		}
-	} else {
-		// The decision of a solve is its first period's: the tolerance is
-		// a share of the requests in the system and arriving in that
-		// period.
-		inSystem := ref.requests - c.predictedArrivals()
-		target += tolerance * (inSystem + c.pr.rate*c.pr.periods[0])
+		// ... or, with an attainment target, it may miss more as far as
+		// the run is ahead of it by more than slackMargin: a share
+		// slackSpent of the misses a share 1-A of the requests completed
+		// allows, less those they had and those already certain in the
+		// system.
+		slack := (1-a-slackMargin)*float64(c.seenCompleted) - float64(c.completedMisses) - c.pr.certainMisses
+		target += slackSpent * math.Max(0, slack)
 	}
 	// A plan may leave at most a step's worth of work more than the
-	// highest level's at the end of the horizon: a queue that outgrows the
+	// reference at the end of the horizon: a queue that outgrows the
 	// horizon would otherwise look free, and solve after solve the
 	// backlog would drift up.
 	feasible := func(o outcome) bool {
@@ -314,33 +323,64 @@ func (c *Controller) search(start time.Time) bool {
 		}
 	}
 	consider(ref, c.plan)
-	for l := range c.plant.Levels {
-		if !c.levels.allowed[l] || l == c.levels.top {
-			continue
-		}
-		fill(c.plan, l)
+
+	// Constant plans: the lowest feasible level, found by bisection (misses
+	// grow as the level falls), then the levels above it while energy
+	// falls.
+	uniform := func(i int) (outcome, bool) {
+		fill(c.plan, levels[i])
 		o, ok := eval(c.plan)
+		consider(o, c.plan)
+		return o, ok
+	}
+	lo, hi := 0, len(levels)-1
+	for lo < hi {
+		mid := (lo + hi) / 2
+		o, ok := uniform(mid)
 		if !ok {
 			return false
 		}
-		consider(o, c.plan)
+		if feasible(o) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	previous := math.Inf(1)
+	for i := lo; i < len(levels)-1; i++ {
+		o, ok := uniform(i)
+		if !ok {
+			return false
+		}
+		if !feasible(o) || o.energyJ >= previous {
+			break
+		}
+		previous = o.energyJ
 	}
 	if math.IsInf(bestEnergy, 1) {
 		return false
 	}
+
+	// The first periods, one at a time: lower while feasible and cheaper,
+	// then higher while cheaper (a faster start may allow a slower rest).
 	for k := range min(refinedPeriods, len(c.plan)) {
 		copy(c.plan, c.best)
-		base := c.plan[k]
-		for l := range c.plant.Levels {
-			if !c.levels.allowed[l] || l == base {
-				continue
+		base := slices.Index(levels, c.plan[k])
+		for _, step := range []int{-1, 1} {
+			previous := bestEnergy
+			for i := base + step; i >= 0 && i < len(levels); i += step {
+				c.plan[k] = levels[i]
+				o, ok := eval(c.plan)
+				if !ok {
+					return false
+				}
+				consider(o, c.plan)
+				if !feasible(o) && step < 0 || o.energyJ >= previous {
+					break
+				}
+				previous = o.energyJ
 			}
-			c.plan[k] = l
-			o, ok := eval(c.plan)
-			if !ok {
-				return false
-			}
-			consider(o, c.plan)
+			c.plan[k] = levels[base]
 		}
 	}
 	return true
@@ -359,9 +399,5 @@ func (c *Controller) predictedArrivals() float64 {
 		}
 		return float64(n)
 	}
-	span := 0.0
-	for _, tau := range pr.periods {
-		span += tau
-	}
-	return pr.rate * span
+	return pr.rate * pr.horizonS
 }
