@@ -83,7 +83,7 @@ type SolveTimer interface {
 // target SLO attainment A, 0 < A <= 1; default: the attainment the highest
 // clock would reach, as predicted). The error names the key.
 func NewMPC(spec string) (ClockController, error) {
-	kind, args, _ := strings.Cut(spec, ":")
+	kind, args, hasArgs := strings.Cut(spec, ":")
 	m := &MPC{spec: spec, settings: mpc.Settings{PeriodS: DefaultMPCPeriodS, Horizon: DefaultMPCHorizon, Budget: DefaultMPCBudget}}
 	switch kind {
 	case "mpc":
@@ -93,7 +93,7 @@ func NewMPC(spec string) (ClockController, error) {
 		return nil, fmt.Errorf("controller %q: expected mpc or mpc-clairvoyant", spec)
 	}
 	given := map[string]string{}
-	if args != "" {
+	if hasArgs {
 		for _, kv := range strings.Split(args, ",") {
 			key, value, ok := strings.Cut(kv, "=")
 			if !ok {
@@ -230,10 +230,12 @@ func (m *MPC) Start(info RunInfo) error {
 // Observe implements ServerStateController.
 func (m *MPC) Observe(state *ServerState) { m.view.state = state }
 
-// RequestClock implements ClockController.
+// RequestClock implements ClockController. Consulted outside a simulation
+// (without Start and Observe) it has no state to plan from and races to
+// idle, as a failed solve does.
 func (m *MPC) RequestClock(obs Observation) float64 {
 	if m.core == nil || m.view.state == nil {
-		panic("plant: MPC consulted outside a simulation (Start and Observe were not called)")
+		return RaceToIdle{}.RequestClock(obs)
 	}
 	m.view.obs = obs
 	return m.levels[m.core.Step(&m.view)]

@@ -19,7 +19,8 @@ const tolerance = 0.001
 // slackSpent is the share of the slack a run has built up over its
 // attainment target that a solve may spend; slackMargin is the share of
 // the requests completed kept in reserve (congestion makes the misses of a
-// slower plan come in bursts the model does not foresee).
+// slower plan come in bursts the model does not foresee), at most a
+// quarter of the misses the target allows.
 const (
 	slackSpent  = 0.05
 	slackMargin = 0.01
@@ -304,7 +305,8 @@ func (c *Controller) search(start time.Time) bool {
 		// slackSpent of the misses a share 1-A of the requests completed
 		// allows, less those they had and those already certain in the
 		// system.
-		slack := (1-a-slackMargin)*float64(c.seenCompleted) - float64(c.completedMisses) - c.pr.certainMisses
+		margin := math.Min(slackMargin, (1-a)/4)
+		slack := (1-a-margin)*float64(c.seenCompleted) - float64(c.completedMisses) - c.pr.certainMisses
 		target += slackSpent * math.Max(0, slack)
 	}
 	// A plan may leave at most a step's worth of work more than the
