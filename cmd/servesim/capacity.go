@@ -12,6 +12,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
+	"servesim/internal/trace"
 )
 
 func init() {
@@ -21,6 +22,7 @@ func init() {
 // capacityOptions are the parsed flags of `servesim capacity`.
 type capacityOptions struct {
 	TracePath   string
+	Trace       traceOptions // how to read --trace
 	ProfilePath string
 	FleetPath   string
 	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
@@ -37,6 +39,8 @@ type capacityOptions struct {
 	Output      outputOptions
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant plant.Plant
+	// Engine holds the engine feature flags.
+	Engine engineFlags
 }
 
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
@@ -69,7 +73,8 @@ runs every group with N times its replicas.`,
 			runF, func(o *capacityOptions) error { return runCapacity(s, o) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV, or - for stdin (default: the embedded synthetic trace)")
+	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
+	addTraceFlags(cmd, &opts.Trace)
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV of every replica, or with --fleet of the groups without one (default: the embedded engineering proxy)")
 	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller}, a missing field taking the flag's value; size N multiplies every group's replicas")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
@@ -84,6 +89,7 @@ runs every group with N times its replicas.`,
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
+	addEngineFlags(cmd, &opts.Engine)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
@@ -124,7 +130,7 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
-	return nil
+	return o.Engine.check(cmd, o.Plant)
 }
 
 // capacityDocument is what `servesim capacity` writes.
@@ -151,6 +157,9 @@ type capacityProvenance struct {
 	TraceSHA256     string `json:"trace_sha256"`    // SHA-256 hex of the trace bytes read
 	RequestsLoaded  int    `json:"requests_loaded"` // requests in the trace as loaded
 	ServesimVersion string `json:"servesim_version"`
+	// RequestsSkipped counts the trace rows its format's rules skipped, by
+	// reason; absent when none was.
+	RequestsSkipped map[string]int `json:"requests_skipped,omitempty"`
 }
 
 func runCapacity(s *streams, o *capacityOptions) error {
@@ -166,17 +175,21 @@ func runCapacity(s *streams, o *capacityOptions) error {
 	if o.TracePath == "" {
 		workload, err = plant.DefaultTrace(o.MaxElapsedS)
 	} else {
-		workload, err = loadTraceFile(s, o.TracePath, o.MaxElapsedS)
+		var t *trace.Trace
+		if t, err = openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace); err == nil {
+			workload = t.Workload
+			o.Engine.useHashIDs(t)
+		}
 	}
 	if err != nil {
 		return err
 	}
 	prov.TracePath, prov.TraceSHA256, prov.RequestsLoaded = workload.Source, workload.SHA256, len(workload.Requests)
-	prov.ServesimVersion = resolvedVersion()
+	prov.ServesimVersion, prov.RequestsSkipped = resolvedVersion(), workload.Skipped
 
 	study := fleet.Capacity{
 		Plant: o.Plant, Unit: unit, Router: o.Router, RouterSeed: o.RouterSeed,
-		Controllers: o.Controllers, SLO: o.SLO,
+		Controllers: o.Controllers, SLO: o.SLO, Engine: o.Engine.options(),
 		Search: fleet.CapacitySearch{Target: o.Attainment, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs},
 	}
 	var bar *progress.Bar

@@ -56,6 +56,9 @@ func registerCompletions(root *cobra.Command) {
 		if has("router") {
 			_ = cmd.RegisterFlagCompletionFunc("router", choices(routerNames))
 		}
+		if has("preemption") {
+			_ = cmd.RegisterFlagCompletionFunc("preemption", choices(plant.PreemptionNames))
+		}
 		for name, extensions := range fileFlags {
 			if has(name) {
 				_ = cmd.MarkFlagFilename(name, extensions...)

@@ -160,5 +160,6 @@ func fleetTable(r *fleet.Report) string {
 		row(strconv.Itoa(rep.Replica), rep.Group, rep.RequestsRouted, &rep.Metrics)
 	}
 	b.WriteString(t.String())
+	writeEngineLines(&b, r.Engine)
 	return b.String()
 }

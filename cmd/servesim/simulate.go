@@ -19,6 +19,7 @@ func init() {
 type simulateOptions struct {
 	ProfilePath string
 	TracePath   string
+	Trace       traceOptions
 	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
 	Normalize   float64 // 0 when --normalize is not given
 	Scheduler   string
@@ -40,6 +41,8 @@ type simulateOptions struct {
 	ExecTimeoutS float64
 	// RequestLog is --request-log.
 	RequestLog requestLogOptions
+	// Engine holds the engine feature flags.
+	Engine engineFlags
 	// Verbose is --verbose: an mpc controller's solve times on stderr.
 	Verbose bool
 }
@@ -81,7 +84,8 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (a measured bundle is validated first; default: the embedded engineering proxy)")
-	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV TIMESTAMP,ContextTokens,GeneratedTokens, or - for stdin (default: the embedded synthetic trace)")
+	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
+	addTraceFlags(cmd, &opts.Trace)
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
@@ -96,6 +100,7 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
 	addRequestLogFlag(cmd, &opts.RequestLog)
+	addEngineFlags(cmd, &opts.Engine)
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
@@ -131,6 +136,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 		return usageErrorf("--format %q: expected json, table or %s", o.Format, formatVLLMBench)
 	}
 	if err := o.RequestLog.check(o.Output); err != nil {
+		return err
+	}
+	if err := o.Engine.check(cmd, o.Plant); err != nil {
 		return err
 	}
 	if err := checkSimulateWork(o); err != nil {
@@ -206,7 +214,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 // --stride and --summary ask), else what --stride and --summary say.
 func (o *simulateOptions) plantOptions() plant.Options {
 	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
-		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench}
+		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench, Engine: o.Engine.options()}
 	if o.Plot.Path != "" {
 		options.Stride, options.Summary = 1, false
 	}
@@ -225,10 +233,16 @@ func flagNamed(err error) error {
 	return err
 }
 
-// loadTrace reads --trace, or the embedded synthetic trace without it.
+// loadTrace reads --trace, or the embedded synthetic trace without it; a
+// Mooncake trace's hash ids go to the prefix cache.
 func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
 	if o.TracePath == "" {
 		return plant.DefaultTrace(o.MaxElapsedS)
 	}
-	return loadTraceFile(s, o.TracePath, o.MaxElapsedS)
+	t, err := openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+	if err != nil {
+		return plant.Workload{}, err
+	}
+	o.Engine.useHashIDs(t)
+	return t.Workload, nil
 }

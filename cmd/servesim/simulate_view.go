@@ -153,6 +153,7 @@ func simulateTable(r *plant.Report) string {
 	b.WriteString(t.String())
 	b.WriteByte('\n')
 	writeSLOTable(&b, slo, r.Provenance.RequestsLoaded)
+	writeEngineLines(&b, r.Engine)
 	return b.String()
 }
 

@@ -54,6 +54,9 @@ type Provenance struct {
 	// the request when the profile has no such level; nil (null) for the
 	// other controllers.
 	FixedClockLevelMHz *float64 `json:"fixed_clock_level_mhz"`
+	// RequestsSkipped counts the trace rows a format's rule left out, by
+	// reason (Workload.Skipped); absent when none was.
+	RequestsSkipped map[string]int `json:"requests_skipped,omitempty"`
 }
 
 // Run normalizes w if asked, simulates it under cfg and returns the report.
@@ -107,6 +110,7 @@ func Run(w Workload, cfg Config) (rep *Report, err error) {
 			RequestsLoaded:       len(w.Requests),
 			ServesimVersion:      cfg.Version,
 			FixedClockLevelMHz:   fixedLevel,
+			RequestsSkipped:      w.Skipped,
 		},
 	}, nil
 }

@@ -57,8 +57,10 @@ func (s *ServerState) ArrivedAt(i int) ArrivedRequest {
 	return s.sim.arrived(i)
 }
 
-// Queued is the number of requests waiting for (or in) prefill.
-func (s *ServerState) Queued() int { return s.sim.pending - s.sim.head }
+// Queued is the number of requests waiting for (or in) prefill: with
+// preemption (Options.Engine), the preempted requests waiting to be
+// prefilled again come first.
+func (s *ServerState) Queued() int { return s.sim.engine.waitingCount() + s.sim.pending - s.sim.head }
 
 // QueuedAt returns the i-th queued request in service order (0 is the
 // head, the only one that can be partly prefilled), 0 <= i < Queued().
@@ -66,7 +68,12 @@ func (s *ServerState) QueuedAt(i int) QueuedRequest {
 	if i < 0 || i >= s.Queued() {
 		panic("plant: ServerState.QueuedAt: index out of range")
 	}
-	j := s.sim.head + i
+	var j int
+	if waiting := s.sim.engine.waitingCount(); i < waiting {
+		j = s.sim.engine.waiting[waiting-1-i] // served last in, first out
+	} else {
+		j = s.sim.head + i - waiting
+	}
 	return QueuedRequest{ArrivedRequest: s.sim.arrived(j), PrefillRemainingTokens: s.sim.progress[j].prefillRemaining}
 }
 

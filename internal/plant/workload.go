@@ -54,6 +54,9 @@ type Workload struct {
 	Requests []Request // requests in trace order
 	Source   string    // the path it was read from, "stdin" or "(embedded)"
 	SHA256   string    // SHA-256 of the bytes read
+	// Skipped counts the rows a trace format's rule left out, by reason
+	// (package trace: "failed_response", "filtered"); nil when none was.
+	Skipped map[string]int
 }
 
 // Azure trace column names.

@@ -186,7 +186,7 @@ func TestNormalizeOfferedLoad(t *testing.T) {
 
 func TestParseISOTimestampRejectsCPythonQuirks(t *testing.T) {
 	// CPython 3.11 accepts these by accident; servesim rejects them.
-	for _, text := range []string{"2023-11-16T18:17:03x+01:00", "2023-11-16T18:17:03:5", "2023-11-16T18:17:03 +01:00"} {
+	for _, text := range []string{"2023-11-16T18:17:03x+01:00", "2023-11-16T18:17:03:5", "2023-11-16T18:17:03 +01:00", "2024-05-10 00:00:00.+00:00"} {
 		_, _, err := parseISOTimestamp(text)
 		assert.Error(t, err, text)
 	}

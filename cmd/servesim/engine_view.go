@@ -1,0 +1,26 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"servesim/internal/plant"
+	"servesim/internal/texttable"
+)
+
+// writeEngineLines renders the engine block, when there is one, as a
+// paragraph: the prefix cache's hits and evictions, the preemptions and
+// their recomputation.
+func writeEngineLines(b *strings.Builder, e *plant.EngineReport) {
+	if e == nil {
+		return
+	}
+	b.WriteByte('\n')
+	if e.PrefixCache {
+		fmt.Fprintf(b, "prefix cache (%d-token blocks, %d blocks): hit rate %s%% (%s of %d prompt tokens of completed requests), %d blocks evicted\n",
+			*e.KVBlockTokens, *e.KVCapacityBlocks, texttable.Fixed(100*e.PrefixCacheHitRate, 2),
+			texttable.Fixed(e.PrefixCachedTokens, 0), e.PromptTokens, e.PrefixCacheEvictions)
+	}
+	fmt.Fprintf(b, "preemption %s: %d preemptions of %d requests, %s tokens recomputed in %s s\n",
+		e.Preemption, e.Preemptions, e.PreemptedRequests, texttable.Fixed(e.RecomputedTokens, 0), texttable.Fixed(e.RecomputeTimeS, 3))
+}
