@@ -119,10 +119,21 @@ type Controller struct {
 	seenArrived, seenCompleted int
 	completedMisses            int
 
-	// Scratch reused by every solve.
-	pr         problem
-	plan, best []int
-	stat       statCache
+	// Scratch reused by every solve: the problem, plans, the outcome of
+	// each constant plan, and the lowest feasible constant level found at
+	// the last solve (where the next one starts looking).
+	pr          problem
+	plan, best  []int
+	uniform     []uniformOutcome
+	lastUniform int
+	stat        statCache
+}
+
+// uniformOutcome is a constant plan's outcome, when evaluated at the
+// current solve.
+type uniformOutcome struct {
+	outcome
+	valid bool
 }
 
 // statCache remembers the stationary outcomes and what they were computed
@@ -155,6 +166,8 @@ func New(p Plant, slo SLO, set Settings) (*Controller, error) {
 		best:     make([]int, set.Horizon),
 	}
 	c.pr.stationary = make([]stationary, len(p.Levels))
+	c.uniform = make([]uniformOutcome, len(c.levels.list))
+	c.lastUniform = len(c.levels.list) - 1
 
 	c.pr.dtS = p.TimeStepS
 	return c, nil

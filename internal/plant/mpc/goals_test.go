@@ -228,18 +228,27 @@ func measureGoalCase(t *testing.T, c *goalCase) string {
 		slack = append(slack, fmt.Sprintf("%s: %.4f, %.4f %s", a, r.attainment, r.energy, verdict))
 	}
 
-	// Goal 3: the clairvoyant bound at mpc's attainment.
-	bound := runGoal(t, c, "mpc-clairvoyant:attainment="+strconv.FormatFloat(math.Max(0.001, m.attainment), 'f', 4, 64))
-	boundVerdict := fmt.Sprintf("%.4f at %.4f", bound.energy, bound.attainment)
-	switch {
-	case bound.attainment < m.attainment-reachesWithin:
-		boundVerdict += " (bound misses mpc's attainment)"
-	case m.energy <= bound.energy*(1+clairvoyantWithin):
-		boundVerdict += fmt.Sprintf(" ok %+.1f%%", 100*(m.energy/bound.energy-1))
-	default:
-		boundVerdict += fmt.Sprintf(" NO %+.1f%%", 100*(m.energy/bound.energy-1))
-	}
+	// Goal 3: the clairvoyant bound at mpc's attainment: the cheaper of
+	// mpc-clairvoyant and mpc-clairvoyant:attainment=(mpc's) that reaches
+	// it.
 	cl := runs["mpc-clairvoyant"]
+	bounds := []goalRun{cl, runGoal(t, c, "mpc-clairvoyant:attainment="+strconv.FormatFloat(math.Max(0.001, m.attainment), 'f', 4, 64))}
+	bound, reached := goalRun{energy: math.Inf(1)}, false
+	for _, b := range bounds {
+		if b.attainment >= m.attainment-reachesWithin && b.energy < bound.energy {
+			bound, reached = b, true
+		}
+	}
+	var boundVerdict string
+	switch {
+	case !reached:
+		b := bounds[1]
+		boundVerdict = fmt.Sprintf("bound below: %.4f at %.4f", b.energy, b.attainment)
+	case m.energy <= bound.energy*(1+clairvoyantWithin):
+		boundVerdict = fmt.Sprintf("ok %+.1f%% (%.4f at %.4f)", 100*(m.energy/bound.energy-1), bound.energy, bound.attainment)
+	default:
+		boundVerdict = fmt.Sprintf("NO %+.1f%% (%.4f at %.4f)", 100*(m.energy/bound.energy-1), bound.energy, bound.attainment)
+	}
 	return fmt.Sprintf("| %s | %.4f %.4f | %.4f %.4f | %s %.4f %.4f | %.4f %.4f | %.4f %.4f | %s | %s | %s | %d |\n",
 		c.name(), maxRun.attainment, maxRun.energy, rti.attainment, rti.energy, atMax.spec, atMax.attainment, atMax.energy,
 		m.attainment, m.energy, cl.attainment, cl.energy, front, strings.Join(slack, "; "), boundVerdict, fallbacks)

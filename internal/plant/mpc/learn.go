@@ -102,8 +102,8 @@ func (l *learner) prepare(dtS, tpotS float64, maxActive int) {
 	l.prompts.prepare()
 	l.outputs.prepare()
 	// The TPOT tables follow the output distribution every time it
-	// doubles.
-	if !l.tpot.built || l.outputs.n >= 2*l.outputsSeen && l.outputs.n > 0 {
+	// grows fourfold.
+	if !l.tpot.built || l.outputs.n >= 4*l.outputsSeen && l.outputs.n > 0 {
 		l.tpot.build(&l.outputs, dtS, tpotS, maxActive)
 		l.outputsSeen = l.outputs.n
 	}

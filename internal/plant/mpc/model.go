@@ -17,7 +17,7 @@ type item struct {
 // predicted of the future, shared by every candidate plan's rollout.
 type problem struct {
 	dtS float64
-	// The horizon is followed in blocks of periods (1, 1, 1, 2, 4, ...),
+	// The horizon is followed in blocks of periods (1, 1, 2, 4, ...),
 	// the first partial when the solve is not at a period's start; a plan
 	// holds one level over each block but the first two (see search).
 	blocks   []block

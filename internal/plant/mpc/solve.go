@@ -28,7 +28,7 @@ const (
 
 // refinedPeriods is the number of leading periods whose level the search
 // refines one at a time after choosing the best constant plan.
-const refinedPeriods = 2
+const refinedPeriods = 1
 
 // build fills the problem of a solve at the current step of period.
 func (c *Controller) build(s Server, period int) {
@@ -37,13 +37,14 @@ func (c *Controller) build(s Server, period int) {
 	dt := c.plant.TimeStepS
 	first := math.Max(float64(period+1)*c.set.PeriodS-now, dt)
 	if first != pr.firstS || len(pr.blocks) == 0 {
-		// Blocks of 1, 1, 1, 2, 4, 8, ... periods.
+		// Blocks of 1, 1, 2, 4, 8, ... periods (one for each refined period,
+		// then doubling).
 		pr.firstS = first
 		pr.blocks = pr.blocks[:0]
 		pr.horizonS = 0
 		size := 1
 		for k := 0; k < c.set.Horizon; k += size {
-			if k >= 3 {
+			if k >= refinedPeriods+1 {
 				size = min(2*size, c.set.Horizon-k)
 			}
 			span := float64(size) * c.set.PeriodS
@@ -326,28 +327,53 @@ func (c *Controller) search(start time.Time) bool {
 	}
 	consider(ref, c.plan)
 
-	// Constant plans: the lowest feasible level, found by bisection (misses
-	// grow as the level falls), then the levels above it while energy
-	// falls.
+	// Constant plans: the lowest feasible level (misses grow as the level
+	// falls), searched from the last solve's constant level down while
+	// feasible or up until feasible, then the levels above it while
+	// energy falls. Each constant plan is evaluated once.
+	for i := range c.uniform {
+		c.uniform[i].valid = false
+	}
+	c.uniform[len(levels)-1] = uniformOutcome{ref, true}
 	uniform := func(i int) (outcome, bool) {
+		if u := c.uniform[i]; u.valid {
+			return u.outcome, true
+		}
 		fill(c.plan, levels[i])
 		o, ok := eval(c.plan)
 		consider(o, c.plan)
+		c.uniform[i] = uniformOutcome{o, true}
 		return o, ok
 	}
-	lo, hi := 0, len(levels)-1
-	for lo < hi {
-		mid := (lo + hi) / 2
-		o, ok := uniform(mid)
-		if !ok {
-			return false
+	lo := min(c.lastUniform, len(levels)-1)
+	o, ok := uniform(lo)
+	if !ok {
+		return false
+	}
+	if feasible(o) {
+		for lo > 0 {
+			o, ok := uniform(lo - 1)
+			if !ok {
+				return false
+			}
+			if !feasible(o) {
+				break
+			}
+			lo--
 		}
-		if feasible(o) {
-			hi = mid
-		} else {
-			lo = mid + 1
+	} else {
+		for lo < len(levels)-1 {
+			lo++
+			o, ok := uniform(lo)
+			if !ok {
+				return false
+			}
+			if feasible(o) {
+				break
+			}
 		}
 	}
+	c.lastUniform = lo
 	previous := math.Inf(1)
 	for i := lo; i < len(levels)-1; i++ {
 		o, ok := uniform(i)
