@@ -108,12 +108,30 @@ func TestMPCGoalTable(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "| case | max | race-to-idle | best built-in at max's attainment | mpc | mpc-clairvoyant | 1 front | 2 slack (A: att, J/tok vs cheapest built-in) | 3 bound | fallbacks |\n")
+	fmt.Fprintf(&b, "| case | max | race-to-idle | cheapest built-in at max's attainment | mpc | mpc-clairvoyant | 1 on the front | 2 uses the slack (A: attainment, J/token, verdict) | 3 close to the bound | fallbacks |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|\n")
+	var total goalTally
 	for _, c := range cases {
-		fmt.Fprint(&b, measureGoalCase(t, c))
+		row, tally := measureGoalCase(t, c)
+		fmt.Fprint(&b, row)
+		total.add(tally)
 	}
+	fmt.Fprintf(&b, "\ngoal 1: %d of %d cases; goal 2: %d of %d targets; goal 3: %d of %d cases (%d where the bound does not reach mpc's attainment)\n",
+		total.front, len(cases), total.slackOK, total.slack, total.boundOK, len(cases), total.boundBelow)
 	fmt.Println(b.String())
+}
+
+// goalTally counts the goals met.
+type goalTally struct {
+	front, slack, slackOK, boundOK, boundBelow int
+}
+
+func (g *goalTally) add(o goalTally) {
+	g.front += o.front
+	g.slack += o.slack
+	g.slackOK += o.slackOK
+	g.boundOK += o.boundOK
+	g.boundBelow += o.boundBelow
 }
 
 // builtins are the built-in policies of goal 1 on profile p.
@@ -164,8 +182,9 @@ func runGoal(t *testing.T, c *goalCase, spec string) goalRun {
 	return r
 }
 
-// measureGoalCase runs a case and returns its table row.
-func measureGoalCase(t *testing.T, c *goalCase) string {
+// measureGoalCase runs a case and returns its table row and the goals met.
+func measureGoalCase(t *testing.T, c *goalCase) (string, goalTally) {
+	var tally goalTally
 	specs := builtins(c.profile)
 	runs := runAll(t, c, append(slices.Clone(specs), "mpc", "mpc-clairvoyant"))
 	maxRun, rti, m := runs["max"], runs["race-to-idle"], runs["mpc"]
@@ -173,10 +192,12 @@ func measureGoalCase(t *testing.T, c *goalCase) string {
 
 	// Goal 1: no built-in both cheaper and better.
 	front := "yes"
+	tally.front = 1
 	for _, s := range specs {
 		r := runs[s]
 		if r.energy < m.energy*(1-dominatesEnergy) && r.attainment > m.attainment+dominatesAttainment {
 			front = fmt.Sprintf("no: %s %.4f %.4f", s, r.attainment, r.energy)
+			tally.front = 0
 			break
 		}
 	}
@@ -226,6 +247,10 @@ func measureGoalCase(t *testing.T, c *goalCase) string {
 			verdict = fmt.Sprintf("ABOVE race-to-idle %.4f", rti.energy)
 		}
 		slack = append(slack, fmt.Sprintf("%s: %.4f, %.4f %s", a, r.attainment, r.energy, verdict))
+		tally.slack++
+		if strings.HasPrefix(verdict, "ok") {
+			tally.slackOK++
+		}
 	}
 
 	// Goal 3: the clairvoyant bound at mpc's attainment: the cheaper of
@@ -244,12 +269,14 @@ func measureGoalCase(t *testing.T, c *goalCase) string {
 	case !reached:
 		b := bounds[1]
 		boundVerdict = fmt.Sprintf("bound below: %.4f at %.4f", b.energy, b.attainment)
+		tally.boundBelow++
 	case m.energy <= bound.energy*(1+clairvoyantWithin):
 		boundVerdict = fmt.Sprintf("ok %+.1f%% (%.4f at %.4f)", 100*(m.energy/bound.energy-1), bound.energy, bound.attainment)
+		tally.boundOK++
 	default:
 		boundVerdict = fmt.Sprintf("NO %+.1f%% (%.4f at %.4f)", 100*(m.energy/bound.energy-1), bound.energy, bound.attainment)
 	}
 	return fmt.Sprintf("| %s | %.4f %.4f | %.4f %.4f | %s %.4f %.4f | %.4f %.4f | %.4f %.4f | %s | %s | %s | %d |\n",
 		c.name(), maxRun.attainment, maxRun.energy, rti.attainment, rti.energy, atMax.spec, atMax.attainment, atMax.energy,
-		m.attainment, m.energy, cl.attainment, cl.energy, front, strings.Join(slack, "; "), boundVerdict, fallbacks)
+		m.attainment, m.energy, cl.attainment, cl.energy, front, strings.Join(slack, "; "), boundVerdict, fallbacks), tally
 }

@@ -21,11 +21,12 @@ type histogram struct {
 	sum   [histogramBins]float64
 	n     float64
 	total float64
-	// cumCount[i] and cumSum[i] are the counts and sums of bins below i;
-	// valid unless dirty.
+	// cumCount[i] and cumSum[i] are the counts and sums of bins below i.
 	cumCount [histogramBins + 1]float64
 	cumSum   [histogramBins + 1]float64
-	dirty    bool
+	// The prefix sums are valid up to bin dirtyFrom (all of them when it
+	// is histogramBins).
+	dirtyFrom int
 }
 
 // binOf returns the bin of value v >= 1; bin i holds values in
@@ -56,19 +57,17 @@ func (h *histogram) add(v int) {
 	h.sum[b] += float64(v)
 	h.n++
 	h.total += float64(v)
-	h.dirty = true
+	h.dirtyFrom = min(h.dirtyFrom, b)
 }
 
-// prepare rebuilds the prefix sums after updates.
+// prepare rebuilds the prefix sums after updates, from the lowest bin
+// updated.
 func (h *histogram) prepare() {
-	if !h.dirty {
-		return
-	}
-	for i := range histogramBins {
+	for i := h.dirtyFrom; i < histogramBins; i++ {
 		h.cumCount[i+1] = h.cumCount[i] + h.count[i]
 		h.cumSum[i+1] = h.cumSum[i] + h.sum[i]
 	}
-	h.dirty = false
+	h.dirtyFrom = histogramBins
 }
 
 // mean is the mean value; 0 for an empty histogram.

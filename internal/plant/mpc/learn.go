@@ -133,6 +133,9 @@ type tpotTable struct {
 	// the n requests decoding, n geometrically distributed (as in a
 	// processor-sharing queue) with mean psMean(j), at most maxActive.
 	shared [psCapacityPoints + 1][psMeanPoints + 1]float64
+	// alone is build's scratch: the share meeting the objective with n+1
+	// requests decoding, at one capacity.
+	alone []float64
 }
 
 // The grid of tpotTable.shared, in pseudoLog2 coordinates: capacities from
@@ -187,14 +190,21 @@ func (t *tpotTable) build(outputs *histogram, dtS, tpotS float64, maxActive int)
 		})
 		t.met[i] = met / outputs.n
 	}
+	if len(t.alone) != maxActive {
+		t.alone = make([]float64, maxActive)
+	}
+	alone := t.alone
 	for i := range t.shared {
 		capacity := pseudoExp2(psMinExp + float64(i)/2)
+		for n := range alone {
+			alone[n] = t.at(capacity / float64(n+1))
+		}
 		for j := range t.shared[i] {
 			mean := pseudoExp2(float64(j)/2) - 1
 			q := mean / (1 + mean)
 			met, weight, total := 0.0, 1-q, 0.0
-			for n := range maxActive {
-				met += weight * t.at(capacity/float64(n+1))
+			for _, a := range alone {
+				met += weight * a
 				total += weight
 				weight *= q
 				if weight < 1e-5 {
