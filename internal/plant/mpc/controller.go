@@ -87,9 +87,6 @@ func (s *SolveTimes) Percentile(p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(math.Ceil(p/100*float64(len(sorted))))-1)]
 }
 
-// traceSolve, when set (by tests), is called after every successful solve.
-var traceSolve func(c *Controller, s Server)
-
 // Controller is the model-predictive controller. Give every run its own.
 type Controller struct {
 	plant    Plant
@@ -249,9 +246,6 @@ func (c *Controller) solve(s Server, period int) {
 		return
 	}
 	c.diagnostics.Solves++
-	if traceSolve != nil {
-		traceSolve(c, s)
-	}
 	c.level = c.best[0]
 	for k, l := range c.best {
 		c.planMHz[k] = c.plant.Levels[l].MHz

@@ -5,7 +5,6 @@ import "math"
 // item is a request the model follows one by one: a queued request, or in
 // a clairvoyant solve a future arrival. Times are relative to the solve.
 type item struct {
-	id        int
 	arrivalS  float64 // arrival (negative: already arrived)
 	deadlineS float64 // arrival + TTFT objective
 	work      float64 // prompt tokens still to prefill up to and including this request, from the queue head
@@ -89,9 +88,6 @@ type outcome struct {
 	requests  float64 // requests judged: in the system and predicted arrivals
 	peakTempC float64
 	states    int // model states expanded
-	// Of the first period: the decoding share, and the predicted arrivals
-	// and how many of them meet every objective.
-	share, arrivals, arrivalsMet float64
 	// leftoverS is the work left undone at the end of the horizon, in
 	// seconds at the highest level's rates.
 	leftoverS float64
@@ -119,9 +115,6 @@ type rollout struct {
 	// leftoverS is the work the horizon leaves undone, in seconds at the
 	// highest level's rates.
 	leftoverS float64
-	// record, when not nil, receives each item's predicted probability of
-	// meeting every objective, and recordTTFT its TTFT part.
-	record, recordTTFT []float64
 }
 
 // periodTrace is what a rollout keeps of each period to judge TPOT over
@@ -137,7 +130,6 @@ type periodTrace struct {
 
 // admission is a followed item's TTFT outcome, judged for TPOT at the end.
 type admission struct {
-	item    int
 	period  int
 	ttftMet float64
 	output  float64 // known output tokens, or 0
@@ -145,14 +137,7 @@ type admission struct {
 
 // run follows plan (a level index per period) and returns its outcome.
 func (pr *problem) run(m *Controller, plan []int) outcome {
-	return pr.runRecorded(m, plan, nil, nil)
-}
-
-// runRecorded is run that records each item's predicted outcome in record
-// and recordTTFT when they are not nil.
-func (pr *problem) runRecorded(m *Controller, plan []int, record, recordTTFT []float64) outcome {
 	r := rollout{
-		record: record, recordTTFT: recordTTFT,
 		m: m, pr: pr,
 		active:     pr.active,
 		decodeLeft: pr.decodeLeft,
@@ -184,11 +169,10 @@ func (pr *problem) runRecorded(m *Controller, plan []int, record, recordTTFT []f
 		}
 		r.block(level, b)
 	}
-	first := r.judgeTPOT()
+	r.judgeTPOT()
 	r.finish(plan[len(plan)-1])
 	return outcome{
 		energyJ: r.energyJ, misses: r.misses, requests: r.judged, peakTempC: r.peakTempC, states: r.states,
-		share: first.share, arrivals: first.arrivals, arrivalsMet: first.arrivalsMet,
 		leftoverS: r.leftoverS,
 	}
 }
@@ -413,7 +397,7 @@ func (r *rollout) admitItem(it *item, firstS, firstAloneS, alone float64) {
 	if firstAloneS <= it.deadlineS+1e-9 {
 		ttft += alone
 	}
-	r.pr.admitted = append(r.pr.admitted, admission{item: r.next, period: r.k, ttftMet: ttft, output: it.output})
+	r.pr.admitted = append(r.pr.admitted, admission{period: r.k, ttftMet: ttft, output: it.output})
 	r.judged++
 	r.active++
 	output := it.output
@@ -424,30 +408,21 @@ func (r *rollout) admitItem(it *item, firstS, firstAloneS, alone float64) {
 	r.kvTokens += it.prompt
 }
 
-// firstOutcome is what a rollout predicts for its first period.
-type firstOutcome struct {
-	share, arrivals, arrivalsMet float64
-}
-
 // judgeTPOT judges the TPOT of every request the rollout admitted, and of
 // the requests decoding at the solve. A request admitted in a period
 // shares its decode throughput with a processor-sharing queue of the
 // period's mean length; a request decoding at the solve gets the first
-// period's share.
-func (r *rollout) judgeTPOT() firstOutcome {
+// period's share. (A rollout that goes straight to the stationary regime,
+// nothing being queued, leaves those out: judged at the full decode rate
+// of the level, they made the plans worse in the goal table.)
+func (r *rollout) judgeTPOT() {
 	pr := r.pr
 	dt := pr.dtS
 	tpotS := r.m.slo.TPOTS
-	var first firstOutcome
 	for k := range pr.trace {
 		tr := &pr.trace[k]
-		if tr.arrivals == 0 {
-			continue
-		}
-		met := tr.ttftMet * pr.tpot.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
-		r.misses += tr.arrivals - met
-		if k == 0 {
-			first.arrivals, first.arrivalsMet = tr.arrivals, met
+		if tr.arrivals > 0 {
+			r.misses += tr.arrivals - tr.ttftMet*pr.tpot.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
 		}
 	}
 	for _, a := range pr.admitted {
@@ -461,21 +436,16 @@ func (r *rollout) judgeTPOT() firstOutcome {
 			tpot = pr.tpot.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
 		}
 		r.misses += 1 - a.ttftMet*tpot
-		if r.record != nil {
-			r.record[a.item] = a.ttftMet * tpot
-			r.recordTTFT[a.item] = a.ttftMet
-		}
 	}
-	// The requests decoding at the solve: those needing more than the
-	// share they get over their expected remaining output miss (needs are
-	// sorted).
+	// Those decoding at the solve needing more than their share miss
+	// (needs are sorted).
 	if len(pr.needs) > 0 && len(pr.trace) > 0 {
-		first.share = pr.trace[0].tokens / pr.trace[0].steps
+		share := pr.trace[0].tokens / pr.trace[0].steps
 		needs := pr.needs
 		lo, hi := 0, len(needs)
 		for lo < hi {
 			mid := (lo + hi) / 2
-			if needs[mid] <= first.share {
+			if needs[mid] <= share {
 				lo = mid + 1
 			} else {
 				hi = mid
@@ -483,7 +453,6 @@ func (r *rollout) judgeTPOT() firstOutcome {
 		}
 		r.misses += float64(len(needs) - lo)
 	}
-	return first
 }
 
 // tail follows the rest of the horizon (span seconds) at level in the

@@ -79,7 +79,6 @@ func (c *Controller) build(s Server, period int) {
 		q := s.QueuedAt(i)
 		work += q.PrefillLeft
 		pr.items = append(pr.items, item{
-			id:        q.ID,
 			arrivalS:  q.ArrivalS - now,
 			deadlineS: q.ArrivalS + c.slo.TTFTS - now,
 			work:      work,
@@ -199,7 +198,6 @@ func (c *Controller) addFuture(now float64) {
 		r := &c.future[i]
 		work += float64(r.Prompt)
 		pr.items = append(pr.items, item{
-			id:        r.ID,
 			arrivalS:  r.ArrivalS - now,
 			deadlineS: r.ArrivalS + c.slo.TTFTS - now,
 			work:      work,
