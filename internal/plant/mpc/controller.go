@@ -100,10 +100,9 @@ type Controller struct {
 	future      []Request   // by arrival, clairvoyant only
 	outputs     map[int]int // output lengths by request, clairvoyant only
 
-	// The current period: its index, whether it was solved, its level
-	// and the plan published at the step that solved it.
+	// The current period: its index, its level and the plan published at
+	// the step that solved it (planned at that step only).
 	period     int
-	solved     bool
 	level      int
 	planMHz    []float64
 	planStartS float64
