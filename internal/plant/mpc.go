@@ -15,7 +15,7 @@ const (
 	DefaultMPCPeriodS = 1.0
 	DefaultMPCHorizon = 30
 	// DefaultMPCBudget is the model states a solve may expand by default:
-	// enough for every solve of a profile of up to 20 levels at the
+	// enough for every solve of a profile of up to 90 levels at the
 	// default horizon, so that only a smaller budget makes solves fall
 	// back.
 	DefaultMPCBudget = 2000
@@ -35,7 +35,6 @@ var MPCKeys = []string{"attainment", "period", "horizon", "budget", "deadline"}
 // its plans (Planner). It works only under Simulate or a Stepper, which
 // call Start and Observe.
 type MPC struct {
-	spec        string
 	name        string
 	settings    mpc.Settings
 	clairvoyant bool
@@ -77,14 +76,15 @@ type SolveTimer interface {
 }
 
 // NewMPC parses an mpc[:KEY=VALUE,...] spec into an *MPC, or an
-// mpc-clairvoyant[:KEY=VALUE,...] spec into a ClairvoyantMPC. Keys: period (s, default 1), horizon (periods, default 30), budget
-// (model states per solve, default DefaultMPCBudget), deadline (wall-clock
-// seconds per solve; machine-dependent, default none) and attainment (the
-// target SLO attainment A, 0 < A <= 1; default: the attainment the highest
-// clock would reach, as predicted). The error names the key.
+// mpc-clairvoyant[:KEY=VALUE,...] spec into a ClairvoyantMPC. Keys: period
+// (s, default 1), horizon (periods, default 30), budget (model states per
+// solve, default DefaultMPCBudget), deadline (wall-clock seconds per solve;
+// machine-dependent, default none) and attainment (the target SLO
+// attainment A, 0 < A <= 1; default: the attainment the highest clock
+// would reach, as predicted). The error names the key.
 func NewMPC(spec string) (ClockController, error) {
 	kind, args, hasArgs := strings.Cut(spec, ":")
-	m := &MPC{spec: spec, settings: mpc.Settings{PeriodS: DefaultMPCPeriodS, Horizon: DefaultMPCHorizon, Budget: DefaultMPCBudget}}
+	m := &MPC{settings: mpc.Settings{PeriodS: DefaultMPCPeriodS, Horizon: DefaultMPCHorizon, Budget: DefaultMPCBudget}}
 	switch kind {
 	case "mpc":
 	case "mpc-clairvoyant":
@@ -164,9 +164,6 @@ func (m *MPC) set(key, value string) error {
 // mpc_clairvoyant_clock_controller, with each key given in the spec
 // (mpc_attainment_0.9_clock_controller).
 func (m *MPC) Name() string { return m.name }
-
-// Spec is the spec m was parsed from.
-func (m *MPC) Spec() string { return m.spec }
 
 // Start implements ServerStateController: it builds the model of the
 // plant.
