@@ -18,13 +18,14 @@ type problem struct {
 	dtS float64
 	// The horizon is followed in blocks of periods (1, 1, 2, 4, ...),
 	// the first partial when the solve is not at a period's start; a plan
-	// holds one level over each block but the first two (see search).
+	// holds one level over each block (the search varies the first
+	// period's alone).
 	blocks   []block
 	horizonS float64
 	firstS   float64 // span of the first block
-	// The queue: items in service order; lost is the number of queued
-	// requests already past their TTFT objective (at the head, the queue
-	// being in arrival order) and lostWork their prompt tokens.
+	// The queue: items in service order, and lostWork the prompt tokens
+	// of the queued requests ahead of them already past their TTFT
+	// objective (at the head, the queue being in arrival order).
 	items    []item
 	lostWork float64
 	// The decoding requests: their count, expected output tokens still to
@@ -98,7 +99,7 @@ type rollout struct {
 	m          *Controller
 	pr         *problem
 	t          float64
-	k          int     // current period
+	k          int     // current block
 	backlog    float64 // prompt tokens queued (followed items and predicted arrivals)
 	prefilled  float64 // prompt tokens prefilled since the solve, from the queue head (after the lost ones)
 	next       int     // first item not yet admitted
@@ -117,20 +118,20 @@ type rollout struct {
 	leftoverS float64
 }
 
-// periodTrace is what a rollout keeps of each period to judge TPOT over
-// the requests' decoding lives once the plan is followed to its end.
+// periodTrace is what a rollout keeps of each block to judge TPOT once the
+// plan is followed to its end.
 type periodTrace struct {
-	tokens   float64 // output tokens a decoding request gets in the period
-	capacity float64 // output tokens the period can decode
+	tokens   float64 // output tokens a decoding request gets in the block
+	capacity float64 // output tokens the block can decode
 	decoding float64 // requests decoding, times steps
-	steps    float64 // steps in the period
+	steps    float64 // steps in the block
 	arrivals float64 // predicted arrivals
 	ttftMet  float64 // of which meet the TTFT objective
 }
 
 // admission is a followed item's TTFT outcome, judged for TPOT at the end.
 type admission struct {
-	period  int
+	block   int
 	ttftMet float64
 	output  float64 // known output tokens, or 0
 }
@@ -397,7 +398,7 @@ func (r *rollout) admitItem(it *item, firstS, firstAloneS, alone float64) {
 	if firstAloneS <= it.deadlineS+1e-9 {
 		ttft += alone
 	}
-	r.pr.admitted = append(r.pr.admitted, admission{period: r.k, ttftMet: ttft, output: it.output})
+	r.pr.admitted = append(r.pr.admitted, admission{block: r.k, ttftMet: ttft, output: it.output})
 	r.judged++
 	r.active++
 	output := it.output
@@ -409,10 +410,10 @@ func (r *rollout) admitItem(it *item, firstS, firstAloneS, alone float64) {
 }
 
 // judgeTPOT judges the TPOT of every request the rollout admitted, and of
-// the requests decoding at the solve. A request admitted in a period
+// the requests decoding at the solve. A request admitted in a block
 // shares its decode throughput with a processor-sharing queue of the
-// period's mean length; a request decoding at the solve gets the first
-// period's share. (A rollout that goes straight to the stationary regime,
+// block's mean length; a request decoding at the solve gets the first
+// block's share. (A rollout that goes straight to the stationary regime,
 // nothing being queued, leaves those out: judged at the full decode rate
 // of the level, they made the plans worse in the goal table.)
 func (r *rollout) judgeTPOT() {
@@ -426,7 +427,7 @@ func (r *rollout) judgeTPOT() {
 		}
 	}
 	for _, a := range pr.admitted {
-		tr := &pr.trace[a.period]
+		tr := &pr.trace[a.block]
 		var tpot float64
 		if a.output > 0 {
 			if tpotMet(a.output, tr.capacity/(tr.decoding+tr.steps), dt, tpotS) {
