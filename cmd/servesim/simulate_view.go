@@ -54,10 +54,10 @@ func simulateFigure(r *plant.Report, full *plant.Result, o *simulateOptions) fig
 				figure.TimeSeries("KV cache", "tokens", []figure.Series{
 					{Name: "KV tokens" + mean, X: t.TimeS, Y: t.KVTokens, Window: window, Band: "KV tokens" + band},
 				}, &figure.Line{Name: "capacity", Value: r.Plant.KVCapacityTokens}),
-				figure.TimeSeries("GPU clock", "MHz", []figure.Series{
+				figure.TimeSeries("GPU clock", "MHz", plannedUnder(full, []figure.Series{
 					{Name: "realized" + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Band: "realized" + band},
 					{Name: "requested" + mean, X: t.TimeS, Y: t.RequestedClockMHz, Window: window, Dashed: true},
-				}, nil),
+				}), nil),
 				figure.TimeSeries("board power", "W", []figure.Series{
 					{Name: "power" + mean, X: t.TimeS, Y: t.PowerW, Window: window, Band: "power" + band},
 				}, &figure.Line{Name: "power limit", Value: r.Plant.PowerLimitW}),
@@ -67,6 +67,22 @@ func simulateFigure(r *plant.Report, full *plant.Result, o *simulateOptions) fig
 			{Weight: 1, Panels: latencyPanels(full.Requests, prof.TTFTSLOS(), prof.TPOTSLOS())},
 		},
 	}
+}
+
+// plannedUnder puts a planning controller's plans under the clock series:
+// the first period of each plan, at the clock it planned for it.
+func plannedUnder(r *plant.Result, clocks []figure.Series) []figure.Series {
+	if r.PlanDtS == nil {
+		return clocks
+	}
+	var x, y []float64
+	for i, plan := range r.PlannedClockMHz {
+		if start := r.PlannedClockStartTimeS[i]; len(plan) > 0 && start != nil {
+			x = append(x, *start, *start+*r.PlanDtS)
+			y = append(y, plan[0], plan[0])
+		}
+	}
+	return append([]figure.Series{{Name: "planned (first period of each plan)", X: x, Y: y}}, clocks...)
 }
 
 // simulateTitle names what the run simulated: scheduler, controller, the

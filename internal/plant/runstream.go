@@ -1,6 +1,9 @@
 package plant
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // A WorkloadSource is a workload read while it is simulated (RunStream),
 // so that its requests need not all be held: a trace file of millions of
@@ -28,9 +31,13 @@ type WorkloadSource interface {
 //
 // A request that fails the workload checks (see Simulate), or a read error,
 // ends the run with that error, maybe after some steps. Config's
-// NormalizeInPlace is irrelevant here.
+// NormalizeInPlace is irrelevant here. A Clairvoyant controller, which
+// needs the whole workload before the first step, cannot run here.
 func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 	defer closeController(cfg.Controller, &rep, &err)
+	if _, ok := cfg.Controller.(Clairvoyant); ok {
+		return nil, fmt.Errorf("clock controller %s needs the whole workload in advance, which a workload read while it runs does not give", cfg.Controller.Name())
+	}
 	expected, expectedLastS := src.Estimate(), 0.0
 	var (
 		z        *normalizer
@@ -70,7 +77,7 @@ func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 	})
 	defer requests.Close()
 	opt := cfg.Options
-	sim, err := newSimulation(cfg.Plant, cfg.Scheduler, cfg.Controller, opt, windowCapacity(opt, expected))
+	sim, err := newSimulation(cfg.Plant, cfg.Scheduler, cfg.Controller, opt, windowCapacity(opt, cfg.Controller, expected))
 	if err != nil {
 		return nil, err
 	}

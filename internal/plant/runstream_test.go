@@ -150,3 +150,12 @@ func TestPipePanicsInTheConsumer(t *testing.T) {
 	defer p.Close()
 	assert.PanicsWithValue(t, "reader bug", func() { p.Next() })
 }
+
+// TestRunStreamRefusesClairvoyance: a controller that must see the whole
+// workload first cannot run on a stream.
+func TestRunStreamRefusesClairvoyance(t *testing.T) {
+	c, err := NewController("mpc-clairvoyant")
+	require.NoError(t, err)
+	_, err = RunStream(&workloadSource{w: Workload{Requests: smallWorkload(t)}}, Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}, Controller: c, Options: Options{Summary: true}})
+	assert.ErrorContains(t, err, "needs the whole workload in advance")
+}

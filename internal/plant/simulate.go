@@ -144,6 +144,16 @@ type simulation struct {
 	stats stepStats
 	keep  bool
 	trace Trajectory
+
+	// observer and planner are the controller, when it implements
+	// ServerStateController or Planner. An observer sees state, and
+	// finished lists the requests in completion order for it; a planner's
+	// plans are kept for the sampled steps.
+	observer ServerStateController
+	planner  Planner
+	state    ServerState
+	finished []int
+	plans    planTrace
 }
 
 // Simulate replays requests (sorted by arrival, unique IDs) on plant p under
@@ -207,12 +217,15 @@ func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController
 		return nil, err
 	}
 	n := len(requests)
-	sim, err := newSimulation(p, s, c, opt, windowCapacity(opt, n))
+	sim, err := newSimulation(p, s, c, opt, windowCapacity(opt, c, n))
 	if err != nil {
 		return nil, err
 	}
 	if err := sim.feed(&sliceStream{requests}, opt, n, requests[n-1].ArrivalTimeS); err != nil {
 		return nil, err
+	}
+	if seer, ok := c.(Clairvoyant); ok {
+		seer.Foresee(requests)
 	}
 	return sim, nil
 }
@@ -223,19 +236,24 @@ func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController
 const compactWindow = 1 << 12
 
 // windowCapacity is the room to reserve for the records of a run of n
-// requests under opt: all of them, unless the run drops the records of
-// completed requests.
-func windowCapacity(opt Options, n int) int {
-	if compacts(opt) {
+// requests under opt and controller c: all of them, unless the run drops
+// the records of completed requests.
+func windowCapacity(opt Options, c ClockController, n int) int {
+	if compacts(opt, c) {
 		return min(n, compactWindow)
 	}
 	return n
 }
 
-// compacts reports whether a run under opt drops the records of completed
-// requests: with Options.Summary, unless a request log or the engine
-// features (whose per-request state follows the records) need them.
-func compacts(opt Options) bool { return opt.Summary && !opt.RequestLog && !opt.Engine.Enabled() }
+// compacts reports whether a run under opt and controller c drops the
+// records of completed requests: with Options.Summary, unless a request
+// log, the engine features (whose per-request state follows the records)
+// or a controller that sees the server state (which names requests by
+// their place among the records) need them.
+func compacts(opt Options, c ClockController) bool {
+	_, observer := c.(ServerStateController)
+	return opt.Summary && !opt.RequestLog && !opt.Engine.Enabled() && !observer
+}
 
 // feed makes stream the source of the run's requests: each is added when it
 // arrives (pull). n is the number of requests expected (0 if unknown) and
@@ -243,7 +261,7 @@ func compacts(opt Options) bool { return opt.Summary && !opt.RequestLog && !opt.
 // request statistics and the trajectory.
 func (sim *simulation) feed(stream RequestStream, opt Options, n int, lastArrivalS float64) error {
 	sim.stream = stream
-	if compacts(opt) {
+	if compacts(opt, sim.controller) {
 		sim.compacting = true
 		sim.requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), n)
 	}
@@ -306,6 +324,16 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	sim.obs.KVCapacityTokens = p.KVCapacityTokens
 	sim.obs.ClockLevelsMHz = sim.clockMHz
 	sim.obs.RealizedClockLevelsMHz = sim.realized
+	sim.planner, _ = c.(Planner)
+	if observer, ok := c.(ServerStateController); ok {
+		sim.observer = observer
+		sim.state.sim = sim
+		sim.finished = make([]int, 0, capacity)
+		info := RunInfo{Plant: p, SLO: opt.SLO.OrProfile(prof), SchedulerName: s.Name()}
+		if err := observer.Start(info); err != nil {
+			return nil, fmt.Errorf("clock controller %s: %w", c.Name(), err)
+		}
+	}
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
 		sim.levels = append(sim.levels, clockLevel{
@@ -446,9 +474,17 @@ func (sim *simulation) advance() (bool, error) {
 	if err != nil {
 		return true, err
 	}
+	if sim.observer != nil {
+		sim.observer.Observe(&sim.state)
+	}
 	requested, err := sim.requestClock(obs)
 	if err != nil {
 		return true, err
+	}
+	var plan []float64
+	planStartS, planned := math.NaN(), false
+	if sim.planner != nil {
+		plan, planStartS, planned = sim.planner.StepPlan()
 	}
 
 	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
@@ -526,8 +562,16 @@ func (sim *simulation) advance() (bool, error) {
 	last.cumulativePrefill = sim.cumulativePrefill
 	last.cumulativeDecode = sim.cumulativeDecode
 	sim.stats.add(last)
-	if sim.keep && sim.step%sim.trace.Stride == 0 {
+	// The stride rule of as_dict: every stride-th step, and every step
+	// holding a plan.
+	if sim.keep && (sim.step%sim.trace.Stride == 0 || planned) {
 		sim.trace.append(&sim.last)
+		if sim.planner != nil {
+			if !planned {
+				plan, planStartS = nil, math.NaN()
+			}
+			sim.plans.append(plan, planStartS)
+		}
 	}
 
 	sim.previousClockMHz = level.realizedMHz
@@ -726,6 +770,9 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 				item.generated = item.outputTokens
 				record.CompletionTimeS = endS
 				finished++
+				if sim.observer != nil {
+					sim.finished = append(sim.finished, i)
+				}
 			}
 		}
 		if finished > 0 {
@@ -766,15 +813,28 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		Engine:           sim.engineReport(),
 		Log:              sim.requestLog(),
 	}
+	if sim.planner != nil {
+		diagnostics := sim.planner.Diagnostics()
+		res.MPCDiagnostics = &diagnostics
+	}
 	if opt.Summary {
 		return res
 	}
-	if (sim.last.index)%sim.trace.Stride != 0 {
+	if n := sim.trace.Len(); n == 0 || sim.trace.StepIndex[n-1] != sim.last.index {
 		sim.trace.append(&sim.last)
+		if sim.planner != nil {
+			sim.plans.append(nil, math.NaN())
+		}
 	}
 	res.Trajectory = sim.trace
 	res.Requests = records
-	res.PlannedClockMHz = make([][]float64, sim.trace.Len())
-	res.PlannedClockStartTimeS = make([]*float64, sim.trace.Len())
+	if sim.planner == nil {
+		res.PlannedClockMHz = make([][]float64, sim.trace.Len())
+		res.PlannedClockStartTimeS = make([]*float64, sim.trace.Len())
+		return res
+	}
+	res.PlannedClockMHz, res.PlannedClockStartTimeS = sim.plans.columns()
+	dt := sim.planner.PlanDtS()
+	res.PlanDtS = &dt
 	return res
 }

@@ -115,3 +115,24 @@ func TestSummaryWithRequestLogKeepsRecords(t *testing.T) {
 	assert.Zero(t, sim.dropped)
 	assert.Len(t, sim.records, len(requests))
 }
+
+// TestSummaryWithServerStateKeepsRecords: a controller that sees the server
+// state names requests by their place among the records, which are kept.
+func TestSummaryWithServerStateKeepsRecords(t *testing.T) {
+	requests := windowWorkload(t)[:3000]
+	c, err := NewController("mpc")
+	require.NoError(t, err)
+	p := NewPlant(profile.Default())
+	p.MaxSimulationTimeS = 120
+	sim, err := startSimulation(requests, p, ChunkedPrefill{}, c, Options{Summary: true})
+	require.NoError(t, err)
+	for {
+		done, err := sim.advance()
+		require.NoError(t, err)
+		if done {
+			break
+		}
+	}
+	assert.False(t, sim.compacting)
+	assert.Zero(t, sim.dropped)
+}
