@@ -9,19 +9,19 @@ import (
 // (Options.Summary) when the records held fill their arrays: it drops the
 // records of the completed requests at the front (those before the queue
 // head and before every decoding request), after adding them to the
-// request statistics, when they are at least half of the records held, and
-// otherwise doubles the arrays. The records held are then at most about
-// twice those of the requests in flight, and each record is moved at most
-// once on average. The indices of the queue and of the decoding requests
-// shift with the records.
+// request statistics, when they are at least a quarter of the records
+// held, and otherwise grows the arrays by half. The records held are then
+// at most twice those from the oldest request in flight to the newest,
+// and each record is moved at most three times on average. The indices of
+// the queue and of the decoding requests shift with the records.
 func (sim *simulation) makeRoom() {
 	first := sim.head
 	for _, i := range sim.active {
 		first = min(first, i)
 	}
-	if n := len(sim.records); first == 0 || 2*first < n {
-		sim.records = slices.Grow(sim.records, max(n, compactWindow))
-		sim.progress = slices.Grow(sim.progress, max(n, compactWindow))
+	if n := len(sim.records); first == 0 || 4*first < n {
+		sim.records = slices.Grow(sim.records, max(n/2, compactWindow))
+		sim.progress = slices.Grow(sim.progress, max(n/2, compactWindow))
 		return
 	}
 	judge := &sim.requests.judge

@@ -87,7 +87,7 @@ func TestSummaryDropsRecordsAndKeepsTheMetrics(t *testing.T) {
 			summary := sim.result(WorkloadChecksum(requests), Options{Summary: true, SLO: tt.slo})
 
 			assert.Positive(t, sim.dropped, "records dropped")
-			assert.LessOrEqual(t, held, 4*span+compactWindow, "records held at most")
+			assert.LessOrEqual(t, held, 2*span+compactWindow, "records held at most")
 			if !tt.unfinished {
 				assert.Less(t, held, len(requests)/4, "records held at most")
 			}
