@@ -27,7 +27,7 @@ build:
 ## then one line saying whether the tests that read the shared data ran or were skipped
 test:
 	@status=0; $(GO) test -count=1 ./... || status=$$?; \
-	$(GO) test -count=1 -v -run '^TestSharedDataReport$$' ./internal/shared 2>&1 | sed -n 's/^.*\(shared data: \)/\1/p'; \
+	$(GO) test -count=1 -v -run '^TestSharedDataReport$$' ./internal/sharedtest 2>&1 | sed -n 's/^.*\(shared data: \)/\1/p'; \
 	exit $$status
 
 ## bench: every benchmark with allocation counts

@@ -13,7 +13,7 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // parseCapacity runs `servesim capacity args` with a runF that captures the
@@ -88,8 +88,8 @@ func TestCapacityUsageErrors(t *testing.T) {
 // against fleet simulations of its own: the answer meets the target, one
 // replica fewer does not.
 func TestCapacityOnTheCodeTrace(t *testing.T) {
-	trace := shared.CodeTrace(t)
-	prof := shared.Reference(t, "data", "l4_proxy", "l4_profile.csv")
+	trace := sharedtest.CodeTrace(t)
+	prof := sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv")
 	s, out, errOut := testStreams("")
 	code := run([]string{"capacity", "--trace", trace, "--profile", prof, "--max-elapsed", "900",
 		"--ttft-slo", "60", "--attainment", "0.9", "--controller", "max,reactive"}, s)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/diagnose"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 func TestDiagnoseFlags(t *testing.T) {
@@ -74,7 +74,7 @@ func TestDiagnoseDemoEqualsReference(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	var got, want map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	data, err := os.ReadFile(shared.Reference(t, "golden", "seed000_main.json"))
+	data, err := os.ReadFile(sharedtest.Reference(t, "golden", "seed000_main.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &want))
 	assert.Equal(t, want, got)

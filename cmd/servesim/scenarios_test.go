@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/scenario"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // parseScenarios runs the scenarios flag parsing only: the registered
@@ -104,7 +104,7 @@ func jsonKeys(t *testing.T, data []byte) []string {
 }
 
 func TestScenariosDefaultEqualsReferenceGolden(t *testing.T) {
-	golden, err := os.ReadFile(shared.Reference(t, "golden", "seed001_main.json"))
+	golden, err := os.ReadFile(sharedtest.Reference(t, "golden", "seed001_main.json"))
 	require.NoError(t, err)
 	code, out, errOut := runScenariosArgs(t, "")
 	require.Equal(t, exitOK, code, errOut)
@@ -180,7 +180,7 @@ func TestScenariosInputErrors(t *testing.T) {
 }
 
 func TestScenariosTraceReplay(t *testing.T) {
-	code, out, errOut := runScenariosArgs(t, "", "--trace", shared.CodeTrace(t), "--shared-prefix-tokens", "1024", "--format", "table")
+	code, out, errOut := runScenariosArgs(t, "", "--trace", sharedtest.CodeTrace(t), "--shared-prefix-tokens", "1024", "--format", "table")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "scenario comparisons: 8819 requests")
 	assert.Contains(t, out, "AzureLLMInferenceTrace_code.csv")

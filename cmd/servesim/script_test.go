@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // TestMain lets the test binary act as the real servesim binary inside the
@@ -54,9 +54,9 @@ func TestScripts(t *testing.T) {
 
 // TestSharedScripts runs the end-to-end scripts in testdata/script-shared,
 // which read the shared data folder as $SHARED; they are skipped when it is
-// absent (shared.Dir decides).
+// absent (sharedtest.Dir decides).
 func TestSharedScripts(t *testing.T) {
-	sharedDir := shared.Dir(t)
+	sharedDir := sharedtest.Dir(t)
 	testscript.Run(t, scriptParams(t, "testdata/script-shared", map[string]string{"SHARED": sharedDir}))
 }
 

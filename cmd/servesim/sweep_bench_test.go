@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"testing"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // sweepGridArgs is the grid of the sweep benchmark and of `make sweep-demo`:
@@ -19,7 +19,7 @@ var sweepGridArgs = []string{
 // 2023 code trace with one and with two workers; the ratio of the two is the
 // parallel speed-up (the whole trace: make sweep-demo).
 func BenchmarkSweep(b *testing.B) {
-	trace := shared.CodeTrace(b)
+	trace := sharedtest.CodeTrace(b)
 	for _, jobs := range []int{1, 2} {
 		b.Run("jobs="+strconv.Itoa(jobs), func(b *testing.B) {
 			b.ReportAllocs()

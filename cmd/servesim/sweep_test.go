@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // runCLI runs servesim in-process and returns its exit code, stdout and stderr.
@@ -91,7 +91,7 @@ func decodeRecords(t *testing.T, out string) ([]map[string]any, map[string]any) 
 }
 
 func TestSweepRunsEqualSimulate(t *testing.T) {
-	trace := shared.CodeTrace(t)
+	trace := sharedtest.CodeTrace(t)
 	args := []string{"sweep", "--trace", trace, "--max-elapsed", "120", "--scheduler", "static,chunked",
 		"--controller", "reactive,fixed:660,sampled-reactive:2", "--normalize", "none,0.6", "--kv-capacity", "65536"}
 	code, out, errOut := runCLI(t, args...)

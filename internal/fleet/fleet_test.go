@@ -10,7 +10,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // defaultFleet is n replicas of the embedded profile under sched and ctrl.
@@ -80,8 +80,8 @@ func TestRoundRobinReplicaIsSimulateOnItsSubList(t *testing.T) {
 // in lock-step (the router's StateFree hidden) gives the parallel path's
 // result bit for bit, replicas and fleet, on the whole code trace.
 func TestLockStepEqualsParallel(t *testing.T) {
-	requests := loadCodeTrace(t, shared.CodeTrace(t), 0)
-	prof, err := profile.Load(shared.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
+	requests := loadCodeTrace(t, sharedtest.CodeTrace(t), 0)
+	prof, err := profile.Load(sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
 	require.NoError(t, err)
 	for _, tt := range []struct {
 		n           int

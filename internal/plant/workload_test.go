@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // TestParseISOTimestampMatchesPython checks the timestamp parser against
@@ -44,7 +44,7 @@ func TestParseISOTimestampMatchesPython(t *testing.T) {
 
 func TestLoadWorkloadMatchesTheReference(t *testing.T) {
 	// Numbers printed by the reference's load_workload on the code trace.
-	f, err := os.Open(shared.CodeTrace(t))
+	f, err := os.Open(sharedtest.CodeTrace(t))
 	require.NoError(t, err)
 	defer f.Close()
 	w, err := LoadWorkload(f, "code.csv", 300)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // methodCases are the reference PerformanceProfile's answers
@@ -30,7 +30,7 @@ func TestProfileMethodsMatchReference(t *testing.T) {
 	require.NoError(t, err)
 	var golden map[string]methodCases
 	require.NoError(t, json.Unmarshal(data, &golden))
-	root := shared.Dir(t)
+	root := sharedtest.Dir(t)
 	dir := t.TempDir()
 	variant := func(name string) string {
 		for _, v := range bundleVariants {

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -194,7 +194,7 @@ func TestLargeTraceMatchesReference(t *testing.T) {
 }
 
 func TestDefaultReportMatchesReferenceGolden(t *testing.T) {
-	data, err := os.ReadFile(shared.Reference(t, "golden", "seed001_main.json"))
+	data, err := os.ReadFile(sharedtest.Reference(t, "golden", "seed001_main.json"))
 	require.NoError(t, err)
 	var golden struct {
 		Experiment          string                      `json:"experiment"`

@@ -1,7 +1,8 @@
-// Package shared locates the read-only shared data set (the Azure 2023
+// Package sharedtest locates the read-only shared data set (the Azure 2023
 // traces, the real NVIDIA L4 profile rows and the reference outputs) that
-// tests and benchmarks use. It is never copied into the repository.
-package shared
+// tests and benchmarks use; it imports testing and is for tests only. The
+// data is never copied into the repository.
+package sharedtest
 
 import (
 	"os"
