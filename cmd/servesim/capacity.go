@@ -138,9 +138,9 @@ type capacityDocument struct {
 // from each replica's profile (a fleet file's groups may differ) or, for
 // e2e, not given.
 type capacitySLO struct {
-	TTFTSLOS *float64 `json:"ttft_slo_s"`
-	TPOTSLOS *float64 `json:"tpot_slo_s"`
-	E2ESLOS  *float64 `json:"e2e_slo_s"`
+	TTFTSLOSeconds *float64 `json:"ttft_slo_s"`
+	TPOTSLOSeconds *float64 `json:"tpot_slo_s"`
+	E2ESLOSeconds  *float64 `json:"e2e_slo_s"`
 }
 
 // capacityProvenance identifies the inputs of a study.
@@ -247,12 +247,12 @@ func (o *capacityOptions) sloUsed(unit []fleet.Group) capacitySLO {
 		return &first
 	}
 	used := capacitySLO{
-		TTFTSLOS: objective(o.SLO.TTFTS, func(s plant.SLO) float64 { return s.TTFTS }),
-		TPOTSLOS: objective(o.SLO.TPOTS, func(s plant.SLO) float64 { return s.TPOTS }),
+		TTFTSLOSeconds: objective(o.SLO.TTFTSeconds, func(s plant.SLO) float64 { return s.TTFTSeconds }),
+		TPOTSLOSeconds: objective(o.SLO.TPOTSeconds, func(s plant.SLO) float64 { return s.TPOTSeconds }),
 	}
-	if o.SLO.E2ES != 0 {
-		e2e := o.SLO.E2ES
-		used.E2ESLOS = &e2e
+	if o.SLO.E2ESeconds != 0 {
+		e2e := o.SLO.E2ESeconds
+		used.E2ESLOSeconds = &e2e
 	}
 	return used
 }

@@ -43,7 +43,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 	p := plant.NewPlant(nil)
 	p.PowerLimitW = 70
 	assert.Equal(t, &capacityOptions{
-		TracePath: "t.csv", FleetPath: "f.json", MaxElapsedS: 900, SLO: plant.SLO{TTFTS: 2, TPOTS: 0.2, E2ES: 30},
+		TracePath: "t.csv", FleetPath: "f.json", MaxElapsedS: 900, SLO: plant.SLO{TTFTSeconds: 2, TPOTSeconds: 0.2, E2ESeconds: 30},
 		Attainment: 0.9, Router: "random", RouterSeed: 7, Controllers: []string{"max", "reactive", "fixed:1500"},
 		Scheduler: "static", MaxReplicas: 64, Jobs: 3, Quiet: true, Format: "table",
 		Output: outputOptions{Path: "out.json"}, Plant: p,
@@ -124,7 +124,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 	require.NoError(t, err)
 	p, err := profile.Load(prof)
 	require.NoError(t, err)
-	slo := plant.SLO{TTFTS: 60}
+	slo := plant.SLO{TTFTSeconds: 60}
 	for _, n := range []int{answer - 1, answer} {
 		groups := []fleet.Group{{Replicas: n, Profile: p, Scheduler: "chunked", Controller: "max"}}
 		res, err := fleet.Simulate(w.Requests, fleet.Config{Plant: plant.NewPlant(nil), Groups: groups,

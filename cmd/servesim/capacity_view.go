@@ -23,7 +23,7 @@ func capacityTable(d *capacityDocument) string {
 	fmt.Fprintf(&b, "capacity: trace %s (%d requests), router %s, search controller %s\n",
 		d.Provenance.TracePath, d.Provenance.RequestsLoaded, d.Router, d.SearchedWith)
 	fmt.Fprintf(&b, "SLO: TTFT %s, TPOT %s, end-to-end %s; target attainment %s%%\n",
-		seconds(d.SLO.TTFTSLOS, "per profile"), seconds(d.SLO.TPOTSLOS, "per profile"), seconds(d.SLO.E2ESLOS, "none"),
+		seconds(d.SLO.TTFTSLOSeconds, "per profile"), seconds(d.SLO.TPOTSLOSeconds, "per profile"), seconds(d.SLO.E2ESLOSeconds, "none"),
 		pct(d.TargetAttainment))
 	perSize := ""
 	if d.ReplicasPerSize != 1 {

@@ -125,12 +125,12 @@ func replicaQueues(r *fleet.Report, times []float64) []figure.Series {
 func sharedSLOs(r *fleet.Report) (ttft, tpot *figure.Line) {
 	groups := r.Result.Groups
 	for _, g := range groups[1:] {
-		if g.Profile.TTFTSLOS() != groups[0].Profile.TTFTSLOS() || g.Profile.TPOTSLOS() != groups[0].Profile.TPOTSLOS() {
+		if g.Profile.TTFTSLOSeconds() != groups[0].Profile.TTFTSLOSeconds() || g.Profile.TPOTSLOSeconds() != groups[0].Profile.TPOTSLOSeconds() {
 			return nil, nil
 		}
 	}
-	return &figure.Line{Name: "SLO", Value: groups[0].Profile.TTFTSLOS()},
-		&figure.Line{Name: "SLO", Value: groups[0].Profile.TPOTSLOS()}
+	return &figure.Line{Name: "SLO", Value: groups[0].Profile.TTFTSLOSeconds()},
+		&figure.Line{Name: "SLO", Value: groups[0].Profile.TPOTSLOSeconds()}
 }
 
 // fleetTable renders a fleet run for terminals: a line for the fleet, then

@@ -78,8 +78,8 @@ and TPOT <= 35 ms. The trace is either the synthetic agent trace
 	f.StringVar(&opts.TracePath, "trace", "", "replay this Azure-format CSV (TIMESTAMP,ContextTokens,GeneratedTokens; - for stdin) instead of the agent trace")
 	f.IntVar(&opts.SharedPrefixTokens, "shared-prefix-tokens", 0, "with --trace: the first N context tokens of every request are a shared prefix")
 	f.StringVar(&opts.ProfilesPath, "profiles", "", "JSON list of engine profiles (the seed's field names) replacing the built-ins; - for stdin")
-	f.Float64Var(&opts.Benchmark.TTFTSLOMS, "ttft-slo-ms", opts.Benchmark.TTFTSLOMS, "time-to-first-token SLO, ms")
-	f.Float64Var(&opts.Benchmark.TPOTSLOMS, "tpot-slo-ms", opts.Benchmark.TPOTSLOMS, "time-per-output-token SLO, ms")
+	f.Float64Var(&opts.Benchmark.TTFTSLOMilliseconds, "ttft-slo-ms", opts.Benchmark.TTFTSLOMilliseconds, "time-to-first-token SLO, ms")
+	f.Float64Var(&opts.Benchmark.TPOTSLOMilliseconds, "tpot-slo-ms", opts.Benchmark.TPOTSLOMilliseconds, "time-per-output-token SLO, ms")
 	f.BoolVar(&opts.Benchmark.ClosedLoop, "closed-loop", false, "send each request when all earlier ones have completed (hides queueing)")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
@@ -109,10 +109,10 @@ func (o *scenariosOptions) check(cmd *cobra.Command) error {
 		return usageErrorf("--requests %d: more than the limit of %d requests of the synthetic agent trace", o.Requests, scenario.MaxAgentRequests)
 	case !positiveFinite(o.RPS):
 		return usageErrorf("--rps %v: expected a positive, finite rate", o.RPS)
-	case !positiveFinite(o.Benchmark.TTFTSLOMS):
-		return usageErrorf("--ttft-slo-ms %v: expected a positive, finite time", o.Benchmark.TTFTSLOMS)
-	case !positiveFinite(o.Benchmark.TPOTSLOMS):
-		return usageErrorf("--tpot-slo-ms %v: expected a positive, finite time", o.Benchmark.TPOTSLOMS)
+	case !positiveFinite(o.Benchmark.TTFTSLOMilliseconds):
+		return usageErrorf("--ttft-slo-ms %v: expected a positive, finite time", o.Benchmark.TTFTSLOMilliseconds)
+	case !positiveFinite(o.Benchmark.TPOTSLOMilliseconds):
+		return usageErrorf("--tpot-slo-ms %v: expected a positive, finite time", o.Benchmark.TPOTSLOMilliseconds)
 	case o.SharedPrefixTokens < 0:
 		return usageErrorf("--shared-prefix-tokens %d: expected 0 or more", o.SharedPrefixTokens)
 	case o.Format != "json" && o.Format != "table":

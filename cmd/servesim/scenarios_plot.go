@@ -30,8 +30,8 @@ func scenariosFigure(r scenario.Report) figure.Figure {
 	ttft := figure.DurationUnit(p50, p99)
 	return figure.Figure{
 		Title: fmt.Sprintf("scenarios: %s, %d requests, SLO TTFT <= %s ms and TPOT <= %s ms",
-			workload, r.TraceRequests, strconv.FormatFloat(r.SLOTargets.TTFTSLOMS, 'g', -1, 64),
-			strconv.FormatFloat(r.SLOTargets.TPOTSLOMS, 'g', -1, 64)),
+			workload, r.TraceRequests, strconv.FormatFloat(r.SLOTargets.TTFTSLOMilliseconds, 'g', -1, 64),
+			strconv.FormatFloat(r.SLOTargets.TPOTSLOMilliseconds, 'g', -1, 64)),
 		Width:  14 * vg.Inch,
 		Height: 5 * vg.Inch,
 		Columns: []figure.Column{

@@ -39,7 +39,7 @@ func TestScenariosFlags(t *testing.T) {
 	want, _ := new(big.Int).SetString("-123456789012345678901234567890", 10)
 	assert.Equal(t, 0, want.Cmp(o.Seed.Int))
 	assert.Equal(t, 12.5, o.RPS)
-	assert.Equal(t, scenario.BenchmarkOptions{WorkloadName: scenario.DefaultWorkloadName, TTFTSLOMS: 250, TPOTSLOMS: 20, ClosedLoop: true}, o.Benchmark)
+	assert.Equal(t, scenario.BenchmarkOptions{WorkloadName: scenario.DefaultWorkloadName, TTFTSLOMilliseconds: 250, TPOTSLOMilliseconds: 20, ClosedLoop: true}, o.Benchmark)
 	assert.Equal(t, "p.json", o.ProfilesPath)
 	assert.Equal(t, "table", o.Format)
 	assert.Equal(t, "out.txt", o.Output.Path)
@@ -139,13 +139,13 @@ func TestScenariosCustomRun(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	assert.Equal(t, []string{"z_first", "a_second"}, jsonKeys(t, doc.Assumptions))
-	assert.Equal(t, scenario.SLOTargets{TTFTSLOMS: 800, TPOTSLOMS: 35}, doc.SLO)
+	assert.Equal(t, scenario.SLOTargets{TTFTSLOMilliseconds: 800, TPOTSLOMilliseconds: 35}, doc.SLO)
 	assert.Equal(t, 200, doc.Requests)
 	trace, err := scenario.BuildAgentTrace(200, big.NewInt(9), 11)
 	require.NoError(t, err)
 	want, err := scenario.EvaluateEngineBenchmark(trace,
 		scenario.EngineProfile{Name: "a_second", PrefillTokensPerMS: 60, PrefixCacheHitEfficiency: 0.9, BaseTPOTMS: 10, BatchTPOTSlopeMS: 0.2, MaxBatchSlots: 32},
-		scenario.BenchmarkOptions{WorkloadName: scenario.DefaultWorkloadName, TTFTSLOMS: 800, TPOTSLOMS: 35, ClosedLoop: true})
+		scenario.BenchmarkOptions{WorkloadName: scenario.DefaultWorkloadName, TTFTSLOMilliseconds: 800, TPOTSLOMilliseconds: 35, ClosedLoop: true})
 	require.NoError(t, err)
 	assert.Equal(t, want, doc.Comparisons["a_second"])
 }

@@ -60,7 +60,7 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		ProfilePath: "p.csv", TracePath: "-", MaxElapsedS: 300, Normalize: 0.8, Scheduler: "static",
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
 		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9,
-		SLO:   plant.SLO{TTFTS: 2.5, TPOTS: 0.1, E2ES: 60},
+		SLO:   plant.SLO{TTFTSeconds: 2.5, TPOTSeconds: 0.1, E2ESeconds: 60},
 		Fleet: fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1},
 	}, o)
 }

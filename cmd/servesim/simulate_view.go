@@ -64,7 +64,7 @@ func simulateFigure(r *plant.Report, full *plant.Result, o *simulateOptions) fig
 				figure.TimeSeries("GPU temperature", "°C", []figure.Series{{Name: "temperature", X: t.TimeS, Y: t.TemperatureC}},
 					&figure.Line{Name: "thermal limit", Value: r.Plant.ThermalLimitC}),
 			}},
-			{Weight: 1, Panels: latencyPanels(full.Requests, prof.TTFTSLOS(), prof.TPOTSLOS())},
+			{Weight: 1, Panels: latencyPanels(full.Requests, prof.TTFTSLOSeconds(), prof.TPOTSLOSeconds())},
 		},
 	}
 }
@@ -90,7 +90,7 @@ func simulateTitle(r *plant.Report, full *plant.Result, o *simulateOptions) stri
 // latencyPanels draws the TTFT and TPOT distributions of the completed
 // requests against their SLOs, each in ms when all its values are below a
 // second and in s otherwise.
-func latencyPanels(records plant.RequestRecords, ttftSLOS, tpotSLOS float64) []*figure.Panel {
+func latencyPanels(records plant.RequestRecords, ttftSLOSeconds, tpotSLOSeconds float64) []*figure.Panel {
 	ttft, tpot := latencySamples(records)
 	const empty = "no request completed"
 	panel := func(title, name string, seconds []float64, sloS float64) *figure.Panel {
@@ -99,8 +99,8 @@ func latencyPanels(records plant.RequestRecords, ttftSLOS, tpotSLOS float64) []*
 			&figure.Line{Name: "SLO", Value: sloS * unit.PerSecond}, empty)
 	}
 	return []*figure.Panel{
-		panel("time to first token", "TTFT", ttft, ttftSLOS),
-		panel("time per output token", "TPOT", tpot, tpotSLOS),
+		panel("time to first token", "TTFT", ttft, ttftSLOSeconds),
+		panel("time per output token", "TPOT", tpot, tpotSLOSeconds),
 	}
 }
 
@@ -132,10 +132,10 @@ func simulateTable(r *plant.Report) string {
 	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
 	t.AddRow("completed (%)", pct(m.CompletedFraction), "")
 	t.AddRow("mean TTFT (s)", texttable.Fixed(m.MeanTTFTS, 4), "")
-	t.AddRow("p95 TTFT (s)", texttable.Fixed(m.P95TTFTS, 4), "SLO "+texttable.Fixed(slo.TTFTSLOS, 4))
+	t.AddRow("p95 TTFT (s)", texttable.Fixed(m.P95TTFTS, 4), "SLO "+texttable.Fixed(slo.TTFTSLOSeconds, 4))
 	t.AddRow("TTFT SLO violations (%)", pct(m.TTFTViolationRate), "")
 	t.AddRow("mean TPOT (ms)", texttable.Fixed(1000*m.MeanTPOTS, 3), "")
-	t.AddRow("p95 TPOT (ms)", texttable.Fixed(1000*m.P95TPOTS, 3), "SLO "+texttable.Fixed(1000*slo.TPOTSLOS, 3))
+	t.AddRow("p95 TPOT (ms)", texttable.Fixed(1000*m.P95TPOTS, 3), "SLO "+texttable.Fixed(1000*slo.TPOTSLOSeconds, 3))
 	t.AddRow("TPOT SLO violations (%)", pct(m.TPOTViolationRate), "")
 	t.AddRow("mean latency (s)", texttable.Fixed(m.MeanLatencyS, 4), "")
 	t.AddRow("output throughput (tok/s)", texttable.Fixed(m.OutputThroughputTokensPerS, 2), "")
@@ -168,11 +168,11 @@ func writeSLOTable(b *strings.Builder, slo plant.SLOReport, requests int) {
 		t.AddRow(name, texttable.Fixed(scale*p.P50, decimals), texttable.Fixed(scale*p.P90, decimals),
 			texttable.Fixed(scale*p.P99, decimals), texttable.Fixed(scale*objective, decimals))
 	}
-	row("TTFT (s)", slo.TTFTS, 1, 4, slo.TTFTSLOS)
-	row("TPOT (ms)", slo.TPOTS, 1000, 3, slo.TPOTSLOS)
+	row("TTFT (s)", slo.TTFTS, 1, 4, slo.TTFTSLOSeconds)
+	row("TPOT (ms)", slo.TPOTS, 1000, 3, slo.TPOTSLOSeconds)
 	e2e := math.NaN()
-	if slo.E2ESLOS != nil {
-		e2e = *slo.E2ESLOS
+	if slo.E2ESLOSeconds != nil {
+		e2e = *slo.E2ESLOSeconds
 	}
 	row("end-to-end (s)", slo.E2ES, 1, 4, e2e)
 	b.WriteString(t.String())

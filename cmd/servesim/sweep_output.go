@@ -115,10 +115,10 @@ func paretoGroups(o *sweepOptions, records []sweepRecord) []paretoGroup {
 		group.ttftSLOS, group.tpotSLOS = o.TTFTSLOS, o.TPOTSLOS
 		if len(runs) > 0 {
 			if group.ttftSLOS == 0 {
-				group.ttftSLOS = runs[0].prof.TTFTSLOS()
+				group.ttftSLOS = runs[0].prof.TTFTSLOSeconds()
 			}
 			if group.tpotSLOS == 0 {
-				group.tpotSLOS = runs[0].prof.TPOTSLOS()
+				group.tpotSLOS = runs[0].prof.TPOTSLOSeconds()
 			}
 		}
 		points := make([]sweep.Point, len(runs))

@@ -31,7 +31,7 @@ func BenchmarkCapacityCodeTrace(b *testing.B) {
 		Unit:        []Group{{Replicas: 1, Profile: prof, Scheduler: "chunked"}},
 		Router:      RoundRobinName,
 		Controllers: []string{"max", "reactive"},
-		SLO:         plant.SLO{TTFTS: 5},
+		SLO:         plant.SLO{TTFTSeconds: 5},
 		Search:      CapacitySearch{Target: 0.99, Jobs: runtime.GOMAXPROCS(0)},
 	}
 	b.ReportAllocs()

@@ -197,7 +197,7 @@ func TestFleetMetricsDefinitions(t *testing.T) {
 	assert.Equal(t, float64(peakQueued), m.PeakQueuedRequests)
 	// The request metrics are the reference's over every record.
 	single := plant.RecordMetrics(res.Requests, cfg.Plant.ReportingHorizonS, func(int) (float64, float64) {
-		return profile.Default().TTFTSLOS(), profile.Default().TPOTSLOS()
+		return profile.Default().TTFTSLOSeconds(), profile.Default().TPOTSLOSeconds()
 	})
 	assert.Equal(t, single.P95TTFTS, m.P95TTFTS)
 	assert.Equal(t, single.MeanLatencyS, m.MeanLatencyS)
@@ -230,10 +230,10 @@ func TestEachRequestIsJudgedByItsReplicasSLOs(t *testing.T) {
 			prof = &strict
 		}
 		completed++
-		if rec.FirstTokenTimeS-rec.ArrivalTimeS > prof.TTFTSLOS() {
+		if rec.FirstTokenTimeS-rec.ArrivalTimeS > prof.TTFTSLOSeconds() {
 			ttftLate++
 		}
-		if (rec.CompletionTimeS-rec.FirstTokenTimeS)/float64(max(1, rec.OutputTokens-1)) > prof.TPOTSLOS() {
+		if (rec.CompletionTimeS-rec.FirstTokenTimeS)/float64(max(1, rec.OutputTokens-1)) > prof.TPOTSLOSeconds() {
 			tpotLate++
 		}
 	}

@@ -21,7 +21,7 @@ type Options struct {
 	// DefaultMaxSteps.
 	MaxSteps float64
 	// SLO is what the violation rates and the slo block judge requests
-	// by; a zero TTFTS or TPOTS takes the profile's (SLO.OrProfile).
+	// by; a zero TTFTSeconds or TPOTSeconds takes the profile's (SLO.OrProfile).
 	SLO SLO
 }
 

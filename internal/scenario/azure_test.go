@@ -90,7 +90,7 @@ func TestAzureReplayMatchesReference(t *testing.T) {
 	for _, c := range ref.Cases {
 		trace, err := FromPlantTrace(requests, c.SharedPrefixTokens)
 		require.NoError(t, err)
-		opts := BenchmarkOptions{WorkloadName: "AzureLLMInferenceTrace_code.csv", TTFTSLOMS: c.TTFTSLOMS, TPOTSLOMS: c.TPOTSLOMS, ClosedLoop: c.ClosedLoop}
+		opts := BenchmarkOptions{WorkloadName: "AzureLLMInferenceTrace_code.csv", TTFTSLOMilliseconds: c.TTFTSLOMilliseconds, TPOTSLOMilliseconds: c.TPOTSLOMilliseconds, ClosedLoop: c.ClosedLoop}
 		for i, p := range BuiltinProfiles() {
 			got, err := EvaluateEngineBenchmark(trace, p, opts)
 			require.NoError(t, err)

@@ -22,8 +22,8 @@ const (
 
 // SLOTargets are the SLO thresholds a report used.
 type SLOTargets struct {
-	TTFTSLOMS float64 `json:"ttft_slo_ms"` // time-to-first-token threshold
-	TPOTSLOMS float64 `json:"tpot_slo_ms"` // time-per-output-token threshold
+	TTFTSLOMilliseconds float64 `json:"ttft_slo_ms"` // time-to-first-token threshold
+	TPOTSLOMilliseconds float64 `json:"tpot_slo_ms"` // time-per-output-token threshold
 }
 
 // Diagnostics are the report's two fixed illustrations, computed the same
@@ -86,7 +86,7 @@ func BuildReport(trace []WorkloadRequest, profiles []EngineProfile, opts Benchma
 		Experiment:          Experiment,
 		ExecutionMode:       ExecutionMode,
 		ScenarioAssumptions: profiles,
-		SLOTargets:          SLOTargets{TTFTSLOMS: opts.TTFTSLOMS, TPOTSLOMS: opts.TPOTSLOMS},
+		SLOTargets:          SLOTargets{TTFTSLOMilliseconds: opts.TTFTSLOMilliseconds, TPOTSLOMilliseconds: opts.TPOTSLOMilliseconds},
 		TraceRequests:       len(trace),
 		ScenarioComparisons: comparisons,
 		Diagnostics:         diagnostics,
