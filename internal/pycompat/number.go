@@ -1,4 +1,4 @@
-package profile
+package pycompat
 
 import (
 	"errors"
@@ -17,22 +17,22 @@ import (
 // underscores between digits, Unicode decimal digits, "inf"/"nan" in any
 // case and sign, and integers of any size.
 
-// pyMaxIntDigits is Python's default limit on the digits int() converts.
-const pyMaxIntDigits = 4300
+// MaxIntDigits is Python's default limit on the digits int() converts.
+const MaxIntDigits = 4300
 
-// pyIsSpace reports whether str.strip() removes r (Py_UNICODE_ISSPACE).
-func pyIsSpace(r rune) bool {
+// isSpace reports whether str.strip() removes r (Py_UNICODE_ISSPACE).
+func isSpace(r rune) bool {
 	return unicode.IsSpace(r) || (r >= 0x1c && r <= 0x1f)
 }
 
-// pyStrip is Python's str.strip() without arguments.
-func pyStrip(s string) string {
-	return strings.TrimFunc(s, pyIsSpace)
+// Strip is Python's str.strip() without arguments.
+func Strip(s string) string {
+	return strings.TrimFunc(s, isSpace)
 }
 
-// asciiLower lowers ASCII letters only: for the words the reference compares
+// ASCIILower lowers ASCII letters only: for the words the reference compares
 // after .lower(), no other character lowers to a matching ASCII letter.
-func asciiLower(s string) string {
+func ASCIILower(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 'A' && c <= 'Z' {
 			return strings.Map(func(r rune) rune {
@@ -46,11 +46,11 @@ func asciiLower(s string) string {
 	return s
 }
 
-// pyNumberText prepares s for float() and int(): Unicode whitespace becomes a
+// numberText prepares s for float() and int(): Unicode whitespace becomes a
 // space and Unicode decimal digits become ASCII digits
 // (_PyUnicode_TransformDecimalAndSpaceToASCII), then ASCII whitespace is
 // trimmed. ok is false when s holds another non-ASCII character.
-func pyNumberText(s string) (string, bool) {
+func numberText(s string) (string, bool) {
 	ascii := true
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x7f {
@@ -116,9 +116,9 @@ func stripDigitUnderscores(s string) (string, bool) {
 	return b.String(), true
 }
 
-// pyFloat is Python's float(s) for a string.
-func pyFloat(s string) (float64, error) {
-	text, ok := pyNumberText(s)
+// Float is Python's float(s) for a string.
+func Float(s string) (float64, error) {
+	text, ok := numberText(s)
 	if ok {
 		text, ok = stripDigitUnderscores(text)
 	}
@@ -151,7 +151,7 @@ func pyFloat(s string) (float64, error) {
 }
 
 func floatSyntaxError(s string) error {
-	return fmt.Errorf("could not convert string to float: %s", pyRepr(s))
+	return fmt.Errorf("could not convert string to float: %s", Repr(s))
 }
 
 // isDecimalFloat reports whether s is digits[.digits][e[sign]digits] with at
@@ -188,19 +188,19 @@ func isDecimalFloat(s string) bool {
 	return i == len(s)
 }
 
-// pyInteger is a Python int of any size: Small when it fits in an int64,
+// Integer is a Python int of any size: Small when it fits in an int64,
 // otherwise Big holds its canonical decimal text (sign and digits). It is
 // comparable, so it can be a map key.
-type pyInteger struct {
+type Integer struct {
 	Small int64
 	Big   string
 }
 
-// pyIntOf returns the pyInteger of n.
-func pyIntOf(n int64) pyInteger { return pyInteger{Small: n} }
+// IntOf returns the Integer of n.
+func IntOf(n int64) Integer { return Integer{Small: n} }
 
 // positive reports whether i > 0.
-func (i pyInteger) positive() bool {
+func (i Integer) Positive() bool {
 	if i.Big != "" {
 		return i.Big[0] != '-'
 	}
@@ -208,7 +208,7 @@ func (i pyInteger) positive() bool {
 }
 
 // String is the decimal text of i.
-func (i pyInteger) String() string {
+func (i Integer) String() string {
 	if i.Big != "" {
 		return i.Big
 	}
@@ -216,7 +216,7 @@ func (i pyInteger) String() string {
 }
 
 // float is float(i); Python raises OverflowError beyond the float range.
-func (i pyInteger) float() (float64, error) {
+func (i Integer) Float() (float64, error) {
 	if i.Big == "" {
 		return float64(i.Small), nil
 	}
@@ -227,64 +227,78 @@ func (i pyInteger) float() (float64, error) {
 	return v, nil
 }
 
-// pyIntegerFromDigits builds a pyInteger from an optional sign and ASCII
+// IntegerFromDigits builds a Integer from an optional sign and ASCII
 // digits (leading zeros allowed).
-func pyIntegerFromDigits(text string) pyInteger {
+func IntegerFromDigits(text string) Integer {
 	if v, err := strconv.ParseInt(text, 10, 64); err == nil {
-		return pyInteger{Small: v}
+		return Integer{Small: v}
 	}
 	var b big.Int
 	b.SetString(text, 10)
-	return pyInteger{Big: b.String()}
+	return Integer{Big: b.String()}
 }
 
-// pyInt is Python's int(s) for a string (base 10).
-func pyInt(s string) (pyInteger, error) {
-	invalid := func() error { return fmt.Errorf("invalid literal for int() with base 10: %s", pyRepr(s)) }
-	text, ok := pyNumberText(s)
+// Int is Python's int(s) for a string (base 10).
+func Int(s string) (Integer, error) {
+	invalid := func() error { return fmt.Errorf("invalid literal for int() with base 10: %s", Repr(s)) }
+	text, ok := numberText(s)
 	if ok {
 		text, ok = stripDigitUnderscores(text)
 	}
 	if !ok || text == "" {
-		return pyInteger{}, invalid()
+		return Integer{}, invalid()
 	}
 	digits := text
 	if digits[0] == '+' || digits[0] == '-' {
 		digits = digits[1:]
 	}
 	if digits == "" {
-		return pyInteger{}, invalid()
+		return Integer{}, invalid()
 	}
 	for i := 0; i < len(digits); i++ {
 		if digits[i] < '0' || digits[i] > '9' {
-			return pyInteger{}, invalid()
+			return Integer{}, invalid()
 		}
 	}
-	if len(digits) > pyMaxIntDigits {
-		return pyInteger{}, fmt.Errorf("exceeds the limit (%d digits) for integer string conversion", pyMaxIntDigits)
+	if len(digits) > MaxIntDigits {
+		return Integer{}, fmt.Errorf("exceeds the limit (%d digits) for integer string conversion", MaxIntDigits)
 	}
-	return pyIntegerFromDigits(text), nil
+	return IntegerFromDigits(text), nil
 }
 
-// pyIntFromFloat is int(x) for a float: truncation toward zero.
-func pyIntFromFloat(x float64) (pyInteger, error) {
+// Mul is Python's exact integer product.
+func Mul(a, b Integer) Integer {
+	if a.Big == "" && b.Big == "" {
+		hi, lo := a.Small, b.Small
+		if p := hi * lo; hi == 0 || (p/hi == lo && !(hi == -1 && lo == math.MinInt64) && !(lo == -1 && hi == math.MinInt64)) {
+			return Integer{Small: p}
+		}
+	}
+	var x, y big.Int
+	x.SetString(a.String(), 10)
+	y.SetString(b.String(), 10)
+	return IntegerFromDigits(x.Mul(&x, &y).String())
+}
+
+// IntFromFloat is int(x) for a float: truncation toward zero.
+func IntFromFloat(x float64) (Integer, error) {
 	switch {
 	case math.IsNaN(x):
-		return pyInteger{}, errors.New("cannot convert float NaN to integer")
+		return Integer{}, errors.New("cannot convert float NaN to integer")
 	case math.IsInf(x, 0):
-		return pyInteger{}, errors.New("cannot convert float infinity to integer")
+		return Integer{}, errors.New("cannot convert float infinity to integer")
 	}
 	t := math.Trunc(x)
 	if t >= -(1<<63) && t < 1<<63 {
-		return pyInteger{Small: int64(t)}, nil
+		return Integer{Small: int64(t)}, nil
 	}
 	b, _ := big.NewFloat(t).Int(nil)
-	return pyInteger{Big: b.String()}, nil
+	return Integer{Big: b.String()}, nil
 }
 
-// pyNonFinite is how Python spells NaN and the infinities in str, repr and
+// nonFinite is how Python spells NaN and the infinities in str, repr and
 // format; ok is false for a finite x.
-func pyNonFinite(x float64) (string, bool) {
+func nonFinite(x float64) (string, bool) {
 	switch {
 	case math.IsNaN(x):
 		return "nan", true
@@ -296,9 +310,9 @@ func pyNonFinite(x float64) (string, bool) {
 	return "", false
 }
 
-// pyFormatG is Python's format(x, "g"): six significant digits.
-func pyFormatG(x float64) string {
-	if special, ok := pyNonFinite(x); ok {
+// FormatG is Python's format(x, "g"): six significant digits.
+func FormatG(x float64) string {
+	if special, ok := nonFinite(x); ok {
 		return special
 	}
 	s := strconv.FormatFloat(x, 'g', 6, 64)
@@ -310,10 +324,10 @@ func pyFormatG(x float64) string {
 	return s
 }
 
-// pyFloatRepr is Python's repr(x) for a float: the shortest round-trip
+// FloatRepr is Python's repr(x) for a float: the shortest round-trip
 // digits, positional for exponents in [-4, 16), with ".0" for integers.
-func pyFloatRepr(x float64) string {
-	if special, ok := pyNonFinite(x); ok {
+func FloatRepr(x float64) string {
+	if special, ok := nonFinite(x); ok {
 		return special
 	}
 	e := strconv.FormatFloat(x, 'e', -1, 64)
@@ -328,10 +342,10 @@ func pyFloatRepr(x float64) string {
 	return f
 }
 
-// pyRepr is Python's repr(s) for a string: single quotes unless s holds a
+// Repr is Python's repr(s) for a string: single quotes unless s holds a
 // single quote and no double quote; escapes for backslash, the quote and
 // unprintable characters.
-func pyRepr(s string) string {
+func Repr(s string) string {
 	quote := byte('\'')
 	if strings.Contains(s, "'") && !strings.Contains(s, `"`) {
 		quote = '"'

@@ -1,4 +1,4 @@
-package profile
+package pycompat
 
 import (
 	"errors"
@@ -10,35 +10,36 @@ import (
 	"unicode/utf8"
 )
 
-// The manifest is read with Python's json.loads semantics: NaN, Infinity and
-// -Infinity are accepted, integers keep their exact value (Python int),
-// duplicate keys keep the last value at the first key's position, and key
-// order is kept because the reference's verdict can depend on it (a JSON
-// object passes where the reference expects a sequence of its keys).
+// JSON is read with Python's json.loads semantics (the reference reads
+// profile manifests so): NaN, Infinity and -Infinity are accepted,
+// integers keep their exact value (Python int), duplicate keys keep the
+// last value at the first key's position, and key order is kept because
+// the reference's verdict can depend on it (a JSON object passes where the
+// reference expects a sequence of its keys).
 //
-// Decoded values are: nil, bool, jsonInt, float64, string, []any and
-// *jsonObject.
+// Decoded values are: nil, bool, JSONInt, float64, string, []any and
+// *Object.
 
-// jsonInt is a JSON integer literal in canonical decimal form.
-type jsonInt string
+// JSONInt is a JSON integer literal in canonical decimal form.
+type JSONInt string
 
-// jsonObject is a JSON object with its key order.
-type jsonObject struct {
-	keys   []string
-	values map[string]any
+// Object is a JSON object with its key order.
+type Object struct {
+	Keys   []string
+	Values map[string]any
 }
 
 // get returns the value of key and whether it is present.
-func (o *jsonObject) get(key string) (any, bool) {
-	v, ok := o.values[key]
+func (o *Object) Get(key string) (any, bool) {
+	v, ok := o.Values[key]
 	return v, ok
 }
 
-// maxJSONDepth bounds nesting like Python's recursion limit does.
-const maxJSONDepth = 1000
+// MaxJSONDepth bounds nesting like Python's recursion limit does.
+const MaxJSONDepth = 1000
 
-// parsePyJSON decodes data (which must be valid UTF-8) as json.loads does.
-func parsePyJSON(data []byte) (any, error) {
+// ParseJSON decodes data (which must be valid UTF-8) as json.loads does.
+func ParseJSON(data []byte) (any, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("not valid UTF-8")
 	}
@@ -81,7 +82,7 @@ func (p *jsonParser) skipSpace() {
 }
 
 func (p *jsonParser) value(depth int) (any, error) {
-	if depth > maxJSONDepth {
+	if depth > MaxJSONDepth {
 		return nil, p.errorf("maximum nesting depth exceeded")
 	}
 	if p.pos >= len(p.s) {
@@ -169,10 +170,10 @@ func (p *jsonParser) number() (any, bool, error) {
 		}
 		return v, true, nil
 	}
-	if len(strings.TrimPrefix(text, "-")) > pyMaxIntDigits {
-		return nil, true, fmt.Errorf("exceeds the limit (%d digits) for integer string conversion", pyMaxIntDigits)
+	if len(strings.TrimPrefix(text, "-")) > MaxIntDigits {
+		return nil, true, fmt.Errorf("exceeds the limit (%d digits) for integer string conversion", MaxIntDigits)
 	}
-	return jsonInt(pyIntegerFromDigits(text).String()), true, nil
+	return JSONInt(IntegerFromDigits(text).String()), true, nil
 }
 
 func (p *jsonParser) str() (string, error) {
@@ -285,7 +286,7 @@ func (p *jsonParser) array(depth int) (any, error) {
 
 func (p *jsonParser) object(depth int) (any, error) {
 	p.pos++
-	obj := &jsonObject{values: map[string]any{}}
+	obj := &Object{Values: map[string]any{}}
 	p.skipSpace()
 	if p.pos < len(p.s) && p.s[p.pos] == '}' {
 		p.pos++
@@ -310,24 +311,24 @@ func (p *jsonParser) object(depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, seen := obj.values[key]; !seen {
-			obj.keys = append(obj.keys, key)
+		if _, seen := obj.Values[key]; !seen {
+			obj.Keys = append(obj.Keys, key)
 		}
-		obj.values[key] = v
+		obj.Values[key] = v
 		if done, err := p.afterMember('}'); err != nil || done {
 			return obj, err
 		}
 	}
 }
 
-// pyTypeName is Python's type name of a decoded JSON value.
-func pyTypeName(v any) string {
+// TypeName is Python's type name of a decoded JSON value.
+func TypeName(v any) string {
 	switch v.(type) {
 	case nil:
 		return "NoneType"
 	case bool:
 		return "bool"
-	case jsonInt:
+	case JSONInt:
 		return "int"
 	case float64:
 		return "float"
@@ -340,16 +341,16 @@ func pyTypeName(v any) string {
 	}
 }
 
-// pyStrOf is Python's str() of a decoded JSON value.
-func pyStrOf(v any) string {
+// Str is Python's str() of a decoded JSON value.
+func Str(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
-	return pyReprOf(v)
+	return ReprOf(v)
 }
 
-// pyReprOf is Python's repr() of a decoded JSON value.
-func pyReprOf(v any) string {
+// ReprOf is Python's repr() of a decoded JSON value.
+func ReprOf(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return "None"
@@ -358,37 +359,37 @@ func pyReprOf(v any) string {
 			return "True"
 		}
 		return "False"
-	case jsonInt:
+	case JSONInt:
 		return string(x)
 	case float64:
-		return pyFloatRepr(x)
+		return FloatRepr(x)
 	case string:
-		return pyRepr(x)
+		return Repr(x)
 	case []any:
 		parts := make([]string, len(x))
 		for i, e := range x {
-			parts[i] = pyReprOf(e)
+			parts[i] = ReprOf(e)
 		}
 		return "[" + strings.Join(parts, ", ") + "]"
-	case *jsonObject:
-		parts := make([]string, len(x.keys))
-		for i, k := range x.keys {
-			parts[i] = pyRepr(k) + ": " + pyReprOf(x.values[k])
+	case *Object:
+		parts := make([]string, len(x.Keys))
+		for i, k := range x.Keys {
+			parts[i] = Repr(k) + ": " + ReprOf(x.Values[k])
 		}
 		return "{" + strings.Join(parts, ", ") + "}"
 	}
 	return fmt.Sprint(v)
 }
 
-// pyFloatOf is Python's float() of a decoded JSON value.
-func pyFloatOf(v any) (float64, error) {
+// FloatOf is Python's float() of a decoded JSON value.
+func FloatOf(v any) (float64, error) {
 	switch x := v.(type) {
 	case bool:
 		if x {
 			return 1, nil
 		}
 		return 0, nil
-	case jsonInt:
+	case JSONInt:
 		f, err := strconv.ParseFloat(string(x), 64)
 		if err != nil {
 			return 0, errors.New("int too large to convert to float")
@@ -397,36 +398,36 @@ func pyFloatOf(v any) (float64, error) {
 	case float64:
 		return x, nil
 	case string:
-		return pyFloat(x)
+		return Float(x)
 	}
-	return 0, fmt.Errorf("float() argument must be a string or a real number, not '%s'", pyTypeName(v))
+	return 0, fmt.Errorf("float() argument must be a string or a real number, not '%s'", TypeName(v))
 }
 
-// pyIntOfValue is Python's int() of a decoded JSON value.
-func pyIntOfValue(v any) (pyInteger, error) {
+// IntOfValue is Python's int() of a decoded JSON value.
+func IntOfValue(v any) (Integer, error) {
 	switch x := v.(type) {
 	case bool:
 		if x {
-			return pyIntOf(1), nil
+			return IntOf(1), nil
 		}
-		return pyIntOf(0), nil
-	case jsonInt:
-		return pyIntegerFromDigits(string(x)), nil
+		return IntOf(0), nil
+	case JSONInt:
+		return IntegerFromDigits(string(x)), nil
 	case float64:
-		return pyIntFromFloat(x)
+		return IntFromFloat(x)
 	case string:
-		return pyInt(x)
+		return Int(x)
 	}
-	return pyInteger{}, fmt.Errorf("int() argument must be a string, a bytes-like object or a real number, not '%s'", pyTypeName(v))
+	return Integer{}, fmt.Errorf("int() argument must be a string, a bytes-like object or a real number, not '%s'", TypeName(v))
 }
 
-// pyEqualsInt is Python's v == n for a decoded JSON value (True == 1,
+// EqualsInt is Python's v == n for a decoded JSON value (True == 1,
 // 5.0 == 5).
-func pyEqualsInt(v any, n int64) bool {
+func EqualsInt(v any, n int64) bool {
 	switch x := v.(type) {
 	case bool:
 		return (x && n == 1) || (!x && n == 0)
-	case jsonInt:
+	case JSONInt:
 		return string(x) == strconv.FormatInt(n, 10)
 	case float64:
 		return x == float64(n)
@@ -434,16 +435,16 @@ func pyEqualsInt(v any, n int64) bool {
 	return false
 }
 
-// pyTuple is Python's tuple(v) for a decoded JSON value: the items of a
+// Tuple is Python's tuple(v) for a decoded JSON value: the items of a
 // list, the keys of a dict, the characters of a string; ok is false where
 // Python raises TypeError.
-func pyTuple(v any) ([]any, bool) {
+func Tuple(v any) ([]any, bool) {
 	switch x := v.(type) {
 	case []any:
 		return x, true
-	case *jsonObject:
-		out := make([]any, len(x.keys))
-		for i, k := range x.keys {
+	case *Object:
+		out := make([]any, len(x.Keys))
+		for i, k := range x.Keys {
 			out[i] = k
 		}
 		return out, true
@@ -457,23 +458,23 @@ func pyTuple(v any) ([]any, bool) {
 	return nil, false
 }
 
-// plainJSON converts a decoded value to what encoding/json would give for
+// Plain converts a decoded value to what encoding/json would give for
 // map[string]any: numbers become float64, objects map[string]any.
-func plainJSON(v any) any {
+func Plain(v any) any {
 	switch x := v.(type) {
-	case jsonInt:
+	case JSONInt:
 		f, _ := strconv.ParseFloat(string(x), 64)
 		return f
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = plainJSON(e)
+			out[i] = Plain(e)
 		}
 		return out
-	case *jsonObject:
-		out := make(map[string]any, len(x.keys))
-		for _, k := range x.keys {
-			out[k] = plainJSON(x.values[k])
+	case *Object:
+		out := make(map[string]any, len(x.Keys))
+		for _, k := range x.Keys {
+			out[k] = Plain(x.Values[k])
 		}
 		return out
 	}

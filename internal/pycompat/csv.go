@@ -1,4 +1,4 @@
-package profile
+package pycompat
 
 import (
 	"errors"
@@ -8,14 +8,14 @@ import (
 )
 
 // The reference opens every CSV with newline="" and encoding="utf-8" and
-// reads it with csv.DictReader (the excel dialect). pyCSVReader is a port
+// reads it with csv.DictReader (the excel dialect). CSVReader is a port
 // of CPython's _csv.c state machine for that dialect, so quoting, line
 // endings (LF, CRLF, lone CR, newlines inside quoted fields), a byte order
 // mark (kept, as Python's utf-8 codec keeps it), NUL characters and the
 // field size limit behave exactly as in Python 3.11.
 
-// pyCSVFieldLimit is csv.field_size_limit()'s default, in characters.
-const pyCSVFieldLimit = 131072
+// CSVFieldLimit is csv.field_size_limit()'s default, in characters.
+const CSVFieldLimit = 131072
 
 type csvState int
 
@@ -31,9 +31,9 @@ const (
 // eol is the end-of-line event Python's reader processes after each line.
 const eol = -1
 
-// pyCSVReader yields the records of a CSV file. Read allocates nothing per
+// CSVReader yields the records of a CSV file. Read allocates nothing per
 // record (it reuses one buffer); Strings copies a record out.
-type pyCSVReader struct {
+type CSVReader struct {
 	data       []byte
 	pos        int
 	line       int // lines consumed so far (csv.reader.line_num)
@@ -46,17 +46,17 @@ type pyCSVReader struct {
 	RecordLine int
 }
 
-// newPyCSVReader reads data, which must be valid UTF-8.
-func newPyCSVReader(data []byte) *pyCSVReader {
-	return &pyCSVReader{data: data}
+// NewCSVReader reads data, which must be valid UTF-8.
+func NewCSVReader(data []byte) *CSVReader {
+	return &CSVReader{data: data}
 }
 
 // errFieldLimit is Python's error for an over-long field.
-var errFieldLimit = fmt.Errorf("field larger than field limit (%d)", pyCSVFieldLimit)
+var errFieldLimit = fmt.Errorf("field larger than field limit (%d)", CSVFieldLimit)
 
 // Read advances to the next record; io.EOF at the end. An empty line is a
 // record with no fields, as in Python.
-func (r *pyCSVReader) Read() error {
+func (r *CSVReader) Read() error {
 	r.buf = r.buf[:0]
 	r.ends = r.ends[:0]
 	r.fieldStart, r.fieldChars = 0, 0
@@ -107,7 +107,7 @@ func (r *pyCSVReader) Read() error {
 
 // scanUnquoted adds the run of ordinary bytes that continues an unquoted
 // field in one step (the hot path; process would add them one by one).
-func (r *pyCSVReader) scanUnquoted() error {
+func (r *CSVReader) scanUnquoted() error {
 	j := r.pos
 	chars := 0
 	for ; j < len(r.data); j++ {
@@ -119,7 +119,7 @@ func (r *pyCSVReader) scanUnquoted() error {
 			chars++
 		}
 	}
-	if r.fieldChars+chars > pyCSVFieldLimit {
+	if r.fieldChars+chars > CSVFieldLimit {
 		return errFieldLimit
 	}
 	r.buf = append(r.buf, r.data[r.pos:j]...)
@@ -128,15 +128,15 @@ func (r *pyCSVReader) scanUnquoted() error {
 	return nil
 }
 
-func (r *pyCSVReader) saveField() {
+func (r *CSVReader) saveField() {
 	r.ends = append(r.ends, len(r.buf))
 	r.fieldStart = len(r.buf)
 	r.fieldChars = 0
 }
 
-func (r *pyCSVReader) addChar(c int) error {
+func (r *CSVReader) addChar(c int) error {
 	if byte(c)&0xc0 != 0x80 { // count characters, not UTF-8 continuation bytes
-		if r.fieldChars >= pyCSVFieldLimit {
+		if r.fieldChars >= CSVFieldLimit {
 			return errFieldLimit
 		}
 		r.fieldChars++
@@ -146,7 +146,7 @@ func (r *pyCSVReader) addChar(c int) error {
 }
 
 // endLine saves the field and moves to the next record or eats the newline.
-func (r *pyCSVReader) endLine(c int) {
+func (r *CSVReader) endLine(c int) {
 	r.saveField()
 	if c == eol {
 		r.state = startRecord
@@ -155,7 +155,7 @@ func (r *pyCSVReader) endLine(c int) {
 	}
 }
 
-func (r *pyCSVReader) process(c int) error {
+func (r *CSVReader) process(c int) error {
 	isNewline := c == '\n' || c == '\r'
 	switch r.state {
 	case startRecord:
@@ -214,7 +214,7 @@ func (r *pyCSVReader) process(c int) error {
 	return nil
 }
 
-func (r *pyCSVReader) startField(c int, isNewline bool) error {
+func (r *CSVReader) startField(c int, isNewline bool) error {
 	switch {
 	case isNewline || c == eol:
 		r.endLine(c)
@@ -230,11 +230,11 @@ func (r *pyCSVReader) startField(c int, isNewline bool) error {
 }
 
 // NumFields is the number of fields of the current record.
-func (r *pyCSVReader) NumFields() int { return len(r.ends) }
+func (r *CSVReader) NumFields() int { return len(r.ends) }
 
 // Strings copies the current record: one string holds all its fields,
 // which are slices of it.
-func (r *pyCSVReader) Strings() []string {
+func (r *CSVReader) Strings() []string {
 	all := string(r.buf)
 	out := make([]string, len(r.ends))
 	start := 0
@@ -245,9 +245,9 @@ func (r *pyCSVReader) Strings() []string {
 	return out
 }
 
-// csvTable is a CSV file as csv.DictReader sees it: the first record (even
+// Table is a CSV file as csv.DictReader sees it: the first record (even
 // an empty one) names the fields, empty records after it are skipped.
-type csvTable struct {
+type Table struct {
 	Name      string     // the file name used in messages
 	HasHeader bool       // false when the file holds no record at all
 	Header    []string   // DictReader.fieldnames
@@ -258,14 +258,14 @@ type csvTable struct {
 	index     map[string]int
 }
 
-// readCSVTable parses data as csv.DictReader would. With countOnly the rows
+// ReadTable parses data as csv.DictReader would. With countOnly the rows
 // are counted but not kept (for the telemetry file).
-func readCSVTable(name string, data []byte, countOnly bool) (*csvTable, error) {
+func ReadTable(name string, data []byte, countOnly bool) (*Table, error) {
 	if !utf8.Valid(data) {
 		return nil, fmt.Errorf("%s: not valid UTF-8 (byte %d)", name, invalidUTF8Offset(data))
 	}
-	t := &csvTable{Name: name}
-	r := newPyCSVReader(data)
+	t := &Table{Name: name}
+	r := NewCSVReader(data)
 	for {
 		err := r.Read()
 		if err == io.EOF {
@@ -311,7 +311,7 @@ func invalidUTF8Offset(data []byte) int {
 
 // keys is tuple(row) for a DictReader row: the distinct field names in
 // order, plus None (reported as a nil entry) for extra fields.
-func (t *csvTable) keys(row []string) []*string {
+func (t *Table) Keys(row []string) []*string {
 	var out []*string
 	seen := map[string]bool{}
 	for i := range t.Header {
@@ -328,17 +328,43 @@ func (t *csvTable) keys(row []string) []*string {
 }
 
 // hasColumn reports whether rows have the key name.
-func (t *csvTable) hasColumn(name string) bool {
+func (t *Table) HasColumn(name string) bool {
 	_, ok := t.index[name]
 	return ok
 }
 
 // value is row[name]: ok is false when the row is too short, where Python
 // holds None.
-func (t *csvTable) value(row []string, name string) (string, bool) {
+func (t *Table) Value(row []string, name string) (string, bool) {
 	i, known := t.index[name]
 	if !known || i >= len(row) {
 		return "", false
 	}
 	return row[i], true
+}
+
+// FloatAt is float(row[name]) with the file, line and field in the error.
+func (t *Table) FloatAt(row []string, line int, name string) (float64, error) {
+	s, ok := t.Value(row, name)
+	if !ok {
+		return 0, fmt.Errorf("%s line %d: %s: missing field (float() argument must be a string or a real number, not 'NoneType')", t.Name, line, name)
+	}
+	v, err := Float(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s line %d: %s: %w", t.Name, line, name, err)
+	}
+	return v, nil
+}
+
+// IntAt is int(row[name]) with the file, line and field in the error.
+func (t *Table) IntAt(row []string, line int, name string) (Integer, error) {
+	s, ok := t.Value(row, name)
+	if !ok {
+		return Integer{}, fmt.Errorf("%s line %d: %s: missing field (int() argument must be a string, a bytes-like object or a real number, not 'NoneType')", t.Name, line, name)
+	}
+	v, err := Int(s)
+	if err != nil {
+		return Integer{}, fmt.Errorf("%s line %d: %s: %w", t.Name, line, name, err)
+	}
+	return v, nil
 }

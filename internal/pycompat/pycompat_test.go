@@ -1,4 +1,4 @@
-package profile
+package pycompat
 
 import (
 	"encoding/json"
@@ -49,7 +49,7 @@ func pyNum(f float64) string {
 	case math.IsInf(f, -1):
 		return "-inf"
 	}
-	return pyFloatRepr(f)
+	return FloatRepr(f)
 }
 
 func TestPyFloatAndIntMatchPython(t *testing.T) {
@@ -57,14 +57,14 @@ func TestPyFloatAndIntMatchPython(t *testing.T) {
 	require.NotEmpty(t, cases.Float)
 	for in, want := range cases.Float {
 		got := "ERR"
-		if v, err := pyFloat(in); err == nil {
+		if v, err := Float(in); err == nil {
 			got = pyNum(v)
 		}
 		assert.Equal(t, want, got, "float(%q)", in)
 	}
 	for in, want := range cases.Int {
 		got := "ERR"
-		if v, err := pyInt(in); err == nil {
+		if v, err := Int(in); err == nil {
 			got = v.String()
 		}
 		assert.Equal(t, want, got, "int(%q)", in)
@@ -75,7 +75,7 @@ func TestCSVTableMatchesDictReader(t *testing.T) {
 	cases := loadPythonCases(t)
 	require.NotEmpty(t, cases.CSV)
 	for _, c := range cases.CSV {
-		table, err := readCSVTable("case.csv", []byte(c.Doc), false)
+		table, err := ReadTable("case.csv", []byte(c.Doc), false)
 		if c.Error != "" {
 			assert.Error(t, err, "%q", c.Doc)
 			continue
@@ -89,7 +89,7 @@ func TestCSVTableMatchesDictReader(t *testing.T) {
 		var rows [][][]any
 		for _, row := range table.Rows {
 			var items [][]any
-			for _, k := range table.keys(row) {
+			for _, k := range table.Keys(row) {
 				if k == nil {
 					var extra []any
 					for _, f := range row[len(table.Header):] {
@@ -99,7 +99,7 @@ func TestCSVTableMatchesDictReader(t *testing.T) {
 					continue
 				}
 				var v any
-				if s, ok := table.value(row, *k); ok {
+				if s, ok := table.Value(row, *k); ok {
 					v = s
 				}
 				items = append(items, []any{*k, v})
@@ -121,7 +121,7 @@ func encodeCase(v any) any {
 		return []any{"null"}
 	case bool:
 		return []any{"bool", x}
-	case jsonInt:
+	case JSONInt:
 		return []any{"int", string(x)}
 	case float64:
 		return []any{"float", pyNum(x)}
@@ -133,10 +133,10 @@ func encodeCase(v any) any {
 			items = append(items, encodeCase(e))
 		}
 		return []any{"list", items}
-	case *jsonObject:
+	case *Object:
 		items := []any{}
-		for _, k := range x.keys {
-			items = append(items, []any{k, encodeCase(x.values[k])})
+		for _, k := range x.Keys {
+			items = append(items, []any{k, encodeCase(x.Values[k])})
 		}
 		return []any{"dict", items}
 	}
@@ -147,7 +147,7 @@ func TestPyJSONMatchesJSONLoads(t *testing.T) {
 	cases := loadPythonCases(t)
 	require.NotEmpty(t, cases.JSON)
 	for _, c := range cases.JSON {
-		v, err := parsePyJSON([]byte(c.Doc))
+		v, err := ParseJSON([]byte(c.Doc))
 		if c.Error != "" {
 			assert.Error(t, err, "json.loads(%q) raised %s", c.Doc, c.Error)
 			continue
@@ -175,32 +175,32 @@ func TestPythonFormatting(t *testing.T) {
 		{math.Inf(-1), "-inf", "-inf"},
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.g, pyFormatG(tt.x), "format(%v, 'g')", tt.x)
-		assert.Equal(t, tt.repr, pyFloatRepr(tt.x), "repr(%v)", tt.x)
+		assert.Equal(t, tt.g, FormatG(tt.x), "format(%v, 'g')", tt.x)
+		assert.Equal(t, tt.repr, FloatRepr(tt.x), "repr(%v)", tt.x)
 	}
-	assert.Equal(t, `'a\'b"'`, pyRepr(`a'b"`))
-	assert.Equal(t, `"a'b"`, pyRepr(`a'b`))
-	assert.Equal(t, `'\t\x00é\x85'`, pyRepr("\t\x00é\u0085"))
-	assert.Equal(t, "['NVIDIA L4', 1, 2.5, True, None, {'k': 'v'}]", pyReprOf([]any{"NVIDIA L4", jsonInt("1"), 2.5, true, nil, &jsonObject{keys: []string{"k"}, values: map[string]any{"k": "v"}}}))
+	assert.Equal(t, `'a\'b"'`, Repr(`a'b"`))
+	assert.Equal(t, `"a'b"`, Repr(`a'b`))
+	assert.Equal(t, `'\t\x00é\x85'`, Repr("\t\x00é\u0085"))
+	assert.Equal(t, "['NVIDIA L4', 1, 2.5, True, None, {'k': 'v'}]", ReprOf([]any{"NVIDIA L4", JSONInt("1"), 2.5, true, nil, &Object{Keys: []string{"k"}, Values: map[string]any{"k": "v"}}}))
 }
 
 func TestPyIntegerArithmetic(t *testing.T) {
-	big, err := pyInt("99999999999999999999")
+	big, err := Int("99999999999999999999")
 	require.NoError(t, err)
-	assert.True(t, big.positive())
+	assert.True(t, big.Positive())
 	assert.Equal(t, "99999999999999999999", big.String())
-	assert.Equal(t, "9999999999999999999800000000000000000001", multiply(big, big).String())
-	assert.Equal(t, pyIntOf(12), multiply(pyIntOf(3), pyIntOf(4)))
-	assert.Equal(t, "85070591730234615847396907784232501249", multiply(pyIntOf(math.MaxInt64), pyIntOf(math.MaxInt64)).String())
-	f, err := big.float()
+	assert.Equal(t, "9999999999999999999800000000000000000001", Mul(big, big).String())
+	assert.Equal(t, IntOf(12), Mul(IntOf(3), IntOf(4)))
+	assert.Equal(t, "85070591730234615847396907784232501249", Mul(IntOf(math.MaxInt64), IntOf(math.MaxInt64)).String())
+	f, err := big.Float()
 	require.NoError(t, err)
 	assert.Equal(t, 1e20, f)
-	n, err := pyIntFromFloat(-7.9)
+	n, err := IntFromFloat(-7.9)
 	require.NoError(t, err)
-	assert.Equal(t, pyIntOf(-7), n)
-	_, err = pyIntFromFloat(math.NaN())
+	assert.Equal(t, IntOf(-7), n)
+	_, err = IntFromFloat(math.NaN())
 	assert.Error(t, err)
-	assert.True(t, pyEqualsInt(true, 1))
-	assert.True(t, pyEqualsInt(5.0, 5))
-	assert.False(t, pyEqualsInt("5", 5))
+	assert.True(t, EqualsInt(true, 1))
+	assert.True(t, EqualsInt(5.0, 5))
+	assert.False(t, EqualsInt("5", 5))
 }

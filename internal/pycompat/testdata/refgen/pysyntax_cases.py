@@ -1,7 +1,7 @@
 """Development tool (CI never runs it; the project needs no Python).
 
 Write Python's float()/int()/csv.DictReader/json.loads results for the
-parser unit tests of internal/profile. usage: pysyntax_cases.py OUT_JSON"""
+parser unit tests of internal/pycompat. usage: pysyntax_cases.py OUT_JSON"""
 import csv, io, json, math, sys
 
 def num(f):
@@ -24,7 +24,8 @@ for s in strings:
 docs = ["a,b\r\n1,2\r\n", "a,b\n1,2\n", "a,b\r1,2\r", "a,b\n1,2", "a,b\n\n1,2\n\n", "\na,b\n1,2\n",
     'a,b\n"x,y","q""z"\n', 'a,b\n"multi\r\nline",2\n', 'a,b\n"ab"c,d\n', 'a,b\nx"y,z\n', 'a,b\n"unterminated\n',
     "\ufeffa,b\n1,2\n", "a,a,b\n1,2,3\n", "a,b\n1\n", "a,b\n1,2,3,4\n", "a,b\n1,2\r\n\r\n3,4", "a,b\n1\x00,2\n",
-    "a,b\n,\n", "a,b\n \n", "", "\n\n", 'a,b\n"",""\n', 'a,b\n"a"\r\n', 'a,b\n1,"2\n']
+    "a,b\n,\n", "a,b\n \n", "", "\n\n", 'a,b\n"",""\n', 'a,b\n"a"\r\n', 'a,b\n1,"2\n',
+    'a,b\n"12"3,x\n', 'a,b\n"12"3"4,x\n', 'a,b\n1,"open\n2,3\n']
 for d in docs:
     r = csv.DictReader(io.StringIO(d, newline=""))
     try:
