@@ -51,8 +51,26 @@ func NewCSVReader(data []byte) *CSVReader {
 	return &CSVReader{data: data}
 }
 
-// errFieldLimit is Python's error for an over-long field.
-var errFieldLimit = fmt.Errorf("field larger than field limit (%d)", CSVFieldLimit)
+// ErrFieldLimit is Python's error for a field of more than CSVFieldLimit
+// characters.
+var ErrFieldLimit = fmt.Errorf("field larger than field limit (%d)", CSVFieldLimit)
+
+// errNewlineInField is Python's error for a line break inside an unquoted
+// field.
+var errNewlineInField = errors.New("new-line character seen in unquoted field")
+
+// CSVError is a syntax error of a CSV text (Python's csv.Error) on the line
+// the reader had reached: "line 7: field larger than field limit (131072)".
+type CSVError struct {
+	Line int   // the physical line, 1-based
+	Err  error // what is wrong: ErrFieldLimit, or a line break in an unquoted field
+}
+
+// Error reads "line N: what".
+func (e *CSVError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+
+// Unwrap returns what is wrong.
+func (e *CSVError) Unwrap() error { return e.Err }
 
 // Read advances to the next record; io.EOF at the end. An empty line is a
 // record with no fields, as in Python.
@@ -75,7 +93,7 @@ func (r *CSVReader) Read() error {
 		for r.pos < len(r.data) {
 			if r.state == inField {
 				if err := r.scanUnquoted(); err != nil {
-					return fmt.Errorf("line %d: %w", r.line, err)
+					return &CSVError{Line: r.line, Err: err}
 				}
 				if r.pos >= len(r.data) {
 					break
@@ -84,7 +102,7 @@ func (r *CSVReader) Read() error {
 			c := r.data[r.pos]
 			r.pos++
 			if err := r.process(int(c)); err != nil {
-				return fmt.Errorf("line %d: %w", r.line, err)
+				return &CSVError{Line: r.line, Err: err}
 			}
 			if c == '\n' {
 				break
@@ -97,7 +115,7 @@ func (r *CSVReader) Read() error {
 			}
 		}
 		if err := r.process(eol); err != nil {
-			return fmt.Errorf("line %d: %w", r.line, err)
+			return &CSVError{Line: r.line, Err: err}
 		}
 		if r.state == startRecord {
 			return nil
@@ -120,7 +138,7 @@ func (r *CSVReader) scanUnquoted() error {
 		}
 	}
 	if r.fieldChars+chars > CSVFieldLimit {
-		return errFieldLimit
+		return ErrFieldLimit
 	}
 	r.buf = append(r.buf, r.data[r.pos:j]...)
 	r.fieldChars += chars
@@ -137,7 +155,7 @@ func (r *CSVReader) saveField() {
 func (r *CSVReader) addChar(c int) error {
 	if byte(c)&0xc0 != 0x80 { // count characters, not UTF-8 continuation bytes
 		if r.fieldChars >= CSVFieldLimit {
-			return errFieldLimit
+			return ErrFieldLimit
 		}
 		r.fieldChars++
 	}
@@ -208,7 +226,7 @@ func (r *CSVReader) process(c int) error {
 		case c == eol:
 			r.state = startRecord
 		default:
-			return errors.New("new-line character seen in unquoted field")
+			return errNewlineInField
 		}
 	}
 	return nil
