@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -188,13 +188,15 @@ func (o *simulateOptions) plantOptions() plant.Options {
 	return options
 }
 
-// flagNamed prefixes a plant validation error with the flag that sets the
-// field it names.
+// flagNamed prefixes a plant validation error (*plant.FieldError) with the
+// flag that sets its field; other errors pass as they are.
 func flagNamed(err error) error {
-	msg := err.Error()
-	for _, pp := range plantParams {
-		if strings.HasPrefix(msg, pp.field+" ") {
-			return fmt.Errorf("--%s: %w", pp.flag, err)
+	var fe *plant.FieldError
+	if errors.As(err, &fe) {
+		for _, pp := range plantParams {
+			if pp.field == fe.Field {
+				return fmt.Errorf("--%s: %w", pp.flag, err)
+			}
 		}
 	}
 	return err

@@ -1,7 +1,6 @@
 package plant
 
 import (
-	"fmt"
 	"math"
 
 	"servesim/internal/numeric"
@@ -37,14 +36,15 @@ func (s SLO) OrProfile(p *profile.Profile) SLO {
 }
 
 // Validate requires every objective to be zero (the default) or finite and
-// positive. The error names the field (ttft_slo_s, tpot_slo_s, e2e_slo_s).
+// positive. The error is a *FieldError naming the field (ttft_slo_s,
+// tpot_slo_s, e2e_slo_s).
 func (s SLO) Validate() error {
 	for _, f := range []struct {
 		name  string
 		value float64
 	}{{"ttft_slo_s", s.TTFTSeconds}, {"tpot_slo_s", s.TPOTSeconds}, {"e2e_slo_s", s.E2ESeconds}} {
 		if f.value != 0 && !(finite(f.value) && f.value > 0) {
-			return fmt.Errorf("%s %v: must be finite and positive", f.name, f.value)
+			return &FieldError{Field: f.name, Value: f.value, Why: "must be finite and positive"}
 		}
 	}
 	return nil

@@ -115,12 +115,12 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		return Workload{}, utf8Error(name, text)
 	}
 	records := newRecordReader(text)
-	fail := func(line int, format string, args ...any) (Workload, error) {
-		return Workload{}, fmt.Errorf("trace %s line %d: %s", name, line, fmt.Sprintf(format, args...))
+	fail := func(line int, column, value, why string) (Workload, error) {
+		return Workload{}, &TraceError{File: name, Line: line, Column: column, Value: value, Why: why}
 	}
 	header, _, err := records.next()
 	if err == io.EOF {
-		return Workload{}, fmt.Errorf("trace %s: empty workload trace: expected a header %s,%s,%s and rows", name, columnTimestamp, columnContext, columnGenerated)
+		return Workload{}, &TraceError{File: name, Why: fmt.Sprintf("empty workload trace: expected a header %s,%s,%s and rows", columnTimestamp, columnContext, columnGenerated)}
 	}
 	if err != nil {
 		return Workload{}, csvError(name, err)
@@ -155,18 +155,18 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		}
 		stamp, ok := field(0)
 		if !ok {
-			return fail(line, "missing %s: expected %d fields as in the header", columnTimestamp, fieldsInHeader)
+			return fail(line, "", "", fmt.Sprintf("missing %s: expected %d fields as in the header", columnTimestamp, fieldsInHeader))
 		}
 		t, hasZone, err := parseISOTimestamp(stamp)
 		if err != nil {
-			return fail(line, "%s %s: %v", columnTimestamp, limits.Quote(stamp), err)
+			return fail(line, columnTimestamp, stamp, err.Error())
 		}
 		if rows == 0 {
 			start, startHasZone = t, hasZone
 		} else if hasZone != startHasZone {
-			return fail(line, "%s %s: mixes timestamps with and without a UTC offset", columnTimestamp, limits.Quote(stamp))
+			return fail(line, columnTimestamp, stamp, "mixes timestamps with and without a UTC offset")
 		} else if t.Before(prev) {
-			return fail(line, "%s %s: earlier than the previous row: the trace must be sorted by time", columnTimestamp, limits.Quote(stamp))
+			return fail(line, columnTimestamp, stamp, "earlier than the previous row: the trace must be sorted by time")
 		}
 		prev = t
 		rows++
@@ -178,14 +178,14 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		for k, column := range []string{columnContext, columnGenerated} {
 			text, ok := field(k + 1)
 			if !ok {
-				return fail(line, "missing %s: expected %d fields as in the header", column, fieldsInHeader)
+				return fail(line, "", "", fmt.Sprintf("missing %s: expected %d fields as in the header", column, fieldsInHeader))
 			}
 			n, err := tokenCount(text)
 			if err != nil {
-				return fail(line, "%s %s: expected an integer token count", column, limits.Quote(text))
+				return fail(line, column, text, "expected an integer token count")
 			}
 			if n <= 0 {
-				return fail(line, "%s %s: token counts must be positive", column, limits.Quote(text))
+				return fail(line, column, text, "token counts must be positive")
 			}
 			tokens[k] = n
 		}
@@ -198,10 +198,10 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		})
 	}
 	if rows == 0 {
-		return Workload{}, fmt.Errorf("trace %s: empty workload trace: no rows after the header", name)
+		return Workload{}, &TraceError{File: name, Why: "empty workload trace: no rows after the header"}
 	}
 	if len(requests) == 0 {
-		return Workload{}, fmt.Errorf("trace %s: no workload rows remain after filtering to the first %g s", name, maxElapsedS)
+		return Workload{}, &TraceError{File: name, Why: fmt.Sprintf("no workload rows remain after filtering to the first %g s", maxElapsedS)}
 	}
 	return Workload{Requests: requests, Source: name, SHA256: sum}, nil
 }
@@ -216,7 +216,7 @@ func traceColumns(name string, header []string) ([3]int, error) {
 			c--
 		}
 		if c < 0 {
-			return cols, fmt.Errorf("trace %s line 1: missing column %s: trace must contain Azure columns %s, %s, %s", name, column, columnContext, columnGenerated, columnTimestamp)
+			return cols, &TraceError{File: name, Line: 1, Why: fmt.Sprintf("missing column %s: trace must contain Azure columns %s, %s, %s", column, columnContext, columnGenerated, columnTimestamp)}
 		}
 		cols[i] = c
 	}
@@ -279,7 +279,7 @@ func (h *headerWatch) Write(p []byte) (int, error) {
 func traceReadError(name string, err error) error {
 	var lineErr *limits.LineError
 	if errors.As(err, &lineErr) {
-		return fmt.Errorf("trace %s line %d: %s", name, lineErr.Line, lineErr.Reason)
+		return &TraceError{File: name, Line: lineErr.Line, Why: lineErr.Reason}
 	}
 	return fmt.Errorf("trace %s: %w", name, err)
 }
@@ -306,7 +306,7 @@ func utf8Error(name, text string) error {
 		offset += size
 	}
 	line := 1 + strings.Count(text[:offset], "\n")
-	return fmt.Errorf("trace %s line %d: byte %d is not UTF-8: expected a UTF-8 text", name, line, offset)
+	return &TraceError{File: name, Line: line, Why: fmt.Sprintf("byte %d is not UTF-8: expected a UTF-8 text", offset)}
 }
 
 // tokenCount parses a token count the way the reference's int(text)
@@ -398,7 +398,7 @@ func NormalizeOfferedLoadInPlace(requests []Request, p *profile.Profile, targetU
 // max(1, rho/(replicas*target)).
 func NormalizeFleetOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64, replicas int) (float64, error) {
 	if !(targetUtilization > 0 && targetUtilization < 1) {
-		return 0, errors.New("target_utilization must lie strictly between zero and one")
+		return 0, &FieldError{Field: "target_utilization", Value: targetUtilization, Why: "must lie strictly between zero and one"}
 	}
 	if len(requests) == 0 {
 		return 0, errors.New("workload must contain at least one request")
