@@ -87,12 +87,15 @@ func completeItems(toComplete string, values []string) []cobra.Completion {
 }
 
 // completeController completes --controller: the controllers, and fixed:MHZ
-// for every clock level of the profile given with --profile (the embedded
-// proxy's without one, or when it does not load).
+// and race-to-idle:MHZ for every clock level of the profile given with
+// --profile (the embedded proxy's without one, or when it does not load).
 func completeController(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	values := append([]string{}, plant.ControllerNames...)
-	for _, mhz := range completionProfile(cmd).ClockMHz {
-		values = append(values, "fixed:"+formatMHz(mhz))
+	levels := completionProfile(cmd).ClockMHz
+	for _, kind := range []string{"fixed:", "race-to-idle:"} {
+		for _, mhz := range levels {
+			values = append(values, kind+formatMHz(mhz))
+		}
 	}
 	return completeItems(toComplete, values), cobra.ShellCompDirectiveNoFileComp
 }

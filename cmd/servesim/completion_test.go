@@ -54,7 +54,7 @@ func TestCompletedValuesAreAccepted(t *testing.T) {
 	require.True(t, found)
 	specs, directive := fn(simulate, nil, "")
 	assert.Equal(t, cobra.ShellCompDirectiveNoFileComp, directive)
-	require.Len(t, specs, len(plant.ControllerNames)+7, "the named controllers and fixed: at each of the proxy's 7 levels")
+	require.Len(t, specs, len(plant.ControllerNames)+2*7, "the named controllers, fixed: and race-to-idle: at each of the proxy's 7 levels")
 	for _, spec := range specs {
 		_, err := plant.NewController(spec)
 		assert.NoError(t, err, spec)

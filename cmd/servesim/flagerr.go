@@ -54,9 +54,10 @@ type expecter interface {
 // and flags not listed here fall back to their type (expectedByType).
 var flagExpectations = map[string]string{
 	// simulate and sweep
-	"max-elapsed": "a nonnegative number of seconds",
-	"normalize":   "a number in (0, 1)",
-	"stride":      "a positive whole number",
+	"max-elapsed":  "a nonnegative number of seconds",
+	"normalize":    "a number in (0, 1)",
+	"stride":       "a positive whole number",
+	"exec-timeout": "a positive number of seconds",
 	// simulate (fleet) and capacity
 	"replicas":    "a whole number from 1 to 4096",
 	"router-seed": "a whole number, 0 or more",

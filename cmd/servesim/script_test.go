@@ -24,6 +24,8 @@ func TestMain(m *testing.M) {
 	testscript.Main(m, map[string]func(){
 		"servesim":     main,
 		"blockedwrite": blockedWrite,
+		// An exec: controller child serving the built-in reactive.
+		"servesim-reactive-controller": reactiveControllerMain,
 	})
 }
 

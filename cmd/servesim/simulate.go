@@ -35,6 +35,8 @@ type simulateOptions struct {
 	Plant plant.Plant
 	// MaxSteps is --max-steps, the step limit of the run.
 	MaxSteps float64
+	// ExecTimeoutS is --exec-timeout: the patience with an exec: controller.
+	ExecTimeoutS float64
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -78,7 +80,8 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
-	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive or sampled-reactive[:PERIOD_S] (period 1 s)")
+	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest) or exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README)")
+	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
@@ -114,6 +117,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if _, err := plant.NewController(o.Controller); err != nil {
 		return usageErrorf("--controller: %v", err)
 	}
+	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
+		return err
+	}
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
@@ -147,7 +153,7 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return runFleetSimulate(s, o, prof, profilePath, workload)
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
-	ctrl, _ := plant.NewController(o.Controller)
+	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
 	warnFixedClock(s, o.Controller, ctrl, prof)
 	report, err := plant.Run(workload, plant.Config{
 		Plant:      o.Plant,

@@ -9,27 +9,33 @@ import (
 	"servesim/internal/profile"
 )
 
-// warnFixedClock says on stderr which level a fixed:MHZ controller runs
-// when the profile has no level at MHz (the provenance records it as
-// fixed_clock_level_mhz).
+// warnFixedClock says on stderr which level a fixed:MHZ controller (or a
+// race-to-idle:MHZ controller when busy) runs when the profile has no level
+// at MHz (the provenance records a fixed:MHZ one as fixed_clock_level_mhz).
 func warnFixedClock(s *streams, spec string, ctrl plant.ClockController, prof *profile.Profile) {
-	f, ok := ctrl.(plant.FixedClock)
-	if !ok {
+	var mhz float64
+	switch c := ctrl.(type) {
+	case plant.FixedClock:
+		mhz = c.MHz
+	case plant.RaceToIdle:
+		mhz = c.MHz
+	}
+	if mhz == 0 {
 		return
 	}
-	level := f.Level(prof)
-	if level == f.MHz {
+	level := prof.QuantizeClock(mhz, true)
+	if level == mhz {
 		return
 	}
 	which := "the highest level below it"
 	switch {
-	case f.MHz < prof.MinClockMHz():
+	case mhz < prof.MinClockMHz():
 		which = "its lowest level"
-	case f.MHz > prof.MaxClockMHz():
+	case mhz > prof.MaxClockMHz():
 		which = "its highest level"
 	}
 	fmt.Fprintf(s.Err, "servesim: --controller %s: the profile has no %s MHz level; using %s MHz (%s)\n",
-		spec, formatMHz(f.MHz), formatMHz(level), which)
+		spec, formatMHz(mhz), formatMHz(level), which)
 }
 
 // maxSimTimeMargin is the share of the last arrival time that the

@@ -45,6 +45,9 @@ type sweepOptions struct {
 
 	axes  []sweep.Axis
 	cells []sweep.Cell
+
+	// ExecTimeoutS is --exec-timeout: the patience with exec: controllers.
+	ExecTimeoutS float64
 }
 
 // newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
@@ -88,7 +91,8 @@ lowest energy per output token (ties: the earlier run).`,
 	addListFlag(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
 	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "Azure-format trace CSVs (embedded: the built-in synthetic trace)")
 	addListFlag(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
-	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S]")
+	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run)")
+	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
 	addListFlag(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
 	for i, pp := range plantParams {
 		addListFlag(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
@@ -114,6 +118,9 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 	}
 	if o.Jobs < 1 {
 		return usageErrorf("--jobs %d: expected at least 1", o.Jobs)
+	}
+	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
+		return err
 	}
 	switch o.Format {
 	case "jsonl", "csv", "table":
@@ -309,8 +316,9 @@ type sweepRun struct {
 	err    error
 }
 
-// runCell runs the simulate configuration of one cell.
-func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
+// runCell runs the simulate configuration of one cell; an exec: controller
+// runs a child of its own.
+func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepRun {
 	profilePath := c.Values[0]
 	tracePath := c.Values[1]
 	if err := in.profileErrs[profilePath]; err != nil {
@@ -330,7 +338,7 @@ func (o *sweepOptions) runCell(in *sweepInputs, c sweep.Cell) sweepRun {
 		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", flagNamed(err))}
 	}
 	sched, _ := plant.NewScheduler(c.Values[2])
-	ctrl, _ := plant.NewController(c.Values[3])
+	ctrl, _ := plant.NewControllerWith(c.Values[3], controllerOptions(s, o.ExecTimeoutS))
 	normalize, _ := parseNormalize(c.Values[4])
 	recordedPath := profilePath
 	if profilePath == embeddedDefault {
@@ -379,7 +387,7 @@ func runSweep(s *streams, o *sweepOptions) error {
 	progress := newSweepProgress(s, o, len(o.cells))
 	records := make([]sweepRecord, 0, len(o.cells))
 	err := sweep.Run(o.cells, o.Jobs, func(c sweep.Cell) sweepRun {
-		return o.runCell(inputs, c)
+		return o.runCell(s, inputs, c)
 	}, func(c sweep.Cell, r sweepRun) error {
 		records = append(records, newSweepRecord(o.axes, c, r))
 		progress.increment()

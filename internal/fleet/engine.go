@@ -151,11 +151,18 @@ func (e *engine) runParallel() error {
 
 // runAlone simulates replica k on its requests (workload indices routed)
 // to the end.
-func (e *engine) runAlone(k int, routed []int, sums *stepSums) error {
+func (e *engine) runAlone(k int, routed []int, sums *stepSums) (err error) {
 	st, err := e.newStepper(k, len(routed))
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// A controller's Close error says why it stopped the run, as
+		// plant.Run reports it.
+		if cerr := st.Close(); cerr != nil {
+			err = fmt.Errorf("replica %d: %w", k, cerr)
+		}
+	}()
 	for _, i := range routed {
 		if err := st.Add(e.requests[i]); err != nil {
 			return err
@@ -218,11 +225,24 @@ func (e *engine) newLockStep() (*lockStep, error) {
 }
 
 // runLockStep runs the fleet in lock-step to the end.
-func (e *engine) runLockStep() error {
+func (e *engine) runLockStep() (err error) {
 	ls, err := e.newLockStep()
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// On an error, the replicas not finished yet still hold their
+		// controllers; a controller's Close error says why it stopped the
+		// run, as plant.Run reports it.
+		for k, st := range ls.steppers {
+			if st == nil {
+				continue
+			}
+			if cerr := st.Close(); cerr != nil {
+				err = fmt.Errorf("replica %d: %w", k, cerr)
+			}
+		}
+	}()
 	for {
 		done, err := ls.advance()
 		if err != nil {
@@ -242,6 +262,9 @@ func (e *engine) runLockStep() error {
 		ls.deferred[k].drop()
 		e.finish(k, st, ls.routed[k])
 		ls.steppers[k], ls.routed[k] = nil, nil // its records are copied: free them
+		if err := st.Close(); err != nil {
+			return fmt.Errorf("replica %d: %w", k, err)
+		}
 	}
 	return nil
 }

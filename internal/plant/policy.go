@@ -3,9 +3,11 @@ package plant
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"servesim/internal/profile"
 )
@@ -275,8 +277,9 @@ func (s *SampleAndHold) RequestClock(obs Observation) float64 {
 var SchedulerNames = []string{"static", "continuous", "chunked"}
 
 // ControllerNames are the controller specs NewController accepts without an
-// argument; fixed:MHZ and sampled-reactive:PERIOD_S take one.
-var ControllerNames = []string{"max", "min", "reactive", "sampled-reactive"}
+// argument; fixed:MHZ, sampled-reactive:PERIOD_S and race-to-idle:MHZ take
+// one.
+var ControllerNames = []string{"max", "min", "reactive", "sampled-reactive", "race-to-idle"}
 
 // NewScheduler returns the built-in scheduler called name: static,
 // continuous or chunked.
@@ -295,9 +298,25 @@ func NewScheduler(name string) (Scheduler, error) {
 // DefaultSamplePeriodS is the hold period of sampled-reactive without one.
 const DefaultSamplePeriodS = 1.0
 
-// NewController returns a new built-in clock controller for spec: max, min,
-// fixed:MHZ, reactive or sampled-reactive[:PERIOD_S] (period 1 s by default).
+// ControllerOptions are the settings of the controllers that need more
+// than their spec: those of exec:COMMAND.
+type ControllerOptions struct {
+	ExecTimeout time.Duration // longest wait for each answer of an exec: child; zero means DefaultExecTimeout
+	ExecStderr  io.Writer     // where an exec: child's stderr goes; nil discards it
+}
+
+// NewController returns a new clock controller for spec with the default
+// options: see NewControllerWith.
 func NewController(spec string) (ClockController, error) {
+	return NewControllerWith(spec, ControllerOptions{})
+}
+
+// NewControllerWith returns a new clock controller for spec: max, min,
+// fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s by default),
+// race-to-idle[:MHZ] (the highest level by default) or exec:COMMAND (an
+// ExecController, which starts COMMAND only when first consulted and must be
+// closed: Run closes it).
+func NewControllerWith(spec string, opt ControllerOptions) (ClockController, error) {
 	kind, arg, hasArg := strings.Cut(spec, ":")
 	number := func(what string) (float64, error) {
 		v, err := strconv.ParseFloat(arg, 64)
@@ -328,6 +347,20 @@ func NewController(spec string) (ClockController, error) {
 			}
 		}
 		return NewSampleAndHold(Reactive{}, period)
+	case kind == "race-to-idle":
+		if !hasArg {
+			return RaceToIdle{}, nil
+		}
+		mhz, err := number("clock MHz")
+		if err != nil {
+			return nil, err
+		}
+		return RaceToIdle{MHz: mhz}, nil
+	case kind == "exec" && hasArg:
+		if strings.TrimSpace(arg) == "" {
+			return nil, fmt.Errorf("controller %q: expected a shell command after \"exec:\"", spec)
+		}
+		return NewExecController(arg, opt.ExecTimeout, opt.ExecStderr), nil
 	}
-	return nil, errors.New("unknown controller " + strconv.Quote(spec) + ": expected max, min, fixed:MHZ, reactive or sampled-reactive[:PERIOD_S]")
+	return nil, errors.New("unknown controller " + strconv.Quote(spec) + ": expected max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ] or exec:COMMAND")
 }

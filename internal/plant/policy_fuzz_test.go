@@ -11,12 +11,14 @@ import (
 
 // FuzzNewController parses controller and scheduler specs: it never panics,
 // a refused spec's error quotes it, and an accepted controller requests a
-// finite clock that the plant can quantize.
+// finite clock that the plant can quantize. An exec: controller is not
+// consulted: that would run the fuzzed command.
 func FuzzNewController(f *testing.F) {
 	for _, seed := range []string{
 		"max", "min", "reactive", "sampled-reactive", "sampled-reactive:2.5", "fixed:660", "fixed:1e6",
 		"fixed:", "fixed", "fixed:x", "fixed:-1", "fixed:inf", "fixed:NaN", "fixed:0x1p10", "fixed:1_000",
 		"sampled-reactive:0", "sampled-reactive:nan", "reactive:1", "static", "chunked", "", ":", "fixed::1",
+		"race-to-idle", "race-to-idle:1500", "race-to-idle:", "race-to-idle:0", "exec:", "exec: ", "exec:true", "exec",
 	} {
 		f.Add(seed)
 	}
@@ -35,12 +37,18 @@ func FuzzNewController(f *testing.F) {
 			if c.Name() == "" {
 				t.Fatalf("%q: no name", spec)
 			}
-			mhz := c.RequestClock(obs)
-			if math.IsNaN(mhz) || math.IsInf(mhz, 0) || mhz <= 0 {
-				t.Fatalf("%q: requests %v MHz", spec, mhz)
-			}
-			if f, ok := c.(FixedClock); ok && f.Level(prof) != prof.QuantizeClock(mhz, true) {
-				t.Fatalf("%q: level %v", spec, f.Level(prof))
+			if e, ok := c.(*ExecController); ok {
+				if e.Command != strings.TrimPrefix(spec, "exec:") || strings.TrimSpace(e.Command) == "" {
+					t.Fatalf("%q: command %q", spec, e.Command)
+				}
+			} else {
+				mhz := c.RequestClock(obs)
+				if math.IsNaN(mhz) || math.IsInf(mhz, 0) || mhz <= 0 {
+					t.Fatalf("%q: requests %v MHz", spec, mhz)
+				}
+				if f, ok := c.(FixedClock); ok && f.Level(prof) != prof.QuantizeClock(mhz, true) {
+					t.Fatalf("%q: level %v", spec, f.Level(prof))
+				}
 			}
 		}
 		s, err := NewScheduler(spec)

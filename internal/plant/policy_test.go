@@ -24,6 +24,9 @@ func TestBuiltInNames(t *testing.T) {
 		{"fixed:2040.123456", "fixed_2040.12_mhz"},
 		{"fixed:0.0001", "fixed_0.0001_mhz"},
 		{"fixed:0.00001", "fixed_1e-05_mhz"},
+		{"race-to-idle", "race_to_idle_clock_controller"},
+		{"race-to-idle:1500", "race_to_idle_1500_mhz_clock_controller"},
+		{"race-to-idle:1e6", "race_to_idle_1e+06_mhz_clock_controller"},
 	}
 	for _, tt := range tests {
 		c, err := NewController(tt.spec)
@@ -35,7 +38,8 @@ func TestBuiltInNames(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, s.Name())
 	}
-	for _, bad := range []string{"", "maximum", "fixed", "fixed:", "fixed:x", "fixed:-1", "fixed:inf", "sampled-reactive:0", "sampled-reactive:nan", "reactive:1"} {
+	for _, bad := range []string{"", "maximum", "fixed", "fixed:", "fixed:x", "fixed:-1", "fixed:inf", "sampled-reactive:0", "sampled-reactive:nan", "reactive:1",
+		"race-to-idle:", "race-to-idle:0", "race-to-idle:-5", "race-to-idle:nan", "race-to-idle:inf", "race_to_idle", "race-to-idle:1500:2"} {
 		_, err := NewController(bad)
 		assert.Error(t, err, bad)
 	}

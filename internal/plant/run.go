@@ -1,6 +1,9 @@
 package plant
 
-import "slices"
+import (
+	"io"
+	"slices"
+)
 
 // Config is one complete simulate configuration: what `servesim simulate`
 // runs, and what a sweep runs many of. Every run needs its own Controller
@@ -54,7 +57,17 @@ type Provenance struct {
 }
 
 // Run normalizes w if asked, simulates it under cfg and returns the report.
-func Run(w Workload, cfg Config) (*Report, error) {
+// It closes a controller that is an io.Closer (an ExecController) when it
+// returns or panics, and returns the controller's Close error, which says
+// why it stopped the run, in place of the run's.
+func Run(w Workload, cfg Config) (rep *Report, err error) {
+	if closer, ok := cfg.Controller.(io.Closer); ok {
+		defer func() {
+			if cerr := closer.Close(); cerr != nil {
+				rep, err = nil, cerr
+			}
+		}()
+	}
 	requests := w.Requests
 	var dilation *float64
 	if cfg.Normalize != 0 {

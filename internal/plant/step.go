@@ -3,6 +3,7 @@ package plant
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 )
 
@@ -277,4 +278,15 @@ func (t *Trajectory) truncate(n int) {
 	t.Phase = t.Phase[:n]
 	t.CumulativePrefillTokens = t.CumulativePrefillTokens[:n]
 	t.CumulativeDecodeTokens = t.CumulativeDecodeTokens[:n]
+}
+
+// Close releases what the stepper's controller holds when it is an
+// io.Closer (an exec: controller's child process) and returns its error,
+// which says why the controller stopped the run; otherwise it does nothing.
+// Every Stepper must be closed once it is no longer stepped.
+func (st *Stepper) Close() error {
+	if closer, ok := st.sim.controller.(io.Closer); ok {
+		return closer.Close()
+	}
+	return nil
 }

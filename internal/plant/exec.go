@@ -1,0 +1,266 @@
+package plant
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// DefaultExecTimeout is how long an exec: controller may take to answer one
+// observation unless told otherwise.
+const DefaultExecTimeout = 5 * time.Second
+
+// MaxExecAnswerBytes bounds one answer line of an exec: controller, its end
+// of line included.
+const MaxExecAnswerBytes = 1 << 20
+
+// execQuoteBytes is how much of what a child wrote an error quotes.
+const execQuoteBytes = 80
+
+// ExecController is a clock controller in another process, the user's own
+// (--controller exec:COMMAND). The first RequestClock starts COMMAND with
+// /bin/sh -c; then, for each decision, it writes one observation to the
+// child's stdin as a line of JSON (appendObservation) and reads one answer
+// line from its stdout: {"clock_mhz": MHZ} with an optional "plan": [MHZ,
+// ...], which is checked and not used (parseAnswer). The child's stderr goes
+// to Stderr.
+//
+// A child that exits, writes anything else, or takes longer than Timeout to
+// take an observation or to answer one fails the controller: it kills the
+// child's process group, reaps the child, and from then on returns NaN,
+// which stops Simulate; Close then returns the reason, quoting at most 80
+// bytes of what the child wrote. Close must always be called (Run does):
+// after a successful run it closes the child's stdin, gives the child
+// Timeout to exit and then kills it.
+type ExecController struct {
+	Command string        // shell command, run with /bin/sh -c
+	Timeout time.Duration // longest wait for each observation and answer
+	Stderr  io.Writer     // the child's stderr; nil discards it
+
+	cmd    *exec.Cmd
+	stdin  *os.File      // write end of the child's stdin
+	stdout *os.File      // read end of the child's stdout
+	reader *bufio.Reader // over stdout
+	line   []byte        // what readLine read, when longer than the reader's buffer or unfinished
+	out    []byte        // the observation being written
+	err    error         // why the controller failed; sticky
+	closed bool
+}
+
+// NewExecController returns a controller that runs command when first
+// consulted; a zero timeout means DefaultExecTimeout.
+func NewExecController(command string, timeout time.Duration, stderr io.Writer) *ExecController {
+	if timeout <= 0 {
+		timeout = DefaultExecTimeout
+	}
+	return &ExecController{Command: command, Timeout: timeout, Stderr: stderr}
+}
+
+// Name implements ClockController.
+func (*ExecController) Name() string { return "exec_clock_controller" }
+
+// RequestClock implements ClockController: the child's answer, or NaN once
+// the controller has failed.
+func (c *ExecController) RequestClock(obs Observation) float64 {
+	if c.err != nil || c.closed {
+		return math.NaN()
+	}
+	if c.cmd == nil {
+		if err := c.start(); err != nil {
+			c.err = fmt.Errorf("%s: cannot start: %w", c.who(), err)
+			return math.NaN()
+		}
+	}
+	c.out = appendObservation(c.out[:0], &obs)
+	step := obs.StepIndex
+	deadline := time.Now().Add(c.Timeout)
+	if err := c.stdin.SetWriteDeadline(deadline); err != nil {
+		c.fail(step, err.Error(), nil)
+		return math.NaN()
+	}
+	if err := c.stdout.SetReadDeadline(deadline); err != nil {
+		c.fail(step, err.Error(), nil)
+		return math.NaN()
+	}
+	if _, err := c.stdin.Write(c.out); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.fail(step, fmt.Sprintf("did not take its observation within %v (--exec-timeout)", c.Timeout), nil)
+		} else {
+			c.fail(step, "", nil) // its stdin is closed: it exited, most likely
+		}
+		return math.NaN()
+	}
+	line, err := c.readLine()
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		c.fail(step, fmt.Sprintf("answer longer than %d bytes", MaxExecAnswerBytes), line)
+		return math.NaN()
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.fail(step, fmt.Sprintf("no answer within %v (--exec-timeout)", c.Timeout), line)
+		return math.NaN()
+	case err != nil:
+		c.fail(step, "", line) // end of file: it exited or closed its stdout
+		return math.NaN()
+	}
+	clock, err := parseAnswer(line)
+	if err != nil {
+		c.fail(step, "answer "+quoteAtMost(bytes.TrimRight(line, "\r\n"), execQuoteBytes)+": "+err.Error(), nil)
+		return math.NaN()
+	}
+	return clock
+}
+
+// who names the controller in errors.
+func (c *ExecController) who() string {
+	return "exec controller " + quoteAtMost([]byte(c.Command), execQuoteBytes)
+}
+
+// start runs the child with its stdin and stdout on pipes of our own, whose
+// ends here support deadlines.
+func (c *ExecController) start() error {
+	inChild, in, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	out, outChild, err := os.Pipe()
+	if err != nil {
+		inChild.Close()
+		in.Close()
+		return err
+	}
+	cmd := exec.Command("/bin/sh", "-c", c.Command)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inChild, outChild, c.Stderr
+	// Copying the child's stderr into a writer that is not a file ends
+	// when the child's whole process group has closed it; do not wait for
+	// a straggler longer than for an answer.
+	cmd.WaitDelay = c.Timeout
+	cmd.SysProcAttr = childProcAttr()
+	err = cmd.Start()
+	inChild.Close()
+	outChild.Close()
+	if err != nil {
+		in.Close()
+		out.Close()
+		return err
+	}
+	c.cmd, c.stdin, c.stdout = cmd, in, out
+	c.reader = bufio.NewReaderSize(out, 64<<10)
+	c.line = make([]byte, 0, 256) // never nil: readLine's result is what the child wrote
+	return nil
+}
+
+// readLine reads one line, its end of line included, of at most
+// MaxExecAnswerBytes. It returns what it read with bufio.ErrBufferFull for
+// a longer line, and with the read error (end of file or the deadline)
+// otherwise.
+func (c *ExecController) readLine() ([]byte, error) {
+	c.line = c.line[:0]
+	for {
+		chunk, err := c.reader.ReadSlice('\n')
+		if err == nil && len(c.line) == 0 {
+			return chunk, nil
+		}
+		if len(c.line)+len(chunk) > MaxExecAnswerBytes {
+			c.line = append(c.line, chunk[:MaxExecAnswerBytes-len(c.line)]...)
+			return c.line, bufio.ErrBufferFull
+		}
+		c.line = append(c.line, chunk...)
+		if err != bufio.ErrBufferFull {
+			return c.line, err
+		}
+	}
+}
+
+// fail records why the controller stops at step, kills the child and reaps
+// it. An empty reason means that the child's stdin or stdout closed: the
+// reason becomes how the child ended. wrote is what the child wrote of an
+// unfinished answer, quoted in the error; nil when there is nothing to
+// quote, or, for a child that ended, when its last words are still unread.
+func (c *ExecController) fail(step int, reason string, wrote []byte) {
+	c.kill()
+	waitErr := c.reap()
+	if reason == "" {
+		reason = endedHow(waitErr, wrote == nil) + " before answering"
+		if wrote == nil {
+			wrote = c.rest()
+		}
+	}
+	c.stdout.Close()
+	switch {
+	case wrote == nil:
+	case len(wrote) == 0:
+		reason += "; it wrote nothing"
+	default:
+		reason += "; it wrote " + quoteAtMost(wrote, execQuoteBytes)
+	}
+	c.err = fmt.Errorf("%s: step %d: %s", c.who(), step, reason)
+}
+
+// endedHow says how a child ended from its Wait error; closedStdin says
+// that servesim noticed when writing to it, not when reading.
+func endedHow(waitErr error, closedStdin bool) string {
+	var exit *exec.ExitError
+	switch {
+	case waitErr == nil:
+		return "exited with status 0"
+	case !errors.As(waitErr, &exit):
+		return "ended (" + waitErr.Error() + ")"
+	case exit.Exited():
+		return "exited with status " + strconv.Itoa(exit.ExitCode())
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		// It lived on until killed.
+		if closedStdin {
+			return "closed its stdin"
+		}
+		return "closed its stdout"
+	}
+	return "ended (" + exit.String() + ")"
+}
+
+// rest is what the child left unread on its stdout, at most
+// MaxExecAnswerBytes, after it ended.
+func (c *ExecController) rest() []byte {
+	if c.stdout.SetReadDeadline(time.Now().Add(c.Timeout)) != nil {
+		return nil
+	}
+	line, _ := c.readLine()
+	return line
+}
+
+// kill kills the child's process group.
+func (c *ExecController) kill() {
+	killProcessGroup(c.cmd.Process)
+}
+
+// reap closes the child's stdin and waits for the child to end; it returns
+// the child's Wait error.
+func (c *ExecController) reap() error {
+	c.closed = true
+	c.stdin.Close()
+	return c.cmd.Wait()
+}
+
+// Close ends the child: after a failure it is already gone; otherwise its
+// stdin is closed and it has Timeout to exit before its process group is
+// killed. It returns why the controller failed, or nil. Close is
+// idempotent.
+func (c *ExecController) Close() error {
+	if c.cmd == nil || c.closed {
+		return c.err
+	}
+	// The child's exit status after its last answer does not matter.
+	kill := time.AfterFunc(c.Timeout, c.kill)
+	_ = c.reap()
+	kill.Stop()
+	c.stdout.Close()
+	return c.err
+}
