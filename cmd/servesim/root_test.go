@@ -3,14 +3,19 @@ package main
 import (
 	"bytes"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/diagnose"
+	"servesim/internal/fleet"
+	"servesim/internal/jsonout"
+	"servesim/internal/plant"
 )
 
 func testStreams(stdin string) (*streams, *bytes.Buffer, *bytes.Buffer) {
@@ -133,64 +138,6 @@ func TestMistypedSubcommandIsSuggested(t *testing.T) {
 	assert.Empty(t, out.String())
 }
 
-func TestMarshalJSON(t *testing.T) {
-	type inner struct {
-		B float64 `json:"b"`
-	}
-	type embedded struct {
-		E int `json:"e"`
-	}
-	type result struct {
-		embedded
-		Name    string             `json:"name"`
-		NaN     float64            `json:"nan"`
-		Inf     float64            `json:"inf"`
-		Small   float64            `json:"small"`
-		Whole   float64            `json:"whole"`
-		Opt     *float64           `json:"opt"`
-		Omitted string             `json:"omitted,omitempty"`
-		Skip    int                `json:"-"`
-		List    []float64          `json:"list"`
-		Nil     []int              `json:"nil"`
-		Map     map[string]float64 `json:"map"`
-		Inner   inner              `json:"inner"`
-		HTML    string             `json:"html"`
-		Raw     any                `json:"raw"`
-	}
-	v := result{
-		embedded: embedded{E: 7}, Name: "x", NaN: math.NaN(), Inf: math.Inf(-1), Small: 1e-7, Whole: 5,
-		List: []float64{1.5, math.Inf(1)}, Map: map[string]float64{"z": 1, "a": math.NaN()},
-		Inner: inner{B: 0.1}, HTML: "<a&b>", Raw: map[string]any{"k": []any{1.0, "s"}},
-	}
-	chunks, err := encodeJSONChunks(v)
-	require.NoError(t, err)
-	got := bytes.Join(chunks, nil)
-	want := `{
-  "e": 7,
-  "name": "x",
-  "nan": null,
-  "inf": null,
-  "small": 1e-7,
-  "whole": 5,
-  "opt": null,
-  "list": [1.5, null],
-  "nil": [],
-  "map": {
-    "a": null,
-    "z": 1
-  },
-  "inner": {
-    "b": 0.1
-  },
-  "html": "<a&b>",
-  "raw": {
-    "k": [1, "s"]
-  }
-}
-`
-	assert.Equal(t, want, string(got))
-}
-
 func TestWriteBytesAtomic(t *testing.T) {
 	dir := t.TempDir()
 	s, out, _ := testStreams("")
@@ -210,4 +157,16 @@ func TestWriteBytesAtomic(t *testing.T) {
 
 	require.NoError(t, writeBytes(s, outputOptions{Path: "-"}, []byte("{}\n")))
 	assert.Equal(t, "{}\n", out.String())
+}
+
+// TestDocumentsAreStreamed: the large documents (simulate, fleet, capacity,
+// diagnose windows, validate-profile) have types jsonout can stream, so
+// they are written while they are encoded, never held whole in memory.
+func TestDocumentsAreStreamed(t *testing.T) {
+	for _, v := range []any{
+		plant.Report{}, &plant.Report{}, &fleet.Report{}, &capacityDocument{},
+		diagnose.Snapshot{}, diagnose.WindowReport{}, diagnose.DemoReport{}, validateProfileResult{},
+	} {
+		assert.True(t, jsonout.Streamable(reflect.TypeOf(v)), "%T", v)
+	}
 }

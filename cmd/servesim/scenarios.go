@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/scenario"
 )
@@ -186,21 +187,21 @@ func unwrapPath(err error) error {
 
 // scenariosJSON is the report as the reference prints it, keys in its order.
 func scenariosJSON(r scenario.Report) any {
-	assumptions := make(orderedObject, len(r.ScenarioAssumptions))
+	assumptions := make(jsonout.Object, len(r.ScenarioAssumptions))
 	for i, p := range r.ScenarioAssumptions {
-		assumptions[i] = keyedValue{p.Name, p}
+		assumptions[i] = jsonout.Member{Key: p.Name, Value: p}
 	}
-	comparisons := make(orderedObject, len(r.ScenarioComparisons))
+	comparisons := make(jsonout.Object, len(r.ScenarioComparisons))
 	for i, c := range r.ScenarioComparisons {
-		comparisons[i] = keyedValue{c.Engine, c}
+		comparisons[i] = jsonout.Member{Key: c.Engine, Value: c}
 	}
 	return struct {
 		ExecutionMode       string               `json:"execution_mode"`
 		Experiment          string               `json:"experiment"`
-		ScenarioAssumptions orderedObject        `json:"scenario_assumptions"`
+		ScenarioAssumptions jsonout.Object       `json:"scenario_assumptions"`
 		SLOTargets          scenario.SLOTargets  `json:"slo_targets"`
 		TraceRequests       int                  `json:"trace_requests"`
-		ScenarioComparisons orderedObject        `json:"scenario_comparisons"`
+		ScenarioComparisons jsonout.Object       `json:"scenario_comparisons"`
 		Diagnostics         scenario.Diagnostics `json:"diagnostics"`
 	}{r.ExecutionMode, r.Experiment, assumptions, r.SLOTargets, r.TraceRequests, comparisons, r.Diagnostics}
 }

@@ -1,9 +1,7 @@
-package main
+package jsonout
 
 import (
-	"bytes"
-	"encoding"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,23 +12,19 @@ import (
 	"unicode/utf8"
 )
 
-// jsonEncoder appends JSON to buf in one pass. It follows encoding/json's
-// rules for struct tags (name, omitempty, "-"), embedded structs, maps with
-// sorted keys and json.Marshaler, with three differences that make results
-// safe for every JSON reader: NaN and infinities are written as null, nil
-// slices as [] and HTML characters are not escaped.
+// encoder appends JSON to buf in one pass, as the package doc describes.
 //
 // With indent, members are written one per line, indented by two spaces per
 // level, as json.Indent does, except that an array of scalars, and an
 // object of scalars that is an element of an array, are written on one
 // line with ", " and ": " between members: a trajectory is one line per
 // series, and a table of records one line per record.
-type jsonEncoder struct {
+type encoder struct {
 	buf    []byte
 	indent bool
 	depth  int
 	inline int // > 0 while a container is written on one line
-	// With a sink, buf is handed over whenever it passes spillBytes, so a
+	// With a sink, buf is handed over whenever it passes ChunkBytes, so a
 	// large document is built without ever copying it to grow it.
 	sink chunkSink
 }
@@ -41,12 +35,13 @@ type chunkSink interface {
 	chunk(full []byte) (next []byte)
 }
 
-// spillBytes is the size at which an encoder with a sink starts a new chunk.
-const spillBytes = 64 << 10
+// ChunkBytes is the size at which Chunks and Stream start a new chunk; no
+// chunk is larger than ChunkBytes plus a quarter.
+const ChunkBytes = 64 << 10
 
 // newChunk returns an empty buffer with room for a chunk and the member that
-// passes spillBytes.
-func newChunk() []byte { return make([]byte, 0, spillBytes+spillBytes/4) }
+// passes ChunkBytes.
+func newChunk() []byte { return make([]byte, 0, ChunkBytes+ChunkBytes/4) }
 
 // chunkCollector keeps every chunk, for documents that are finished before
 // any byte is written.
@@ -72,55 +67,61 @@ func (c *chunkStreamer) chunk(full []byte) []byte {
 	return full[:0]
 }
 
-// encodeJSONChunks encodes v indented by two spaces, with a final newline,
-// as consecutive chunks to be written in order.
-func encodeJSONChunks(v any) ([][]byte, error) {
+// Chunks encodes v indented by two spaces, with a final newline, as
+// consecutive chunks to be written in order: a large document is built
+// without ever being copied to grow it.
+func Chunks(v any) ([][]byte, error) {
 	var collector chunkCollector
-	e := jsonEncoder{buf: newChunk(), indent: true, sink: &collector}
+	e := encoder{buf: newChunk(), indent: true, sink: &collector}
 	if err := e.value(reflect.ValueOf(v)); err != nil {
-		return nil, err
+		return nil, &EncodeError{err}
 	}
 	return append(collector.chunks, append(e.buf, '\n')), nil
 }
 
-// streamJSON encodes v like encodeJSONChunks but writes it to w as it goes,
-// in chunks of about spillBytes. An encoding error is an internalError; it
-// cannot happen for a value whose type is streamable.
-func streamJSON(w io.Writer, v any) error {
+// Stream encodes v like Chunks but writes it to w as it goes, in chunks of
+// about ChunkBytes, reusing one buffer. It returns the first write error,
+// or an *EncodeError, which cannot happen for a value whose type is
+// Streamable: part of the document may have been written by then.
+func Stream(w io.Writer, v any) error {
 	streamer := chunkStreamer{w: w}
-	e := jsonEncoder{buf: newChunk(), indent: true, sink: &streamer}
+	e := encoder{buf: newChunk(), indent: true, sink: &streamer}
 	if err := e.value(reflect.ValueOf(v)); err != nil {
-		return internalError{fmt.Errorf("encoding result: %w", err)}
+		return &EncodeError{err}
 	}
 	streamer.chunk(append(e.buf, '\n'))
 	return streamer.err
 }
 
-// appendJSON appends v to buf, indented by two spaces.
-func appendJSON(buf []byte, v any) ([]byte, error) {
-	e := jsonEncoder{buf: buf, indent: true}
-	err := e.value(reflect.ValueOf(v))
-	return e.buf, err
+// Append appends v to buf, indented by two spaces, without a final newline.
+func Append(buf []byte, v any) ([]byte, error) {
+	e := encoder{buf: buf, indent: true}
+	if err := e.value(reflect.ValueOf(v)); err != nil {
+		return e.buf, &EncodeError{err}
+	}
+	return e.buf, nil
 }
 
-// appendJSONLine appends v to buf as one line of compact JSON (JSON Lines)
-// and a newline.
-func appendJSONLine(buf []byte, v any) ([]byte, error) {
-	e := jsonEncoder{buf: buf}
-	err := e.value(reflect.ValueOf(v))
-	return append(e.buf, '\n'), err
+// AppendLine appends v to buf as one line of compact JSON (JSON Lines) and
+// a newline.
+func AppendLine(buf []byte, v any) ([]byte, error) {
+	e := encoder{buf: buf}
+	if err := e.value(reflect.ValueOf(v)); err != nil {
+		return e.buf, &EncodeError{err}
+	}
+	return append(e.buf, '\n'), nil
 }
 
 // open starts an object or array member list.
-func (e *jsonEncoder) open(c byte) {
+func (e *encoder) open(c byte) {
 	e.buf = append(e.buf, c)
 	e.depth++
 }
 
 // separate starts the i-th member: a comma after the first, then a line
 // break and the indentation.
-func (e *jsonEncoder) separate(i int) {
-	if e.sink != nil && len(e.buf) >= spillBytes {
+func (e *encoder) separate(i int) {
+	if e.sink != nil && len(e.buf) >= ChunkBytes {
 		e.buf = e.sink.chunk(e.buf)
 	}
 	if i > 0 {
@@ -136,7 +137,7 @@ func (e *jsonEncoder) separate(i int) {
 }
 
 // close ends a member list of n members.
-func (e *jsonEncoder) close(c byte, n int) {
+func (e *encoder) close(c byte, n int) {
 	e.depth--
 	if n > 0 && e.inline == 0 {
 		e.newline()
@@ -144,7 +145,7 @@ func (e *jsonEncoder) close(c byte, n int) {
 	e.buf = append(e.buf, c)
 }
 
-func (e *jsonEncoder) newline() {
+func (e *encoder) newline() {
 	if !e.indent {
 		return
 	}
@@ -155,26 +156,26 @@ func (e *jsonEncoder) newline() {
 }
 
 // key writes a member's name and the colon.
-func (e *jsonEncoder) key(name string) {
+func (e *encoder) key(name string) {
 	e.buf = appendJSONString(e.buf, name)
 	e.colon()
 }
 
 // quotedKey writes a member's name that is already a JSON string (as
 // structFields prepares them) and the colon.
-func (e *jsonEncoder) quotedKey(quoted string) {
+func (e *encoder) quotedKey(quoted string) {
 	e.buf = append(e.buf, quoted...)
 	e.colon()
 }
 
-func (e *jsonEncoder) colon() {
+func (e *encoder) colon() {
 	e.buf = append(e.buf, ':')
 	if e.indent {
 		e.buf = append(e.buf, ' ')
 	}
 }
 
-func (e *jsonEncoder) value(v reflect.Value) error {
+func (e *encoder) value(v reflect.Value) error {
 	if !v.IsValid() {
 		e.buf = append(e.buf, "null"...)
 		return nil
@@ -183,23 +184,12 @@ func (e *jsonEncoder) value(v reflect.Value) error {
 }
 
 // typedValue writes v, whose type's encoding facts are info.
-func (e *jsonEncoder) typedValue(v reflect.Value, info *typeInfo) error {
-	if info.ordered {
-		return e.ordered(v.Interface().(orderedObject))
+func (e *encoder) typedValue(v reflect.Value, info *typeInfo) error {
+	if info.object {
+		return e.object(v.Interface().(Object))
 	}
-	if info.pointerMarshaler && v.CanAddr() {
-		return e.marshaler(v.Addr())
-	}
-	if info.marshaler {
-		return e.marshaler(v)
-	}
-	if info.textMarshaler && v.Kind() != reflect.Pointer {
-		text, err := v.Interface().(encoding.TextMarshaler).MarshalText()
-		if err != nil {
-			return err
-		}
-		e.buf = appendJSONString(e.buf, string(text))
-		return nil
+	if info.unsupported != "" {
+		return errors.New(info.unsupported)
 	}
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -227,7 +217,7 @@ func (e *jsonEncoder) typedValue(v reflect.Value, info *typeInfo) error {
 		return e.mapValue(v)
 	case reflect.Struct:
 		e.open('{')
-		n, err := e.fields(v, 0)
+		n, err := e.fields(v, info.fields)
 		e.close('}', n)
 		return err
 	default:
@@ -238,7 +228,7 @@ func (e *jsonEncoder) typedValue(v reflect.Value, info *typeInfo) error {
 
 // list writes a slice or array; []float64 and []int, the bulk of a
 // trajectory, skip reflection per element.
-func (e *jsonEncoder) list(v reflect.Value) error {
+func (e *encoder) list(v reflect.Value) error {
 	e.open('[')
 	n := v.Len()
 	switch s := v.Interface().(type) {
@@ -273,39 +263,20 @@ func (e *jsonEncoder) list(v reflect.Value) error {
 }
 
 // oneLine runs write with members separated by ", " instead of line breaks.
-func (e *jsonEncoder) oneLine(write func() error) error {
+func (e *encoder) oneLine(write func() error) error {
 	e.inline++
 	err := write()
 	e.inline--
 	return err
 }
 
-// marshaler writes the output of a json.Marshaler, re-indented to fit.
-func (e *jsonEncoder) marshaler(v reflect.Value) error {
-	if (v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface) && v.IsNil() {
-		e.buf = append(e.buf, "null"...)
-		return nil
-	}
-	raw, err := v.Interface().(json.Marshaler).MarshalJSON()
-	if err != nil {
-		return err
-	}
-	var out bytes.Buffer
-	if e.indent && e.inline == 0 {
-		err = json.Indent(&out, raw, strings.Repeat("  ", e.depth), "  ")
-	} else {
-		err = json.Compact(&out, raw)
-	}
-	e.buf = append(e.buf, out.Bytes()...)
-	return err
-}
-
-func (e *jsonEncoder) ordered(o orderedObject) error {
+// object writes an Object's members in their order.
+func (e *encoder) object(o Object) error {
 	e.open('{')
-	for i, kv := range o {
+	for i, m := range o {
 		e.separate(i)
-		e.key(kv.key)
-		if err := e.value(reflect.ValueOf(kv.value)); err != nil {
+		e.key(m.Key)
+		if err := e.value(reflect.ValueOf(m.Value)); err != nil {
 			return err
 		}
 	}
@@ -313,7 +284,7 @@ func (e *jsonEncoder) ordered(o orderedObject) error {
 	return nil
 }
 
-func (e *jsonEncoder) mapValue(v reflect.Value) error {
+func (e *encoder) mapValue(v reflect.Value) error {
 	if v.IsNil() {
 		e.buf = append(e.buf, "null"...)
 		return nil
@@ -352,25 +323,18 @@ func (e *jsonEncoder) mapValue(v reflect.Value) error {
 	return nil
 }
 
-// fields writes the fields of struct v after n members already written and
-// returns the new count; untagged embedded structs are inlined.
-func (e *jsonEncoder) fields(v reflect.Value, n int) (int, error) {
-	for _, f := range structFields(v.Type()) {
-		fv := v.Field(f.index)
-		if f.inline {
-			if fv.Kind() == reflect.Pointer {
-				if fv.IsNil() {
-					continue
-				}
-				fv = fv.Elem()
-			}
-			var err error
-			if n, err = e.fields(fv, n); err != nil {
-				return n, err
-			}
-			continue
+// fields writes the members of struct v and returns how many it wrote.
+func (e *encoder) fields(v reflect.Value, fields []structField) (int, error) {
+	n := 0
+	for i := range fields {
+		f := &fields[i]
+		var fv reflect.Value
+		if len(f.index) == 1 {
+			fv = v.Field(f.index[0])
+		} else if fv = fieldOf(v, f); !fv.IsValid() {
+			continue // behind a nil embedded pointer
 		}
-		if f.omitEmpty && isEmptyValue(fv) {
+		if f.omitEmpty && isEmptyValue(fv) || f.omitZero && isZeroValue(fv) {
 			continue
 		}
 		e.separate(n)
@@ -383,12 +347,16 @@ func (e *jsonEncoder) fields(v reflect.Value, n int) (int, error) {
 	return n, nil
 }
 
+// isEmptyValue is encoding/json's omitempty test: false, 0, a nil pointer
+// or interface, and an empty array, slice, map or string (never a struct).
 func isEmptyValue(v reflect.Value) bool {
 	switch v.Kind() {
 	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
 		return v.Len() == 0
 	case reflect.Pointer, reflect.Interface:
 		return v.IsNil()
+	case reflect.Struct:
+		return false
 	default:
 		return v.IsZero()
 	}
@@ -473,12 +441,23 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// keyedValue is one member of an orderedObject.
-type keyedValue struct {
-	key   string
-	value any
+// Member is one member of an Object.
+type Member struct {
+	Key   string // the member name
+	Value any    // the member value, encoded by the package's rules
 }
 
-// orderedObject is a JSON object whose members keep their order (a Go map
-// would sort them), encoded with servesim's result encoder.
-type orderedObject []keyedValue
+// Object is a JSON object whose members keep their order (a Go map would
+// sort them). It holds interface values, so a document with one is not
+// Streamable.
+type Object []Member
+
+// EncodeError reports a value that cannot be encoded: a kind JSON cannot
+// hold or a type the package does not support.
+type EncodeError struct{ Err error }
+
+// Error reads "encoding result: why".
+func (e *EncodeError) Error() string { return "encoding result: " + e.Err.Error() }
+
+// Unwrap returns why.
+func (e *EncodeError) Unwrap() error { return e.Err }
