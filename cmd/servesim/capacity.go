@@ -127,32 +127,6 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	return nil
 }
 
-// capacityDocument is what `servesim capacity` writes.
-type capacityDocument struct {
-	*fleet.CapacityReport
-	SLO        capacitySLO        `json:"slo"`        // slo: the objectives the requests were judged by
-	Provenance capacityProvenance `json:"provenance"` // provenance: the inputs
-}
-
-// capacitySLO holds the objectives used; nil (null) for an objective taken
-// from each replica's profile (a fleet file's groups may differ) or, for
-// e2e, not given.
-type capacitySLO struct {
-	TTFTSLOSeconds *float64 `json:"ttft_slo_s"`
-	TPOTSLOSeconds *float64 `json:"tpot_slo_s"`
-	E2ESLOSeconds  *float64 `json:"e2e_slo_s"`
-}
-
-// capacityProvenance identifies the inputs of a study.
-type capacityProvenance struct {
-	ProfilePath     string `json:"profile_path"`    // --profile, or the embedded profile's name
-	FleetPath       string `json:"fleet_path"`      // fleet file; empty without --fleet
-	TracePath       string `json:"trace_path"`      // where the trace was read from
-	TraceSHA256     string `json:"trace_sha256"`    // SHA-256 hex of the trace bytes read
-	RequestsLoaded  int    `json:"requests_loaded"` // requests in the trace as loaded
-	ServesimVersion string `json:"servesim_version"`
-}
-
 func runCapacity(s *streams, o *capacityOptions) error {
 	unit, prov, err := o.unitFleet()
 	if err != nil {
@@ -192,10 +166,10 @@ func runCapacity(s *streams, o *capacityOptions) error {
 	if err != nil && !errors.As(err, &unreachable) {
 		return err
 	}
-	doc := capacityDocument{CapacityReport: report, SLO: o.sloUsed(unit), Provenance: prov}
+	doc := fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(o.SLO, unit), Provenance: prov}
 	var werr error
 	if o.Format == "table" {
-		werr = writeBytes(s, o.Output, []byte(capacityTable(&doc)))
+		werr = writeBytes(s, o.Output, []byte(doc.Table()))
 	} else {
 		werr = writeJSON(s, o.Output, &doc)
 	}
@@ -212,16 +186,16 @@ func runCapacity(s *streams, o *capacityOptions) error {
 // groups of --fleet (whose missing fields take the command line's values,
 // one replica by default; a group without a controller takes each of
 // --controller in turn).
-func (o *capacityOptions) unitFleet() ([]fleet.Group, capacityProvenance, error) {
+func (o *capacityOptions) unitFleet() ([]fleet.Group, fleet.CapacityProvenance, error) {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if o.ProfilePath != "" {
 		var err error
 		if prof, err = profile.Load(o.ProfilePath); err != nil {
-			return nil, capacityProvenance{}, err
+			return nil, fleet.CapacityProvenance{}, err
 		}
 		profilePath = o.ProfilePath
 	}
-	prov := capacityProvenance{ProfilePath: profilePath, FleetPath: o.FleetPath}
+	prov := fleet.CapacityProvenance{ProfilePath: profilePath, FleetPath: o.FleetPath}
 	if o.FleetPath == "" {
 		return []fleet.Group{{Replicas: 1, Profile: prof, ProfilePath: profilePath, Scheduler: o.Scheduler}}, prov, nil
 	}
@@ -229,30 +203,4 @@ func (o *capacityOptions) unitFleet() ([]fleet.Group, capacityProvenance, error)
 		Profile: prof, ProfilePath: profilePath, Replicas: 1, Scheduler: o.Scheduler,
 	}, profile.Load)
 	return groups, prov, err
-}
-
-// sloUsed reports the objectives: the flags, else the profile's when every
-// group has the same one, else nil (each replica's own).
-func (o *capacityOptions) sloUsed(unit []fleet.Group) capacitySLO {
-	objective := func(given float64, of func(plant.SLO) float64) *float64 {
-		if given != 0 {
-			return &given
-		}
-		first := of(plant.ProfileSLO(unit[0].Profile))
-		for _, g := range unit[1:] {
-			if of(plant.ProfileSLO(g.Profile)) != first {
-				return nil
-			}
-		}
-		return &first
-	}
-	used := capacitySLO{
-		TTFTSLOSeconds: objective(o.SLO.TTFTSeconds, func(s plant.SLO) float64 { return s.TTFTSeconds }),
-		TPOTSLOSeconds: objective(o.SLO.TPOTSeconds, func(s plant.SLO) float64 { return s.TPOTSeconds }),
-	}
-	if o.SLO.E2ESeconds != 0 {
-		e2e := o.SLO.E2ESeconds
-		used.E2ESLOSeconds = &e2e
-	}
-	return used
 }

@@ -128,11 +128,11 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 			return internalError{err}
 		}
 		snapshots := []diagnose.Snapshot{report.BeforeRemediation, report.AfterRemediation}
-		if err := o.Plot.write(diagnoseFigure("demo: before and after remediation", snapshots)); err != nil {
+		if err := o.Plot.write(diagnose.Figure("demo: before and after remediation", snapshots)); err != nil {
 			return err
 		}
 		if o.Format == "table" {
-			return writeBytes(s, o.Output, []byte(demoTable(report)))
+			return writeBytes(s, o.Output, []byte(report.Table()))
 		}
 		return writeJSON(s, o.Output, report)
 	}
@@ -184,11 +184,11 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Plot.write(diagnoseFigure(window, snapshots)); err != nil {
+	if err := o.Plot.write(diagnose.Figure(window, snapshots)); err != nil {
 		return err
 	}
 	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(snapshotTable(snapshots)))
+		return writeBytes(s, o.Output, []byte(diagnose.Table(snapshots)))
 	}
 	return writeJSON(s, o.Output, res)
 }

@@ -164,7 +164,7 @@ func TestWriteBytesAtomic(t *testing.T) {
 // they are written while they are encoded, never held whole in memory.
 func TestDocumentsAreStreamed(t *testing.T) {
 	for _, v := range []any{
-		plant.Report{}, &plant.Report{}, &fleet.Report{}, &capacityDocument{},
+		plant.Report{}, &plant.Report{}, &fleet.Report{}, &fleet.CapacityDocument{},
 		diagnose.Snapshot{}, diagnose.WindowReport{}, diagnose.DemoReport{}, validateProfileResult{},
 	} {
 		assert.True(t, jsonout.Streamable(reflect.TypeOf(v)), "%T", v)

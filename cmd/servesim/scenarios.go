@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/scenario"
 )
@@ -146,13 +145,13 @@ func runScenarios(s *streams, o *scenariosOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Plot.write(scenariosFigure(report)); err != nil {
+	if err := o.Plot.write(report.Figure()); err != nil {
 		return err
 	}
 	if o.Format == "table" {
 		return writeBytes(s, o.Output, []byte(report.Table()))
 	}
-	return writeJSON(s, o.Output, scenariosJSON(report))
+	return writeJSON(s, o.Output, report.Document())
 }
 
 // loadTrace returns the replayed trace (read by the plant's loader, so it
@@ -183,27 +182,6 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
-}
-
-// scenariosJSON is the report as the reference prints it, keys in its order.
-func scenariosJSON(r scenario.Report) any {
-	assumptions := make(jsonout.Object, len(r.ScenarioAssumptions))
-	for i, p := range r.ScenarioAssumptions {
-		assumptions[i] = jsonout.Member{Key: p.Name, Value: p}
-	}
-	comparisons := make(jsonout.Object, len(r.ScenarioComparisons))
-	for i, c := range r.ScenarioComparisons {
-		comparisons[i] = jsonout.Member{Key: c.Engine, Value: c}
-	}
-	return struct {
-		ExecutionMode       string               `json:"execution_mode"`
-		Experiment          string               `json:"experiment"`
-		ScenarioAssumptions jsonout.Object       `json:"scenario_assumptions"`
-		SLOTargets          scenario.SLOTargets  `json:"slo_targets"`
-		TraceRequests       int                  `json:"trace_requests"`
-		ScenarioComparisons jsonout.Object       `json:"scenario_comparisons"`
-		Diagnostics         scenario.Diagnostics `json:"diagnostics"`
-	}{r.ExecutionMode, r.Experiment, assumptions, r.SLOTargets, r.TraceRequests, comparisons, r.Diagnostics}
 }
 
 // bigIntFlag is a flag holding an integer of any size, like Python's seeds.

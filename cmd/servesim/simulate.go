@@ -172,13 +172,13 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	if o.Plot.Path != "" {
 		full := report.Result
-		if err := o.Plot.write(simulateFigure(report, &full, o)); err != nil {
+		if err := o.Plot.write(report.Figure(&full, o.Normalize, o.MaxElapsedS)); err != nil {
 			return err
 		}
 		report.Result = *full.Thinned(o.Stride, o.Summary)
 	}
 	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(simulateTable(report)))
+		return writeBytes(s, o.Output, []byte(report.Table()))
 	}
 	return writeJSON(s, o.Output, report)
 }

@@ -88,13 +88,13 @@ func runFleetSimulate(s *streams, o *simulateOptions, prof *profile.Profile, pro
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	if o.Plot.Path != "" {
-		if err := o.Plot.write(fleetFigure(report)); err != nil {
+		if err := o.Plot.write(report.Figure()); err != nil {
 			return err
 		}
 		report.Thin(o.Stride, o.Summary)
 	}
 	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(fleetTable(report)))
+		return writeBytes(s, o.Output, []byte(report.Table()))
 	}
 	return writeJSON(s, o.Output, report)
 }

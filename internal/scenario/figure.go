@@ -1,4 +1,4 @@
-package main
+package scenario
 
 import (
 	"fmt"
@@ -7,13 +7,13 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/figure"
-	"servesim/internal/scenario"
 )
 
-// scenariosFigure draws, per engine profile, goodput beside throughput, SLO
+// Figure draws, per engine profile, goodput beside throughput, SLO
 // attainment (on a fixed 0-100% axis, so engines and runs compare at a
-// glance), and TTFT p50 and p99 (in ms or s by their range).
-func scenariosFigure(r scenario.Report) figure.Figure {
+// glance), and TTFT p50 and p99 (in ms or s by their range) (scenarios
+// --plot).
+func (r Report) Figure() figure.Figure {
 	n := len(r.ScenarioComparisons)
 	engines := make([]string, n)
 	goodput, throughput := make([]float64, n), make([]float64, n)

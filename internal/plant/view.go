@@ -1,4 +1,4 @@
-package main
+package plant
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/figure"
-	"servesim/internal/plant"
 	"servesim/internal/texttable"
 )
 
@@ -19,12 +18,13 @@ import (
 // each is drawn as its rolling mean over the min-max band of the same window.
 const leastSmoothingS = 10
 
-// simulateFigure draws a run: five aligned panels over simulated time
-// (queues, KV cache, clocks, power, temperature, each against its limit)
-// and the TTFT and TPOT distributions against the SLOs. full must hold every
-// step and every request record; o gives the title the run's --normalize
-// and --max-elapsed.
-func simulateFigure(r *plant.Report, full *plant.Result, o *simulateOptions) figure.Figure {
+// Figure draws a run (simulate --plot): five aligned panels over simulated
+// time (queues, KV cache, clocks, power, temperature, each against its
+// limit) and the TTFT and TPOT distributions against the SLOs. full must
+// hold every step and every request record; normalize and maxElapsedS are
+// the run's --normalize (0: not given) and --max-elapsed (NoElapsedLimit:
+// not given), which the title names.
+func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Figure {
 	t := full.Trajectory
 	ints := func(v []int) []float64 {
 		out := make([]float64, len(v))
@@ -42,7 +42,7 @@ func simulateFigure(r *plant.Report, full *plant.Result, o *simulateOptions) fig
 	band := fmt.Sprintf(": %s s min-max", strconv.FormatFloat(width, 'g', -1, 64))
 	prof := r.Plant.Profile
 	return figure.Figure{
-		Title:  simulateTitle(r, full, o),
+		Title:  r.figureTitle(full, normalize, maxElapsedS),
 		Width:  15 * vg.Inch,
 		Height: 12 * vg.Inch,
 		Columns: []figure.Column{
@@ -69,19 +69,19 @@ func simulateFigure(r *plant.Report, full *plant.Result, o *simulateOptions) fig
 	}
 }
 
-// simulateTitle names what the run simulated: scheduler, controller, the
+// figureTitle names what the run simulated: scheduler, controller, the
 // load flags that were given, profile and trace, on two lines.
-func simulateTitle(r *plant.Report, full *plant.Result, o *simulateOptions) string {
+func (r *Report) figureTitle(full *Result, normalize, maxElapsedS float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "simulate: %s, %s", full.SchedulerName, full.ControllerName)
-	if o.Normalize != 0 {
-		fmt.Fprintf(&b, ", --normalize %s", strconv.FormatFloat(o.Normalize, 'g', -1, 64))
+	if normalize != 0 {
+		fmt.Fprintf(&b, ", --normalize %s", strconv.FormatFloat(normalize, 'g', -1, 64))
 		if r.Dilation != nil {
 			fmt.Fprintf(&b, " (arrival times x%s)", strconv.FormatFloat(*r.Dilation, 'g', 3, 64))
 		}
 	}
-	if !math.IsInf(o.MaxElapsedS, 1) {
-		fmt.Fprintf(&b, ", --max-elapsed %s s", strconv.FormatFloat(o.MaxElapsedS, 'g', -1, 64))
+	if !math.IsInf(maxElapsedS, 1) {
+		fmt.Fprintf(&b, ", --max-elapsed %s s", strconv.FormatFloat(maxElapsedS, 'g', -1, 64))
 	}
 	fmt.Fprintf(&b, "\nprofile %s, trace %s", full.ProfileStatus, filepath.Base(r.Provenance.TracePath))
 	return b.String()
@@ -90,8 +90,8 @@ func simulateTitle(r *plant.Report, full *plant.Result, o *simulateOptions) stri
 // latencyPanels draws the TTFT and TPOT distributions of the completed
 // requests against their SLOs, each in ms when all its values are below a
 // second and in s otherwise.
-func latencyPanels(records plant.RequestRecords, ttftSLOSeconds, tpotSLOSeconds float64) []*figure.Panel {
-	ttft, tpot := latencySamples(records)
+func latencyPanels(records RequestRecords, ttftSLOSeconds, tpotSLOSeconds float64) []*figure.Panel {
+	ttft, tpot := records.CompletedLatencies()
 	const empty = "no request completed"
 	panel := func(title, name string, seconds []float64, sloS float64) *figure.Panel {
 		unit := figure.DurationUnit(seconds, []float64{sloS})
@@ -104,23 +104,22 @@ func latencyPanels(records plant.RequestRecords, ttftSLOSeconds, tpotSLOSeconds 
 	}
 }
 
-// latencySamples returns the TTFT and TPOT of every completed request, as
-// the metrics define them.
-func latencySamples(records plant.RequestRecords) (ttft, tpot []float64) {
-	for _, rec := range records {
-		if math.IsNaN(rec.CompletionTimeS) {
-			continue
+// CompletedLatencies returns the TTFT and TPOT of every completed request,
+// in seconds, as the metrics define them.
+func (records RequestRecords) CompletedLatencies() (ttft, tpot []float64) {
+	for i := range records {
+		if rec := &records[i]; rec.Completed() {
+			ttft = append(ttft, rec.TTFTS())
+			tpot = append(tpot, rec.TPOTS())
 		}
-		ttft = append(ttft, rec.FirstTokenTimeS-rec.ArrivalTimeS)
-		tpot = append(tpot, (rec.CompletionTimeS-rec.FirstTokenTimeS)/float64(max(1, rec.OutputTokens-1)))
 	}
 	return ttft, tpot
 }
 
-// simulateTable renders a run's metrics for terminals: one metric per row
-// with its unit, and the limit or objective it is held against; then the
-// slo block.
-func simulateTable(r *plant.Report) string {
+// Table renders a run's metrics for terminals (simulate --format table):
+// one metric per row with its unit, and the limit or objective it is held
+// against; then the slo block.
+func (r *Report) Table() string {
 	m, slo := r.Metrics, r.SLO
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, %s; profile %s: %s; trace %s: %d requests\n\n",
@@ -158,13 +157,13 @@ func simulateTable(r *plant.Report) string {
 
 // writeSLOTable renders the slo block: attainment and goodput, then the
 // latency percentiles against their objectives.
-func writeSLOTable(b *strings.Builder, slo plant.SLOReport, requests int) {
+func writeSLOTable(b *strings.Builder, slo SLOReport, requests int) {
 	fmt.Fprintf(b, "SLO attainment %s%% (%d of %d requests meet every SLO), goodput %s requests/s\n\n",
 		texttable.Fixed(100*slo.Attainment, 2), slo.RequestsMeetingSLO, requests, texttable.Fixed(slo.GoodputRequestsPerS, 4))
 	t := texttable.Table{Columns: []texttable.Column{
 		{Header: "latency", Text: true}, {Header: "p50"}, {Header: "p90"}, {Header: "p99"}, {Header: "SLO"},
 	}}
-	row := func(name string, p plant.Percentiles, scale float64, decimals int, objective float64) {
+	row := func(name string, p Percentiles, scale float64, decimals int, objective float64) {
 		t.AddRow(name, texttable.Fixed(scale*p.P50, decimals), texttable.Fixed(scale*p.P90, decimals),
 			texttable.Fixed(scale*p.P99, decimals), texttable.Fixed(scale*objective, decimals))
 	}

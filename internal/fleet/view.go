@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"fmt"
@@ -10,7 +10,6 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/figure"
-	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/texttable"
 )
@@ -20,11 +19,11 @@ import (
 // loaded replica at each step.
 const maxReplicaLines = 8
 
-// fleetFigure draws a fleet run: the replicas' queues, the fleet's queue
-// and power over simulated time, the TTFT and TPOT distributions of every
-// request against the SLOs, and the requests routed to each replica. The
-// report's replicas must hold every step.
-func fleetFigure(r *fleet.Report) figure.Figure {
+// Figure draws a fleet run (simulate --plot with a fleet): the replicas'
+// queues, the fleet's queue and power over simulated time, the TTFT and
+// TPOT distributions of every request against the SLOs, and the requests
+// routed to each replica. The report's replicas must hold every step.
+func (r *Report) Figure() figure.Figure {
 	res := r.Result
 	times := stepEndTimes(res.Steps, r.Plant.TimeStepS)
 	ints := func(v []int) []float64 {
@@ -35,7 +34,7 @@ func fleetFigure(r *fleet.Report) figure.Figure {
 		return out
 	}
 	var records plant.RequestRecords = res.Requests
-	ttft, tpot := latencySamples(records)
+	ttft, tpot := records.CompletedLatencies()
 	ttftSLO, tpotSLO := sharedSLOs(r)
 	empty := "no request completed"
 	routed := make([]float64, len(r.Replicas))
@@ -81,8 +80,8 @@ func stepEndTimes(n int, dt float64) []float64 {
 // replicaQueues is each replica's queued plus decoding requests per step,
 // or for a fleet of more than maxReplicaLines the most loaded, mean and
 // least loaded replica at each step (a stopped replica counts 0).
-func replicaQueues(r *fleet.Report, times []float64) []figure.Series {
-	queue := func(rep *fleet.ReplicaReport, t int) float64 {
+func replicaQueues(r *Report, times []float64) []figure.Series {
+	queue := func(rep *ReplicaReport, t int) float64 {
 		if t >= len(rep.PrefillQueue) {
 			return 0
 		}
@@ -122,7 +121,7 @@ func replicaQueues(r *fleet.Report, times []float64) []figure.Series {
 
 // sharedSLOs returns the TTFT and TPOT objective lines when every group's
 // profile has the same ones (nil otherwise).
-func sharedSLOs(r *fleet.Report) (ttft, tpot *figure.Line) {
+func sharedSLOs(r *Report) (ttft, tpot *figure.Line) {
 	groups := r.Result.Groups
 	for _, g := range groups[1:] {
 		if g.Profile.TTFTSLOSeconds() != groups[0].Profile.TTFTSLOSeconds() || g.Profile.TPOTSLOSeconds() != groups[0].Profile.TPOTSLOSeconds() {
@@ -133,9 +132,9 @@ func sharedSLOs(r *fleet.Report) (ttft, tpot *figure.Line) {
 		&figure.Line{Name: "SLO", Value: groups[0].Profile.TPOTSLOSeconds()}
 }
 
-// fleetTable renders a fleet run for terminals: a line for the fleet, then
-// one per replica.
-func fleetTable(r *fleet.Report) string {
+// Table renders a fleet run for terminals (simulate --format table with a
+// fleet): a line for the fleet, then one per replica.
+func (r *Report) Table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fleet of %d replicas, router %s; %s, %s; trace %s: %d requests\n\n",
 		r.Fleet.Replicas, r.Fleet.Router, r.Summary.Scheduler, r.Summary.Controller,

@@ -1,17 +1,17 @@
-package main
+package fleet
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
 
-	"servesim/internal/fleet"
 	"servesim/internal/texttable"
 )
 
-// capacityTable renders a capacity study for terminals: the answer, every
-// size simulated and the controllers compared at the answer.
-func capacityTable(d *capacityDocument) string {
+// Table renders a capacity study for terminals (capacity --format table):
+// the answer, every size simulated and the controllers compared at the
+// answer.
+func (d *CapacityDocument) Table() string {
 	var b strings.Builder
 	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
 	seconds := func(x *float64, none string) string {
@@ -49,7 +49,7 @@ func capacityTable(d *capacityDocument) string {
 		{Header: sizeHeader}, {Header: "attainment (%)"}, {Header: "meets", Text: true}, {Header: "completed (%)"},
 		{Header: "p95 TTFT (s)"}, {Header: "p99 TTFT (s)"}, {Header: "energy/token (J)"}, {Header: "peak power (W)"},
 	}}
-	row := func(first string, e fleet.Evaluation) {
+	row := func(first string, e Evaluation) {
 		t.AddRow(first, pct(e.Attainment), yes(e.MeetsTarget), pct(e.CompletedFraction),
 			texttable.Fixed(e.P95TTFTS, 3), texttable.Fixed(e.P99TTFTS, 3),
 			texttable.Fixed(e.EnergyPerOutputTokenJ, 4), texttable.Fixed(e.PeakPowerW, 1))

@@ -1,4 +1,4 @@
-package main
+package diagnose
 
 import (
 	"fmt"
@@ -7,15 +7,14 @@ import (
 
 	"gonum.org/v1/plot/vg"
 
-	"servesim/internal/diagnose"
 	"servesim/internal/figure"
 	"servesim/internal/texttable"
 )
 
-// diagnoseFigure draws the p99 end-to-end latency of every window as a bar
+// Figure draws the p99 end-to-end latency of every window as a bar
 // coloured by the hypothesis the rules chose, with the p50 line across, in
-// ms or s by their range.
-func diagnoseFigure(title string, snapshots []diagnose.Snapshot) figure.Figure {
+// ms or s by their range (diagnose --plot).
+func Figure(title string, snapshots []Snapshot) figure.Figure {
 	bars := make([]figure.ColoredBar, len(snapshots))
 	p50, p99 := make([]float64, len(snapshots)), make([]float64, len(snapshots)) // seconds
 	for i, s := range snapshots {
@@ -56,9 +55,9 @@ var snapshotColumns = []texttable.Column{
 	{Header: "diagnosis", Text: true},
 }
 
-// snapshotTable renders snapshots one row each, in the precision the seed
-// rounds them to.
-func snapshotTable(snapshots []diagnose.Snapshot) string {
+// Table renders snapshots one row each, in the precision the seed rounds
+// them to (diagnose --format table).
+func Table(snapshots []Snapshot) string {
 	t := texttable.Table{Columns: snapshotColumns}
 	for _, s := range snapshots {
 		t.AddRow(s.WindowName, strconv.Itoa(s.RequestCount), texttable.Fixed(s.P50E2EMs, 1), texttable.Fixed(s.P99E2EMs, 1),
@@ -77,10 +76,10 @@ func optionalFixed(x *float64, decimals int) string {
 	return texttable.Fixed(*x, decimals)
 }
 
-// demoTable renders the demo report: both snapshots and the remediation.
-func demoTable(r diagnose.DemoReport) string {
+// Table renders the demo report: both snapshots and the remediation.
+func (r DemoReport) Table() string {
 	var b strings.Builder
-	b.WriteString(snapshotTable([]diagnose.Snapshot{r.BeforeRemediation, r.AfterRemediation}))
+	b.WriteString(Table([]Snapshot{r.BeforeRemediation, r.AfterRemediation}))
 	fmt.Fprintf(&b, "\np99 reduction: %sx; recompute tokens eliminated: %d\n",
 		texttable.Fixed(r.P99ReductionX, 2), r.RecomputeTokensEliminated)
 	return b.String()
