@@ -16,6 +16,7 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
+	"servesim/internal/profile"
 )
 
 func testStreams(stdin string) (*streams, *bytes.Buffer, *bytes.Buffer) {
@@ -165,7 +166,7 @@ func TestWriteBytesAtomic(t *testing.T) {
 func TestDocumentsAreStreamed(t *testing.T) {
 	for _, v := range []any{
 		plant.Report{}, &plant.Report{}, &fleet.Report{}, &fleet.CapacityDocument{},
-		diagnose.Snapshot{}, diagnose.WindowReport{}, diagnose.DemoReport{}, validateProfileResult{},
+		diagnose.Snapshot{}, diagnose.WindowReport{}, diagnose.DemoReport{}, profile.Verdicts{},
 	} {
 		assert.True(t, jsonout.Streamable(reflect.TypeOf(v)), "%T", v)
 	}

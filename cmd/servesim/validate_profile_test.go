@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/profile"
 	"servesim/internal/profile/profiletest"
 )
 
@@ -59,18 +60,18 @@ func writeBundle(t *testing.T, edit func(b *profiletest.Bundle)) string {
 }
 
 // runValidate runs servesim validate-profile and decodes its JSON output.
-func runValidate(t *testing.T, args ...string) (int, validateProfileResult, string) {
+func runValidate(t *testing.T, args ...string) (int, profile.Verdicts, string) {
 	t.Helper()
 	s, out, errOut := testStreams("")
 	code := run(append([]string{"validate-profile"}, args...), s)
-	var result validateProfileResult
+	var result profile.Verdicts
 	if out.Len() > 0 {
 		require.NoError(t, json.Unmarshal(out.Bytes(), &result), out.String())
 	}
 	return code, result, errOut.String()
 }
 
-func checkStatuses(v profileVerdict) map[string]string {
+func checkStatuses(v profile.Verdict) map[string]string {
 	out := map[string]string{}
 	for _, c := range v.Checks {
 		out[c.Name] = string(c.Status)
@@ -102,7 +103,7 @@ func TestValidateProfileMeasuredBundle(t *testing.T) {
 		assert.Equal(t, "ok", status, name)
 	}
 	assert.Contains(t, checkStatuses(v), "sha256 l4_telemetry.csv")
-	assert.Contains(t, checkStatuses(v), requireMeasuredCheck)
+	assert.Contains(t, checkStatuses(v), profile.RequireMeasuredCheck)
 }
 
 // TestValidateProfileReportsEveryFailure breaks two files and two fields:
@@ -144,7 +145,7 @@ func TestValidateProfileRequireMeasured(t *testing.T) {
 	assert.Equal(t, exitInput, code)
 	require.Len(t, result.Bundles, 2)
 	assert.False(t, result.Bundles[0].Valid)
-	assert.Equal(t, "failed", checkStatuses(result.Bundles[0])[requireMeasuredCheck])
+	assert.Equal(t, "failed", checkStatuses(result.Bundles[0])[profile.RequireMeasuredCheck])
 	assert.True(t, result.Bundles[1].Valid)
 	assert.Contains(t, stderr, "--require-measured")
 }
@@ -174,7 +175,7 @@ func TestValidateProfileOutputFile(t *testing.T) {
 	assert.Equal(t, exitInput, code, "a failed validation still exits 1")
 	data, err := os.ReadFile(outPath)
 	require.NoError(t, err, "the complete result is written")
-	var result validateProfileResult
+	var result profile.Verdicts
 	require.NoError(t, json.Unmarshal(data, &result))
 	assert.False(t, result.Bundles[0].Valid)
 
