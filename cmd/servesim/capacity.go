@@ -14,10 +14,6 @@ import (
 	"servesim/internal/progress"
 )
 
-func init() {
-	subcommands = append(subcommands, subcommand{"capacity", func(s *streams) *cobra.Command { return newCapacityCmd(s, nil) }})
-}
-
 // capacityOptions are the parsed flags of `servesim capacity`.
 type capacityOptions struct {
 	TracePath   string

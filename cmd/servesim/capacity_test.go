@@ -25,6 +25,7 @@ func parseCapacity(t *testing.T, args ...string) (*capacityOptions, int, string)
 }
 
 func TestCapacityFlagDefaults(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseCapacity(t)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, &capacityOptions{
@@ -35,6 +36,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 }
 
 func TestCapacityFlagsSetEveryField(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseCapacity(t, "--trace", "t.csv", "--fleet", "f.json", "--max-elapsed", "900",
 		"--ttft-slo", "2", "--tpot-slo", "0.2", "--e2e-slo", "30", "--attainment", "0.9", "--router", "random",
 		"--router-seed", "7", "--controller", "max,reactive", "--controller", "fixed:1500", "--scheduler", "static",
@@ -51,6 +53,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 }
 
 func TestCapacityUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -88,6 +91,7 @@ func TestCapacityUsageErrors(t *testing.T) {
 // against fleet simulations of its own: the answer meets the target, one
 // replica fewer does not.
 func TestCapacityOnTheCodeTrace(t *testing.T) {
+	t.Parallel()
 	trace := sharedtest.CodeTrace(t)
 	prof := sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv")
 	s, out, errOut := testStreams("")
@@ -144,6 +148,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 }
 
 func TestCapacityProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		terminal bool

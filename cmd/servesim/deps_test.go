@@ -12,6 +12,7 @@ import (
 // TestNoSlowInitPackages keeps out of the binary the packages whose init
 // costs every command start-up time it cannot skip.
 func TestNoSlowInitPackages(t *testing.T) {
+	t.Parallel()
 	slow := map[string]string{
 		"gonum.org/v1/plot": "its init parses all twelve Liberation fonts (about 3.5 ms of every command's start-up); " +
 			"internal/figure draws with gonum.org/v1/plot/vg and parses fonts only when it renders",

@@ -11,10 +11,6 @@ import (
 	"servesim/internal/diagnose"
 )
 
-func init() {
-	subcommands = append(subcommands, subcommand{"diagnose", func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) }})
-}
-
 // diagnoseOptions are the diagnose command's arguments and flags.
 type diagnoseOptions struct {
 	// Files are the request logs, concatenated in order; "-" is stdin and

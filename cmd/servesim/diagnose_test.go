@@ -14,6 +14,7 @@ import (
 )
 
 func TestDiagnoseFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -70,6 +71,7 @@ func runDiagnoseArgs(t *testing.T, stdin string, args ...string) (int, string, s
 }
 
 func TestDiagnoseDemoEqualsReference(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runDiagnoseArgs(t, "", "--demo")
 	require.Equal(t, exitOK, code, errOut)
 	var got, want map[string]any
@@ -83,6 +85,7 @@ func TestDiagnoseDemoEqualsReference(t *testing.T) {
 const logHeader = "request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival"
 
 func TestDiagnoseFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath := filepath.Join(dir, "a.csv")
 	require.NoError(t, os.WriteFile(csvPath, []byte(logHeader+"\nr1,100,10,10,40,10,false,0,50,80\n"), 0o644))
@@ -111,6 +114,7 @@ func TestDiagnoseFiles(t *testing.T) {
 }
 
 func TestDiagnoseByWindow(t *testing.T) {
+	t.Parallel()
 	input := "arrival_s," + logHeader + "\n" +
 		"1,r1,100,10,10,40,10,false,0,50,80\n" +
 		"59.9,r2,100,10,10,40,10,false,0,50,80\n" +
@@ -128,6 +132,7 @@ func TestDiagnoseByWindow(t *testing.T) {
 }
 
 func TestDiagnoseErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
 	require.NoError(t, os.WriteFile(bad, []byte(logHeader+"\nr1,100,10,10,40,10,false,0,50,80\nr2,100,10,10,40,10,false,0,101,80\n"), 0o644))
@@ -160,6 +165,7 @@ func TestDiagnoseErrors(t *testing.T) {
 }
 
 func TestDiagnoseOnATerminalWithoutFilesPrintsAHint(t *testing.T) {
+	t.Parallel()
 	log := "request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival\n" +
 		"1,100,10,5,20,10,0,0,0,40\n"
 	dir := t.TempDir()

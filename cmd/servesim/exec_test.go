@@ -35,6 +35,7 @@ const pythonExample = "../../docs/examples/reactive_controller.py"
 // byte, controller_name aside. The Go child (this test binary) always runs;
 // the README's Python example runs where /usr/bin/python3 exists.
 func TestExecControllerReproducesReactive(t *testing.T) {
+	t.Parallel()
 	example, err := filepath.Abs(pythonExample)
 	require.NoError(t, err)
 	children := []struct{ name, command, needs string }{
@@ -85,6 +86,7 @@ func TestExecControllerReproducesReactive(t *testing.T) {
 // TestReadmeShowsThePythonExample: the README's Python block is the
 // example file, which TestExecControllerReproducesReactive runs.
 func TestReadmeShowsThePythonExample(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
 	example, err := os.ReadFile(pythonExample)

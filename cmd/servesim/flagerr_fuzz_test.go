@@ -91,11 +91,8 @@ func FuzzFlagValues(f *testing.F) {
 		if f := probe.Flags().Lookup(flag); f == nil || f.Name == "help" || strings.HasPrefix(flag, "-") {
 			return
 		}
-		saved := subcommands
-		subcommands = []subcommand{{c.name, c.build}}
-		defer func() { subcommands = saved }()
 		args := append([]string{c.name, "--" + flag + "=" + value}, c.args...)
-		code := run(args, s)
+		code := runCommands(args, s, []subcommand{{c.name, c.build}})
 		if out.Len() > 0 {
 			t.Fatalf("%q: stdout %q", args, out.String())
 		}
@@ -126,8 +123,9 @@ func FuzzFlagValues(f *testing.F) {
 // TestFuzzedCommandsAreEveryCommand keeps FuzzFlagValues covering every
 // subcommand.
 func TestFuzzedCommandsAreEveryCommand(t *testing.T) {
+	t.Parallel()
 	var want, got []string
-	for _, sub := range subcommands {
+	for _, sub := range commands() {
 		want = append(want, sub.name)
 	}
 	for _, c := range fuzzedCommands {

@@ -12,6 +12,7 @@ import (
 )
 
 func TestUnknownFlagsAreSuggested(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -42,6 +43,7 @@ func TestUnknownFlagsAreSuggested(t *testing.T) {
 }
 
 func TestBadFlagValuesNameTheFlagAndWhatIsExpected(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -87,9 +89,10 @@ func junkValue(f *pflag.Flag) string {
 // value it cannot parse: the one stderr line names the flag and what it
 // expects, never Go's or pflag's wording.
 func TestEveryFlagValueErrorNamesTheFlag(t *testing.T) {
+	t.Parallel()
 	s, _, _ := testStreams("")
 	checked := 0
-	for _, sub := range newRootCmd(s, nil).Commands() {
+	for _, sub := range newRootCmd(s, nil, commands()).Commands() {
 		if sub.Name() == "help" || sub.Name() == "completion" {
 			continue
 		}
@@ -117,6 +120,7 @@ func TestEveryFlagValueErrorNamesTheFlag(t *testing.T) {
 }
 
 func TestSuggestFlags(t *testing.T) {
+	t.Parallel()
 	cmd := &cobra.Command{Use: "x"}
 	for _, name := range []string{"kv-capacity", "kv-reserve", "trace", "stride", "secret"} {
 		cmd.Flags().String(name, "", "")
@@ -141,6 +145,7 @@ func TestSuggestFlags(t *testing.T) {
 }
 
 func TestLevenshtein(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		a, b string
 		want int
@@ -151,6 +156,7 @@ func TestLevenshtein(t *testing.T) {
 }
 
 func TestOrList(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "a", orList([]string{"a"}))
 	assert.Equal(t, "a or b", orList([]string{"a", "b"}))
 	assert.Equal(t, "a, b or c", orList([]string{"a", "b", "c"}))

@@ -9,6 +9,7 @@ import (
 )
 
 func TestSplitList(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []string
@@ -35,6 +36,7 @@ func TestSplitList(t *testing.T) {
 }
 
 func TestListFlagReplacesTheDefaultThenAppends(t *testing.T) {
+	t.Parallel()
 	var items []string
 	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
 	addListFlag(cmd, &items, "scheduler", []string{"chunked"}, "schedulers", "")
@@ -50,6 +52,7 @@ func TestListFlagReplacesTheDefaultThenAppends(t *testing.T) {
 }
 
 func TestSweepAxesAcceptSpaces(t *testing.T) {
+	t.Parallel()
 	got, code, _, stderr := parseFlags(t, "sweep", newSweepCmd,
 		"--scheduler", "static, chunked", "--controller", " max , fixed:960", "--normalize", "none, 0.5", "--power-limit", "55, 64.8")
 	require.Equal(t, exitOK, code, stderr)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestPlotOptionsWriteAtomically(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	report, err := scenario.DefaultReport()
 	require.NoError(t, err)
@@ -32,6 +33,7 @@ func TestPlotOptionsWriteAtomically(t *testing.T) {
 }
 
 func TestSimulatePlotLeavesTheDocumentUnchanged(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for _, args := range [][]string{
 		{"--stride", "50"}, {"--summary"}, {"--stride", "7", "--controller", "sampled-reactive"}, {"--format", "table"},

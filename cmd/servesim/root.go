@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -26,12 +25,13 @@ func resolvedVersion() string {
 	return "(devel)"
 }
 
-// newRootCmd builds the servesim command tree writing to the given streams,
-// for the command line args: when args name a subcommand, the tree holds
-// that one alone (building the others' flags is start-up time spent for
-// nothing); otherwise (help, completion, a flag or a mistyped name, which
-// cobra answers with suggestions) it holds them all.
-func newRootCmd(s *streams, args []string) *cobra.Command {
+// newRootCmd builds the servesim command tree of the subcommands subs,
+// writing to the given streams, for the command line args: when args name
+// a subcommand, the tree holds that one alone (building the others' flags
+// is start-up time spent for nothing); otherwise (help, completion, a flag
+// or a mistyped name, which cobra answers with suggestions) it holds them
+// all.
+func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "servesim",
 		Short: "Simulate and diagnose large-language-model inference serving",
@@ -59,7 +59,7 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(flagError)
-	for _, sub := range subcommandsFor(args) {
+	for _, sub := range subcommandsFor(subs, args) {
 		root.AddCommand(sub.build(s))
 	}
 	registerCompletions(root)
@@ -82,27 +82,36 @@ func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) 
 	}
 }
 
-// subcommand is a registered subcommand: its name and its constructor.
+// subcommand is a subcommand of servesim: its name and its constructor.
 type subcommand struct {
 	name  string
 	build func(*streams) *cobra.Command
 }
 
-// subcommands lists every registered subcommand; each subcommand file
-// appends its own in an init function.
-var subcommands []subcommand
+// commands lists servesim's subcommands. A new command adds its line here
+// (and nowhere else): the list is the whole command tree.
+func commands() []subcommand {
+	return []subcommand{
+		{"capacity", func(s *streams) *cobra.Command { return newCapacityCmd(s, nil) }},
+		{"diagnose", func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) }},
+		{"scenarios", func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) }},
+		{"simulate", func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) }},
+		{"sweep", func(s *streams) *cobra.Command { return newSweepCmd(s, nil) }},
+		{"validate-profile", func(s *streams) *cobra.Command { return newValidateProfileCmd(s, nil) }},
+	}
+}
 
-// subcommandsFor returns the subcommand that args name first, or all of
-// them when args do not start with a subcommand's name.
-func subcommandsFor(args []string) []subcommand {
+// subcommandsFor returns the subcommand of subs that args name first, or
+// all of them when args do not start with a subcommand's name.
+func subcommandsFor(subs []subcommand, args []string) []subcommand {
 	if len(args) > 0 {
-		for _, sub := range subcommands {
+		for _, sub := range subs {
 			if sub.name == args[0] {
 				return []subcommand{sub}
 			}
 		}
 	}
-	return subcommands
+	return subs
 }
 
 // markRunErrors wraps every RunE in the tree so that a plain error returned
@@ -129,19 +138,28 @@ func markRunErrors(cmd *cobra.Command) {
 // of a recovered panic to its one-line message.
 const debugEnv = "SERVESIM_DEBUG"
 
-// run executes servesim with args and returns the process exit code. It is
-// the single place where errors become exit codes and one-line messages.
-func run(args []string, s *streams) (code int) {
+// debugRequested reports whether debugEnv's value asks for stacks.
+func debugRequested(value string) bool { return value == "1" }
+
+// run executes servesim with args and returns the process exit code.
+func run(args []string, s *streams) int {
+	return runCommands(args, s, commands())
+}
+
+// runCommands executes the command tree of subs with args and returns the
+// process exit code. It is the single place where errors become exit codes
+// and one-line messages.
+func runCommands(args []string, s *streams, subs []subcommand) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(s.Err, "servesim: internal error: %s\n", oneLine(fmt.Sprint(p)))
-			if os.Getenv(debugEnv) == "1" {
+			if s.Debug {
 				s.Err.Write(debug.Stack())
 			}
 			code = exitInternal
 		}
 	}()
-	root := newRootCmd(s, args)
+	root := newRootCmd(s, args, subs)
 	root.SetArgs(args)
 	err := root.Execute()
 	if err == nil {

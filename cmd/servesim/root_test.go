@@ -25,6 +25,7 @@ func testStreams(stdin string) (*streams, *bytes.Buffer, *bytes.Buffer) {
 }
 
 func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -48,11 +49,9 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
-// withTestCommand registers a throw-away subcommand for the duration of a test.
-func withTestCommand(t *testing.T, name string, cmd func(*streams) *cobra.Command) {
-	saved := subcommands
-	subcommands = append(append([]subcommand{}, saved...), subcommand{name, cmd})
-	t.Cleanup(func() { subcommands = saved })
+// withTestCommand returns servesim's subcommands and a throw-away one.
+func withTestCommand(name string, cmd func(*streams) *cobra.Command) []subcommand {
+	return append(commands(), subcommand{name, cmd})
 }
 
 // parseFlags runs `servesim name args` with only the command newCmd builds,
@@ -62,17 +61,16 @@ func withTestCommand(t *testing.T, name string, cmd func(*streams) *cobra.Comman
 func parseFlags[O any](t *testing.T, name string, newCmd func(*streams, func(*O) error) *cobra.Command, args ...string) (*O, int, string, string) {
 	t.Helper()
 	var got *O
-	saved := subcommands
-	subcommands = []subcommand{{name, func(s *streams) *cobra.Command {
+	subs := []subcommand{{name, func(s *streams) *cobra.Command {
 		return newCmd(s, func(o *O) error { got = o; return nil })
 	}}}
-	t.Cleanup(func() { subcommands = saved })
 	s, out, errOut := testStreams("")
-	code := run(append([]string{name}, args...), s)
+	code := runCommands(append([]string{name}, args...), s, subs)
 	return got, code, out.String(), errOut.String()
 }
 
 func TestRunMapsCommandErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		runErr   error
@@ -88,7 +86,7 @@ func TestRunMapsCommandErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			withTestCommand(t, "probe", func(*streams) *cobra.Command {
+			subs := withTestCommand("probe", func(*streams) *cobra.Command {
 				return &cobra.Command{Use: "probe", RunE: func(*cobra.Command, []string) error {
 					if tt.panicVal != nil {
 						panic(tt.panicVal)
@@ -97,7 +95,7 @@ func TestRunMapsCommandErrors(t *testing.T) {
 				}}
 			})
 			s, out, errOut := testStreams("")
-			assert.Equal(t, tt.wantCode, run([]string{"probe"}, s))
+			assert.Equal(t, tt.wantCode, runCommands([]string{"probe"}, s, subs))
 			assert.Equal(t, tt.wantErr, errOut.String())
 			assert.Empty(t, out.String())
 		})
@@ -105,8 +103,9 @@ func TestRunMapsCommandErrors(t *testing.T) {
 }
 
 func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
+	t.Parallel()
 	var all []string
-	for _, sub := range subcommands {
+	for _, sub := range commands() {
 		all = append(all, sub.name)
 	}
 	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep", "capacity"}, all)
@@ -123,7 +122,7 @@ func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
 	} {
 		s, _, _ := testStreams("")
 		var got []string
-		for _, c := range newRootCmd(s, tc.args).Commands() {
+		for _, c := range newRootCmd(s, tc.args, commands()).Commands() {
 			if c.Name() != "help" && c.Name() != "completion" {
 				got = append(got, c.Name())
 			}
@@ -133,6 +132,7 @@ func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
 }
 
 func TestMistypedSubcommandIsSuggested(t *testing.T) {
+	t.Parallel()
 	s, out, errOut := testStreams("")
 	assert.Equal(t, exitUsage, run([]string{"simulat"}, s))
 	assert.Equal(t, "servesim: unknown command \"simulat\" for \"servesim\"; did you mean \"simulate\"?\n", errOut.String())
@@ -140,6 +140,7 @@ func TestMistypedSubcommandIsSuggested(t *testing.T) {
 }
 
 func TestWriteBytesAtomic(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, out, _ := testStreams("")
 	path := filepath.Join(dir, "result.json")
@@ -164,6 +165,7 @@ func TestWriteBytesAtomic(t *testing.T) {
 // diagnose windows, validate-profile) have types jsonout can stream, so
 // they are written while they are encoded, never held whole in memory.
 func TestDocumentsAreStreamed(t *testing.T) {
+	t.Parallel()
 	for _, v := range []any{
 		plant.Report{}, &plant.Report{}, &fleet.Report{}, &fleet.CapacityDocument{},
 		diagnose.Snapshot{}, diagnose.WindowReport{}, diagnose.DemoReport{}, profile.Verdicts{},

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// panickingCommand registers `probe`, which panics.
-func panickingCommand(t *testing.T) {
-	withTestCommand(t, "probe", func(*streams) *cobra.Command {
+// panickingCommand returns servesim's subcommands and `probe`, which panics.
+func panickingCommand() []subcommand {
+	return withTestCommand("probe", func(*streams) *cobra.Command {
 		return &cobra.Command{Use: "probe", RunE: func(*cobra.Command, []string) error {
 			panic("index out of range [3] with length 3")
 		}}
@@ -19,21 +19,21 @@ func panickingCommand(t *testing.T) {
 }
 
 func TestRecoveredPanicIsOneLineWithoutDebug(t *testing.T) {
+	t.Parallel()
 	for _, value := range []string{"", "0", "yes"} {
-		t.Setenv(debugEnv, value)
-		panickingCommand(t)
 		s, out, errOut := testStreams("")
-		assert.Equal(t, exitInternal, run([]string{"probe"}, s))
+		s.Debug = debugRequested(value)
+		assert.Equal(t, exitInternal, runCommands([]string{"probe"}, s, panickingCommand()))
 		assert.Equal(t, "servesim: internal error: index out of range [3] with length 3\n", errOut.String(), "%s=%q", debugEnv, value)
 		assert.Empty(t, out.String())
 	}
 }
 
 func TestRecoveredPanicShowsItsStackWithDebug(t *testing.T) {
-	t.Setenv(debugEnv, "1")
-	panickingCommand(t)
+	t.Parallel()
 	s, out, errOut := testStreams("")
-	assert.Equal(t, exitInternal, run([]string{"probe"}, s))
+	s.Debug = debugRequested("1")
+	assert.Equal(t, exitInternal, runCommands([]string{"probe"}, s, panickingCommand()))
 	first, stack, ok := strings.Cut(errOut.String(), "\n")
 	require.True(t, ok)
 	assert.Equal(t, "servesim: internal error: index out of range [3] with length 3", first)

@@ -14,10 +14,6 @@ import (
 	"servesim/internal/scenario"
 )
 
-func init() {
-	subcommands = append(subcommands, subcommand{"scenarios", func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) }})
-}
-
 // scenariosOptions are the scenarios command's flags.
 type scenariosOptions struct {
 	// Requests, Seed and RPS shape the synthetic agent trace.

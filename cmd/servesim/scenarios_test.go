@@ -24,6 +24,7 @@ func parseScenarios(t *testing.T, args ...string) (*scenariosOptions, int, strin
 }
 
 func TestScenariosFlags(t *testing.T) {
+	t.Parallel()
 	o, code, _ := parseScenarios(t)
 	require.Equal(t, exitOK, code)
 	assert.Equal(t, 80, o.Requests)
@@ -51,6 +52,7 @@ func TestScenariosFlags(t *testing.T) {
 }
 
 func TestScenariosUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -104,6 +106,7 @@ func jsonKeys(t *testing.T, data []byte) []string {
 }
 
 func TestScenariosDefaultEqualsReferenceGolden(t *testing.T) {
+	t.Parallel()
 	golden, err := os.ReadFile(sharedtest.Reference(t, "golden", "seed001_main.json"))
 	require.NoError(t, err)
 	code, out, errOut := runScenariosArgs(t, "")
@@ -124,6 +127,7 @@ func TestScenariosDefaultEqualsReferenceGolden(t *testing.T) {
 }
 
 func TestScenariosCustomRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	profiles := filepath.Join(dir, "p.json")
 	require.NoError(t, os.WriteFile(profiles, []byte(`[{"name": "z_first", "prefill_tokens_per_ms": 30, "prefix_cache_hit_efficiency": 0.5,
@@ -151,6 +155,7 @@ func TestScenariosCustomRun(t *testing.T) {
 }
 
 func TestScenariosInputErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`[{"name": "x", "prefill_tokens_per_ms": 26, "prefix_cache_hit_efficiency": 0.45,
@@ -180,6 +185,7 @@ func TestScenariosInputErrors(t *testing.T) {
 }
 
 func TestScenariosTraceReplay(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runScenariosArgs(t, "", "--trace", sharedtest.CodeTrace(t), "--shared-prefix-tokens", "1024", "--format", "table")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "scenario comparisons: 8819 requests")

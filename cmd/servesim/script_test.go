@@ -51,6 +51,7 @@ func blockedWrite() {
 // nothing outside the repository: they run everywhere, also where the
 // shared data folder is absent. Scripts see $REPO (the repository root).
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, scriptParams(t, "testdata/script", nil))
 }
 
@@ -58,6 +59,7 @@ func TestScripts(t *testing.T) {
 // which read the shared data folder as $SHARED; they are skipped when it is
 // absent (sharedtest.Dir decides).
 func TestSharedScripts(t *testing.T) {
+	t.Parallel()
 	sharedDir := sharedtest.Dir(t)
 	testscript.Run(t, scriptParams(t, "testdata/script-shared", map[string]string{"SHARED": sharedDir}))
 }
@@ -65,6 +67,7 @@ func TestSharedScripts(t *testing.T) {
 // TestScriptsNeedNoSharedData keeps every script that reads $SHARED in
 // testdata/script-shared, so that the others never skip.
 func TestScriptsNeedNoSharedData(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/script/*.txtar")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)

@@ -10,10 +10,6 @@ import (
 	"servesim/internal/profile"
 )
 
-func init() {
-	subcommands = append(subcommands, subcommand{"simulate", func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) }})
-}
-
 // simulateOptions are the parsed flags of `servesim simulate`.
 type simulateOptions struct {
 	ProfilePath string

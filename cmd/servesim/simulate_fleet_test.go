@@ -10,6 +10,7 @@ import (
 )
 
 func TestSimulateFleetFlags(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseSimulate(t)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1}, o.Fleet, "one GPU by default")
@@ -31,6 +32,7 @@ func TestSimulateFleetFlags(t *testing.T) {
 }
 
 func TestSimulateFleetUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -59,6 +61,7 @@ func TestSimulateFleetUsageErrors(t *testing.T) {
 // TestFleetDocument checks the fleet document's top-level keys and their
 // order, and that a fleet of one replica has the single-GPU metrics.
 func TestFleetDocument(t *testing.T) {
+	t.Parallel()
 	s, out, errOut := testStreams("")
 	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--stride", "100", "--replicas", "2"}, s), errOut.String())
 	var keys []string

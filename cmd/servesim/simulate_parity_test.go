@@ -20,6 +20,7 @@ import (
 // compares the whole document: the as_dict keys and values under "result",
 // "summary" and "dilation".
 func TestSimulateDocumentMatchesReference(t *testing.T) {
+	t.Parallel()
 	goldens, err := filepath.Glob(filepath.Join(sharedtest.Reference(t, "golden", "plant_first300s"), "*.json"))
 	require.NoError(t, err)
 	require.Len(t, goldens, 21)

@@ -23,6 +23,7 @@ func parseSimulate(t *testing.T, args ...string) (*simulateOptions, int, string)
 }
 
 func TestSimulateFlagDefaults(t *testing.T) {
+	t.Parallel()
 	o, code, _ := parseSimulate(t)
 	require.Equal(t, exitOK, code)
 	want := plant.NewPlant(nil)
@@ -42,6 +43,7 @@ func TestSimulateFlagDefaults(t *testing.T) {
 }
 
 func TestSimulateFlagsSetEveryField(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseSimulate(t,
 		"--profile", "p.csv", "--trace", "-", "--max-elapsed", "300", "--normalize", "0.8",
 		"--scheduler", "static", "--controller", "sampled-reactive:2.5",
@@ -66,6 +68,7 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 }
 
 func TestSimulateUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -100,6 +103,7 @@ func TestSimulateUsageErrors(t *testing.T) {
 }
 
 func TestSimulateBadInputIsExitOne(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	trace := func(body string) string {
 		path := filepath.Join(dir, "t.csv")
@@ -131,6 +135,7 @@ func TestSimulateBadInputIsExitOne(t *testing.T) {
 }
 
 func TestSimulateReadsStdinAndWritesTheReport(t *testing.T) {
+	t.Parallel()
 	csv := "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,100,3\r\n2023-11-16 18:17:04.0799600,200,2\r\n"
 	s, out, errOut := testStreams(csv)
 	code := run([]string{"simulate", "--trace", "-", "--controller", "fixed:900", "--scheduler", "static"}, s)

@@ -23,6 +23,9 @@ type streams struct {
 	// OutClosed reports that stdout was closed when servesim started
 	// (`servesim simulate >&-`), so a result written there would be lost.
 	OutClosed bool
+	// Debug adds the stack of a recovered panic to its message
+	// (SERVESIM_DEBUG=1).
+	Debug bool
 }
 
 // newStreams returns the process's standard streams.
@@ -32,6 +35,7 @@ func newStreams() *streams {
 		ErrIsTerminal: isTerminal(os.Stderr),
 		InIsTerminal:  term.IsTerminal(int(os.Stdin.Fd())),
 		OutClosed:     outfile.ClosedAtStart(os.Stdout),
+		Debug:         debugRequested(os.Getenv(debugEnv)),
 	}
 }
 

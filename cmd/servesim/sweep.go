@@ -14,10 +14,6 @@ import (
 	"servesim/internal/sweep"
 )
 
-func init() {
-	subcommands = append(subcommands, subcommand{"sweep", func(s *streams) *cobra.Command { return newSweepCmd(s, nil) }})
-}
-
 // embeddedDefault names the embedded profile or trace in a sweep axis.
 const embeddedDefault = "embedded"
 

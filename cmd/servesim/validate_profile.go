@@ -8,10 +8,6 @@ import (
 	"servesim/internal/profile"
 )
 
-func init() {
-	subcommands = append(subcommands, subcommand{"validate-profile", func(s *streams) *cobra.Command { return newValidateProfileCmd(s, nil) }})
-}
-
 // validateProfileOptions are the flags and arguments of validate-profile.
 type validateProfileOptions struct {
 	Paths           []string

@@ -15,6 +15,7 @@ import (
 )
 
 func TestValidateProfileFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -80,6 +81,7 @@ func checkStatuses(v profile.Verdict) map[string]string {
 }
 
 func TestValidateProfileMeasuredBundle(t *testing.T) {
+	t.Parallel()
 	dir := writeBundle(t, nil)
 	code, result, stderr := runValidate(t, "--require-measured", dir)
 	require.Equal(t, exitOK, code, stderr)
@@ -109,6 +111,7 @@ func TestValidateProfileMeasuredBundle(t *testing.T) {
 // TestValidateProfileReportsEveryFailure breaks two files and two fields:
 // every one is reported, and the error is the reference's first.
 func TestValidateProfileReportsEveryFailure(t *testing.T) {
+	t.Parallel()
 	dir := writeBundle(t, func(b *profiletest.Bundle) {
 		b.Manifest.Set("model", "other/model")
 		b.Manifest.Set("measured_on", "")
@@ -135,6 +138,7 @@ func TestValidateProfileReportsEveryFailure(t *testing.T) {
 }
 
 func TestValidateProfileRequireMeasured(t *testing.T) {
+	t.Parallel()
 	proxy := writeBundle(t, func(b *profiletest.Bundle) { b.Manifest.Set("profile_status", "engineering_proxy_not_measured") })
 	code, result, _ := runValidate(t, proxy)
 	assert.Equal(t, exitOK, code)
@@ -151,6 +155,7 @@ func TestValidateProfileRequireMeasured(t *testing.T) {
 }
 
 func TestValidateProfileText(t *testing.T) {
+	t.Parallel()
 	good := writeBundle(t, nil)
 	bad := writeBundle(t, func(b *profiletest.Bundle) { b.Manifest.Set("warmup_batches_per_condition", 2) })
 	s, out, errOut := testStreams("")
@@ -169,6 +174,7 @@ func TestValidateProfileText(t *testing.T) {
 }
 
 func TestValidateProfileOutputFile(t *testing.T) {
+	t.Parallel()
 	bad := writeBundle(t, func(b *profiletest.Bundle) { b.Manifest.Set("status", "partial") })
 	outPath := filepath.Join(t.TempDir(), "verdict.json")
 	code, _, _ := runValidate(t, "-o", outPath, bad)
@@ -187,6 +193,7 @@ func TestValidateProfileOutputFile(t *testing.T) {
 }
 
 func TestValidateProfileMissingPath(t *testing.T) {
+	t.Parallel()
 	code, result, stderr := runValidate(t, filepath.Join(t.TempDir(), "absent.csv"))
 	assert.Equal(t, exitInput, code)
 	require.Len(t, result.Bundles, 1)
