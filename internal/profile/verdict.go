@@ -9,17 +9,17 @@ import (
 // Verdict is one profile's entry in validate-profile's result: what
 // Validate found, and whether the profile is valid.
 type Verdict struct {
-	Path                   string          `json:"path"`
-	Valid                  bool            `json:"valid"`
-	ProfileStatus          string          `json:"profile_status"`
-	MeasurementValidated   bool            `json:"measurement_validated"`
-	SourceLabel            string          `json:"source_label"`
-	ProfileCSVSHA256       string          `json:"profile_csv_sha256"`
-	ManifestSHA256         string          `json:"manifest_sha256"`
-	ClockLevelsMHz         []float64       `json:"clock_levels_mhz"`
-	RealizedClockLevelsMHz []float64       `json:"realized_clock_levels_mhz"`
-	Checks                 []Check `json:"checks"`
-	Error                  *string         `json:"error"`
+	Path                   string    `json:"path"`
+	Valid                  bool      `json:"valid"`
+	ProfileStatus          string    `json:"profile_status"`
+	MeasurementValidated   bool      `json:"measurement_validated"`
+	SourceLabel            string    `json:"source_label"`
+	ProfileCSVSHA256       string    `json:"profile_csv_sha256"`
+	ManifestSHA256         string    `json:"manifest_sha256"`
+	ClockLevelsMHz         []float64 `json:"clock_levels_mhz"`
+	RealizedClockLevelsMHz []float64 `json:"realized_clock_levels_mhz"`
+	Checks                 []Check   `json:"checks"`
+	Error                  *string   `json:"error"`
 }
 
 // Verdicts is validate-profile's document: one Verdict per profile.
