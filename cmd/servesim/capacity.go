@@ -62,7 +62,7 @@ runs every group with N times its replicas.`,
       --ttft-slo 2 --tpot-slo 0.2 --attainment 0.99 --controller max,reactive`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
-			runF, func(o *capacityOptions) error { return runCapacity(s, o) }),
+			runF, func(ctx context.Context, o *capacityOptions) error { return runCapacity(ctx, s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV, or - for stdin (default: the embedded synthetic trace)")
@@ -123,7 +123,7 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	return nil
 }
 
-func runCapacity(s *streams, o *capacityOptions) error {
+func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	unit, prov, err := o.unitFleet()
 	if err != nil {
 		return err
@@ -154,7 +154,7 @@ func runCapacity(s *streams, o *capacityOptions) error {
 		bar = progress.New(s.Err, "capacity", "simulations", study.MaxEvaluations())
 		study.Progress = bar.Increment
 	}
-	report, err := fleet.RunCapacity(context.Background(), workload.Requests, study)
+	report, err := fleet.RunCapacity(ctx, workload.Requests, study)
 	if bar != nil {
 		bar.Finish() // before the result reaches a terminal
 	}

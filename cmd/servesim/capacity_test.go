@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"runtime"
@@ -95,7 +96,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 	trace := sharedtest.CodeTrace(t)
 	prof := sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv")
 	s, out, errOut := testStreams("")
-	code := run([]string{"capacity", "--trace", trace, "--profile", prof, "--max-elapsed", "900",
+	code := run(context.Background(), []string{"capacity", "--trace", trace, "--profile", prof, "--max-elapsed", "900",
 		"--ttft-slo", "60", "--attainment", "0.9", "--controller", "max,reactive"}, s)
 	require.Equal(t, exitOK, code, errOut.String())
 	assert.Empty(t, errOut.String(), "no progress off a terminal")
@@ -163,7 +164,7 @@ func TestCapacityProgressOnlyOnATerminal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams("")
 			s.ErrIsTerminal = tt.terminal
-			code := run(append([]string{"capacity", "--max-elapsed", "120", "--ttft-slo", "5", "--attainment", "0.9"}, tt.args...), s)
+			code := run(context.Background(), append([]string{"capacity", "--max-elapsed", "120", "--ttft-slo", "5", "--attainment", "0.9"}, tt.args...), s)
 			require.Equal(t, exitOK, code, errOut.String())
 			assert.Equal(t, tt.wantBar, strings.Contains(errOut.String(), "capacity"), errOut.String())
 			if tt.wantBar {

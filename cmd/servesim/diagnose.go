@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"io"
 	"math"
@@ -69,7 +70,7 @@ one log; "-" or no file reads stdin.`,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
 			opts.Files = args
 			return opts.check(cmd)
-		}, runF, func(o *diagnoseOptions) error { return runDiagnose(s, o) }),
+		}, runF, func(_ context.Context, o *diagnoseOptions) error { return runDiagnose(s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Window, "window", "", "name of the window in the snapshot (default: the first file's base name, or stdin)")

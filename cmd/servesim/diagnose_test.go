@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -66,7 +67,7 @@ func TestDiagnoseFlags(t *testing.T) {
 func runDiagnoseArgs(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	s, out, errOut := testStreams(stdin)
-	code := run(append([]string{"diagnose"}, args...), s)
+	code := run(context.Background(), append([]string{"diagnose"}, args...), s)
 	return code, out.String(), errOut.String()
 }
 
@@ -185,7 +186,7 @@ func TestDiagnoseOnATerminalWithoutFilesPrintsAHint(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams(log)
 			s.InIsTerminal = true
-			assert.Equal(t, tt.wantCode, run(append([]string{"diagnose"}, tt.args...), s), errOut.String())
+			assert.Equal(t, tt.wantCode, run(context.Background(), append([]string{"diagnose"}, tt.args...), s), errOut.String())
 			if tt.wantCode == exitUsage {
 				assert.Equal(t, "servesim: diagnose: no request log given and stdin is a terminal: name the log files "+
 					"(servesim diagnose requests.csv), pipe a log in (... | servesim diagnose), give - to type it, or run --demo\n", errOut.String())

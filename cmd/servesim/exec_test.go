@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,7 +64,7 @@ func TestExecControllerReproducesReactive(t *testing.T) {
 					simulate := func(controller string) []byte {
 						var out, errOut bytes.Buffer
 						args := append([]string{"simulate", "--controller", controller}, r.args...)
-						code := run(args, &streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+						code := run(context.Background(), args, &streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
 						require.Equal(t, exitOK, code, "%s: %s", controller, errOut.String())
 						require.Empty(t, errOut.String())
 						return out.Bytes()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -92,7 +93,7 @@ func FuzzFlagValues(f *testing.F) {
 			return
 		}
 		args := append([]string{c.name, "--" + flag + "=" + value}, c.args...)
-		code := runCommands(args, s, []subcommand{{c.name, c.build}})
+		code := runCommands(context.Background(), args, s, []subcommand{{c.name, c.build}})
 		if out.Len() > 0 {
 			t.Fatalf("%q: stdout %q", args, out.String())
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestUnknownFlagsAreSuggested(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			assert.Equal(t, exitUsage, run(tt.args, s))
+			assert.Equal(t, exitUsage, run(context.Background(), tt.args, s))
 			assert.Equal(t, "servesim: "+tt.want+"\n", errOut.String())
 			assert.Empty(t, out.String())
 		})
@@ -66,7 +67,7 @@ func TestBadFlagValuesNameTheFlagAndWhatIsExpected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			assert.Equal(t, exitUsage, run(tt.args, s))
+			assert.Equal(t, exitUsage, run(context.Background(), tt.args, s))
 			assert.Equal(t, "servesim: "+tt.want+"\n", errOut.String())
 			assert.Empty(t, out.String())
 		})
@@ -107,7 +108,7 @@ func TestEveryFlagValueErrorNamesTheFlag(t *testing.T) {
 				args = append(args, "x.csv")
 			}
 			s, out, errOut := testStreams("")
-			assert.Equal(t, exitUsage, run(args, s), "%q", args)
+			assert.Equal(t, exitUsage, run(context.Background(), args, s), "%q", args)
 			assert.Empty(t, out.String())
 			want := regexp.MustCompile(`^servesim: --` + regexp.QuoteMeta(f.Name) + ` "` + regexp.QuoteMeta(junk) + `": expected [a-z][^\n]*\n$`)
 			assert.Regexp(t, want, strings.ReplaceAll(errOut.String(), `\"`, `"`), "%q", args)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -69,8 +70,8 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 
 // checkThenRun returns a command's RunE: check validates the parsed
 // arguments and flags, then the options go to runF when a test supplied one
-// (to see what was parsed), else to run.
-func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF, run func(*O) error) func(*cobra.Command, []string) error {
+// (to see what was parsed), else to run with the command's context.
+func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF func(*O) error, run func(context.Context, *O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
 			return err
@@ -78,7 +79,7 @@ func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) 
 		if runF != nil {
 			return runF(opts)
 		}
-		return run(opts)
+		return run(cmd.Context(), opts)
 	}
 }
 
@@ -141,15 +142,17 @@ const debugEnv = "SERVESIM_DEBUG"
 // debugRequested reports whether debugEnv's value asks for stacks.
 func debugRequested(value string) bool { return value == "1" }
 
-// run executes servesim with args and returns the process exit code.
-func run(args []string, s *streams) int {
-	return runCommands(args, s, commands())
+// run executes servesim with args and returns the process exit code; ctx
+// ends the run early (exitOnSignal).
+func run(ctx context.Context, args []string, s *streams) int {
+	return runCommands(ctx, args, s, commands())
 }
 
-// runCommands executes the command tree of subs with args and returns the
-// process exit code. It is the single place where errors become exit codes
-// and one-line messages.
-func runCommands(args []string, s *streams, subs []subcommand) (code int) {
+// runCommands executes the command tree of subs with args under ctx and
+// returns the process exit code. It is the single place where errors
+// become exit codes and one-line messages; a run that a signal interrupted
+// ends with the signal's line and code, whatever it returned.
+func runCommands(ctx context.Context, args []string, s *streams, subs []subcommand) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
 			fmt.Fprintf(s.Err, "servesim: internal error: %s\n", oneLine(fmt.Sprint(p)))
@@ -161,7 +164,11 @@ func runCommands(args []string, s *streams, subs []subcommand) (code int) {
 	}()
 	root := newRootCmd(s, args, subs)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
+	if in := interruptionOf(ctx); in != nil {
+		in.ending.Lock() // held until the process exits
+		err = in
+	}
 	if err == nil {
 		return exitOK
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ func TestRunExitCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			code := run(tt.args, s)
+			code := run(context.Background(), tt.args, s)
 			assert.Equal(t, tt.wantCode, code)
 			if tt.wantErr != "" {
 				assert.Equal(t, tt.wantErr, errOut.String())
@@ -65,7 +66,7 @@ func parseFlags[O any](t *testing.T, name string, newCmd func(*streams, func(*O)
 		return newCmd(s, func(o *O) error { got = o; return nil })
 	}}}
 	s, out, errOut := testStreams("")
-	code := runCommands(append([]string{name}, args...), s, subs)
+	code := runCommands(context.Background(), append([]string{name}, args...), s, subs)
 	return got, code, out.String(), errOut.String()
 }
 
@@ -95,7 +96,7 @@ func TestRunMapsCommandErrors(t *testing.T) {
 				}}
 			})
 			s, out, errOut := testStreams("")
-			assert.Equal(t, tt.wantCode, runCommands([]string{"probe"}, s, subs))
+			assert.Equal(t, tt.wantCode, runCommands(context.Background(), []string{"probe"}, s, subs))
 			assert.Equal(t, tt.wantErr, errOut.String())
 			assert.Empty(t, out.String())
 		})
@@ -134,7 +135,7 @@ func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
 func TestMistypedSubcommandIsSuggested(t *testing.T) {
 	t.Parallel()
 	s, out, errOut := testStreams("")
-	assert.Equal(t, exitUsage, run([]string{"simulat"}, s))
+	assert.Equal(t, exitUsage, run(context.Background(), []string{"simulat"}, s))
 	assert.Equal(t, "servesim: unknown command \"simulat\" for \"servesim\"; did you mean \"simulate\"?\n", errOut.String())
 	assert.Empty(t, out.String())
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -65,7 +66,7 @@ and TPOT <= 35 ms. The trace is either the synthetic agent trace
   servesim scenarios --trace AzureLLMInferenceTrace_code.csv --shared-prefix-tokens 1024`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
-			runF, func(o *scenariosOptions) error { return runScenarios(s, o) }),
+			runF, func(_ context.Context, o *scenariosOptions) error { return runScenarios(s, o) }),
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.Requests, "requests", opts.Requests, "number of requests of the synthetic agent trace")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math/big"
 	"os"
@@ -84,7 +85,7 @@ func TestScenariosUsageErrors(t *testing.T) {
 func runScenariosArgs(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	s, out, errOut := testStreams(stdin)
-	code := run(append([]string{"scenarios"}, args...), s)
+	code := run(context.Background(), append([]string{"scenarios"}, args...), s)
 	return code, out.String(), errOut.String()
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -68,7 +69,7 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
       --replicas 16 --router least-outstanding --summary --format table`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
-			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
+			runF, func(ctx context.Context, o *simulateOptions) error { return runSimulate(ctx, s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (a measured bundle is validated first; default: the embedded engineering proxy)")
@@ -128,7 +129,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	return o.Plot.check()
 }
 
-func runSimulate(s *streams, o *simulateOptions) error {
+func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if o.ProfilePath != "" {
 		profilePath = profile.ResolvePath(o.ProfilePath)
@@ -146,12 +147,12 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return err
 	}
 	if o.Fleet.enabled {
-		return runFleetSimulate(s, o, prof, profilePath, workload)
+		return runFleetSimulate(ctx, s, o, prof, profilePath, workload)
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
 	warnFixedClock(s, o.Controller, ctrl, prof)
-	report, err := plant.Run(workload, plant.Config{
+	report, err := plant.RunContext(ctx, workload, plant.Config{
 		Plant:      o.Plant,
 		Scheduler:  sched,
 		Controller: ctrl,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"testing"
 
@@ -23,7 +24,7 @@ func BenchmarkSimulateCommand(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if code := run(args, &streams{Out: io.Discard, Err: io.Discard}); code != exitOK {
+				if code := run(context.Background(), args, &streams{Out: io.Discard, Err: io.Discard}); code != exitOK {
 					b.Fatalf("exit %d", code)
 				}
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func TestSimulateFleetUsageErrors(t *testing.T) {
 func TestFleetDocument(t *testing.T) {
 	t.Parallel()
 	s, out, errOut := testStreams("")
-	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--stride", "100", "--replicas", "2"}, s), errOut.String())
+	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--stride", "100", "--replicas", "2"}, s), errOut.String())
 	var keys []string
 	dec := json.NewDecoder(strings.NewReader(out.String()))
 	_, err := dec.Token()
@@ -90,9 +91,9 @@ func TestFleetDocument(t *testing.T) {
 	assert.Len(t, doc.Requests[0], 8, "the single-GPU record plus replica")
 
 	single, singleOut, errOut := testStreams("")
-	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--summary"}, single), errOut.String())
+	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--summary"}, single), errOut.String())
 	one, oneOut, errOut := testStreams("")
-	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--summary", "--router", "least-outstanding"}, one), errOut.String())
+	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--summary", "--router", "least-outstanding"}, one), errOut.String())
 	var a, b struct {
 		Metrics json.RawMessage `json:"metrics"`
 		Summary json.RawMessage `json:"summary"`

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -30,7 +31,7 @@ func TestSimulateDocumentMatchesReference(t *testing.T) {
 		require.NotNil(t, m, golden)
 		t.Run(filepath.Base(golden), func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			code := run([]string{"simulate",
+			code := run(context.Background(), []string{"simulate",
 				"--profile", sharedtest.Reference(t, "data", m[1], "l4_profile.csv"),
 				"--trace", sharedtest.CodeTrace(t), "--max-elapsed", "300",
 				"--scheduler", m[2], "--controller", strings.Replace(m[3], "_", ":", 1), "--stride", "50"}, s)

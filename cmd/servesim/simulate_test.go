@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -125,7 +126,7 @@ func TestSimulateBadInputIsExitOne(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			code := run(append([]string{"simulate"}, tt.args...), s)
+			code := run(context.Background(), append([]string{"simulate"}, tt.args...), s)
 			assert.Equal(t, exitInput, code)
 			assert.Empty(t, out.String())
 			assert.Contains(t, errOut.String(), tt.want)
@@ -138,7 +139,7 @@ func TestSimulateReadsStdinAndWritesTheReport(t *testing.T) {
 	t.Parallel()
 	csv := "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,100,3\r\n2023-11-16 18:17:04.0799600,200,2\r\n"
 	s, out, errOut := testStreams(csv)
-	code := run([]string{"simulate", "--trace", "-", "--controller", "fixed:900", "--scheduler", "static"}, s)
+	code := run(context.Background(), []string{"simulate", "--trace", "-", "--controller", "fixed:900", "--scheduler", "static"}, s)
 	require.Equal(t, exitOK, code, errOut.String())
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"runtime"
@@ -81,7 +82,7 @@ lowest energy per output token (ties: the earlier run).`,
 				}
 			}
 			return opts.check(cmd)
-		}, runF, func(o *sweepOptions) error { return runSweep(s, o) }),
+		}, runF, func(_ context.Context, o *sweepOptions) error { return runSweep(s, o) }),
 	}
 	f := cmd.Flags()
 	addListFlag(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
@@ -26,7 +27,7 @@ func BenchmarkSweep(b *testing.B) {
 			args := append([]string{"sweep", "--quiet", "--trace", trace, "--max-elapsed", "300", "--jobs", strconv.Itoa(jobs)}, sweepGridArgs...)
 			for b.Loop() {
 				s, _, errOut := testStreams("")
-				if code := run(args, s); code != exitOK {
+				if code := run(context.Background(), args, s); code != exitOK {
 					b.Fatalf("exit %d: %s", code, errOut)
 				}
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -22,7 +23,7 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	s, out, errOut := testStreams("")
-	code := run(args, s)
+	code := run(context.Background(), args, s)
 	return code, out.String(), errOut.String()
 }
 
@@ -307,7 +308,7 @@ func TestSweepProgressOnlyOnATerminal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams("")
 			s.ErrIsTerminal = tt.terminal
-			code := run(append([]string{"sweep", "--max-elapsed", "20", "--controller", "max,min"}, tt.args...), s)
+			code := run(context.Background(), append([]string{"sweep", "--max-elapsed", "20", "--controller", "max,min"}, tt.args...), s)
 			require.Equal(t, exitOK, code)
 			assert.Equal(t, tt.wantBar, strings.Contains(errOut.String(), "sweep"), errOut.String())
 			assert.NotContains(t, out.String(), "sweep ", "progress never goes to stdout")

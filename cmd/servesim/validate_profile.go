@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -46,7 +47,7 @@ Exit codes: 0 every profile is valid, 1 any is not, 2 usage error.`,
 				}
 			}
 			return nil
-		}, runF, func(o *validateProfileOptions) error { return runValidateProfile(s, o) }),
+		}, runF, func(_ context.Context, o *validateProfileOptions) error { return runValidateProfile(s, o) }),
 	}
 	cmd.Flags().StringVar(&opts.Format, "format", "json", "output format: json or text (one sha256sum -c style line per check)")
 	cmd.Flags().BoolVar(&opts.RequireMeasured, "require-measured", false, "count a profile that is not a validated measured_l4 bundle as invalid")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -64,7 +65,7 @@ func writeBundle(t *testing.T, edit func(b *profiletest.Bundle)) string {
 func runValidate(t *testing.T, args ...string) (int, profile.Verdicts, string) {
 	t.Helper()
 	s, out, errOut := testStreams("")
-	code := run(append([]string{"validate-profile"}, args...), s)
+	code := run(context.Background(), append([]string{"validate-profile"}, args...), s)
 	var result profile.Verdicts
 	if out.Len() > 0 {
 		require.NoError(t, json.Unmarshal(out.Bytes(), &result), out.String())
@@ -159,7 +160,7 @@ func TestValidateProfileText(t *testing.T) {
 	good := writeBundle(t, nil)
 	bad := writeBundle(t, func(b *profiletest.Bundle) { b.Manifest.Set("warmup_batches_per_condition", 2) })
 	s, out, errOut := testStreams("")
-	code := run([]string{"validate-profile", "--format", "text", good, bad}, s)
+	code := run(context.Background(), []string{"validate-profile", "--format", "text", good, bad}, s)
 	assert.Equal(t, exitInput, code)
 	text := out.String()
 	goodCSV, badCSV := filepath.Join(good, "l4_profile.csv"), filepath.Join(bad, "l4_profile.csv")

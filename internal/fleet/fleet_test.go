@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -397,7 +398,7 @@ func TestLockStepAllocatesNothingPerStep(t *testing.T) {
 			p.Profile = cfg.Groups[0].Profile
 			specs = append(specs, replicaSpec{plant: p})
 		}
-		e := newEngine(requests, cfg, specs, router)
+		e := newEngine(context.Background(), requests, cfg, specs, router)
 		ls, err := e.newLockStep()
 		require.NoError(t, err)
 		for range 50 { // warm up: first arrivals
