@@ -14,7 +14,7 @@ SERVESIM_SHARED ?= $(abspath ../shared)
 SWEEP_GRID := --scheduler static,continuous,chunked \
 	--controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.5,0.7,0.9
 
-.PHONY: all build test bench lint fuzz run docs sweep-demo clean
+.PHONY: all build test bench lint fuzz run docs sweep-demo sweep-scale clean
 
 all: lint test build
 
@@ -74,6 +74,19 @@ sweep-demo: build
 	  echo "sweep-demo: --jobs $$jobs: $$(awk -v s=$$start -v e=$$(date +%s.%N) 'BEGIN{printf "%.2f", e-s}') s wall"; \
 	done
 	cmp bin/sweep-jobs1.jsonl bin/sweep-jobs2.jsonl && echo "sweep-demo: outputs identical"
+
+## sweep-scale: peak RSS and records per second of 1,000- and 10,000-run sweeps
+## (5 controllers x 5 loads x 40 or 400 power limits) on the code trace's first five minutes
+sweep-scale: build
+	@test -f "$(SERVESIM_SHARED)/data/azure2023/AzureLLMInferenceTrace_code.csv" || \
+	  { echo "sweep-scale: set SERVESIM_SHARED to the shared folder" >&2; exit 2; }
+	@for limits in 40 400; do \
+	  /usr/bin/time -f "sweep-scale: $$((limits * 25)) runs: %e s wall, peak RSS %M KB" \
+	    ./$(BIN) sweep --quiet --trace "$(SERVESIM_SHARED)/data/azure2023/AzureLLMInferenceTrace_code.csv" --max-elapsed 300 \
+	    --controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.3,0.5,0.7,0.9 \
+	    --power-limit $$(seq -s, -f '%.1f' 40 0.1 $$(awk -v n=$$limits 'BEGIN{printf "%.1f", 40+(n-1)/10}')) \
+	    > bin/sweep-scale.jsonl; \
+	done
 
 clean:
 	rm -rf bin

@@ -17,6 +17,7 @@ import (
 // capacityOptions are the parsed flags of `servesim capacity`.
 type capacityOptions struct {
 	TracePath   string
+	Trace       traceOptions // how to read --trace
 	ProfilePath string
 	FleetPath   string
 	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
@@ -65,7 +66,8 @@ runs every group with N times its replicas.`,
 			runF, func(ctx context.Context, o *capacityOptions) error { return runCapacity(ctx, s, o) }),
 	}
 	f := cmd.Flags()
-	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV, or - for stdin (default: the embedded synthetic trace)")
+	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
+	addTraceFlags(cmd, &opts.Trace)
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV of every replica, or with --fleet of the groups without one (default: the embedded engineering proxy)")
 	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller}, a missing field taking the flag's value; size N multiplies every group's replicas")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
@@ -136,13 +138,13 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	if o.TracePath == "" {
 		workload, err = plant.DefaultTrace(o.MaxElapsedS)
 	} else {
-		workload, err = loadTraceFile(s, o.TracePath, o.MaxElapsedS)
+		workload, err = loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
 	}
 	if err != nil {
 		return err
 	}
 	prov.TracePath, prov.TraceSHA256, prov.RequestsLoaded = workload.Source, workload.SHA256, len(workload.Requests)
-	prov.ServesimVersion = resolvedVersion()
+	prov.ServesimVersion, prov.RequestsSkipped = resolvedVersion(), workload.Skipped
 
 	study := fleet.Capacity{
 		Plant: o.Plant, Unit: unit, Router: o.Router, RouterSeed: o.RouterSeed,

@@ -15,6 +15,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/sharedtest"
+	"servesim/internal/trace"
 )
 
 // parseCapacity runs `servesim capacity args` with a runF that captures the
@@ -32,7 +33,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	assert.Equal(t, &capacityOptions{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
-		Format: "json", Plant: plant.NewPlant(nil),
+		Format: "json", Plant: plant.NewPlant(nil), Trace: traceOptions{TimeUnit: "s"},
 	}, o)
 }
 
@@ -41,7 +42,8 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 	o, code, stderr := parseCapacity(t, "--trace", "t.csv", "--fleet", "f.json", "--max-elapsed", "900",
 		"--ttft-slo", "2", "--tpot-slo", "0.2", "--e2e-slo", "30", "--attainment", "0.9", "--router", "random",
 		"--router-seed", "7", "--controller", "max,reactive", "--controller", "fixed:1500", "--scheduler", "static",
-		"--max-replicas", "64", "--jobs", "3", "--quiet", "--format", "table", "-o", "out.json", "--power-limit", "70")
+		"--max-replicas", "64", "--jobs", "3", "--quiet", "--format", "table", "-o", "out.json", "--power-limit", "70",
+		"--trace-format", "burstgpt", "--trace-filter", "model=GPT-4,log-type=API log")
 	require.Equal(t, exitOK, code, stderr)
 	p := plant.NewPlant(nil)
 	p.PowerLimitW = 70
@@ -50,6 +52,8 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 		Attainment: 0.9, Router: "random", RouterSeed: 7, Controllers: []string{"max", "reactive", "fixed:1500"},
 		Scheduler: "static", MaxReplicas: 64, Jobs: 3, Quiet: true, Format: "table",
 		Output: outputOptions{Path: "out.json"}, Plant: p,
+		Trace: traceOptions{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
+			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
 	}, o)
 }
 
@@ -125,7 +129,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 	assert.Equal(t, 2598, doc.Provenance.RequestsLoaded)
 	require.Len(t, doc.Controllers, 2)
 
-	w, err := loadTraceFile(s, trace, 900)
+	w, err := loadTraceFile(s, trace, 900, &traceOptions{})
 	require.NoError(t, err)
 	p, err := profile.Load(prof)
 	require.NoError(t, err)

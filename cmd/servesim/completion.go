@@ -13,7 +13,7 @@ import (
 // formatsByCommand lists the --format values of each command, for shell
 // completion; each command's check accepts exactly these.
 var formatsByCommand = map[string][]string{
-	"simulate":         {"json", "table"},
+	"simulate":         {"json", "table", "vllm-bench"},
 	"sweep":            {"jsonl", "csv", "table"},
 	"scenarios":        {"json", "table"},
 	"diagnose":         {"json", "table"},
@@ -32,6 +32,8 @@ var fileFlags = map[string][]string{
 	"profiles": {"json"},
 	"output":   nil,
 	"plot":     {"png", "svg"},
+	// simulate's request log
+	"request-log": {"csv", "jsonl"},
 }
 
 // registerCompletions makes the shell complete flag values for every

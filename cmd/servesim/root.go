@@ -98,6 +98,7 @@ func commands() []subcommand {
 		{"scenarios", func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) }},
 		{"simulate", func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) }},
 		{"sweep", func(s *streams) *cobra.Command { return newSweepCmd(s, nil) }},
+		{"trace", func(s *streams) *cobra.Command { return newTraceCmd(s, nil, nil) }},
 		{"validate-profile", func(s *streams) *cobra.Command { return newValidateProfileCmd(s, nil) }},
 	}
 }

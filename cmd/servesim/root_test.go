@@ -109,13 +109,14 @@ func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
 	for _, sub := range commands() {
 		all = append(all, sub.name)
 	}
-	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep", "capacity"}, all)
+	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep", "capacity", "trace"}, all)
 	for _, tc := range []struct {
 		args []string
 		want []string
 	}{
 		{[]string{"simulate", "--summary"}, []string{"simulate"}},
 		{[]string{"validate-profile", "x"}, []string{"validate-profile"}},
+		{[]string{"trace", "stats", "x"}, []string{"trace"}},
 		{[]string{"help", "simulate"}, all},
 		{[]string{"--version"}, all},
 		{[]string{"simulat"}, all},

@@ -24,6 +24,7 @@ type scenariosOptions struct {
 	// TracePath, when set, replays an Azure-format trace instead; each
 	// context's first SharedPrefixTokens tokens are the shared prefix.
 	TracePath          string
+	Trace              traceOptions // how to read --trace
 	SharedPrefixTokens int
 	// ProfilesPath, when set, is a JSON list of engine profiles replacing
 	// the built-in ones.
@@ -72,7 +73,8 @@ and TPOT <= 35 ms. The trace is either the synthetic agent trace
 	f.IntVar(&opts.Requests, "requests", opts.Requests, "number of requests of the synthetic agent trace")
 	f.Var(&opts.Seed, "seed", "seed of the agent trace's random arrivals (any integer, as Python's random.seed)")
 	f.Float64Var(&opts.RPS, "rps", opts.RPS, "mean arrival rate of the agent trace, requests per second")
-	f.StringVar(&opts.TracePath, "trace", "", "replay this Azure-format CSV (TIMESTAMP,ContextTokens,GeneratedTokens; - for stdin) instead of the agent trace")
+	f.StringVar(&opts.TracePath, "trace", "", "replay this trace file (Azure, BurstGPT, Mooncake JSON Lines or a CSV log; - for stdin) instead of the agent trace")
+	addTraceFlags(cmd, &opts.Trace)
 	f.IntVar(&opts.SharedPrefixTokens, "shared-prefix-tokens", 0, "with --trace: the first N context tokens of every request are a shared prefix")
 	f.StringVar(&opts.ProfilesPath, "profiles", "", "JSON list of engine profiles (the seed's field names) replacing the built-ins; - for stdin")
 	f.Float64Var(&opts.Benchmark.TTFTSLOMilliseconds, "ttft-slo-ms", opts.Benchmark.TTFTSLOMilliseconds, "time-to-first-token SLO, ms")
@@ -164,7 +166,7 @@ func (o *scenariosOptions) loadTrace(s *streams) ([]scenario.WorkloadRequest, er
 	}
 	defer in.Close()
 	o.Benchmark.WorkloadName = filepath.Base(name)
-	w, err := plant.LoadWorkload(in, name, plant.NoElapsedLimit)
+	w, err := readTrace(in, name, plant.NoElapsedLimit, &o.Trace)
 	if err != nil {
 		return nil, err
 	}

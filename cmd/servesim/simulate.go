@@ -9,12 +9,14 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/reqlog"
 )
 
 // simulateOptions are the parsed flags of `servesim simulate`.
 type simulateOptions struct {
 	ProfilePath string
 	TracePath   string
+	Trace       traceOptions
 	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
 	Normalize   float64 // 0 when --normalize is not given
 	Scheduler   string
@@ -23,7 +25,7 @@ type simulateOptions struct {
 	Summary     bool
 	// SLO holds --ttft-slo, --tpot-slo and --e2e-slo; zero where not given.
 	SLO plant.SLO
-	// Format is "json" or "table".
+	// Format is "json", "table" or "vllm-bench".
 	Format string
 	Output outputOptions
 	Plot   plotOptions
@@ -34,6 +36,8 @@ type simulateOptions struct {
 	MaxSteps float64
 	// ExecTimeoutS is --exec-timeout: the patience with an exec: controller.
 	ExecTimeoutS float64
+	// RequestLog is --request-log.
+	RequestLog requestLogOptions
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -73,7 +77,8 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (a measured bundle is validated first; default: the embedded engineering proxy)")
-	f.StringVar(&opts.TracePath, "trace", "", "Azure-format trace CSV TIMESTAMP,ContextTokens,GeneratedTokens, or - for stdin (default: the embedded synthetic trace)")
+	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
+	addTraceFlags(cmd, &opts.Trace)
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
@@ -85,7 +90,8 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	addSLOFlags(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
-	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table (a metrics summary for terminals)")
+	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
+	addRequestLogFlag(cmd, &opts.RequestLog)
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
@@ -117,8 +123,11 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
 		return err
 	}
-	if o.Format != "json" && o.Format != "table" {
-		return usageErrorf("--format %q: expected json or table", o.Format)
+	if o.Format != "json" && o.Format != "table" && o.Format != formatVLLMBench {
+		return usageErrorf("--format %q: expected json, table or %s", o.Format, formatVLLMBench)
+	}
+	if err := o.RequestLog.check(o.Output); err != nil {
+		return err
 	}
 	if err := checkSimulateWork(o); err != nil {
 		return err
@@ -167,6 +176,9 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 		return err
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromPlant(report.Log) }); err != nil {
+		return err
+	}
 	if o.Plot.Path != "" {
 		full := report.Result
 		if err := o.Plot.write(report.Figure(&full, o.Normalize, o.MaxElapsedS)); err != nil {
@@ -174,8 +186,11 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 		}
 		report.Result = *full.Thinned(o.Stride, o.Summary)
 	}
-	if o.Format == "table" {
+	switch o.Format {
+	case "table":
 		return writeBytes(s, o.Output, []byte(report.Table()))
+	case formatVLLMBench:
+		return writePlantVLLMBench(s, o.Output, report)
 	}
 	return writeJSON(s, o.Output, report)
 }
@@ -184,7 +199,8 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 // step (the figure draws them all; the document is thinned afterwards as
 // --stride and --summary ask), else what --stride and --summary say.
 func (o *simulateOptions) plantOptions() plant.Options {
-	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO}
+	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
+		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench}
 	if o.Plot.Path != "" {
 		options.Stride, options.Summary = 1, false
 	}
@@ -210,5 +226,5 @@ func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
 	if o.TracePath == "" {
 		return plant.DefaultTrace(o.MaxElapsedS)
 	}
-	return loadTraceFile(s, o.TracePath, o.MaxElapsedS)
+	return loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
 }

@@ -9,6 +9,7 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/reqlog"
 )
 
 // fleetOptions are the fleet flags of `servesim simulate`.
@@ -88,14 +89,20 @@ func runFleetSimulate(ctx context.Context, s *streams, o *simulateOptions, prof 
 		return err
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromFleet(report.Result) }); err != nil {
+		return err
+	}
 	if o.Plot.Path != "" {
 		if err := o.Plot.write(report.Figure()); err != nil {
 			return err
 		}
 		report.Thin(o.Stride, o.Summary)
 	}
-	if o.Format == "table" {
+	switch o.Format {
+	case "table":
 		return writeBytes(s, o.Output, []byte(report.Table()))
+	case formatVLLMBench:
+		return writeFleetVLLMBench(s, o.Output, report, o.SLO)
 	}
 	return writeJSON(s, o.Output, report)
 }

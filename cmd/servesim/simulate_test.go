@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
+	"servesim/internal/trace"
 )
 
 // parseSimulate runs `servesim simulate args` with a runF that captures the
@@ -52,7 +53,8 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		"--ambient", "30", "--thermal-tau", "20", "--thermal-resistance", "0.6", "--power-limit", "70",
 		"--thermal-limit", "80", "--horizon", "120", "--max-sim-time", "86400",
 		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg", "--max-steps", "5e9",
-		"--ttft-slo", "2.5", "--tpot-slo", "0.1", "--e2e-slo", "60", "--exec-timeout", "0.5")
+		"--ttft-slo", "2.5", "--tpot-slo", "0.1", "--e2e-slo", "60", "--exec-timeout", "0.5",
+		"--trace-columns", "arrival=a,prompt=b,output=c", "--time-unit", "ms")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, plant.Plant{
 		TimeStepS: 0.05, KVCapacityTokens: 65536, DecodeKVReserveTokensPerActive: 512, MaxActiveRequests: 32,
@@ -61,6 +63,8 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 	}, o.Plant)
 	assert.Equal(t, &simulateOptions{
 		ProfilePath: "p.csv", TracePath: "-", MaxElapsedS: 300, Normalize: 0.8, Scheduler: "static",
+		Trace: traceOptions{Columns: []string{"arrival=a", "prompt=b", "output=c"}, TimeUnit: "ms",
+			Options: trace.Options{Columns: &trace.Columns{Arrival: "a", Prompt: "b", Output: "c", Unit: trace.Milliseconds}}},
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
 		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9, ExecTimeoutS: 0.5,
 		SLO:   plant.SLO{TTFTSeconds: 2.5, TPOTSeconds: 0.1, E2ESeconds: 60},

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
+	"os"
 	"runtime"
 	"strconv"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -22,26 +26,28 @@ const embeddedDefault = "embedded"
 type sweepOptions struct {
 	Profiles    []string
 	Traces      []string
+	Trace       traceOptions // how to read the --trace files
 	Schedulers  []string
 	Controllers []string
 	Normalize   []string
 	// PlantAxes holds the values of every plant flag given, by flag name.
-	PlantAxes   map[string][]string
-	MaxElapsedS float64
-	Jobs        int
-	Format      string
-	TTFTSLOS    float64 // 0 means each profile's own SLO
-	TPOTSLOS    float64
-	Shard       string
-	Quiet       bool
-	Output      outputOptions
+	PlantAxes      map[string][]string
+	MaxElapsedS    float64
+	Jobs           int
+	Format         string
+	TTFTSLOSeconds float64 // 0 means each profile's own SLO
+	TPOTSLOSeconds float64
+	Shard          string // I/N, auto, or "" for the whole grid
+	Resume         string // --resume: a sweep output whose runs are not run again
+	Quiet          bool
+	Output         outputOptions
 	// MaxCells and MaxSteps are --max-cells and --max-steps: the runs of
 	// this process and the steps of each.
 	MaxCells int
 	MaxSteps float64
 
 	axes  []sweep.Axis
-	cells []sweep.Cell
+	shard sweep.Shard
 
 	// ExecTimeoutS is --exec-timeout: the patience with exec: controllers.
 	ExecTimeoutS float64
@@ -57,9 +63,9 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 		Short: "Run simulate over a grid of profiles, traces, schedulers, controllers, loads and plant values",
 		Long: `sweep runs one simulate per combination of the axes, in parallel on all cores,
 and writes one record per run (its axis values, metrics and summary) in grid
-order whatever the parallelism, then, per trace and profile, the Pareto front of
-energy per output token against p95 TTFT and the best configuration under the
-SLOs.
+order whatever the parallelism, each as soon as it and the runs before it are
+done, then, per trace and profile, the Pareto front of energy per output token
+against p95 TTFT and the best configuration under the SLOs.
 
 Every axis is a comma-separated list: --profile and --trace take paths
 ("embedded" is the built-in default), --scheduler and --controller take the
@@ -69,11 +75,22 @@ to the same servesim simulate --summary.
 
 The best configuration of a trace and profile is, among the runs in which every
 request completed and p95 TTFT and p95 TPOT meet the SLOs, the one with the
-lowest energy per output token (ties: the earlier run).`,
+lowest energy per output token (ties: the earlier run).
+
+With -o FILE the records go to a temporary file beside FILE that becomes FILE
+when the sweep completes. SIGINT (Ctrl-C) or SIGTERM starts no further run,
+waits up to 10 s for the runs under way (a second signal: not at all), keeps
+the records written as FILE.partial and exits 130 or 143; --resume
+FILE.partial then runs only the cells it lacks, to the same output as an
+uninterrupted sweep. --shard I/N runs a slice of the grid (--shard auto: the
+slice a Slurm job array or Kubernetes Indexed Job task is given), and
+"servesim sweep merge" joins the slices' outputs.`,
 		Example: `  servesim sweep --scheduler static,continuous,chunked --controller max,min,reactive \
       --normalize none,0.5,0.8 --format table
-  servesim sweep --trace AzureLLMInferenceTrace_code.csv --power-limit 55,64.8 --jobs 2 > runs.jsonl
-  servesim sweep --controller fixed:660,max --shard 1/4 > part1.jsonl`,
+  servesim sweep --trace AzureLLMInferenceTrace_code.csv --power-limit 55,64.8 -o runs.jsonl
+  servesim sweep --trace AzureLLMInferenceTrace_code.csv --power-limit 55,64.8 -o runs.jsonl --resume runs.jsonl.partial
+  servesim sweep --controller fixed:660,max --shard 1/4 -o part1.jsonl
+  servesim sweep merge part*.jsonl -o runs.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error {
 			for i, pp := range plantParams {
@@ -86,7 +103,8 @@ lowest energy per output token (ties: the earlier run).`,
 	}
 	f := cmd.Flags()
 	addListFlag(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
-	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "Azure-format trace CSVs (embedded: the built-in synthetic trace)")
+	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
+	addTraceFlags(cmd, &opts.Trace)
 	addListFlag(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
 	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run)")
 	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
@@ -95,15 +113,18 @@ lowest energy per output token (ties: the earlier run).`,
 		addListFlag(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
 	}
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
-	f.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "runs at a time")
+	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
 	f.StringVar(&opts.Format, "format", "jsonl", "output format: jsonl, csv or table")
-	f.Float64Var(&opts.TTFTSLOS, "ttft-slo", 0, "p95 TTFT objective in seconds for the best configuration (default: each profile's)")
-	f.Float64Var(&opts.TPOTSLOS, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
-	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`")
+	f.Float64Var(&opts.TTFTSLOSeconds, "ttft-slo", 0, "p95 TTFT objective in seconds for the best configuration (default: each profile's)")
+	f.Float64Var(&opts.TPOTSLOSeconds, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
+	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`, or auto: from a Slurm job array or Kubernetes Indexed Job")
+	f.StringVar(&opts.Resume, "resume", "", "skip the cells whose records `FILE` (a sweep's output or FILE.partial) holds, and copy them")
+	_ = cmd.MarkFlagFilename("resume")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.IntVar(&opts.MaxCells, "max-cells", sweep.DefaultMaxCells, "refuse a sweep (or shard) of more than `N` runs")
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addOutputFlag(cmd, &opts.Output)
+	cmd.AddCommand(newSweepMergeCmd(s))
 	return cmd
 }
 
@@ -127,7 +148,7 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 	for _, slo := range []struct {
 		name string
 		v    float64
-	}{{"--ttft-slo", o.TTFTSLOS}, {"--tpot-slo", o.TPOTSLOS}} {
+	}{{"--ttft-slo", o.TTFTSLOSeconds}, {"--tpot-slo", o.TPOTSLOSeconds}} {
 		if math.IsNaN(slo.v) || slo.v < 0 || math.IsInf(slo.v, 0) {
 			return usageErrorf("%s %v: expected a positive number of seconds", slo.name, slo.v)
 		}
@@ -161,20 +182,26 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	i, n := 1, 1
-	if o.Shard != "" {
-		var err error
-		if i, n, err = sweep.ParseShard(o.Shard); err != nil {
-			return usageError{err}
-		}
+	var err error
+	switch o.Shard {
+	case "":
+	case "auto":
+		i, n, err = sweep.ShardFromEnv(os.Getenv)
+	default:
+		i, n, err = sweep.ParseShard(o.Shard)
+	}
+	if err != nil {
+		return usageError{err}
+	}
+	if o.Resume != "" && o.Format != "jsonl" {
+		return usageErrorf("--resume reads and writes JSON Lines: expected --format jsonl, not %s", o.Format)
 	}
 	if o.MaxCells < 1 {
 		return usageErrorf("--max-cells %d: expected at least 1", o.MaxCells)
 	}
-	cells, err := sweep.Plan(o.axes, i, n, o.MaxCells)
-	if err != nil {
+	if o.shard, err = sweep.Plan(o.axes, i, n, o.MaxCells); err != nil {
 		return sweepLimitError(o.axes, err)
 	}
-	o.cells = cells
 	return nil
 }
 
@@ -295,7 +322,7 @@ func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 		if path == embeddedDefault {
 			w, err = plant.DefaultTrace(o.MaxElapsedS)
 		} else {
-			w, err = loadTraceFile(s, path, o.MaxElapsedS)
+			w, err = loadTraceFile(s, path, o.MaxElapsedS, &o.Trace)
 		}
 		if err != nil {
 			in.workloadErrs[path] = err
@@ -378,56 +405,66 @@ func (p sweepProgress) finish() {
 	}
 }
 
-// runSweep runs the cells, collects the records and writes them.
+// runSweep runs the cells and writes each record as soon as it and the
+// records before it are done, to stdout or -o (through writeResult, so a
+// regular file appears only when the sweep completes). An interrupted
+// sweep keeps what it wrote as FILE.partial.
 func runSweep(s *streams, o *sweepOptions) error {
+	interrupt := watchSignals(sweepGrace)
+	defer interrupt.release()
 	inputs := loadSweepInputs(s, o)
-	progress := newSweepProgress(s, o, len(o.cells))
-	records := make([]sweepRecord, 0, len(o.cells))
-	err := sweep.Run(o.cells, o.Jobs, func(c sweep.Cell) sweepRun {
-		return o.runCell(s, inputs, c)
-	}, func(c sweep.Cell, r sweepRun) error {
-		records = append(records, newSweepRecord(o.axes, c, r))
-		progress.increment()
-		return nil
+	grid := newSweepGrid(o, inputs)
+	var resumed *recordIndex
+	toRun := o.shard.Len()
+	if o.Resume != "" {
+		var err error
+		if resumed, err = o.readResume(s.Err, grid, inputs); err != nil {
+			return inputError{err}
+		}
+		defer resumed.close()
+		toRun -= len(resumed.refs)
+	}
+	var written, failed int
+	err := writeResult(s, o.Output, func(out io.Writer) error {
+		w, err := newSweepWriter(o, grid, out, resumed)
+		if err != nil {
+			return err
+		}
+		progress := newSweepProgress(s, o, toRun)
+		err = sweep.Run(o.cellsToRun(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
+			return o.runCell(s, inputs, c)
+		}, func(c sweep.Cell, r sweepRun) error {
+			progress.increment()
+			return w.add(newSweepRecord(o, inputs, c, r))
+		})
+		progress.finish()
+		stopped := errors.Is(err, sweep.ErrStopped)
+		if err == nil || stopped {
+			err = w.finish(!stopped)
+		}
+		written, failed = w.written, w.failed
+		if err != nil || !stopped {
+			return err
+		}
+		sig, _ := interrupt.signal().(syscall.Signal)
+		stop := interruptedError{sig: sig, written: written, total: o.shard.Len(), where: "stdout"}
+		if o.Output.Path != "" && o.Output.Path != "-" {
+			if stop.where, stop.resumable, err = keepPartial(out, o.Output.Path); err != nil {
+				return err
+			}
+			stop.resumable = stop.resumable && o.Format == "jsonl"
+		}
+		return stop
 	})
-	progress.finish()
-	if err != nil {
-		return internalError{err}
+	var stop interruptedError
+	if errors.As(err, &stop) {
+		return stop // not "-o FILE: sweep interrupted"
 	}
-	fronts := paretoGroups(o, records)
-	data, err := encodeSweep(o, records, fronts)
 	if err != nil {
-		return internalError{fmt.Errorf("encoding result: %w", err)}
-	}
-	if err := writeBytes(s, o.Output, data); err != nil {
 		return err
 	}
-	failed := 0
-	for _, r := range records {
-		if r.err != nil {
-			failed++
-		}
-	}
 	if failed > 0 {
-		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(records))}
+		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, written)}
 	}
 	return nil
-}
-
-// encodeSweep writes the records and the Pareto section in o.Format.
-func encodeSweep(o *sweepOptions, records []sweepRecord, fronts []paretoGroup) ([]byte, error) {
-	switch o.Format {
-	case "csv":
-		return sweepCSV(o.axes, records)
-	case "table":
-		return []byte(sweepTable(o.axes, records, fronts)), nil
-	}
-	var buf []byte
-	var err error
-	for _, r := range records {
-		if buf, err = appendJSONLine(buf, r.json()); err != nil {
-			return nil, err
-		}
-	}
-	return appendJSONLine(buf, paretoJSON(fronts))
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/csv"
 	"fmt"
 	"math"
 	"reflect"
@@ -10,7 +8,6 @@ import (
 	"strings"
 
 	"servesim/internal/plant"
-	"servesim/internal/profile"
 	"servesim/internal/sweep"
 	"servesim/internal/texttable"
 )
@@ -20,8 +17,11 @@ type sweepRecord struct {
 	cell    sweep.Cell
 	axes    orderedObject // axis values, typed, keyed by axis name
 	summary *plant.Summary
-	prof    *profile.Profile
 	err     error
+	// The identity of the run's inputs (nil: the input did not load) and
+	// the SLOs it is judged by (0: none), as the record writes them.
+	traceSHA, profileCSVSHA, manifestSHA any
+	ttftSLOSeconds, tpotSLOSeconds       float64
 }
 
 // axisKey is the output name of an axis: the plant field's JSON name for a
@@ -52,120 +52,164 @@ func axisValue(axis, v string) any {
 	return x
 }
 
-func newSweepRecord(axes []sweep.Axis, c sweep.Cell, r sweepRun) sweepRecord {
-	rec := sweepRecord{cell: c, prof: r.prof, err: r.err}
+// cellAxes is a cell's axis values as a record writes them.
+func cellAxes(axes []sweep.Axis, c sweep.Cell) orderedObject {
+	obj := make(orderedObject, len(axes))
 	for i, a := range axes {
-		rec.axes = append(rec.axes, keyedValue{axisKey(a.Name), axisValue(a.Name, c.Values[i])})
+		obj[i] = keyedValue{axisKey(a.Name), axisValue(a.Name, c.Values[i])}
+	}
+	return obj
+}
+
+// newSweepRecord is the record of cell c's run r. The SLOs it is judged by
+// are the flags', else its profile's when it ran, else none.
+func newSweepRecord(o *sweepOptions, in *sweepInputs, c sweep.Cell, r sweepRun) sweepRecord {
+	rec := sweepRecord{cell: c, axes: cellAxes(o.axes, c), err: r.err, ttftSLOSeconds: o.TTFTSLOSeconds, tpotSLOSeconds: o.TPOTSLOSeconds}
+	if w, ok := in.workloads[c.Values[1]]; ok {
+		rec.traceSHA = w.SHA256
+	}
+	if p, ok := in.profiles[c.Values[0]]; ok {
+		rec.profileCSVSHA, rec.manifestSHA = p.ProfileCSVSHA256, p.ManifestSHA256
 	}
 	if r.report != nil {
 		summary := r.report.Summary
 		rec.summary = &summary
+		if rec.ttftSLOSeconds == 0 {
+			rec.ttftSLOSeconds = r.prof.TTFTSLOSeconds()
+		}
+		if rec.tpotSLOSeconds == 0 {
+			rec.tpotSLOSeconds = r.prof.TPOTSLOSeconds()
+		}
 	}
 	return rec
 }
 
-// json is the record as a JSON Lines object.
-func (r sweepRecord) json() orderedObject {
-	obj := orderedObject{{"kind", "run"}, {"cell", r.cell.Index}}
+// runRecordKeys are the members of a run record, in order, around its
+// axis values (which come after the first four).
+var runRecordKeys = []string{"kind", "cell", "grid_sha256", "grid_cells", "trace_sha256", "profile_csv_sha256", "manifest_sha256",
+	"ttft_slo_s", "tpot_slo_s", "error", "metrics", "summary"}
+
+// json is the record as a JSON Lines object, in the order of
+// runRecordKeys with the axis values after the first four.
+func (r sweepRecord) json(g *sweepGrid) orderedObject {
+	obj := make(orderedObject, 0, len(runRecordKeys)+len(r.axes))
+	obj = append(obj, keyedValue{"kind", "run"}, keyedValue{"cell", r.cell.Index},
+		keyedValue{"grid_sha256", g.digest}, keyedValue{"grid_cells", g.cells})
 	obj = append(obj, r.axes...)
 	var errMsg any
 	if r.err != nil {
 		errMsg = oneLine(r.err.Error())
 	}
-	obj = append(obj, keyedValue{"error", errMsg})
+	obj = append(obj, keyedValue{"trace_sha256", r.traceSHA}, keyedValue{"profile_csv_sha256", r.profileCSVSHA},
+		keyedValue{"manifest_sha256", r.manifestSHA},
+		keyedValue{"ttft_slo_s", nullIfZero(r.ttftSLOSeconds)}, keyedValue{"tpot_slo_s", nullIfZero(r.tpotSLOSeconds)},
+		keyedValue{"error", errMsg})
 	if r.summary != nil {
-		obj = append(obj, keyedValue{"metrics", r.summary.Metrics}, keyedValue{"summary", r.summary})
-	} else {
-		obj = append(obj, keyedValue{"metrics", nil}, keyedValue{"summary", nil})
+		return append(obj, keyedValue{"metrics", r.summary.Metrics}, keyedValue{"summary", r.summary})
 	}
-	return obj
+	return append(obj, keyedValue{"metrics", nil}, keyedValue{"summary", nil})
+}
+
+// paretoRun is what the Pareto record needs of one run record.
+type paretoRun struct {
+	cell           int
+	profile, trace string // the group: the run's profile and trace axis values
+	ok             bool   // the run has metrics
+	// ttftSLOSeconds and tpotSLOSeconds are the SLOs the run is judged by (0: none).
+	ttftSLOSeconds, tpotSLOSeconds float64
+	// energy, ttft and tpot are the run's energy per output token and p95
+	// TTFT and TPOT; unfinished its requests left at the end.
+	energy, ttft, tpot, unfinished float64
+	brief                          orderedObject // the run in the Pareto record
+	label                          string        // the run in the table: its axis values after the trace
+}
+
+// paretoRun is the record as the Pareto record sees it.
+func (r sweepRecord) paretoRun() paretoRun {
+	p := paretoRun{cell: r.cell.Index, profile: r.cell.Values[0], trace: r.cell.Values[1], ok: r.summary != nil,
+		ttftSLOSeconds: r.ttftSLOSeconds, tpotSLOSeconds: r.tpotSLOSeconds}
+	if !p.ok {
+		return p
+	}
+	m := r.summary.Metrics
+	p.energy, p.ttft, p.tpot, p.unfinished = m.EnergyPerOutputTokenJ, m.P95TTFTS, m.P95TPOTS, m.UnfinishedRequestsAtEnd
+	p.brief = orderedObject{{"cell", r.cell.Index}}
+	p.brief = append(p.brief, r.axes[2:]...)
+	p.brief = append(p.brief,
+		keyedValue{"energy_per_output_token_j", m.EnergyPerOutputTokenJ},
+		keyedValue{"p95_ttft_s", m.P95TTFTS},
+		keyedValue{"p95_tpot_s", m.P95TPOTS},
+		keyedValue{"completed_fraction", m.CompletedFraction})
+	p.label = strings.Join(r.cell.Values[2:], " ")
+	return p
+}
+
+// paretoTracker keeps, for each trace and profile, the Pareto front of
+// energy per output token against p95 TTFT and the best run under the
+// SLOs, of the runs added so far in grid order. It keeps the fronts and
+// the best runs, never the runs: its memory does not grow with the grid.
+type paretoTracker struct {
+	groups []*paretoGroup
+	index  map[[2]string]*paretoGroup
 }
 
 // paretoGroup is the Pareto front and the best run of one trace and profile.
 type paretoGroup struct {
 	profile, trace string
-	ttftSLOS       float64
-	tpotSLOS       float64
-	front          []sweepRecord
-	best           *sweepRecord
+	// ttftSLOSeconds and tpotSLOSeconds are the group's SLOs: those of its first run
+	// with metrics, else of its first run (the flags', or none).
+	ttftSLOSeconds, tpotSLOSeconds float64
+	anyOK                          bool
+	front                          sweep.Front[*paretoRun]
+	best                           *paretoRun
 }
 
-// paretoGroups groups the successful runs by trace and profile (in grid
-// order) and finds each group's front and best configuration.
-func paretoGroups(o *sweepOptions, records []sweepRecord) []paretoGroup {
-	var groups []paretoGroup
-	index := map[[2]string]int{}
-	members := [][]sweepRecord{}
-	for _, r := range records {
-		key := [2]string{r.cell.Values[0], r.cell.Values[1]}
-		g, ok := index[key]
-		if !ok {
-			g = len(groups)
-			index[key] = g
-			groups = append(groups, paretoGroup{profile: key[0], trace: key[1]})
-			members = append(members, nil)
+// add adds a run; runs must come in grid order (ties go to the earlier).
+// The best run is, among the runs in which every request completed and
+// p95 TTFT and p95 TPOT meet the SLOs, the one with the lowest energy per
+// output token.
+func (t *paretoTracker) add(r paretoRun) {
+	key := [2]string{r.profile, r.trace}
+	g := t.index[key]
+	if g == nil {
+		if t.index == nil {
+			t.index = map[[2]string]*paretoGroup{}
 		}
-		if r.summary != nil {
-			members[g] = append(members[g], r)
-		}
+		g = &paretoGroup{profile: r.profile, trace: r.trace, ttftSLOSeconds: r.ttftSLOSeconds, tpotSLOSeconds: r.tpotSLOSeconds}
+		t.index[key] = g
+		t.groups = append(t.groups, g)
 	}
-	for g := range groups {
-		group := &groups[g]
-		runs := members[g]
-		group.ttftSLOS, group.tpotSLOS = o.TTFTSLOS, o.TPOTSLOS
-		if len(runs) > 0 {
-			if group.ttftSLOS == 0 {
-				group.ttftSLOS = runs[0].prof.TTFTSLOSeconds()
-			}
-			if group.tpotSLOS == 0 {
-				group.tpotSLOS = runs[0].prof.TPOTSLOSeconds()
-			}
-		}
-		points := make([]sweep.Point, len(runs))
-		for i, r := range runs {
-			points[i] = sweep.Point{Index: i, X: r.summary.EnergyPerOutputTokenJ, Y: r.summary.P95TTFTS}
-		}
-		for _, p := range sweep.ParetoFront(points) {
-			group.front = append(group.front, runs[p.Index])
-		}
-		for i := range runs {
-			m := runs[i].summary.Metrics
-			feasible := m.UnfinishedRequestsAtEnd == 0 && m.P95TTFTS <= group.ttftSLOS && m.P95TPOTS <= group.tpotSLOS
-			if feasible && (group.best == nil || m.EnergyPerOutputTokenJ < group.best.summary.EnergyPerOutputTokenJ) {
-				group.best = &runs[i]
-			}
-		}
+	if !r.ok {
+		return
 	}
-	return groups
+	if !g.anyOK {
+		g.anyOK = true
+		g.ttftSLOSeconds, g.tpotSLOSeconds = r.ttftSLOSeconds, r.tpotSLOSeconds
+	}
+	run := &r
+	g.front.Add(sweep.Point{Index: r.cell, X: r.energy, Y: r.ttft}, run)
+	feasible := r.unfinished == 0 && r.ttft <= g.ttftSLOSeconds && r.tpot <= g.tpotSLOSeconds
+	if feasible && (g.best == nil || r.energy < g.best.energy) {
+		g.best = run
+	}
 }
 
-// brief is the short form of a run in the Pareto record.
-func (r sweepRecord) brief() orderedObject {
-	obj := orderedObject{{"cell", r.cell.Index}}
-	obj = append(obj, r.axes[2:]...)
-	m := r.summary.Metrics
-	return append(obj,
-		keyedValue{"energy_per_output_token_j", m.EnergyPerOutputTokenJ},
-		keyedValue{"p95_ttft_s", m.P95TTFTS},
-		keyedValue{"p95_tpot_s", m.P95TPOTS},
-		keyedValue{"completed_fraction", m.CompletedFraction})
-}
-
-// paretoJSON is the final JSON Lines record.
-func paretoJSON(groups []paretoGroup) orderedObject {
-	out := make([]orderedObject, len(groups))
-	for i, g := range groups {
-		front := make([]orderedObject, len(g.front))
-		for j, r := range g.front {
-			front[j] = r.brief()
+// json is the final JSON Lines record.
+func (t *paretoTracker) json() orderedObject {
+	out := make([]orderedObject, len(t.groups))
+	for i, g := range t.groups {
+		members := g.front.Values()
+		front := make([]orderedObject, len(members))
+		for j, r := range members {
+			front[j] = r.brief
 		}
 		var best any
 		if g.best != nil {
-			best = g.best.brief()
+			best = g.best.brief
 		}
 		out[i] = orderedObject{
 			{"profile", g.profile}, {"trace", g.trace},
-			{"ttft_slo_s", nullIfZero(g.ttftSLOS)}, {"tpot_slo_s", nullIfZero(g.tpotSLOS)},
+			{"ttft_slo_s", nullIfZero(g.ttftSLOSeconds)}, {"tpot_slo_s", nullIfZero(g.tpotSLOSeconds)},
 			{"pareto_front", front}, {"best_under_slo", best},
 		}
 	}
@@ -236,21 +280,19 @@ func summaryValues(s *plant.Summary) []string {
 // (reporting_horizon_s, with a --horizon axis) is written as summary_NAME.
 var csvSummaryRenames = map[string]string{"controller": "controller_name", "scheduler": "scheduler_name"}
 
-// sweepCSV writes one CSV row per run: cell, axis values, error, summary.
-func sweepCSV(axes []sweep.Axis, records []sweepRecord) ([]byte, error) {
-	var buf bytes.Buffer
-	w := csv.NewWriter(&buf)
+// csvHeader is the header of the CSV output: cell, axis values, error,
+// summary fields.
+func csvHeader(axes []sweep.Axis) []string {
 	header := []string{"cell"}
 	for _, a := range axes {
 		header = append(header, axisKey(a.Name))
 	}
-	columns := summaryColumns()
 	header = append(header, "error")
 	axisColumns := map[string]bool{}
 	for _, name := range header {
 		axisColumns[name] = true
 	}
-	for _, c := range columns {
+	for _, c := range summaryColumns() {
 		if renamed, ok := csvSummaryRenames[c]; ok {
 			c = renamed
 		} else if axisColumns[c] {
@@ -258,31 +300,26 @@ func sweepCSV(axes []sweep.Axis, records []sweepRecord) ([]byte, error) {
 		}
 		header = append(header, c)
 	}
-	if err := w.Write(header); err != nil {
-		return nil, err
-	}
-	for _, r := range records {
-		row := append([]string{strconv.Itoa(r.cell.Index)}, r.cell.Values...)
-		errMsg := ""
-		if r.err != nil {
-			errMsg = oneLine(r.err.Error())
-		}
-		row = append(row, errMsg)
-		if r.summary != nil {
-			row = append(row, summaryValues(r.summary)...)
-		} else {
-			row = append(row, make([]string, len(columns))...)
-		}
-		if err := w.Write(row); err != nil {
-			return nil, err
-		}
-	}
-	w.Flush()
-	return buf.Bytes(), w.Error()
+	return header
 }
 
-// sweepTable renders the runs and the Pareto section for terminals.
-func sweepTable(axes []sweep.Axis, records []sweepRecord, groups []paretoGroup) string {
+// csvRow is a run's CSV row, in the columns of csvHeader.
+func (r sweepRecord) csvRow() []string {
+	row := append([]string{strconv.Itoa(r.cell.Index)}, r.cell.Values...)
+	errMsg := ""
+	if r.err != nil {
+		errMsg = oneLine(r.err.Error())
+	}
+	row = append(row, errMsg)
+	if r.summary != nil {
+		return append(row, summaryValues(r.summary)...)
+	}
+	return append(row, make([]string, len(summaryColumns()))...)
+}
+
+// sweepTable renders the runs and, for a complete sweep (pareto not nil),
+// the Pareto section, for terminals.
+func sweepTable(axes []sweep.Axis, records []sweepRecord, pareto *paretoTracker) string {
 	t := texttable.Table{Columns: []texttable.Column{{Header: "cell"}}}
 	for _, a := range axes {
 		t.Columns = append(t.Columns, texttable.Column{Header: a.Name, Text: true})
@@ -307,31 +344,24 @@ func sweepTable(axes []sweep.Axis, records []sweepRecord, groups []paretoGroup) 
 	}
 	var b strings.Builder
 	b.WriteString(t.String())
-	for _, g := range groups {
+	if pareto == nil {
+		return b.String()
+	}
+	for _, g := range pareto.groups {
 		fmt.Fprintf(&b, "\nPareto front (energy per output token vs p95 TTFT), profile %s, trace %s:\n", g.profile, g.trace)
-		if len(g.front) == 0 {
+		front := g.front.Values()
+		if len(front) == 0 {
 			b.WriteString("  no successful run\n")
 		}
-		for _, r := range g.front {
-			fmt.Fprintf(&b, "  cell %d: %s  %.3f J/token, p95 TTFT %.3f s\n", r.cell.Index,
-				strings.Join(r.cell.Values[2:], " "), r.summary.EnergyPerOutputTokenJ, r.summary.P95TTFTS)
+		for _, r := range front {
+			fmt.Fprintf(&b, "  cell %d: %s  %.3f J/token, p95 TTFT %.3f s\n", r.cell, r.label, r.energy, r.ttft)
 		}
 		if g.best != nil {
 			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): cell %d (%s), %.3f J/token\n",
-				g.ttftSLOS, g.tpotSLOS, g.best.cell.Index, strings.Join(g.best.cell.Values[2:], " "), g.best.summary.EnergyPerOutputTokenJ)
+				g.ttftSLOSeconds, g.tpotSLOSeconds, g.best.cell, g.best.label, g.best.energy)
 		} else {
-			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): none meets it\n", g.ttftSLOS, g.tpotSLOS)
+			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): none meets it\n", g.ttftSLOSeconds, g.tpotSLOSeconds)
 		}
 	}
 	return b.String()
-}
-
-// loadTraceFile reads an Azure-format trace from path ("-" is stdin).
-func loadTraceFile(s *streams, path string, maxElapsedS float64) (plant.Workload, error) {
-	in, name, err := openInput(path, s)
-	if err != nil {
-		return plant.Workload{}, fmt.Errorf("trace %s: %w", name, err)
-	}
-	defer in.Close()
-	return plant.LoadWorkload(in, name, maxElapsedS)
 }

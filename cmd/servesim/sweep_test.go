@@ -17,6 +17,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/sharedtest"
+	"servesim/internal/sweep"
 )
 
 // runCLI runs servesim in-process and returns its exit code, stdout and stderr.
@@ -39,7 +40,7 @@ func TestSweepFlagParsing(t *testing.T) {
 		names = append(names, a.Name)
 	}
 	assert.Equal(t, []string{"profile", "trace", "scheduler", "controller", "normalize", "max-active", "power-limit"}, names)
-	assert.Len(t, got.cells, 5, "cells 5 to 9 of 16: the second of three contiguous shards")
+	assert.Equal(t, sweep.Shard{Axes: got.axes, Lo: 5, Hi: 10, Cells: 16}, got.shard, "cells 5 to 9 of 16: the second of three contiguous shards")
 	assert.Equal(t, 3, got.Jobs)
 }
 

@@ -29,6 +29,9 @@ type CapacityProvenance struct {
 	TraceSHA256     string `json:"trace_sha256"`    // SHA-256 hex of the trace bytes read
 	RequestsLoaded  int    `json:"requests_loaded"` // requests in the trace as loaded
 	ServesimVersion string `json:"servesim_version"`
+	// RequestsSkipped counts the trace rows its format's rules skipped, by
+	// reason; absent when none was.
+	RequestsSkipped map[string]int `json:"requests_skipped,omitempty"`
 }
 
 // SLOUsed reports the objectives a study of unit judged by: those given

@@ -132,6 +132,7 @@ func RunContext(ctx context.Context, w plant.Workload, cfg RunConfig) (*Report, 
 			TraceSHA256:          w.SHA256,
 			RequestsLoaded:       len(w.Requests),
 			ServesimVersion:      cfg.Version,
+			RequestsSkipped:      w.Skipped,
 		},
 		Result: res,
 	}

@@ -15,6 +15,9 @@
 //   - A nil slice is written as [] (encoding/json writes null).
 //   - HTML characters (<, >, &) are not escaped.
 //   - Object is a JSON object whose members keep their order.
+//   - A json.RawMessage is written as it is, compacted or re-indented to
+//     fit the layout (encoding/json compacts it), and escaped HTML in it
+//     stays escaped.
 //   - Append, Chunks and Stream indent by two spaces per level, as
 //     json.Indent does, except that an array of scalars, and an object of
 //     scalars that is an element of an array, are written on one line
@@ -25,7 +28,8 @@
 // otherwise write differently from encoding/json:
 //
 //   - a type implementing json.Marshaler or encoding.TextMarshaler (on
-//     the value or on a pointer to it): their methods are not called;
+//     the value or on a pointer to it), json.RawMessage apart: their
+//     methods are not called;
 //   - a field with the ",string" option;
 //   - two members of one name at one depth where neither is tagged, or
 //     both are (encoding/json silently drops them all);

@@ -1,6 +1,8 @@
 package jsonout
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -188,6 +190,9 @@ func (e *encoder) typedValue(v reflect.Value, info *typeInfo) error {
 	if info.object {
 		return e.object(v.Interface().(Object))
 	}
+	if info.raw {
+		return e.rawMessage(v.Bytes())
+	}
 	if info.unsupported != "" {
 		return errors.New(info.unsupported)
 	}
@@ -268,6 +273,27 @@ func (e *encoder) oneLine(write func() error) error {
 	err := write()
 	e.inline--
 	return err
+}
+
+// rawMessage writes JSON text as it is, re-indented to fit, or compacted
+// (as encoding/json writes a json.RawMessage); nil is null.
+func (e *encoder) rawMessage(raw []byte) error {
+	if raw == nil {
+		e.buf = append(e.buf, "null"...)
+		return nil
+	}
+	out := bytes.NewBuffer(e.buf)
+	var err error
+	if e.indent && e.inline == 0 {
+		err = json.Indent(out, raw, strings.Repeat("  ", e.depth), "  ")
+	} else {
+		err = json.Compact(out, raw)
+	}
+	if err != nil {
+		return fmt.Errorf("json.RawMessage %.40q: %w", raw, err)
+	}
+	e.buf = out.Bytes()
+	return nil
 }
 
 // object writes an Object's members in their order.

@@ -444,3 +444,29 @@ func TestChunksWriteTheWholeDocument(t *testing.T) {
 `
 	assert.Equal(t, want, string(got))
 }
+
+func TestRawMessageIsWrittenAsIs(t *testing.T) {
+	type doc struct {
+		Raw  json.RawMessage   `json:"raw"`
+		Nil  json.RawMessage   `json:"nil"`
+		List []json.RawMessage `json:"list"`
+	}
+	v := doc{Raw: json.RawMessage(`{"a": [1, 2.50, "x<y"], "b": null}`), List: []json.RawMessage{json.RawMessage(` 1e3 `), json.RawMessage(`"s"`)}}
+	got, err := AppendLine(nil, v)
+	require.NoError(t, err)
+	assert.Equal(t, `{"raw":{"a":[1,2.50,"x<y"],"b":null},"nil":null,"list":[1e3,"s"]}`+"\n", string(got))
+	var want bytes.Buffer
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	require.NoError(t, enc.Encode(v))
+	assert.Equal(t, want.String(), string(got), "as encoding/json writes it")
+
+	indented, err := Append(nil, Object{{Key: "m", Value: json.RawMessage(`{"a":[1,2]}`)}})
+	require.NoError(t, err)
+	assert.Equal(t, "{\n  \"m\": {\n    \"a\": [\n      1,\n      2\n    ]\n  }\n}", string(indented))
+	assert.False(t, Streamable(reflect.TypeOf(v)), "a raw message may not be JSON")
+
+	_, err = AppendLine(nil, json.RawMessage(`{"a":`))
+	var encErr *EncodeError
+	require.ErrorAs(t, err, &encErr)
+}

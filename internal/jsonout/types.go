@@ -16,12 +16,14 @@ var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 	zeroerType        = reflect.TypeFor[interface{ IsZero() bool }]()
 	objectType        = reflect.TypeFor[Object]()
+	rawMessageType    = reflect.TypeFor[json.RawMessage]()
 )
 
 // typeInfo is what the encoder needs to know about a type, worked out once
 // per type instead of once per value.
 type typeInfo struct {
 	object bool // the type is Object
+	raw    bool // the type is json.RawMessage
 	// unsupported says why a value of the type itself cannot be encoded (a
 	// marshaler, a ",string" field, two members of one name); empty when
 	// it can. Kinds JSON cannot hold are found when a value is met.
@@ -41,14 +43,15 @@ func typeInfoOf(t reflect.Type) *typeInfo {
 	if cached, ok := typeInfoCache.Load(t); ok {
 		return cached.(*typeInfo)
 	}
-	info := &typeInfo{object: t == objectType}
+	info := &typeInfo{object: t == objectType, raw: t == rawMessageType}
 	switch {
+	case info.raw:
 	case t.Implements(jsonMarshalerType) || t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(jsonMarshalerType):
 		info.unsupported = fmt.Sprintf("%s implements json.Marshaler, which jsonout does not call", t)
 	case t.Implements(textMarshalerType) || t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(textMarshalerType):
 		info.unsupported = fmt.Sprintf("%s implements encoding.TextMarshaler, which jsonout does not call", t)
 	}
-	plain := !info.object && info.unsupported == ""
+	plain := !info.object && !info.raw && info.unsupported == ""
 	switch t.Kind() {
 	case reflect.Pointer:
 		// Only a pointer chain to a scalar kind is looked into, so that a
@@ -144,7 +147,7 @@ func flatObject(v reflect.Value, info *typeInfo) bool {
 			}
 		}
 		return true
-	case v.Kind() != reflect.Map || info.unsupported != "" || v.IsNil():
+	case v.Kind() != reflect.Map || info.unsupported != "" || info.raw || v.IsNil():
 		return false
 	case typeInfoOf(v.Type().Elem()).scalar:
 		return true
@@ -319,7 +322,8 @@ var streamableCache sync.Map // reflect.Type -> bool
 
 // Streamable reports whether every value of type t encodes without error:
 // no interface values or Objects (their members' types are unknown), no
-// unsupported types (see the package doc) and only kinds JSON can hold.
+// json.RawMessage (it may not be JSON), no unsupported types (see the
+// package doc) and only kinds JSON can hold.
 // Such a document can be written while it is encoded (Stream), since
 // nothing after its first byte can fail but the writing itself.
 func Streamable(t reflect.Type) bool {
@@ -339,7 +343,7 @@ func typeStreamable(t reflect.Type, seen map[reflect.Type]bool) bool {
 	}
 	seen[t] = true
 	info := typeInfoOf(t)
-	if info.object || info.unsupported != "" {
+	if info.object || info.raw || info.unsupported != "" {
 		return false
 	}
 	if isScalarKind(t.Kind()) {

@@ -234,15 +234,23 @@ func TestExecChildIsReapedAfterSuccess(t *testing.T) {
 
 // assertNotRunning checks that process pid is gone or a zombie: a child of
 // the child, killed with its process group, may wait for init to reap it.
+// A SIGKILL is delivered asynchronously, so the process gets two seconds to
+// die.
 func assertNotRunning(t *testing.T, pid string) {
 	t.Helper()
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
-	if os.IsNotExist(err) {
-		return
+	state := ""
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if os.IsNotExist(err) {
+			return
+		}
+		require.NoError(t, err)
+		state = strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))[0]
+		if state == "Z" {
+			return
+		}
 	}
-	require.NoError(t, err)
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	assert.Equal(t, "Z", fields[0], "process %s state", pid)
+	assert.Equal(t, "Z", state, "process %s state", pid)
 }
 
 // panicky is a scheduler that panics at step 20.

@@ -9,6 +9,12 @@ import (
 // errISOFormat is the reason given for a timestamp fromisoformat rejects.
 var errISOFormat = errors.New("expected an ISO 8601 date-time such as 2023-11-16 18:17:03.9799600")
 
+// ParseISOTimestamp is the timestamp parser of LoadWorkload, for the other
+// trace readers that take ISO 8601 times: see parseISOTimestamp.
+func ParseISOTimestamp(value string) (t time.Time, hasZone bool, err error) {
+	return parseISOTimestamp(value)
+}
+
 // parseISOTimestamp parses value the way the reference does: surrounding
 // whitespace stripped, a trailing "Z" read as +00:00, then Python 3.11's
 // datetime.fromisoformat. Fractional seconds beyond six digits are
@@ -243,6 +249,9 @@ func parseISOTime(s string) (clock [4]int, offsetMicros int, hasZone bool, err e
 		return clock, 0, false, err
 	}
 	offset := ((parts[0]*60+parts[1])*60+parts[2])*1_000_000 + parts[3]
+	if parts[0] == 0 && parts[1] == 0 && parts[2] == 0 {
+		offset = 0 // CPython makes UTC of a zero whole-second offset, dropping its fraction
+	}
 	if offset >= 24*3600*1_000_000 {
 		return clock, 0, false, errISOFormat
 	}

@@ -29,6 +29,9 @@ type Result struct {
 	// Steps is the number of simulated steps (the length of the full
 	// trajectory).
 	Steps int `json:"-"`
+	// Log is what a per-request log needs, kept with Options.RequestLog
+	// (with Options.Summary too); nil otherwise. Not part of the document.
+	Log *RequestLog `json:"-"`
 }
 
 // Trajectory holds the sampled per-step values: steps 0, Stride, 2*Stride,

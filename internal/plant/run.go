@@ -55,6 +55,9 @@ type Provenance struct {
 	// the request when the profile has no such level; nil (null) for the
 	// other controllers.
 	FixedClockLevelMHz *float64 `json:"fixed_clock_level_mhz"`
+	// RequestsSkipped counts the trace rows a format's rule left out, by
+	// reason (Workload.Skipped); absent when none was.
+	RequestsSkipped map[string]int `json:"requests_skipped,omitempty"`
 }
 
 // Run normalizes w if asked, simulates it under cfg and returns the report.
@@ -114,6 +117,7 @@ func RunContext(ctx context.Context, w Workload, cfg Config) (rep *Report, err e
 			RequestsLoaded:       len(w.Requests),
 			ServesimVersion:      cfg.Version,
 			FixedClockLevelMHz:   fixedLevel,
+			RequestsSkipped:      w.Skipped,
 		},
 	}, nil
 }

@@ -24,6 +24,10 @@ type Options struct {
 	// SLO is what the violation rates and the slo block judge requests
 	// by; a zero TTFTSeconds or TPOTSeconds takes the profile's (SLO.OrProfile).
 	SLO SLO
+	// RequestLog keeps, whatever Summary says, what a per-request log
+	// needs: the request records and each request's KV-cache occupancy at
+	// the start of its arrival step (Result.Log), one float per request.
+	RequestLog bool
 }
 
 // requestProgress is a request's token progress during a simulation; its
@@ -81,6 +85,9 @@ type simulation struct {
 	queuedPrompt int // prompt tokens of the queued requests
 	active       []int
 	completed    int
+	// arrivalKV[i] is the KV occupancy at the start of request i's arrival
+	// step; nil unless Options.RequestLog.
+	arrivalKV []float64
 
 	timeS             float64
 	step              int
@@ -221,6 +228,9 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 	}
+	if opt.RequestLog {
+		sim.arrivalKV = make([]float64, 0, capacity)
+	}
 	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
 	for _, mhz := range prof.ClockMHz {
@@ -254,6 +264,9 @@ func (sim *simulation) add(r Request) {
 		outputTokens:     float64(r.OutputTokens),
 		prefillRemaining: float64(r.PromptTokens),
 	})
+	if sim.arrivalKV != nil {
+		sim.arrivalKV = append(sim.arrivalKV, 0)
+	}
 }
 
 // reserveTrajectory preallocates the trajectory of a run that keeps one:
@@ -331,11 +344,13 @@ func (sim *simulation) advance() (bool, error) {
 	if !(sim.timeS <= p.MaxSimulationTimeS+1e-12) {
 		return true, nil
 	}
+	arrived := sim.pending
 	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
 		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
 	}
 	obs := sim.observe()
+	sim.noteArrivals(arrived, obs.KVTokens)
 	action := sim.scheduler.Schedule(obs)
 	if err := action.Validate(); err != nil {
 		return true, fmt.Errorf("scheduler %s at step %d: %w", sim.scheduler.Name(), sim.step, err)
@@ -580,6 +595,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		WorkloadChecksum: checksum,
 		SLO:              slo,
 		Steps:            sim.stats.steps,
+		Log:              sim.requestLog(),
 	}
 	if opt.Summary {
 		return res

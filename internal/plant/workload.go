@@ -55,6 +55,9 @@ type Workload struct {
 	Requests []Request // requests in trace order
 	Source   string    // the path it was read from, "stdin" or "(embedded)"
 	SHA256   string    // SHA-256 of the bytes read
+	// Skipped counts the rows a trace format's rule left out, by reason
+	// (package trace: "failed_response", "filtered"); nil when none was.
+	Skipped map[string]int
 }
 
 // Azure trace column names.
@@ -124,6 +127,15 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 	}
 	if err != nil {
 		return Workload{}, csvError(name, err)
+	}
+	if len(header) == 0 {
+		// A blank first line is csv.DictReader's (empty) header: the
+		// reference finds no rows, or no Azure column.
+		if found, err := hasRecord(records); err != nil {
+			return Workload{}, csvError(name, err)
+		} else if !found {
+			return Workload{}, &TraceError{File: name, Why: "empty workload trace: no rows after the header"}
+		}
 	}
 	cols, err := traceColumns(name, header)
 	if err != nil {
@@ -206,6 +218,20 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 	return Workload{Requests: requests, Source: name, SHA256: sum}, nil
 }
 
+// hasRecord reports whether records holds a record with fields, or returns
+// its syntax error.
+func hasRecord(records recordReader) (bool, error) {
+	for {
+		fields, _, err := records.next()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil || len(fields) > 0 {
+			return err == nil, err
+		}
+	}
+}
+
 // traceColumns finds the three Azure columns in a header; a repeated name
 // means its last column, as csv.DictReader reads it.
 func traceColumns(name string, header []string) ([3]int, error) {
@@ -263,10 +289,11 @@ func (h *headerWatch) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	// The first line is the header, even an empty one (csv.DictReader's
-	// fieldnames are its first record).
+	// fieldnames are its first record); whether an empty one is an error
+	// depends on the rows, which the full parse reads.
 	line := strings.TrimSuffix(text[:h.scanned+end], "\r")
 	h.done = true
-	if strings.ContainsAny(line, "\"\r") {
+	if line == "" || strings.ContainsAny(line, "\"\r") {
 		return len(p), nil
 	}
 	if err := h.check(strings.Split(line, ",")); err != nil {

@@ -123,6 +123,7 @@ func TestLoadWorkloadErrorsNameFileLineAndField(t *testing.T) {
 		{"mixed zones", header + row + "2023-11-16 18:17:04+00:00,1,1\n", "line 3: TIMESTAMP \"2023-11-16 18:17:04+00:00\": mixes timestamps", NoElapsedLimit},
 		{"bad quote", header + "\"2023-11-16 18:17:04,1,1\n", "trace t.csv line 2:", NoElapsedLimit},
 		{"blank header line", "\n" + header + row, "trace t.csv line 1: missing column TIMESTAMP", NoElapsedLimit},
+		{"blank header line, no rows", "\n\r\n", "trace t.csv: empty workload trace: no rows after the header", NoElapsedLimit},
 		{"not UTF-8", header + row + "2023-11-16 18:17:04,1,1,\xff\n", "trace t.csv line 3: byte 97 is not UTF-8: expected a UTF-8 text", NoElapsedLimit},
 		{"quote then digits", header + "2023-11-16 18:17:04,\"1\"x,1\n", `trace t.csv line 2: ContextTokens "1x": expected an integer token count`, NoElapsedLimit},
 		{"nothing left", header + row, "no workload rows remain", -1},
@@ -192,7 +193,7 @@ func TestNormalizeOfferedLoad(t *testing.T) {
 
 func TestParseISOTimestampRejectsCPythonQuirks(t *testing.T) {
 	// CPython 3.11 accepts these by accident; servesim rejects them.
-	for _, text := range []string{"2023-11-16T18:17:03x+01:00", "2023-11-16T18:17:03:5", "2023-11-16T18:17:03 +01:00"} {
+	for _, text := range []string{"2023-11-16T18:17:03x+01:00", "2023-11-16T18:17:03:5", "2023-11-16T18:17:03 +01:00", "2024-05-10 00:00:00.+00:00"} {
 		_, _, err := parseISOTimestamp(text)
 		assert.Error(t, err, text)
 	}

@@ -5,13 +5,17 @@
 package sweep
 
 import (
+	"errors"
 	"fmt"
+	"iter"
+	"maps"
 	"math"
 	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Axis is one swept dimension: a name (the flag it came from) and its values
@@ -39,9 +43,9 @@ func (c Cell) Value(axes []Axis, name string) string {
 }
 
 // DefaultMaxCells bounds the runs of one sweep process (its shard, or the
-// whole grid) unless the caller allows more: each run keeps a record until
-// the output is written, and 100,000 runs of the embedded trace take about
-// ten minutes on one core.
+// whole grid) unless the caller allows more: 100,000 runs of the embedded
+// trace take about ten minutes on one core, and a larger grid is better
+// split into shards run on several machines.
 const DefaultMaxCells = 100_000
 
 // LimitError reports a grid (or a shard of it) with more cells than the
@@ -87,27 +91,52 @@ func formatCells(x float64) string {
 	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
-// Plan returns the cells of the i-th (1-based) of n contiguous shards of
-// the grid of axes (1 of 1: the whole grid), in grid order: the first axis
-// varies slowest, as in nested loops written in axis order, and each cell's
-// Index is its place in the whole grid. The shards' cells concatenated in
-// shard order are the whole grid. It returns a *LimitError, before
-// allocating anything, when the grid has more cells than an int can count
-// or the shard more than maxCells.
-func Plan(axes []Axis, i, n, maxCells int) ([]Cell, error) {
+// Shard is the part of a grid one process runs: the cells Lo to Hi-1 of
+// the grid of Axes (all of them for shard 1 of 1). Cells are made when
+// asked for, so a shard of any size costs nothing until it runs.
+type Shard struct {
+	Axes   []Axis // the grid's axes
+	Lo, Hi int    // the shard's cells, by grid index: [Lo, Hi)
+	Cells  int    // cells of the whole grid
+}
+
+// Len is the number of cells of the shard.
+func (s Shard) Len() int { return s.Hi - s.Lo }
+
+// Cell returns the cell of the grid whose index is index.
+func (s Shard) Cell(index int) Cell { return cellAt(s.Axes, index) }
+
+// All yields the shard's cells in grid order.
+func (s Shard) All() iter.Seq[Cell] {
+	return func(yield func(Cell) bool) {
+		for index := s.Lo; index < s.Hi; index++ {
+			if !yield(s.Cell(index)) {
+				return
+			}
+		}
+	}
+}
+
+// Plan returns the i-th (1-based) of n contiguous shards of the grid of
+// axes (1 of 1: the whole grid). Grid order is that of nested loops written
+// in axis order: the first axis varies slowest, and a cell's Index is its
+// place in the whole grid. The shards' cells concatenated in shard order
+// are the whole grid. Plan returns a *LimitError when the grid has more
+// cells than an int can count or the shard more than maxCells.
+func Plan(axes []Axis, i, n, maxCells int) (Shard, error) {
 	sizes := make([]int, len(axes))
 	for k, a := range axes {
 		sizes[k] = len(a.Values)
 	}
 	lo, hi, err := shardCells(sizes, i, n, maxCells)
 	if err != nil {
-		return nil, err
+		return Shard{}, err
 	}
-	out := make([]Cell, hi-lo)
-	for k := range out {
-		out[k] = cellAt(axes, lo+k)
+	cells := 1
+	for _, size := range sizes {
+		cells *= size // shardCells checked that the product fits
 	}
-	return out, nil
+	return Shard{Axes: axes, Lo: lo, Hi: hi, Cells: cells}, nil
 }
 
 // shardCells is the range [lo, hi) of the cells of the i-th of n shards of
@@ -167,65 +196,129 @@ func ParseShard(s string) (i, n int, err error) {
 	return i, n, nil
 }
 
-// Run calls work on every cell with up to jobs cells at a time and passes
-// each result to emit in the cells' order, as soon as it and all cells before
-// it are done, so the output is the same whatever jobs is. An error from
-// emit stops the run (cells under way finish) and is returned.
-func Run[R any](cells []Cell, jobs int, work func(Cell) R, emit func(Cell, R) error) error {
-	jobs = max(1, min(jobs, len(cells)))
+// Stop ends a Run early. Once Start is closed no further cell starts; once
+// Wait is closed Run no longer waits for the cells under way. A nil channel
+// never closes.
+type Stop struct {
+	Start <-chan struct{} // closed: start no further cell
+	Wait  <-chan struct{} // closed: stop waiting for the cells under way
+}
+
+// ErrStopped is what Run returns when Stop ended it before every cell's
+// result was emitted.
+var ErrStopped = errors.New("sweep stopped before every cell ran")
+
+// Run calls work on the cells with up to jobs cells at a time and passes
+// each result to emit in the cells' order, as soon as it and all the
+// results before it are done, so the output is the same whatever jobs is.
+// A cell starts only while fewer than jobs results wait for an earlier one:
+// the results held back never number more than jobs, whatever the number
+// of cells.
+//
+// An error from emit ends the run at once (the cells under way are not
+// waited for) and is returned. When stop.Start closes, no further cell
+// starts; the results of the cells under way are emitted as they finish
+// (until stop.Wait closes), and then, still in order, the results held
+// back behind a cell that did not finish, so every finished cell is
+// emitted; Run then returns ErrStopped, or nil if every cell was emitted.
+func Run[R any](cells iter.Seq[Cell], jobs int, stop Stop, work func(Cell) R, emit func(Cell, R) error) error {
+	jobs = max(1, jobs)
+	type task struct {
+		pos  int // place in cells
+		cell Cell
+	}
 	type done struct {
-		pos    int
+		task
 		result R
 	}
-	next := make(chan int)
+	tasks := make(chan task)
 	results := make(chan done)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for pos := range next {
-				results <- done{pos, work(cells[pos])}
-			}
-		}()
-	}
+	quit := make(chan struct{}) // closed when Run returns
+	defer close(quit)
+	// window holds a token for every cell started and not yet emitted:
+	// the cell being waited for and at most jobs results after it.
+	window := make(chan struct{}, jobs+1)
+	var started atomic.Int64  // cells started
+	var exhausted atomic.Bool // every cell was started
 	go func() {
-		defer close(next)
-		for pos := range cells {
+		defer close(tasks)
+		pos := 0
+		for c := range cells {
 			select {
-			case next <- pos:
-			case <-stop:
+			case window <- struct{}{}:
+			case <-stop.Start:
+				return
+			case <-quit:
 				return
 			}
+			select {
+			case <-stop.Start: // when both were ready, the stop wins
+				return
+			default:
+			}
+			select {
+			case tasks <- task{pos, c}:
+			case <-stop.Start:
+				return
+			case <-quit:
+				return
+			}
+			pos++
+			started.Store(int64(pos))
 		}
+		exhausted.Store(true)
 	}()
+	var wg sync.WaitGroup
+	for range jobs {
+		wg.Go(func() {
+			for t := range tasks {
+				r := work(t.cell)
+				select {
+				case results <- done{t, r}:
+				case <-quit:
+					return
+				}
+			}
+		})
+	}
 	go func() {
 		wg.Wait()
 		close(results)
 	}()
-	pending := make(map[int]R)
-	emitted := 0
-	var emitErr error
-	for d := range results {
-		if emitErr != nil {
-			continue
-		}
-		pending[d.pos] = d.result
-		for {
-			r, ok := pending[emitted]
+
+	pending := map[int]done{} // finished, waiting for an earlier cell
+	next := 0                 // the place of the next result to emit
+	finished := false         // results is closed: no cell is under way
+	for !finished {
+		select {
+		case d, ok := <-results:
 			if !ok {
+				finished = true
 				break
 			}
-			delete(pending, emitted)
-			if emitErr = emit(cells[emitted], r); emitErr != nil {
-				close(stop)
-				break
+			pending[d.pos] = d
+			for d, ok := pending[next]; ok; d, ok = pending[next] {
+				delete(pending, next)
+				if err := emit(d.cell, d.result); err != nil {
+					return err
+				}
+				next++
+				<-window
 			}
-			emitted++
+		case <-stop.Wait:
+			finished = true
 		}
 	}
-	return emitErr
+	if exhausted.Load() && int64(next) == started.Load() {
+		return nil
+	}
+	held := slices.Sorted(maps.Keys(pending))
+	for _, pos := range held {
+		if err := emit(pending[pos].cell, pending[pos].result); err != nil {
+			return err
+		}
+	}
+	return ErrStopped
 }
 
 // Point is one result placed for a Pareto comparison: both coordinates are
@@ -235,43 +328,63 @@ type Point struct {
 	X, Y  float64 // the two coordinates, both minimized
 }
 
-// ParetoFront returns the points not dominated by any other (no other point
-// is at least as good in both coordinates and better in one), sorted by X
-// then Y. Points with a NaN or infinite coordinate are never on the front;
-// of identical points only the first (lowest Index) is kept.
-func ParetoFront(points []Point) []Point {
-	finite := make([]Point, 0, len(points))
-	for _, p := range points {
-		if !math.IsNaN(p.X) && !math.IsNaN(p.Y) && !math.IsInf(p.X, 0) && !math.IsInf(p.Y, 0) {
-			finite = append(finite, p)
-		}
+// before reports whether p comes before q in the front's order: by X, then
+// Y, then Index.
+func (p Point) before(q Point) bool {
+	if p.X != q.X {
+		return p.X < q.X
 	}
-	slices.SortStableFunc(finite, func(a, b Point) int {
-		if c := cmpFloat(a.X, b.X); c != 0 {
-			return c
-		}
-		if c := cmpFloat(a.Y, b.Y); c != 0 {
-			return c
-		}
-		return a.Index - b.Index
-	})
-	front := []Point{}
-	bestY := math.Inf(1)
-	for _, p := range finite {
-		if p.Y < bestY {
-			front = append(front, p)
-			bestY = p.Y
-		}
+	if p.Y != q.Y {
+		return p.Y < q.Y
 	}
-	return front
+	return p.Index < q.Index
 }
 
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+// beats reports whether p keeps q off the front: p comes first and is at
+// least as good in Y (so p is at least as good in both, better in one, or
+// the same point with a lower Index).
+func (p Point) beats(q Point) bool { return p.before(q) && p.Y <= q.Y }
+
+// Front is the Pareto front of the points added so far, each with a value:
+// the points no other point beats (no other is at least as good in both
+// coordinates and better in one; of identical points only the one with the
+// lowest Index counts). Points with a NaN or infinite coordinate are never
+// on it. The front does not depend on the order the points come in, and it
+// keeps only its own members: its memory does not grow with the points
+// added.
+type Front[T any] struct {
+	points []Point // sorted by X, then Y, then Index; Y strictly decreasing
+	values []T
 }
+
+// Add considers p, with its value v, for the front.
+func (f *Front[T]) Add(p Point, v T) {
+	if math.IsNaN(p.X) || math.IsNaN(p.Y) || math.IsInf(p.X, 0) || math.IsInf(p.Y, 0) {
+		return
+	}
+	// at is where p goes in the order; the member just before it has the
+	// lowest Y of the members that come before p.
+	at, _ := slices.BinarySearchFunc(f.points, p, func(m, p Point) int {
+		if m.before(p) {
+			return -1
+		}
+		return 1
+	})
+	if at > 0 && f.points[at-1].beats(p) {
+		return
+	}
+	// p beats the members after it whose Y is not lower: they are next to
+	// it, since Y decreases along the front.
+	end := at
+	for end < len(f.points) && p.Y <= f.points[end].Y {
+		end++
+	}
+	f.points = slices.Replace(f.points, at, end, p)
+	f.values = slices.Replace(f.values, at, end, v)
+}
+
+// Points returns the front's points sorted by X (then Y, then Index).
+func (f *Front[T]) Points() []Point { return f.points }
+
+// Values returns the values of the front's points, in the order of Points.
+func (f *Front[T]) Values() []T { return f.values }

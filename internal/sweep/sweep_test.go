@@ -3,11 +3,13 @@ package sweep
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,9 +20,9 @@ import (
 // grid returns every cell of the grid of axes.
 func grid(t testing.TB, axes []Axis) []Cell {
 	t.Helper()
-	cells, err := Plan(axes, 1, 1, DefaultMaxCells)
+	shard, err := Plan(axes, 1, 1, DefaultMaxCells)
 	require.NoError(t, err)
-	return cells
+	return slices.Collect(shard.All())
 }
 
 func TestGridOrder(t *testing.T) {
@@ -49,7 +51,9 @@ func TestShardsPartitionTheGridInOrder(t *testing.T) {
 		for i := 1; i <= n; i++ {
 			shard, err := Plan(axes, i, n, DefaultMaxCells)
 			require.NoError(t, err)
-			joined = append(joined, shard...)
+			assert.Equal(t, len(cells), shard.Cells)
+			assert.Equal(t, shard.Hi-shard.Lo, shard.Len())
+			joined = slices.AppendSeq(joined, shard.All())
 		}
 		assert.Equal(t, cells, joined, "n=%d", n)
 	}
@@ -84,11 +88,11 @@ func TestPlanRefusesGridsPastTheLimitBeforeAllocating(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var cells []Cell
+			var shard Shard
 			var err error
 			axes := axesOf(tt.sizes...)
-			allocs := testing.AllocsPerRun(1, func() { cells, err = Plan(axes, tt.shard, tt.of, tt.maxCells) })
-			assert.Nil(t, cells)
+			allocs := testing.AllocsPerRun(1, func() { shard, err = Plan(axes, tt.shard, tt.of, tt.maxCells) })
+			assert.Zero(t, shard)
 			var le *LimitError
 			require.ErrorAs(t, err, &le)
 			assert.ErrorContains(t, err, tt.want)
@@ -98,10 +102,14 @@ func TestPlanRefusesGridsPastTheLimitBeforeAllocating(t *testing.T) {
 		})
 	}
 	// A large grid is fine in small enough shards.
-	cells, err := Plan(axesOf(1000, 1000, 1000, 1000), 7, 1e8, DefaultMaxCells)
+	shard, err := Plan(axesOf(1000, 1000, 1000, 1000), 7, 1e8, DefaultMaxCells)
 	require.NoError(t, err)
-	require.Len(t, cells, 10000)
-	assert.Equal(t, 60000, cells[0].Index)
+	require.Equal(t, 10000, shard.Len())
+	assert.Equal(t, 60000, shard.Lo)
+	assert.Equal(t, 1_000_000_000_000, shard.Cells)
+	first, _ := iter.Pull(shard.All())
+	c, _ := first()
+	assert.Equal(t, 60000, c.Index)
 }
 
 // FuzzSweepCells checks over any axis lengths and shard that the grid
@@ -170,7 +178,7 @@ func TestRunEmitsInGridOrderWhateverTheParallelism(t *testing.T) {
 	cells := grid(t, []Axis{{"a", make([]string, 50)}})
 	for _, jobs := range []int{1, 2, 4, 16, 100} {
 		var order []int
-		err := Run(cells, jobs, func(c Cell) int {
+		err := Run(slices.Values(cells), jobs, Stop{}, func(c Cell) int {
 			time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
 			return c.Index * c.Index
 		}, func(c Cell, r int) error {
@@ -191,7 +199,7 @@ func TestRunStopsOnEmitError(t *testing.T) {
 	cells := grid(t, []Axis{{"a", make([]string, 40)}})
 	boom := errors.New("disk full")
 	emitted := 0
-	err := Run(cells, 3, func(c Cell) int { return c.Index }, func(c Cell, _ int) error {
+	err := Run(slices.Values(cells), 3, Stop{}, func(c Cell) int { return c.Index }, func(c Cell, _ int) error {
 		emitted++
 		if c.Index == 5 {
 			return boom
@@ -202,7 +210,122 @@ func TestRunStopsOnEmitError(t *testing.T) {
 	assert.Equal(t, 6, emitted)
 }
 
-func TestParetoFront(t *testing.T) {
+// TestRunHoldsBackAtMostJobsResults makes the first cell slow: the other
+// workers go on only until jobs results wait behind it.
+func TestRunHoldsBackAtMostJobsResults(t *testing.T) {
+	cells := grid(t, []Axis{{"a", make([]string, 100)}})
+	for _, jobs := range []int{1, 2, 4} {
+		release := make(chan struct{})
+		var started atomic.Int32
+		var emitted []int
+		go func() {
+			// Let the fast workers run as far as they may, then free cell 0.
+			time.Sleep(50 * time.Millisecond)
+			close(release)
+		}()
+		err := Run(slices.Values(cells), jobs, Stop{}, func(c Cell) int {
+			started.Add(1)
+			if c.Index == 0 {
+				<-release
+				assert.LessOrEqual(t, started.Load(), int32(jobs+1), "jobs=%d: cell 0 and at most jobs cells after it started", jobs)
+			}
+			return c.Index
+		}, func(c Cell, _ int) error {
+			emitted = append(emitted, c.Index)
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Len(t, emitted, 100)
+		assert.True(t, slices.IsSorted(emitted))
+	}
+}
+
+func TestRunStop(t *testing.T) {
+	cells := grid(t, []Axis{{"a", make([]string, 1000)}})
+	t.Run("no cell starts after Start, the ones under way are emitted", func(t *testing.T) {
+		start := make(chan struct{})
+		var emitted []int
+		err := Run(slices.Values(cells), 3, Stop{Start: start}, func(c Cell) int {
+			if c.Index == 10 {
+				close(start) // the signal comes while cell 10 runs
+				time.Sleep(20 * time.Millisecond)
+			}
+			return c.Index
+		}, func(c Cell, _ int) error {
+			emitted = append(emitted, c.Index)
+			return nil
+		})
+		assert.ErrorIs(t, err, ErrStopped)
+		assert.Less(t, len(emitted), 20, "the cells after the stop never start")
+		require.Greater(t, len(emitted), 10, "cell 10 finished after the stop and is emitted")
+		for i, c := range emitted {
+			assert.Equal(t, i, c, "in order, no gap: every cell started finished")
+		}
+	})
+	t.Run("Wait abandons the cells under way; the results held back are emitted", func(t *testing.T) {
+		start, wait := make(chan struct{}), make(chan struct{})
+		stuck := make(chan struct{})
+		defer close(stuck)
+		var emitted []int
+		err := Run(slices.Values(cells), 2, Stop{Start: start, Wait: wait}, func(c Cell) int {
+			if c.Index == 3 {
+				go func() {
+					time.Sleep(20 * time.Millisecond)
+					close(start)
+					time.Sleep(20 * time.Millisecond)
+					close(wait)
+				}()
+				<-stuck // never finishes while Run waits
+			}
+			return c.Index
+		}, func(c Cell, _ int) error {
+			emitted = append(emitted, c.Index)
+			return nil
+		})
+		assert.ErrorIs(t, err, ErrStopped)
+		require.GreaterOrEqual(t, len(emitted), 4)
+		assert.Equal(t, []int{0, 1, 2}, emitted[:3])
+		assert.NotContains(t, emitted, 3)
+		assert.True(t, slices.IsSorted(emitted))
+		assert.LessOrEqual(t, len(emitted), 3+2, "at most jobs results held back behind cell 3")
+	})
+	t.Run("a stop after the last cell started is no stop", func(t *testing.T) {
+		start := make(chan struct{})
+		few := grid(t, []Axis{{"a", make([]string, 3)}})
+		n := 0
+		err := Run(slices.Values(few), 4, Stop{Start: start}, func(c Cell) int {
+			if c.Index == 2 {
+				time.Sleep(10 * time.Millisecond) // every cell has started
+				close(start)
+			}
+			return c.Index
+		}, func(Cell, int) error { n++; return nil })
+		require.NoError(t, err)
+		assert.Equal(t, 3, n)
+	})
+	t.Run("no cells", func(t *testing.T) {
+		require.NoError(t, Run(slices.Values([]Cell(nil)), 2, Stop{}, func(Cell) int { return 0 }, func(Cell, int) error { return nil }))
+	})
+}
+
+// frontOf adds points to a front in the given order and returns the
+// Indexes of its members, in front order.
+func frontOf(points []Point, order []int) []int {
+	var f Front[int]
+	for _, k := range order {
+		f.Add(points[k], points[k].Index)
+	}
+	var idx []int
+	for k, p := range f.Points() {
+		if p.Index != f.Values()[k] {
+			panic("values out of step with points")
+		}
+		idx = append(idx, p.Index)
+	}
+	return idx
+}
+
+func TestFront(t *testing.T) {
 	points := []Point{
 		{0, 1.0, 5.0},
 		{1, 2.0, 3.0},
@@ -212,20 +335,20 @@ func TestParetoFront(t *testing.T) {
 		{5, math.NaN(), 0.1},
 		{6, 1.0, 5.0}, // duplicate of 0
 		{7, 0.5, math.Inf(1)},
+		{8, 3.0, 1.0 + 1e-9}, // same X as 3, worse Y
 	}
-	front := ParetoFront(points)
-	var idx []int
-	for _, p := range front {
-		idx = append(idx, p.Index)
-	}
-	assert.Equal(t, []int{0, 1, 3}, idx)
-	assert.Empty(t, ParetoFront(nil))
+	order := []int{0, 1, 2, 3, 4, 5, 6, 7, 8}
+	assert.Equal(t, []int{0, 1, 3}, frontOf(points, order))
+	slices.Reverse(order)
+	assert.Equal(t, []int{0, 1, 3}, frontOf(points, order), "in any order")
+	var empty Front[string]
+	assert.Empty(t, empty.Points())
 }
 
-func TestParetoFrontAgainstBruteForce(t *testing.T) {
+func TestFrontAgainstBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for trial := 0; trial < 200; trial++ {
-		points := make([]Point, 1+r.IntN(30))
+	for trial := 0; trial < 500; trial++ {
+		points := make([]Point, 1+r.IntN(40))
 		for i := range points {
 			points[i] = Point{i, float64(r.IntN(10)), float64(r.IntN(10))}
 		}
@@ -244,10 +367,14 @@ func TestParetoFrontAgainstBruteForce(t *testing.T) {
 				want = append(want, i)
 			}
 		}
-		var got []int
-		for _, p := range ParetoFront(points) {
-			got = append(got, p.Index)
+		// The front is sorted by X; its Indexes, sorted, are the
+		// undominated points, whatever order the points came in.
+		got := frontOf(points, r.Perm(len(points)))
+		var xs []float64
+		for _, k := range got {
+			xs = append(xs, points[k].X)
 		}
+		assert.True(t, slices.IsSorted(xs), "trial %d: sorted by X", trial)
 		slices.Sort(got)
 		assert.Equal(t, want, got, "trial %d", trial)
 	}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"servesim/internal/plant"
+	"servesim/internal/trace"
+)
+
+// newTraceCmd builds `servesim trace` and its subcommands; statsF and
+// convertF replace their runs for tests of flag parsing.
+func newTraceCmd(s *streams, statsF func(*traceStatsOptions) error, convertF func(*traceConvertOptions) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "trace",
+		Short: "Describe an arrival trace, or convert it to a canonical format",
+		Long: `trace reads an arrival trace in any format simulate reads (Azure 2023 and 2024,
+BurstGPT, Mooncake JSON Lines, or a CSV log named by --trace-columns; the
+format is detected from the first line unless --trace-format forces one):
+
+  stats    the format, request count, span, mean and peak rates, the
+           variation of inter-arrival times and token percentiles
+  convert  the same requests in the Azure or Mooncake format
+
+See README.md, "Traces", for the formats and their rules.`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
+				return usageErrorf("unknown command %q for %q; did you mean %q?", args[0], cmd.CommandPath(), suggestions[0])
+			}
+			return usageErrorf("unknown command %q for %q: expected stats or convert", args[0], cmd.CommandPath())
+		},
+	}
+	cmd.SuggestionsMinimumDistance = 2 // cobra's distance for the root's commands
+	cmd.AddCommand(newTraceStatsCmd(s, statsF), newTraceConvertCmd(s, convertF))
+	return cmd
+}
+
+// traceStatsOptions are the arguments and flags of `servesim trace stats`.
+type traceStatsOptions struct {
+	Path   string // the trace file; "-" is stdin
+	Trace  traceOptions
+	Format string // "json" or "table"
+	Output outputOptions
+}
+
+func newTraceStatsCmd(s *streams, runF func(*traceStatsOptions) error) *cobra.Command {
+	opts := &traceStatsOptions{Format: "json"}
+	cmd := &cobra.Command{
+		Use:   "stats [flags] FILE|-",
+		Short: "Describe a trace: format, requests, span, rates, token percentiles",
+		Long: `stats prints, as one JSON document (or a table with --format table), the
+format read, the request count, the span from the first to the last arrival,
+the mean rate (1 / the mean inter-arrival time), the peak rates over 1 s and
+60 s windows, the coefficient of variation of the inter-arrival times, the
+p50/p90/p99/max of the prompt and output tokens (numpy's linear percentile)
+and the rows the format's rules skipped.`,
+		Example: `  servesim trace stats BurstGPT_1.csv
+  servesim trace stats --trace-filter model=GPT-4 --format table BurstGPT_1.csv
+  servesim trace stats --trace-columns arrival=ts,prompt=in,output=out --time-unit ms gateway.csv`,
+		Args: exactlyOneFile,
+		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
+			opts.Path = args[0]
+			if opts.Format != "json" && opts.Format != "table" {
+				return usageErrorf("--format %q: expected json or table", opts.Format)
+			}
+			return nil
+		}, runF, func(_ context.Context, o *traceStatsOptions) error { return runTraceStats(s, o) }),
+	}
+	addTraceFlags(cmd, &opts.Trace)
+	cmd.Flags().StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
+	_ = cmd.RegisterFlagCompletionFunc("format", choices([]string{"json", "table"}))
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+func runTraceStats(s *streams, o *traceStatsOptions) error {
+	t, err := openTrace(s, o.Path, plant.NoElapsedLimit, &o.Trace)
+	if err != nil {
+		return err
+	}
+	stats := trace.ComputeStats(t)
+	if o.Format == "table" {
+		return writeBytes(s, o.Output, []byte(stats.Table()))
+	}
+	return writeJSON(s, o.Output, &stats)
+}
+
+// traceConvertOptions are the arguments and flags of `servesim trace
+// convert`.
+type traceConvertOptions struct {
+	Path   string // the trace file; "-" is stdin
+	Trace  traceOptions
+	To     string // the format written: azure or mooncake
+	Output outputOptions
+}
+
+func newTraceConvertCmd(s *streams, runF func(*traceConvertOptions) error) *cobra.Command {
+	opts := &traceConvertOptions{}
+	cmd := &cobra.Command{
+		Use:   "convert --to azure|mooncake [flags] FILE|-",
+		Short: "Write a trace's requests in the Azure or Mooncake format",
+		Long: `convert reads a trace and writes its requests (after the format's rules:
+skipped rows are gone, ids run from 0, arrivals start at 0) in a canonical
+format, to stdout or atomically to -o FILE:
+
+  azure     TIMESTAMP,ContextTokens,GeneratedTokens with TIMESTAMP the Unix
+            epoch (1970-01-01 00:00:00, no UTC offset) plus the arrival, to
+            the microsecond
+  mooncake  JSON Lines {"timestamp": ms, "input_length", "output_length",
+            "hash_ids"}, hash_ids [] for a trace without any
+
+Reading the result gives the same requests: arrival times are whole
+microseconds in every format.`,
+		Example: `  servesim trace convert --to azure BurstGPT_1.csv -o burstgpt_azure.csv
+  servesim trace convert --to mooncake AzureLLMInferenceTrace_conv.csv > conv.jsonl`,
+		Args: exactlyOneFile,
+		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
+			opts.Path = args[0]
+			if _, err := convertFormat(opts.To); err != nil {
+				return err
+			}
+			return nil
+		}, runF, func(_ context.Context, o *traceConvertOptions) error { return runTraceConvert(s, o) }),
+	}
+	addTraceFlags(cmd, &opts.Trace)
+	cmd.Flags().StringVar(&opts.To, "to", "", "format to write: azure or mooncake (required)")
+	_ = cmd.RegisterFlagCompletionFunc("to", choices(formatNames(trace.ConvertFormats)))
+	addOutputFlag(cmd, &opts.Output)
+	return cmd
+}
+
+// convertFormat is the format --to names.
+func convertFormat(to string) (trace.Format, error) {
+	for _, f := range trace.ConvertFormats {
+		if string(f) == to {
+			return f, nil
+		}
+	}
+	if to == "" {
+		return "", usageErrorf("--to is required: azure or mooncake")
+	}
+	return "", usageErrorf("--to %q: expected azure or mooncake", to)
+}
+
+func runTraceConvert(s *streams, o *traceConvertOptions) error {
+	to, _ := convertFormat(o.To)
+	t, err := openTrace(s, o.Path, plant.NoElapsedLimit, &o.Trace)
+	if err != nil {
+		return err
+	}
+	return writeResult(s, o.Output, func(w io.Writer) error { return trace.Convert(w, t, to) })
+}
+
+// exactlyOneFile accepts one argument, the trace file.
+func exactlyOneFile(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		return usageErrorf("%s: expected one trace file (or - for stdin), got %d arguments", cmd.CommandPath(), len(args))
+	}
+	return nil
+}

@@ -1,0 +1,120 @@
+package trace
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/plant"
+	"servesim/internal/sharedtest"
+)
+
+func TestConvertWritesTheCanonicalForms(t *testing.T) {
+	tests := []struct {
+		file   string
+		opt    Options
+		format Format
+		want   string
+	}{
+		{"mooncake.jsonl", Options{}, Azure, `TIMESTAMP,ContextTokens,GeneratedTokens
+1970-01-01 00:00:00.000000,6000,40
+1970-01-01 00:00:00.000000,5500,30
+1970-01-01 00:00:25.000000,6000,40
+1970-01-01 00:00:31.250500,500,1
+`},
+		{"mooncake.jsonl", Options{}, Mooncake, `{"timestamp": 0, "input_length": 6000, "output_length": 40, "hash_ids": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]}
+{"timestamp": 0, "input_length": 5500, "output_length": 30, "hash_ids": [10, 11, 12, 13, 14, 15, 16, 30, 31, 32, 33]}
+{"timestamp": 25000, "input_length": 6000, "output_length": 40, "hash_ids": [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21]}
+{"timestamp": 31250.5, "input_length": 500, "output_length": 1, "hash_ids": [40]}
+`},
+		{"azure2024.csv", Options{}, Mooncake, `{"timestamp": 0, "input_length": 1024, "output_length": 157, "hash_ids": []}
+{"timestamp": 0.07, "input_length": 37, "output_length": 9, "hash_ids": []}
+{"timestamp": 1490.07, "input_length": 2048, "output_length": 1, "hash_ids": []}
+{"timestamp": 1490.07, "input_length": 612, "output_length": 33, "hash_ids": []}
+{"timestamp": 59990.07, "input_length": 9, "output_length": 2, "hash_ids": []}
+`},
+		{"burstgpt.csv", Options{}, Azure, `TIMESTAMP,ContextTokens,GeneratedTokens
+1970-01-01 00:00:00.000000,512,20
+1970-01-01 00:00:38.000000,1200,250
+1970-01-01 00:01:57.000000,400,300
+1970-01-01 00:18:47.000000,1300,480
+1970-01-01 01:16:07.250000,1310,260
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file+" to "+string(tt.format), func(t *testing.T) {
+			tr, err := loadFile(t, tt.file, plant.NoElapsedLimit, tt.opt)
+			require.NoError(t, err)
+			var buf bytes.Buffer
+			require.NoError(t, Convert(&buf, tr, tt.format))
+			assert.Equal(t, tt.want, buf.String())
+			roundTrip(t, tr)
+		})
+	}
+}
+
+func TestConvertAzureToAzureReproducesTheRequests(t *testing.T) {
+	for _, file := range []string{"azure2023.csv", "azure2024.csv"} {
+		tr, err := loadFile(t, file, plant.NoElapsedLimit, Options{})
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		require.NoError(t, WriteAzure(&buf, tr))
+		back, err := Load(&buf, "back", plant.NoElapsedLimit, Options{})
+		require.NoError(t, err)
+		assert.Equal(t, Azure, back.Format)
+		assert.Equal(t, withoutTimestamps(tr.Requests), withoutTimestamps(back.Requests))
+		assert.Equal(t, plant.WorkloadChecksum(tr.Requests), plant.WorkloadChecksum(back.Requests))
+	}
+}
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestConvertReportsWriteErrorsAndUnknownFormats(t *testing.T) {
+	tr, err := loadFile(t, "burstgpt.csv", plant.NoElapsedLimit, Options{})
+	require.NoError(t, err)
+	for _, format := range ConvertFormats {
+		assert.EqualError(t, Convert(failingWriter{}, tr, format), "disk full")
+	}
+	assert.EqualError(t, Convert(&bytes.Buffer{}, tr, BurstGPT), `cannot convert to "burstgpt": expected azure or mooncake`)
+}
+
+func TestAppendMillis(t *testing.T) {
+	for us, want := range map[int64]string{0: "0", 1: "0.001", 1500: "1.5", 2000: "2", 1234567: "1234.567", 10: "0.01", 604800000000: "604800000"} {
+		assert.Equal(t, want, string(appendMillis(nil, us)), "%d", us)
+	}
+}
+
+// TestTheAzure2023TracesReadAndConvert reads the shared Azure 2023 traces
+// with detection (exactly as plant.LoadWorkload reads them) and converts
+// them both ways: the workload checksum is kept.
+func TestTheAzure2023TracesReadAndConvert(t *testing.T) {
+	for _, path := range []string{sharedtest.CodeTrace(t), sharedtest.ConvTrace(t)} {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		want, err := plant.LoadWorkload(bytes.NewReader(data), path, plant.NoElapsedLimit)
+		require.NoError(t, err)
+		f, err := os.Open(path)
+		require.NoError(t, err)
+		got, err := Load(f, path, plant.NoElapsedLimit, Options{})
+		f.Close()
+		require.NoError(t, err)
+		assert.Equal(t, Azure, got.Format)
+		assert.Equal(t, want, got.Workload)
+		checksum := plant.WorkloadChecksum(want.Requests)
+		for _, format := range ConvertFormats {
+			var buf bytes.Buffer
+			require.NoError(t, Convert(&buf, got, format))
+			back, err := Load(&buf, "converted", plant.NoElapsedLimit, Options{})
+			require.NoError(t, err)
+			assert.Equal(t, format, back.Format)
+			assert.Equal(t, checksum, plant.WorkloadChecksum(back.Requests), "%s to %s", path, format)
+		}
+	}
+}

@@ -1,0 +1,190 @@
+// Package trace reads arrival traces in the formats people have into plant
+// workloads: the Azure 2023 and 2024 CSV traces (through plant.LoadWorkload),
+// BurstGPT CSV, Mooncake JSON Lines and any CSV log whose columns are named.
+// It detects the format from the first line, and computes a trace's
+// statistics (Stats) and its canonical forms (WriteAzure, WriteMooncake).
+//
+// Every format follows the same rules: request ids number the kept rows
+// from 0 in file order; arrival times are whole microseconds since the first
+// kept row, in seconds; rows must be sorted by time; a row that cannot be
+// used is an error naming the input, the line and the field, unless a rule
+// of its format skips it, and skipped rows are counted by reason
+// (plant.Workload.Skipped). Input is read within plant's caps
+// (plant.MaxTraceBytes, plant.MaxTraceLineBytes, no NUL byte).
+package trace
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"servesim/internal/plant"
+)
+
+// Format names a trace format.
+type Format string
+
+// The trace formats.
+const (
+	// Azure is the Azure LLM inference trace, 2023 or 2024:
+	// TIMESTAMP,ContextTokens,GeneratedTokens with ISO 8601 times.
+	Azure Format = "azure"
+	// BurstGPT is the BurstGPT trace: Timestamp (seconds), Model,
+	// Request tokens, Response tokens, Total tokens, Log Type.
+	BurstGPT Format = "burstgpt"
+	// Mooncake is the Mooncake trace: JSON Lines with timestamp
+	// (milliseconds), input_length, output_length and hash_ids.
+	Mooncake Format = "mooncake"
+	// CSV is any CSV log whose arrival, prompt and output columns are named
+	// by Columns.
+	CSV Format = "csv"
+)
+
+// Formats lists every format, in the order detection tries them (CSV is
+// never detected: its columns must be named).
+var Formats = []Format{Azure, BurstGPT, Mooncake, CSV}
+
+// ParseFormat returns the format called name.
+func ParseFormat(name string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == name {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("unknown trace format %q: expected %s", name, formatList(Formats, "or"))
+}
+
+// formatList writes formats as "a, b, c or d".
+func formatList(formats []Format, conjunction string) string {
+	names := make([]string, len(formats))
+	for i, f := range formats {
+		names[i] = string(f)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " " + conjunction + " " + names[len(names)-1]
+}
+
+// Options say how to read a trace. The zero value detects the format and
+// keeps every row its format's rules keep.
+type Options struct {
+	// Format forces a format; empty detects it from the first line, or
+	// means CSV when Columns are given.
+	Format Format
+	// Filter keeps a subset of a BurstGPT trace's rows.
+	Filter Filter
+	// Columns names the columns of a CSV log (Format CSV); nil otherwise.
+	Columns *Columns
+}
+
+// Option names in an OptionError.
+const (
+	OptionFilter  = "filter"  // Options.Filter
+	OptionColumns = "columns" // Options.Columns
+)
+
+// OptionError reports Options that contradict each other, before any input
+// is read.
+type OptionError struct {
+	Option string // the option at fault: OptionFilter or OptionColumns
+	Reason string // what is wrong and what was expected
+}
+
+// Error reads "filter: applies to burstgpt traces, not mooncake".
+func (e *OptionError) Error() string { return e.Option + ": " + e.Reason }
+
+// Check reports options that contradict each other: a filter for a format
+// other than BurstGPT, columns for a format other than CSV, or CSV without
+// columns.
+func (o Options) Check() error {
+	format := o.format()
+	switch {
+	case !o.Filter.Empty() && format != "" && format != BurstGPT:
+		return &OptionError{OptionFilter, fmt.Sprintf("applies to %s traces, not %s", BurstGPT, format)}
+	case o.Columns != nil && format != CSV:
+		return &OptionError{OptionColumns, fmt.Sprintf("names the columns of a %s log, not of a %s trace", CSV, format)}
+	case o.Columns == nil && format == CSV:
+		return &OptionError{OptionColumns, "is required for a csv log: name its arrival, prompt and output columns"}
+	}
+	return nil
+}
+
+// format is the forced format: Format, or CSV when columns are named.
+func (o Options) format() Format {
+	if o.Format == "" && o.Columns != nil {
+		return CSV
+	}
+	return o.Format
+}
+
+// Trace is a loaded trace: the workload, its format and, for Mooncake
+// traces, every request's hash ids. The hash ids live here rather than on
+// plant.Request, which would grow by a slice header (24 B) per request for
+// the formats that have none; the plant ignores them today.
+type Trace struct {
+	plant.Workload
+	Format Format
+	// hashStart[i]:hashStart[i+1] are request i's hash ids in hashIDs;
+	// nil for formats without hash ids.
+	hashStart []int
+	hashIDs   []int64
+}
+
+// HashIDs returns request i's hash ids (one per 512-token block of its
+// prompt, for Mooncake traces); nil for the other formats. The slice is
+// shared with the trace.
+func (t *Trace) HashIDs(i int) []int64 {
+	if t.hashStart == nil {
+		return nil
+	}
+	return t.hashIDs[t.hashStart[i]:t.hashStart[i+1]:t.hashStart[i+1]]
+}
+
+// Load reads a trace from r; name is what errors and the provenance call
+// it. Rows more than maxElapsedS (plus 1e-12) after the first kept row are
+// left out, and not counted as skipped; plant.NoElapsedLimit keeps them
+// all. The Azure format is read by plant.LoadWorkload; the others check
+// every field of every row, also of rows left out.
+func Load(r io.Reader, name string, maxElapsedS float64, opt Options) (*Trace, error) {
+	return load(r, name, maxElapsedS, opt, defaultCaps)
+}
+
+func load(r io.Reader, name string, maxElapsedS float64, opt Options, caps readCaps) (*Trace, error) {
+	if err := opt.Check(); err != nil {
+		return nil, err
+	}
+	in := newInput(r, caps)
+	format := opt.format()
+	if format == "" {
+		var err error
+		if format, err = detect(in, name); err != nil {
+			return nil, err
+		}
+		if !opt.Filter.Empty() && format != BurstGPT {
+			return nil, fmt.Errorf("trace %s: a filter on model or log type applies to %s traces, and this is a %s trace", name, BurstGPT, format)
+		}
+	}
+	var (
+		t   *Trace
+		err error
+	)
+	switch format {
+	case Azure:
+		var w plant.Workload
+		if w, err = plant.LoadWorkload(in.sized(), name, maxElapsedS); err == nil {
+			t = &Trace{Workload: w}
+		}
+	case Mooncake:
+		t, err = readMooncake(in, name, maxElapsedS)
+	case BurstGPT:
+		t, err = readCSV(in, name, maxElapsedS, burstGPTLayout(opt.Filter))
+	case CSV:
+		t, err = readCSV(in, name, maxElapsedS, genericLayout(*opt.Columns))
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.Format = format
+	return t, nil
+}
