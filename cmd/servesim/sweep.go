@@ -47,6 +47,7 @@ type sweepOptions struct {
 	MaxSteps float64
 
 	axes  []sweep.Axis
+	grid  *sweep.Grid // axes with every value parsed, looked up by name
 	shard sweep.Shard
 
 	// ExecTimeoutS is --exec-timeout: the patience with exec: controllers.
@@ -154,11 +155,11 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 		}
 	}
 	o.axes = []sweep.Axis{
-		{Name: "profile", Values: o.Profiles},
-		{Name: "trace", Values: o.Traces},
-		{Name: "scheduler", Values: o.Schedulers},
-		{Name: "controller", Values: o.Controllers},
-		{Name: "normalize", Values: o.Normalize},
+		{Name: sweep.AxisProfile, Values: o.Profiles},
+		{Name: sweep.AxisTrace, Values: o.Traces},
+		{Name: sweep.AxisScheduler, Values: o.Schedulers},
+		{Name: sweep.AxisController, Values: o.Controllers},
+		{Name: sweep.AxisNormalize, Values: o.Normalize},
 	}
 	for _, pp := range plantParams {
 		if values, ok := o.PlantAxes[pp.flag]; ok {
@@ -169,11 +170,10 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 		if len(a.Values) == 0 {
 			return usageErrorf("--%s: expected at least one value", a.Name)
 		}
-		for _, v := range a.Values {
-			if err := checkAxisValue(a.Name, v); err != nil {
-				return usageError{err}
-			}
-		}
+	}
+	var err error
+	if o.grid, err = sweep.NewGrid(o.axes, parseAxisValue); err != nil {
+		return usageError{err}
 	}
 	if err := o.checkPlantValues(); err != nil {
 		return usageError{err}
@@ -182,7 +182,6 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	i, n := 1, 1
-	var err error
 	switch o.Shard {
 	case "":
 	case "auto":
@@ -227,31 +226,34 @@ func (o *sweepOptions) checkWork() error {
 	return workLimitError(plant.CheckWork(p, plant.Options{Summary: true, MaxSteps: o.MaxSteps}), false)
 }
 
-// checkAxisValue parses one value of a named axis.
-func checkAxisValue(axis, v string) error {
+// parseAxisValue parses one value of a named axis, once: a path (profile,
+// trace), a scheduler name or controller spec that builds, a utilization
+// (normalize: 0 for none) or a plant flag's number.
+func parseAxisValue(axis, v string) (any, error) {
 	switch axis {
-	case "profile", "trace":
+	case sweep.AxisProfile, sweep.AxisTrace:
 		if v == "" {
-			return fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, embeddedDefault)
+			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, embeddedDefault)
 		}
-	case "scheduler":
+		return v, nil
+	case sweep.AxisScheduler:
 		if _, err := plant.NewScheduler(v); err != nil {
-			return fmt.Errorf("--scheduler: %w", err)
+			return nil, fmt.Errorf("--scheduler: %w", err)
 		}
-	case "controller":
+		return v, nil
+	case sweep.AxisController:
 		if _, err := plant.NewController(v); err != nil {
-			return fmt.Errorf("--controller: %w", err)
+			return nil, fmt.Errorf("--controller: %w", err)
 		}
-	case "normalize":
-		if _, err := parseNormalize(v); err != nil {
-			return err
-		}
-	default:
-		if _, err := paramByFlag(axis).parseValue(v); err != nil {
-			return fmt.Errorf("--%s %w", axis, err)
-		}
+		return v, nil
+	case sweep.AxisNormalize:
+		return parseNormalize(v)
 	}
-	return nil
+	x, err := paramByFlag(axis).parseValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("--%s %w", axis, err)
+	}
+	return x, nil
 }
 
 // parseNormalize parses a --normalize axis value: 0 (none) or 0 < U < 1.
@@ -343,8 +345,8 @@ type sweepRun struct {
 // runCell runs the simulate configuration of one cell; an exec: controller
 // runs a child of its own.
 func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepRun {
-	profilePath := c.Values[0]
-	tracePath := c.Values[1]
+	profilePath := o.grid.Parsed(c, sweep.AxisProfile).(string)
+	tracePath := o.grid.Parsed(c, sweep.AxisTrace).(string)
 	if err := in.profileErrs[profilePath]; err != nil {
 		return sweepRun{err: err}
 	}
@@ -353,17 +355,17 @@ func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepR
 	}
 	prof := in.profiles[profilePath]
 	p := plant.NewPlant(prof)
-	for i, a := range o.axes[5:] {
-		pp := paramByFlag(a.Name)
-		x, _ := pp.parseValue(c.Values[5+i])
-		_ = pp.set(&p, x)
+	for _, pp := range plantParams {
+		if o.grid.Has(pp.flag) {
+			_ = pp.set(&p, o.grid.Parsed(c, pp.flag).(float64))
+		}
 	}
 	if err := p.Validate(); err != nil {
 		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", flagNamed(err))}
 	}
-	sched, _ := plant.NewScheduler(c.Values[2])
-	ctrl, _ := plant.NewControllerWith(c.Values[3], controllerOptions(s, o.ExecTimeoutS))
-	normalize, _ := parseNormalize(c.Values[4])
+	sched, _ := plant.NewScheduler(o.grid.Parsed(c, sweep.AxisScheduler).(string))
+	ctrl, _ := plant.NewControllerWith(o.grid.Parsed(c, sweep.AxisController).(string), controllerOptions(s, o.ExecTimeoutS))
+	normalize := o.grid.Parsed(c, sweep.AxisNormalize).(float64)
 	recordedPath := profilePath
 	if profilePath == embeddedDefault {
 		recordedPath = profile.EmbeddedPath

@@ -68,7 +68,7 @@ func mergeSweep(s *streams, out outputOptions, files []string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", x.where(ref), err)
 			}
-			pareto.add(p)
+			pareto.Add(p)
 			if rec.failed {
 				failed++
 			}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,28 +36,17 @@ func axisKey(axis string) string {
 	return axis
 }
 
-// axisValue is the typed output value of an axis value: a number for plant
-// values, a number or null for normalize, the string otherwise.
-func axisValue(axis, v string) any {
-	switch axis {
-	case "profile", "trace", "scheduler", "controller":
-		return v
-	case "normalize":
-		u, _ := parseNormalize(v)
-		if u == 0 {
-			return nil
+// cellAxes is a cell's axis values as a record writes them, typed: a
+// number for plant values, a number or null for normalize, the string
+// otherwise.
+func cellAxes(g *sweep.Grid, c sweep.Cell) orderedObject {
+	obj := make(orderedObject, len(g.Axes))
+	for i, a := range g.Axes {
+		v := g.Parsed(c, a.Name)
+		if a.Name == sweep.AxisNormalize && v == 0.0 {
+			v = nil
 		}
-		return u
-	}
-	x, _ := paramByFlag(axis).parseValue(v)
-	return x
-}
-
-// cellAxes is a cell's axis values as a record writes them.
-func cellAxes(axes []sweep.Axis, c sweep.Cell) orderedObject {
-	obj := make(orderedObject, len(axes))
-	for i, a := range axes {
-		obj[i] = keyedValue{axisKey(a.Name), axisValue(a.Name, c.Values[i])}
+		obj[i] = keyedValue{axisKey(a.Name), v}
 	}
 	return obj
 }
@@ -64,11 +54,11 @@ func cellAxes(axes []sweep.Axis, c sweep.Cell) orderedObject {
 // newSweepRecord is the record of cell c's run r. The SLOs it is judged by
 // are the flags', else its profile's when it ran, else none.
 func newSweepRecord(o *sweepOptions, in *sweepInputs, c sweep.Cell, r sweepRun) sweepRecord {
-	rec := sweepRecord{cell: c, axes: cellAxes(o.axes, c), err: r.err, ttftSLOSeconds: o.TTFTSLOSeconds, tpotSLOSeconds: o.TPOTSLOSeconds}
-	if w, ok := in.workloads[c.Values[1]]; ok {
+	rec := sweepRecord{cell: c, axes: cellAxes(o.grid, c), err: r.err, ttftSLOSeconds: o.TTFTSLOSeconds, tpotSLOSeconds: o.TPOTSLOSeconds}
+	if w, ok := in.workloads[o.grid.Text(c, sweep.AxisTrace)]; ok {
 		rec.traceSHA = w.SHA256
 	}
-	if p, ok := in.profiles[c.Values[0]]; ok {
+	if p, ok := in.profiles[o.grid.Text(c, sweep.AxisProfile)]; ok {
 		rec.profileCSVSHA, rec.manifestSHA = p.ProfileCSVSHA256, p.ManifestSHA256
 	}
 	if r.report != nil {
@@ -110,106 +100,62 @@ func (r sweepRecord) json(g *sweepGrid) orderedObject {
 	return append(obj, keyedValue{"metrics", nil}, keyedValue{"summary", nil})
 }
 
-// paretoRun is what the Pareto record needs of one run record.
-type paretoRun struct {
-	cell           int
-	profile, trace string // the group: the run's profile and trace axis values
-	ok             bool   // the run has metrics
-	// ttftSLOSeconds and tpotSLOSeconds are the SLOs the run is judged by (0: none).
-	ttftSLOSeconds, tpotSLOSeconds float64
-	// energy, ttft and tpot are the run's energy per output token and p95
-	// TTFT and TPOT; unfinished its requests left at the end.
-	energy, ttft, tpot, unfinished float64
-	brief                          orderedObject // the run in the Pareto record
-	label                          string        // the run in the table: its axis values after the trace
+// paretoRun is a run as the Pareto record sees it (sweep.Pareto), with
+// what the record and the table write of it.
+type paretoRun = sweep.ParetoRun[paretoBrief]
+
+// paretoBrief is what the Pareto record and the table write of a run.
+type paretoBrief struct {
+	brief orderedObject // the run in the Pareto record
+	label string        // the run in the table: its axis values but profile and trace
 }
 
+// paretoTracker keeps the Pareto fronts and best runs of a sweep.
+type paretoTracker struct{ sweep.Pareto[paretoBrief] }
+
 // paretoRun is the record as the Pareto record sees it.
-func (r sweepRecord) paretoRun() paretoRun {
-	p := paretoRun{cell: r.cell.Index, profile: r.cell.Values[0], trace: r.cell.Values[1], ok: r.summary != nil,
-		ttftSLOSeconds: r.ttftSLOSeconds, tpotSLOSeconds: r.tpotSLOSeconds}
-	if !p.ok {
+func (r sweepRecord) paretoRun(g *sweep.Grid) paretoRun {
+	p := paretoRun{Cell: r.cell.Index, Profile: g.Text(r.cell, sweep.AxisProfile), Trace: g.Text(r.cell, sweep.AxisTrace),
+		OK: r.summary != nil, TTFTSLOSeconds: r.ttftSLOSeconds, TPOTSLOSeconds: r.tpotSLOSeconds}
+	if !p.OK {
 		return p
 	}
 	m := r.summary.Metrics
-	p.energy, p.ttft, p.tpot, p.unfinished = m.EnergyPerOutputTokenJ, m.P95TTFTS, m.P95TPOTS, m.UnfinishedRequestsAtEnd
-	p.brief = orderedObject{{"cell", r.cell.Index}}
-	p.brief = append(p.brief, r.axes[2:]...)
-	p.brief = append(p.brief,
+	p.EnergyPerOutputTokenJ, p.P95TTFTS, p.P95TPOTS, p.UnfinishedRequests = m.EnergyPerOutputTokenJ, m.P95TTFTS, m.P95TPOTS, m.UnfinishedRequestsAtEnd
+	brief := orderedObject{{"cell", r.cell.Index}}
+	var label []string
+	for i, a := range g.Axes {
+		if !slices.Contains(sweep.GroupAxes, a.Name) {
+			brief = append(brief, r.axes[i])
+			label = append(label, r.cell.Values[i])
+		}
+	}
+	brief = append(brief,
 		keyedValue{"energy_per_output_token_j", m.EnergyPerOutputTokenJ},
 		keyedValue{"p95_ttft_s", m.P95TTFTS},
 		keyedValue{"p95_tpot_s", m.P95TPOTS},
 		keyedValue{"completed_fraction", m.CompletedFraction})
-	p.label = strings.Join(r.cell.Values[2:], " ")
+	p.Data = paretoBrief{brief: brief, label: strings.Join(label, " ")}
 	return p
-}
-
-// paretoTracker keeps, for each trace and profile, the Pareto front of
-// energy per output token against p95 TTFT and the best run under the
-// SLOs, of the runs added so far in grid order. It keeps the fronts and
-// the best runs, never the runs: its memory does not grow with the grid.
-type paretoTracker struct {
-	groups []*paretoGroup
-	index  map[[2]string]*paretoGroup
-}
-
-// paretoGroup is the Pareto front and the best run of one trace and profile.
-type paretoGroup struct {
-	profile, trace string
-	// ttftSLOSeconds and tpotSLOSeconds are the group's SLOs: those of its first run
-	// with metrics, else of its first run (the flags', or none).
-	ttftSLOSeconds, tpotSLOSeconds float64
-	anyOK                          bool
-	front                          sweep.Front[*paretoRun]
-	best                           *paretoRun
-}
-
-// add adds a run; runs must come in grid order (ties go to the earlier).
-// The best run is, among the runs in which every request completed and
-// p95 TTFT and p95 TPOT meet the SLOs, the one with the lowest energy per
-// output token.
-func (t *paretoTracker) add(r paretoRun) {
-	key := [2]string{r.profile, r.trace}
-	g := t.index[key]
-	if g == nil {
-		if t.index == nil {
-			t.index = map[[2]string]*paretoGroup{}
-		}
-		g = &paretoGroup{profile: r.profile, trace: r.trace, ttftSLOSeconds: r.ttftSLOSeconds, tpotSLOSeconds: r.tpotSLOSeconds}
-		t.index[key] = g
-		t.groups = append(t.groups, g)
-	}
-	if !r.ok {
-		return
-	}
-	if !g.anyOK {
-		g.anyOK = true
-		g.ttftSLOSeconds, g.tpotSLOSeconds = r.ttftSLOSeconds, r.tpotSLOSeconds
-	}
-	run := &r
-	g.front.Add(sweep.Point{Index: r.cell, X: r.energy, Y: r.ttft}, run)
-	feasible := r.unfinished == 0 && r.ttft <= g.ttftSLOSeconds && r.tpot <= g.tpotSLOSeconds
-	if feasible && (g.best == nil || r.energy < g.best.energy) {
-		g.best = run
-	}
 }
 
 // json is the final JSON Lines record.
 func (t *paretoTracker) json() orderedObject {
-	out := make([]orderedObject, len(t.groups))
-	for i, g := range t.groups {
-		members := g.front.Values()
+	groups := t.Groups()
+	out := make([]orderedObject, len(groups))
+	for i, g := range groups {
+		members := g.Front()
 		front := make([]orderedObject, len(members))
 		for j, r := range members {
-			front[j] = r.brief
+			front[j] = r.Data.brief
 		}
 		var best any
-		if g.best != nil {
-			best = g.best.brief
+		if g.Best != nil {
+			best = g.Best.Data.brief
 		}
 		out[i] = orderedObject{
-			{"profile", g.profile}, {"trace", g.trace},
-			{"ttft_slo_s", nullIfZero(g.ttftSLOSeconds)}, {"tpot_slo_s", nullIfZero(g.tpotSLOSeconds)},
+			{"profile", g.Profile}, {"trace", g.Trace},
+			{"ttft_slo_s", nullIfZero(g.TTFTSLOSeconds)}, {"tpot_slo_s", nullIfZero(g.TPOTSLOSeconds)},
 			{"pareto_front", front}, {"best_under_slo", best},
 		}
 	}
@@ -347,20 +293,20 @@ func sweepTable(axes []sweep.Axis, records []sweepRecord, pareto *paretoTracker)
 	if pareto == nil {
 		return b.String()
 	}
-	for _, g := range pareto.groups {
-		fmt.Fprintf(&b, "\nPareto front (energy per output token vs p95 TTFT), profile %s, trace %s:\n", g.profile, g.trace)
-		front := g.front.Values()
+	for _, g := range pareto.Groups() {
+		fmt.Fprintf(&b, "\nPareto front (energy per output token vs p95 TTFT), profile %s, trace %s:\n", g.Profile, g.Trace)
+		front := g.Front()
 		if len(front) == 0 {
 			b.WriteString("  no successful run\n")
 		}
 		for _, r := range front {
-			fmt.Fprintf(&b, "  cell %d: %s  %.3f J/token, p95 TTFT %.3f s\n", r.cell, r.label, r.energy, r.ttft)
+			fmt.Fprintf(&b, "  cell %d: %s  %.3f J/token, p95 TTFT %.3f s\n", r.Cell, r.Data.label, r.EnergyPerOutputTokenJ, r.P95TTFTS)
 		}
-		if g.best != nil {
+		if g.Best != nil {
 			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): cell %d (%s), %.3f J/token\n",
-				g.ttftSLOSeconds, g.tpotSLOSeconds, g.best.cell, g.best.label, g.best.energy)
+				g.TTFTSLOSeconds, g.TPOTSLOSeconds, g.Best.Cell, g.Best.Data.label, g.Best.EnergyPerOutputTokenJ)
 		} else {
-			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): none meets it\n", g.ttftSLOSeconds, g.tpotSLOSeconds)
+			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): none meets it\n", g.TTFTSLOSeconds, g.TPOTSLOSeconds)
 		}
 	}
 	return b.String()

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"servesim/internal/sweep"
 )
 
 // maxRecordBytes bounds one line of a sweep output read back (--resume,
@@ -123,7 +125,7 @@ func keysAre(members []rawMember, keys []string) bool {
 // as written: the same numbers, and the same bytes in the Pareto record,
 // as the run that wrote it gave.
 func (r *runLine) paretoRun() (paretoRun, error) {
-	p := paretoRun{cell: r.cell}
+	p := paretoRun{Cell: r.cell}
 	var err error
 	text := func(raw json.RawMessage) string {
 		var s string
@@ -142,19 +144,20 @@ func (r *runLine) paretoRun() (paretoRun, error) {
 		}
 		return x
 	}
-	if len(r.axes) < 2 {
+	profile, trace := r.axis(sweep.AxisProfile), r.axis(sweep.AxisTrace)
+	if profile == nil || trace == nil {
 		return p, errors.New("expected the profile and trace axes")
 	}
-	p.profile, p.trace = text(r.axes[0].value), text(r.axes[1].value)
+	p.Profile, p.Trace = text(profile), text(trace)
 	if slo := r.member("ttft_slo_s"); string(slo) != "null" {
-		p.ttftSLOSeconds = number(slo)
+		p.TTFTSLOSeconds = number(slo)
 	}
 	if slo := r.member("tpot_slo_s"); string(slo) != "null" {
-		p.tpotSLOSeconds = number(slo)
+		p.TPOTSLOSeconds = number(slo)
 	}
 	metrics := r.member("metrics")
-	p.ok = string(metrics) != "null"
-	if !p.ok || err != nil {
+	p.OK = string(metrics) != "null"
+	if !p.OK || err != nil {
 		return p, err
 	}
 	members, err := parseObject(metrics)
@@ -174,16 +177,28 @@ func (r *runLine) paretoRun() (paretoRun, error) {
 	}
 	energy, ttft, tpot := value("energy_per_output_token_j"), value("p95_ttft_s"), value("p95_tpot_s")
 	completed := value("completed_fraction")
-	p.energy, p.ttft, p.tpot = number(energy), number(ttft), number(tpot)
-	p.unfinished = number(value("unfinished_requests_at_end"))
-	p.brief = orderedObject{{"cell", r.cell}}
-	for _, a := range r.axes[2:] {
-		p.brief = append(p.brief, keyedValue{a.key, a.value})
+	p.EnergyPerOutputTokenJ, p.P95TTFTS, p.P95TPOTS = number(energy), number(ttft), number(tpot)
+	p.UnfinishedRequests = number(value("unfinished_requests_at_end"))
+	brief := orderedObject{{"cell", r.cell}}
+	for _, a := range r.axes {
+		if !slices.Contains(sweep.GroupAxes, a.key) {
+			brief = append(brief, keyedValue{a.key, a.value})
+		}
 	}
-	p.brief = append(p.brief,
+	p.Data.brief = append(brief,
 		keyedValue{"energy_per_output_token_j", energy}, keyedValue{"p95_ttft_s", ttft},
 		keyedValue{"p95_tpot_s", tpot}, keyedValue{"completed_fraction", completed})
 	return p, err
+}
+
+// axis returns the value of the record's named axis, or nil.
+func (r *runLine) axis(name string) json.RawMessage {
+	for _, a := range r.axes {
+		if a.key == name {
+			return a.value
+		}
+	}
+	return nil
 }
 
 // recordRef locates one run record in the files of a recordIndex.

@@ -27,8 +27,8 @@ func FuzzParseRunLine(f *testing.F) {
 		if r.cell < 0 || r.cell >= r.gridCells || len(r.grid) != 64 {
 			t.Fatalf("accepted cell %d of %d cells, grid %q", r.cell, r.gridCells, r.grid)
 		}
-		if p, err := r.paretoRun(); err == nil && p.cell != r.cell {
-			t.Fatalf("the Pareto run of cell %d is cell %d", r.cell, p.cell)
+		if p, err := r.paretoRun(); err == nil && p.Cell != r.cell {
+			t.Fatalf("the Pareto run of cell %d is cell %d", r.cell, p.Cell)
 		}
 	})
 }

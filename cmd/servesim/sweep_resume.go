@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+
+	"servesim/internal/sweep"
 )
 
 // readResume indexes the records of --resume: each must be a run of a cell
@@ -34,7 +36,7 @@ func (o *sweepOptions) checkResumed(r *runLine, grid *sweepGrid, in *sweepInputs
 		return fmt.Errorf("cell %d is not in this shard (cells %d to %d)", r.cell, o.shard.Lo, o.shard.Hi-1)
 	}
 	c := o.shard.Cell(r.cell)
-	want := cellAxes(o.axes, c)
+	want := cellAxes(o.grid, c)
 	if len(want) != len(r.axes) {
 		return fmt.Errorf("cell %d has %d axis values, this grid's cells have %d", r.cell, len(r.axes), len(want))
 	}
@@ -44,18 +46,19 @@ func (o *sweepOptions) checkResumed(r *runLine, grid *sweepGrid, in *sweepInputs
 		}
 	}
 	var traceSHA, profileSHA any
-	if w, ok := in.workloads[c.Values[1]]; ok {
+	tracePath, profilePath := o.grid.Text(c, sweep.AxisTrace), o.grid.Text(c, sweep.AxisProfile)
+	if w, ok := in.workloads[tracePath]; ok {
 		traceSHA = w.SHA256
 	}
-	if p, ok := in.profiles[c.Values[0]]; ok {
+	if p, ok := in.profiles[profilePath]; ok {
 		profileSHA = p.ProfileCSVSHA256
 	}
 	for _, input := range []struct {
 		what, member, path string
 		now                any
 	}{
-		{"trace", "trace_sha256", c.Values[1], traceSHA},
-		{"profile", "profile_csv_sha256", c.Values[0], profileSHA},
+		{"trace", "trace_sha256", tracePath, traceSHA},
+		{"profile", "profile_csv_sha256", profilePath, profileSHA},
 	} {
 		if was := r.member(input.member); !bytes.Equal(was, compactJSON(input.now)) {
 			return fmt.Errorf("cell %d ran on %s %s with %s %s; it now has %s", r.cell, input.what, input.path, input.member, was, compactJSON(input.now))

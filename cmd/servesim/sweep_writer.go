@@ -109,7 +109,7 @@ func (w *sweepWriter) add(r sweepRecord) error {
 		return err
 	}
 	w.count(r.err != nil)
-	w.pareto.add(r.paretoRun())
+	w.pareto.Add(r.paretoRun(w.o.grid))
 	return nil
 }
 
@@ -149,7 +149,7 @@ func (w *sweepWriter) resumedBefore(cell int) error {
 			return err
 		}
 		w.count(rec.failed)
-		w.pareto.add(p)
+		w.pareto.Add(p)
 	}
 	return nil
 }
