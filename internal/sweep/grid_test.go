@@ -55,7 +55,7 @@ func TestParetoBestUnderTheSLOs(t *testing.T) {
 	p.Add(ParetoRun[string]{Cell: 0, Profile: "p", Trace: "t", TTFTSLOSeconds: 2}) // failed: no metrics
 	p.Add(run(1, "t", 3, 0.5, 0.05, 0))
 	p.Add(run(2, "t", 2, 0.9, 0.05, 0))
-	p.Add(run(3, "t", 1, 0.2, 0.05, 4))  // cheapest and fastest, but unfinished requests
+	p.Add(run(3, "t", 1, 0.2, 0.05, 4))   // cheapest and fastest, but unfinished requests
 	p.Add(run(4, "t", 1.5, 1.5, 0.05, 0)) // misses the TTFT objective
 	p.Add(run(5, "t", 2, 0.8, 0.2, 0))    // misses the TPOT objective
 	p.Add(run(6, "t", 2, 0.9, 0.05, 0))   // ties cell 2: the earlier wins
