@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"servesim/internal/jsonout"
 )
 
 // newSweepMergeCmd builds `servesim sweep merge`.
@@ -76,7 +78,7 @@ func mergeSweep(s *streams, out outputOptions, files []string) error {
 				return err
 			}
 		}
-		line, err := appendJSONLine(line[:0], pareto.json())
+		line, err := jsonout.AppendLine(line[:0], pareto.json())
 		if err != nil {
 			return internalError{fmt.Errorf("encoding the Pareto record: %w", err)}
 		}

@@ -11,12 +11,14 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/sweep"
 	"servesim/internal/texttable"
+
+	"servesim/internal/jsonout"
 )
 
 // sweepRecord is one run's line of output.
 type sweepRecord struct {
 	cell    sweep.Cell
-	axes    orderedObject // axis values, typed, keyed by axis name
+	axes    jsonout.Object // axis values, typed, keyed by axis name
 	summary *plant.Summary
 	err     error
 	// The identity of the run's inputs (nil: the input did not load) and
@@ -39,14 +41,14 @@ func axisKey(axis string) string {
 // cellAxes is a cell's axis values as a record writes them, typed: a
 // number for plant values, a number or null for normalize, the string
 // otherwise.
-func cellAxes(g *sweep.Grid, c sweep.Cell) orderedObject {
-	obj := make(orderedObject, len(g.Axes))
+func cellAxes(g *sweep.Grid, c sweep.Cell) jsonout.Object {
+	obj := make(jsonout.Object, len(g.Axes))
 	for i, a := range g.Axes {
 		v := g.Parsed(c, a.Name)
 		if a.Name == sweep.AxisNormalize && v == 0.0 {
 			v = nil
 		}
-		obj[i] = keyedValue{axisKey(a.Name), v}
+		obj[i] = jsonout.Member{Key: axisKey(a.Name), Value: v}
 	}
 	return obj
 }
@@ -81,23 +83,23 @@ var runRecordKeys = []string{"kind", "cell", "grid_sha256", "grid_cells", "trace
 
 // json is the record as a JSON Lines object, in the order of
 // runRecordKeys with the axis values after the first four.
-func (r sweepRecord) json(g *sweepGrid) orderedObject {
-	obj := make(orderedObject, 0, len(runRecordKeys)+len(r.axes))
-	obj = append(obj, keyedValue{"kind", "run"}, keyedValue{"cell", r.cell.Index},
-		keyedValue{"grid_sha256", g.digest}, keyedValue{"grid_cells", g.cells})
+func (r sweepRecord) json(g *sweepGrid) jsonout.Object {
+	obj := make(jsonout.Object, 0, len(runRecordKeys)+len(r.axes))
+	obj = append(obj, jsonout.Member{Key: "kind", Value: "run"}, jsonout.Member{Key: "cell", Value: r.cell.Index},
+		jsonout.Member{Key: "grid_sha256", Value: g.digest}, jsonout.Member{Key: "grid_cells", Value: g.cells})
 	obj = append(obj, r.axes...)
 	var errMsg any
 	if r.err != nil {
 		errMsg = oneLine(r.err.Error())
 	}
-	obj = append(obj, keyedValue{"trace_sha256", r.traceSHA}, keyedValue{"profile_csv_sha256", r.profileCSVSHA},
-		keyedValue{"manifest_sha256", r.manifestSHA},
-		keyedValue{"ttft_slo_s", nullIfZero(r.ttftSLOSeconds)}, keyedValue{"tpot_slo_s", nullIfZero(r.tpotSLOSeconds)},
-		keyedValue{"error", errMsg})
+	obj = append(obj, jsonout.Member{Key: "trace_sha256", Value: r.traceSHA}, jsonout.Member{Key: "profile_csv_sha256", Value: r.profileCSVSHA},
+		jsonout.Member{Key: "manifest_sha256", Value: r.manifestSHA},
+		jsonout.Member{Key: "ttft_slo_s", Value: nullIfZero(r.ttftSLOSeconds)}, jsonout.Member{Key: "tpot_slo_s", Value: nullIfZero(r.tpotSLOSeconds)},
+		jsonout.Member{Key: "error", Value: errMsg})
 	if r.summary != nil {
-		return append(obj, keyedValue{"metrics", r.summary.Metrics}, keyedValue{"summary", r.summary})
+		return append(obj, jsonout.Member{Key: "metrics", Value: r.summary.Metrics}, jsonout.Member{Key: "summary", Value: r.summary})
 	}
-	return append(obj, keyedValue{"metrics", nil}, keyedValue{"summary", nil})
+	return append(obj, jsonout.Member{Key: "metrics", Value: nil}, jsonout.Member{Key: "summary", Value: nil})
 }
 
 // paretoRun is a run as the Pareto record sees it (sweep.Pareto), with
@@ -106,8 +108,8 @@ type paretoRun = sweep.ParetoRun[paretoBrief]
 
 // paretoBrief is what the Pareto record and the table write of a run.
 type paretoBrief struct {
-	brief orderedObject // the run in the Pareto record
-	label string        // the run in the table: its axis values but profile and trace
+	brief jsonout.Object // the run in the Pareto record
+	label string         // the run in the table: its axis values but profile and trace
 }
 
 // paretoTracker keeps the Pareto fronts and best runs of a sweep.
@@ -122,7 +124,7 @@ func (r sweepRecord) paretoRun(g *sweep.Grid) paretoRun {
 	}
 	m := r.summary.Metrics
 	p.EnergyPerOutputTokenJ, p.P95TTFTS, p.P95TPOTS, p.UnfinishedRequests = m.EnergyPerOutputTokenJ, m.P95TTFTS, m.P95TPOTS, m.UnfinishedRequestsAtEnd
-	brief := orderedObject{{"cell", r.cell.Index}}
+	brief := jsonout.Object{{Key: "cell", Value: r.cell.Index}}
 	var label []string
 	for i, a := range g.Axes {
 		if !slices.Contains(sweep.GroupAxes, a.Name) {
@@ -131,21 +133,21 @@ func (r sweepRecord) paretoRun(g *sweep.Grid) paretoRun {
 		}
 	}
 	brief = append(brief,
-		keyedValue{"energy_per_output_token_j", m.EnergyPerOutputTokenJ},
-		keyedValue{"p95_ttft_s", m.P95TTFTS},
-		keyedValue{"p95_tpot_s", m.P95TPOTS},
-		keyedValue{"completed_fraction", m.CompletedFraction})
+		jsonout.Member{Key: "energy_per_output_token_j", Value: m.EnergyPerOutputTokenJ},
+		jsonout.Member{Key: "p95_ttft_s", Value: m.P95TTFTS},
+		jsonout.Member{Key: "p95_tpot_s", Value: m.P95TPOTS},
+		jsonout.Member{Key: "completed_fraction", Value: m.CompletedFraction})
 	p.Data = paretoBrief{brief: brief, label: strings.Join(label, " ")}
 	return p
 }
 
 // json is the final JSON Lines record.
-func (t *paretoTracker) json() orderedObject {
+func (t *paretoTracker) json() jsonout.Object {
 	groups := t.Groups()
-	out := make([]orderedObject, len(groups))
+	out := make([]jsonout.Object, len(groups))
 	for i, g := range groups {
 		members := g.Front()
-		front := make([]orderedObject, len(members))
+		front := make([]jsonout.Object, len(members))
 		for j, r := range members {
 			front[j] = r.Data.brief
 		}
@@ -153,13 +155,9 @@ func (t *paretoTracker) json() orderedObject {
 		if g.Best != nil {
 			best = g.Best.Data.brief
 		}
-		out[i] = orderedObject{
-			{"profile", g.Profile}, {"trace", g.Trace},
-			{"ttft_slo_s", nullIfZero(g.TTFTSLOSeconds)}, {"tpot_slo_s", nullIfZero(g.TPOTSLOSeconds)},
-			{"pareto_front", front}, {"best_under_slo", best},
-		}
+		out[i] = jsonout.Object{{Key: "profile", Value: g.Profile}, {Key: "trace", Value: g.Trace}, {Key: "ttft_slo_s", Value: nullIfZero(g.TTFTSLOSeconds)}, {Key: "tpot_slo_s", Value: nullIfZero(g.TPOTSLOSeconds)}, {Key: "pareto_front", Value: front}, {Key: "best_under_slo", Value: best}}
 	}
-	return orderedObject{{"kind", "pareto"}, {"x", "energy_per_output_token_j"}, {"y", "p95_ttft_s"}, {"groups", out}}
+	return jsonout.Object{{Key: "kind", Value: "pareto"}, {Key: "x", Value: "energy_per_output_token_j"}, {Key: "y", Value: "p95_ttft_s"}, {Key: "groups", Value: out}}
 }
 
 func nullIfZero(x float64) any {

@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"servesim/internal/sweep"
+
+	"servesim/internal/jsonout"
 )
 
 // maxRecordBytes bounds one line of a sweep output read back (--resume,
@@ -179,15 +181,15 @@ func (r *runLine) paretoRun() (paretoRun, error) {
 	completed := value("completed_fraction")
 	p.EnergyPerOutputTokenJ, p.P95TTFTS, p.P95TPOTS = number(energy), number(ttft), number(tpot)
 	p.UnfinishedRequests = number(value("unfinished_requests_at_end"))
-	brief := orderedObject{{"cell", r.cell}}
+	brief := jsonout.Object{{Key: "cell", Value: r.cell}}
 	for _, a := range r.axes {
 		if !slices.Contains(sweep.GroupAxes, a.key) {
-			brief = append(brief, keyedValue{a.key, a.value})
+			brief = append(brief, jsonout.Member{Key: a.key, Value: a.value})
 		}
 	}
 	p.Data.brief = append(brief,
-		keyedValue{"energy_per_output_token_j", energy}, keyedValue{"p95_ttft_s", ttft},
-		keyedValue{"p95_tpot_s", tpot}, keyedValue{"completed_fraction", completed})
+		jsonout.Member{Key: "energy_per_output_token_j", Value: energy}, jsonout.Member{Key: "p95_ttft_s", Value: ttft},
+		jsonout.Member{Key: "p95_tpot_s", Value: tpot}, jsonout.Member{Key: "completed_fraction", Value: completed})
 	return p, err
 }
 

@@ -6,6 +6,8 @@ import (
 	"io"
 
 	"servesim/internal/sweep"
+
+	"servesim/internal/jsonout"
 )
 
 // readResume indexes the records of --resume: each must be a run of a cell
@@ -41,8 +43,8 @@ func (o *sweepOptions) checkResumed(r *runLine, grid *sweepGrid, in *sweepInputs
 		return fmt.Errorf("cell %d has %d axis values, this grid's cells have %d", r.cell, len(r.axes), len(want))
 	}
 	for i, kv := range want {
-		if r.axes[i].key != kv.key || !bytes.Equal(r.axes[i].value, compactJSON(kv.value)) {
-			return fmt.Errorf("cell %d has %s %s, this grid's cell %d has %s %s", r.cell, r.axes[i].key, r.axes[i].value, r.cell, kv.key, compactJSON(kv.value))
+		if r.axes[i].key != kv.Key || !bytes.Equal(r.axes[i].value, compactJSON(kv.Value)) {
+			return fmt.Errorf("cell %d has %s %s, this grid's cell %d has %s %s", r.cell, r.axes[i].key, r.axes[i].value, r.cell, kv.Key, compactJSON(kv.Value))
 		}
 	}
 	var traceSHA, profileSHA any
@@ -73,6 +75,6 @@ func (o *sweepOptions) checkResumed(r *runLine, grid *sweepGrid, in *sweepInputs
 
 // compactJSON is v as a record writes it.
 func compactJSON(v any) []byte {
-	line, _ := appendJSONLine(nil, v) // the values compared are strings, numbers and null
+	line, _ := jsonout.AppendLine(nil, v) // the values compared are strings, numbers and null
 	return line[:len(line)-1]
 }

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/jsonout"
 )
 
 // runSweepTo runs an in-process sweep that must succeed and returns its
@@ -42,13 +44,13 @@ func withoutGridMembers(t *testing.T, out []byte) []byte {
 		}
 		members, err := parseObject(line)
 		require.NoError(t, err)
-		var kept orderedObject
+		var kept jsonout.Object
 		for _, m := range members {
 			if string(members[0].value) == `"pareto"` || !added[m.key] {
-				kept = append(kept, keyedValue{m.key, m.value})
+				kept = append(kept, jsonout.Member{Key: m.key, Value: m.value})
 			}
 		}
-		b, err = appendJSONLine(b, kept)
+		b, err = jsonout.AppendLine(b, kept)
 		require.NoError(t, err)
 	}
 	return b

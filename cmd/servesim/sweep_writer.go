@@ -9,6 +9,8 @@ import (
 	"iter"
 
 	"servesim/internal/sweep"
+
+	"servesim/internal/jsonout"
 )
 
 // sweepGrid identifies the grid of a sweep: every record carries it, so
@@ -26,32 +28,28 @@ type sweepGrid struct {
 // --tpot-slo) and the servesim version; not the shard, so every shard of a
 // grid has the same.
 func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
-	axes := make([]orderedObject, len(o.axes))
+	axes := make([]jsonout.Object, len(o.axes))
 	for i, a := range o.axes {
-		axes[i] = orderedObject{{"name", a.Name}, {"values", a.Values}}
+		axes[i] = jsonout.Object{{Key: "name", Value: a.Name}, {Key: "values", Value: a.Values}}
 	}
-	profiles := make([]orderedObject, len(o.Profiles))
+	profiles := make([]jsonout.Object, len(o.Profiles))
 	for i, path := range o.Profiles {
 		var csvSHA, manifestSHA any
 		if p, ok := in.profiles[path]; ok {
 			csvSHA, manifestSHA = p.ProfileCSVSHA256, p.ManifestSHA256
 		}
-		profiles[i] = orderedObject{{"path", path}, {"profile_csv_sha256", csvSHA}, {"manifest_sha256", manifestSHA}}
+		profiles[i] = jsonout.Object{{Key: "path", Value: path}, {Key: "profile_csv_sha256", Value: csvSHA}, {Key: "manifest_sha256", Value: manifestSHA}}
 	}
-	traces := make([]orderedObject, len(o.Traces))
+	traces := make([]jsonout.Object, len(o.Traces))
 	for i, path := range o.Traces {
 		var sha any
 		if w, ok := in.workloads[path]; ok {
 			sha = w.SHA256
 		}
-		traces[i] = orderedObject{{"path", path}, {"trace_sha256", sha}}
+		traces[i] = jsonout.Object{{Key: "path", Value: path}, {Key: "trace_sha256", Value: sha}}
 	}
-	identity := orderedObject{
-		{"servesim_version", resolvedVersion()}, {"axes", axes}, {"profiles", profiles}, {"traces", traces},
-		{"max_elapsed_s", o.MaxElapsedS}, {"max_steps", o.MaxSteps}, {"exec_timeout_s", o.ExecTimeoutS},
-		{"ttft_slo_s", o.TTFTSLOSeconds}, {"tpot_slo_s", o.TPOTSLOSeconds},
-	}
-	line, _ := appendJSONLine(nil, identity) // strings and numbers always encode
+	identity := jsonout.Object{{Key: "servesim_version", Value: resolvedVersion()}, {Key: "axes", Value: axes}, {Key: "profiles", Value: profiles}, {Key: "traces", Value: traces}, {Key: "max_elapsed_s", Value: o.MaxElapsedS}, {Key: "max_steps", Value: o.MaxSteps}, {Key: "exec_timeout_s", Value: o.ExecTimeoutS}, {Key: "ttft_slo_s", Value: o.TTFTSLOSeconds}, {Key: "tpot_slo_s", Value: o.TPOTSLOSeconds}}
+	line, _ := jsonout.AppendLine(nil, identity) // strings and numbers always encode
 	sum := sha256.Sum256(line)
 	return &sweepGrid{digest: hex.EncodeToString(sum[:]), cells: o.shard.Cells}
 }
@@ -100,7 +98,7 @@ func (w *sweepWriter) add(r sweepRecord) error {
 	case "table":
 		w.table = append(w.table, r)
 	default:
-		if w.line, err = appendJSONLine(w.line[:0], r.json(w.grid)); err != nil {
+		if w.line, err = jsonout.AppendLine(w.line[:0], r.json(w.grid)); err != nil {
 			return internalError{fmt.Errorf("encoding a record: %w", err)}
 		}
 		_, err = w.out.Write(w.line)
@@ -171,7 +169,7 @@ func (w *sweepWriter) finish(complete bool) error {
 		_, err := w.out.Write([]byte(sweepTable(w.o.axes, w.table, pareto)))
 		return err
 	case w.o.Format == "jsonl" && complete:
-		line, err := appendJSONLine(w.line[:0], w.pareto.json())
+		line, err := jsonout.AppendLine(w.line[:0], w.pareto.json())
 		if err != nil {
 			return internalError{fmt.Errorf("encoding the Pareto record: %w", err)}
 		}
