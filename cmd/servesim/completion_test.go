@@ -10,25 +10,6 @@ import (
 	"servesim/internal/plant"
 )
 
-func TestCompleteItems(t *testing.T) {
-	t.Parallel()
-	values := []string{"static", "continuous", "chunked"}
-	tests := []struct {
-		typed string
-		want  []string
-	}{
-		{"", values},
-		{"c", []string{"continuous", "chunked"}},
-		{"static,", []string{"static,static", "static,continuous", "static,chunked"}},
-		{"static,ch", []string{"static,chunked"}},
-		{"a,b,co", []string{"a,b,continuous"}},
-		{"x", nil},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, completeItems(tt.typed, values), "%q", tt.typed)
-	}
-}
-
 // TestCompletedValuesAreAccepted keeps the completions and the commands'
 // checks in step: every completed --format, --scheduler and --controller
 // value parses.

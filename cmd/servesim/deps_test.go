@@ -38,7 +38,7 @@ func TestNoSlowInitPackages(t *testing.T) {
 var (
 	helperPackages = []string{
 		"internal/pycompat", "internal/jsonout", "internal/numeric", "internal/limits",
-		"internal/figure", "internal/texttable", "internal/progress", "internal/outfile",
+		"internal/figure", "internal/texttable", "internal/progress", "internal/outfile", "internal/cliflag",
 		"internal/scenario/pyrand",
 	}
 	domainPackages = []string{

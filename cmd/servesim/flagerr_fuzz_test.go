@@ -2,44 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 )
-
-// FuzzSplitList: a comma list never panics, fails only with errBadList,
-// and without quotes or line breaks is the comma-separated items trimmed of
-// spaces.
-func FuzzSplitList(f *testing.F) {
-	for _, seed := range []string{
-		"static,chunked", "static, chunked", " a , b ,", "", ",", "a,,b", `"a,b",c`, `a"b`, `"a`,
-		"a\nb", "a\r\nb", "\t", " \" a\" ", "é,ü", "\x00,\xff",
-	} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		items, err := splitList(s)
-		if err != nil {
-			if !errors.Is(err, errBadList) {
-				t.Fatalf("%q: unexpected error %v", s, err)
-			}
-			return
-		}
-		if s == "" || strings.ContainsAny(s, "\"\r\n") {
-			return
-		}
-		var want []string
-		for _, item := range strings.Split(s, ",") {
-			want = append(want, strings.TrimSpace(item))
-		}
-		if !slices.Equal(items, want) {
-			t.Fatalf("%q: got %q, want %q", s, items, want)
-		}
-	})
-}
 
 // fuzzedCommands builds each subcommand with a run function that only
 // records that it ran, so a fuzzed value exercises parsing and the checks.

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -120,45 +119,14 @@ func TestEveryFlagValueErrorNamesTheFlag(t *testing.T) {
 	assert.Greater(t, checked, 40, "flags checked across the commands")
 }
 
-func TestSuggestFlags(t *testing.T) {
+func TestSweepAxesAcceptSpaces(t *testing.T) {
 	t.Parallel()
-	cmd := &cobra.Command{Use: "x"}
-	for _, name := range []string{"kv-capacity", "kv-reserve", "trace", "stride", "secret"} {
-		cmd.Flags().String(name, "", "")
-	}
-	require.NoError(t, cmd.Flags().MarkHidden("secret"))
-	tests := []struct {
-		typed string
-		want  []string
-	}{
-		{"kv", []string{"--kv-capacity", "--kv-reserve"}},
-		{"KV-Cap", []string{"--kv-capacity"}},
-		{"trac", []string{"--trace"}},
-		{"tracer", []string{"--trace"}},
-		{"strid", []string{"--stride"}},
-		{"secre", nil},
-		{"", nil},
-		{"qqqqqq", nil},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, suggestFlags(cmd, tt.typed), tt.typed)
-	}
-}
-
-func TestLevenshtein(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"norm", "normalize", 5}, {"stirde", "stride", 2}, {"kitten", "sitting", 3}} {
-		assert.Equal(t, tt.want, levenshtein(tt.a, tt.b), "%q %q", tt.a, tt.b)
-		assert.Equal(t, tt.want, levenshtein(tt.b, tt.a), "%q %q", tt.b, tt.a)
-	}
-}
-
-func TestOrList(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, "a", orList([]string{"a"}))
-	assert.Equal(t, "a or b", orList([]string{"a", "b"}))
-	assert.Equal(t, "a, b or c", orList([]string{"a", "b", "c"}))
+	got, code, _, stderr := parseFlags(t, "sweep", newSweepCmd,
+		"--scheduler", "static, chunked", "--controller", " max , fixed:960", "--normalize", "none, 0.5", "--power-limit", "55, 64.8")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, []string{"static", "chunked"}, got.Schedulers)
+	assert.Equal(t, []string{"max", "fixed:960"}, got.Controllers)
+	assert.Equal(t, []string{"none", "0.5"}, got.Normalize)
+	assert.Equal(t, []string{"55", "64.8"}, got.PlantAxes["power-limit"])
+	assert.Equal(t, 16, got.shard.Len())
 }

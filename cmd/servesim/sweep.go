@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
@@ -103,15 +104,15 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 		}, runF, func(_ context.Context, o *sweepOptions) error { return runSweep(s, o) }),
 	}
 	f := cmd.Flags()
-	addListFlag(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
-	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
+	cliflag.AddList(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
+	cliflag.AddList(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
 	addTraceFlags(cmd, &opts.Trace)
-	addListFlag(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
-	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run)")
+	cliflag.AddList(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
+	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run)")
 	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
-	addListFlag(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
+	cliflag.AddList(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
 	for i, pp := range plantParams {
-		addListFlag(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
+		cliflag.AddList(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
 	}
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
 	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")

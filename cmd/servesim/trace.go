@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/trace"
 )
@@ -74,7 +75,7 @@ and the rows the format's rules skipped.`,
 	}
 	addTraceFlags(cmd, &opts.Trace)
 	cmd.Flags().StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
-	_ = cmd.RegisterFlagCompletionFunc("format", choices([]string{"json", "table"}))
+	_ = cmd.RegisterFlagCompletionFunc("format", cliflag.Choices([]string{"json", "table"}))
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -130,7 +131,7 @@ microseconds in every format.`,
 	}
 	addTraceFlags(cmd, &opts.Trace)
 	cmd.Flags().StringVar(&opts.To, "to", "", "format to write: azure or mooncake (required)")
-	_ = cmd.RegisterFlagCompletionFunc("to", choices(formatNames(trace.ConvertFormats)))
+	_ = cmd.RegisterFlagCompletionFunc("to", cliflag.Choices(formatNames(trace.ConvertFormats)))
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }

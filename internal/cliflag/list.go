@@ -1,4 +1,4 @@
-package main
+package cliflag
 
 import (
 	"encoding/csv"
@@ -9,27 +9,30 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// listValue is a comma-separated list flag: `--scheduler static,chunked`,
+// List is a comma-separated list flag: `--scheduler static,chunked`,
 // `--scheduler "static, chunked"` or the flag given again, which appends.
 // Spaces around an item are dropped, and an item in double quotes may hold
 // a comma (`--profile '"a,b.csv",c.csv'`). The first value given replaces
 // the default.
-type listValue struct {
+type List struct {
 	items   *[]string
 	item    string // what one item is, for "expected a comma-separated list of ..."
 	changed bool
 }
 
-// addListFlag defines a comma-separated list flag on cmd; item describes one
+// AddList defines a comma-separated list flag on cmd; item describes one
 // element in error messages (for example "schedulers").
-func addListFlag(cmd *cobra.Command, items *[]string, name string, defaults []string, item, usage string) {
+func AddList(cmd *cobra.Command, items *[]string, name string, defaults []string, item, usage string) {
 	*items = defaults
-	cmd.Flags().Var(&listValue{items: items, item: item}, name, usage)
+	cmd.Flags().Var(&List{items: items, item: item}, name, usage)
 }
 
+// Items returns the list's items.
+func (v *List) Items() []string { return *v.items }
+
 // Set parses one occurrence of the flag.
-func (v *listValue) Set(s string) error {
-	items, err := splitList(s)
+func (v *List) Set(s string) error {
+	items, err := SplitList(s)
 	if err != nil {
 		return err
 	}
@@ -43,7 +46,7 @@ func (v *listValue) Set(s string) error {
 
 // String returns the items as help shows a default: [a,b]; nothing for an
 // empty list.
-func (v *listValue) String() string {
+func (v *List) String() string {
 	if v.items == nil || len(*v.items) == 0 {
 		return ""
 	}
@@ -51,21 +54,21 @@ func (v *listValue) String() string {
 }
 
 // Type names the value's kind in help.
-func (v *listValue) Type() string { return "list" }
+func (v *List) Type() string { return "list" }
 
 // Expected says what the flag accepts.
-func (v *listValue) Expected() string {
+func (v *List) Expected() string {
 	return "a comma-separated list of " + v.item + " (double-quote an item that holds a comma)"
 }
 
-// errBadList is splitList's error: the flag error says what was expected.
-var errBadList = errors.New("not a comma-separated list")
+// ErrBadList is SplitList's error: the flag error says what was expected.
+var ErrBadList = errors.New("not a comma-separated list")
 
-// splitList splits a comma-separated list: items are trimmed of spaces, a
+// SplitList splits a comma-separated list: items are trimmed of spaces, a
 // double-quoted item may hold commas and doubled quotes (CSV quoting), and
 // a line break separates items like a comma. The empty string is the empty
 // list; an empty item is kept (as "") for the command to reject.
-func splitList(s string) ([]string, error) {
+func SplitList(s string) ([]string, error) {
 	r := csv.NewReader(strings.NewReader(s))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
@@ -76,7 +79,7 @@ func splitList(s string) ([]string, error) {
 			return items, nil
 		}
 		if err != nil {
-			return nil, errBadList
+			return nil, ErrBadList
 		}
 		for _, item := range record {
 			items = append(items, strings.TrimSpace(item))

@@ -1,4 +1,4 @@
-package main
+package cliflag
 
 import (
 	"testing"
@@ -25,13 +25,13 @@ func TestSplitList(t *testing.T) {
 		{"a\nb,c", []string{"a", "b", "c"}},
 	}
 	for _, tt := range tests {
-		got, err := splitList(tt.in)
+		got, err := SplitList(tt.in)
 		require.NoError(t, err, "%q", tt.in)
 		assert.Equal(t, tt.want, got, "%q", tt.in)
 	}
 	for _, bad := range []string{`a"b`, `"a`, `"a"b`} {
-		_, err := splitList(bad)
-		assert.ErrorIs(t, err, errBadList, "%q", bad)
+		_, err := SplitList(bad)
+		assert.ErrorIs(t, err, ErrBadList, "%q", bad)
 	}
 }
 
@@ -39,7 +39,7 @@ func TestListFlagReplacesTheDefaultThenAppends(t *testing.T) {
 	t.Parallel()
 	var items []string
 	cmd := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
-	addListFlag(cmd, &items, "scheduler", []string{"chunked"}, "schedulers", "")
+	AddList(cmd, &items, "scheduler", []string{"chunked"}, "schedulers", "")
 	assert.Equal(t, []string{"chunked"}, items)
 	assert.Equal(t, "[chunked]", cmd.Flags().Lookup("scheduler").DefValue)
 	require.NoError(t, cmd.Flags().Parse([]string{"--scheduler", "static, continuous", "--scheduler=chunked"}))
@@ -47,18 +47,6 @@ func TestListFlagReplacesTheDefaultThenAppends(t *testing.T) {
 	assert.True(t, cmd.Flags().Changed("scheduler"))
 
 	var none []string
-	addListFlag(cmd, &none, "power-limit", nil, "values", "")
+	AddList(cmd, &none, "power-limit", nil, "values", "")
 	assert.Empty(t, cmd.Flags().Lookup("power-limit").DefValue, "an empty default shows no default in help")
-}
-
-func TestSweepAxesAcceptSpaces(t *testing.T) {
-	t.Parallel()
-	got, code, _, stderr := parseFlags(t, "sweep", newSweepCmd,
-		"--scheduler", "static, chunked", "--controller", " max , fixed:960", "--normalize", "none, 0.5", "--power-limit", "55, 64.8")
-	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, []string{"static", "chunked"}, got.Schedulers)
-	assert.Equal(t, []string{"max", "fixed:960"}, got.Controllers)
-	assert.Equal(t, []string{"none", "0.5"}, got.Normalize)
-	assert.Equal(t, []string{"55", "64.8"}, got.PlantAxes["power-limit"])
-	assert.Equal(t, 16, got.shard.Len())
 }
