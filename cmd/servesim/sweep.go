@@ -417,15 +417,15 @@ func runSweep(s *streams, o *sweepOptions) error {
 	defer interrupt.release()
 	inputs := loadSweepInputs(s, o)
 	grid := newSweepGrid(o, inputs)
-	var resumed *recordIndex
+	var resumed *sweep.RecordIndex
 	toRun := o.shard.Len()
 	if o.Resume != "" {
 		var err error
 		if resumed, err = o.readResume(s.Err, grid, inputs); err != nil {
 			return inputError{err}
 		}
-		defer resumed.close()
-		toRun -= len(resumed.refs)
+		defer resumed.Close()
+		toRun -= len(resumed.Refs)
 	}
 	var written, failed int
 	err := writeResult(s, o.Output, func(out io.Writer) error {

@@ -76,15 +76,10 @@ func newSweepRecord(o *sweepOptions, in *sweepInputs, c sweep.Cell, r sweepRun) 
 	return rec
 }
 
-// runRecordKeys are the members of a run record, in order, around its
-// axis values (which come after the first four).
-var runRecordKeys = []string{"kind", "cell", "grid_sha256", "grid_cells", "trace_sha256", "profile_csv_sha256", "manifest_sha256",
-	"ttft_slo_s", "tpot_slo_s", "error", "metrics", "summary"}
-
 // json is the record as a JSON Lines object, in the order of
-// runRecordKeys with the axis values after the first four.
+// sweep.RunRecordKeys with the axis values after the first four.
 func (r sweepRecord) json(g *sweepGrid) jsonout.Object {
-	obj := make(jsonout.Object, 0, len(runRecordKeys)+len(r.axes))
+	obj := make(jsonout.Object, 0, len(sweep.RunRecordKeys)+len(r.axes))
 	obj = append(obj, jsonout.Member{Key: "kind", Value: "run"}, jsonout.Member{Key: "cell", Value: r.cell.Index},
 		jsonout.Member{Key: "grid_sha256", Value: g.digest}, jsonout.Member{Key: "grid_cells", Value: g.cells})
 	obj = append(obj, r.axes...)
@@ -104,16 +99,10 @@ func (r sweepRecord) json(g *sweepGrid) jsonout.Object {
 
 // paretoRun is a run as the Pareto record sees it (sweep.Pareto), with
 // what the record and the table write of it.
-type paretoRun = sweep.ParetoRun[paretoBrief]
-
-// paretoBrief is what the Pareto record and the table write of a run.
-type paretoBrief struct {
-	brief jsonout.Object // the run in the Pareto record
-	label string         // the run in the table: its axis values but profile and trace
-}
+type paretoRun = sweep.ParetoRun[sweep.Brief]
 
 // paretoTracker keeps the Pareto fronts and best runs of a sweep.
-type paretoTracker struct{ sweep.Pareto[paretoBrief] }
+type paretoTracker struct{ sweep.Pareto[sweep.Brief] }
 
 // paretoRun is the record as the Pareto record sees it.
 func (r sweepRecord) paretoRun(g *sweep.Grid) paretoRun {
@@ -137,7 +126,7 @@ func (r sweepRecord) paretoRun(g *sweep.Grid) paretoRun {
 		jsonout.Member{Key: "p95_ttft_s", Value: m.P95TTFTS},
 		jsonout.Member{Key: "p95_tpot_s", Value: m.P95TPOTS},
 		jsonout.Member{Key: "completed_fraction", Value: m.CompletedFraction})
-	p.Data = paretoBrief{brief: brief, label: strings.Join(label, " ")}
+	p.Data = sweep.Brief{Record: brief, Label: strings.Join(label, " ")}
 	return p
 }
 
@@ -149,11 +138,11 @@ func (t *paretoTracker) json() jsonout.Object {
 		members := g.Front()
 		front := make([]jsonout.Object, len(members))
 		for j, r := range members {
-			front[j] = r.Data.brief
+			front[j] = r.Data.Record
 		}
 		var best any
 		if g.Best != nil {
-			best = g.Best.Data.brief
+			best = g.Best.Data.Record
 		}
 		out[i] = jsonout.Object{{Key: "profile", Value: g.Profile}, {Key: "trace", Value: g.Trace}, {Key: "ttft_slo_s", Value: nullIfZero(g.TTFTSLOSeconds)}, {Key: "tpot_slo_s", Value: nullIfZero(g.TPOTSLOSeconds)}, {Key: "pareto_front", Value: front}, {Key: "best_under_slo", Value: best}}
 	}
@@ -298,11 +287,11 @@ func sweepTable(axes []sweep.Axis, records []sweepRecord, pareto *paretoTracker)
 			b.WriteString("  no successful run\n")
 		}
 		for _, r := range front {
-			fmt.Fprintf(&b, "  cell %d: %s  %.3f J/token, p95 TTFT %.3f s\n", r.Cell, r.Data.label, r.EnergyPerOutputTokenJ, r.P95TTFTS)
+			fmt.Fprintf(&b, "  cell %d: %s  %.3f J/token, p95 TTFT %.3f s\n", r.Cell, r.Data.Label, r.EnergyPerOutputTokenJ, r.P95TTFTS)
 		}
 		if g.Best != nil {
 			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): cell %d (%s), %.3f J/token\n",
-				g.TTFTSLOSeconds, g.TPOTSLOSeconds, g.Best.Cell, g.Best.Data.label, g.Best.EnergyPerOutputTokenJ)
+				g.TTFTSLOSeconds, g.TPOTSLOSeconds, g.Best.Cell, g.Best.Data.Label, g.Best.EnergyPerOutputTokenJ)
 		} else {
 			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): none meets it\n", g.TTFTSLOSeconds, g.TPOTSLOSeconds)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/jsonout"
+	"servesim/internal/sweep"
 )
 
 // runSweepTo runs an in-process sweep that must succeed and returns its
@@ -31,7 +32,7 @@ func runSweepTo(t *testing.T, args ...string) []byte {
 }
 
 // withoutGridMembers removes from each run record the members records
-// gained with streaming (grid_sha256 to tpot_slo_s, see runRecordKeys),
+// gained with streaming (grid_sha256 to tpot_slo_s, see sweep.RunRecordKeys),
 // leaving what a sweep wrote before them, byte for byte.
 func withoutGridMembers(t *testing.T, out []byte) []byte {
 	t.Helper()
@@ -42,12 +43,12 @@ func withoutGridMembers(t *testing.T, out []byte) []byte {
 		if len(line) == 0 {
 			continue
 		}
-		members, err := parseObject(line)
+		members, err := sweep.ParseObject(line)
 		require.NoError(t, err)
 		var kept jsonout.Object
 		for _, m := range members {
-			if string(members[0].value) == `"pareto"` || !added[m.key] {
-				kept = append(kept, jsonout.Member{Key: m.key, Value: m.value})
+			if string(members[0].Value) == `"pareto"` || !added[m.Key] {
+				kept = append(kept, jsonout.Member{Key: m.Key, Value: m.Value})
 			}
 		}
 		b, err = jsonout.AppendLine(b, kept)
@@ -367,14 +368,14 @@ func TestSweepMerge(t *testing.T) {
 }
 
 func TestCellRanges(t *testing.T) {
-	var rs []cellRange
+	var rs []sweep.CellRange
 	for _, c := range []int{0, 1, 2, 5, 7, 8, 8, 9, 12} {
-		rs = addCells(rs, c, c)
+		rs = sweep.AddCells(rs, c, c)
 	}
-	assert.Equal(t, "0-2, 5, 7-9, 12", formatRanges(rs, 10))
-	assert.Equal(t, "0-2, 5, and 2 more ranges", formatRanges(rs, 2))
-	assert.Equal(t, 8, countCells(rs))
-	assert.Empty(t, formatRanges(nil, 3))
+	assert.Equal(t, "0-2, 5, 7-9, 12", sweep.FormatRanges(rs, 10))
+	assert.Equal(t, "0-2, 5, and 2 more ranges", sweep.FormatRanges(rs, 2))
+	assert.Equal(t, 8, sweep.CountCells(rs))
+	assert.Empty(t, sweep.FormatRanges(nil, 3))
 }
 
 // decodeLine decodes one JSON line, for tests.

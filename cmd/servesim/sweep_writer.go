@@ -66,15 +66,15 @@ type sweepWriter struct {
 	csv     *csv.Writer
 	table   []sweepRecord
 	pareto  paretoTracker
-	resumed *recordIndex // nil without --resume
-	next    int          // the next of resumed.refs to write
-	written int          // records written (or kept, for a table)
-	failed  int          // of which runs that failed
+	resumed *sweep.RecordIndex // nil without --resume
+	next    int                // the next of resumed.Refs to write
+	written int                // records written (or kept, for a table)
+	failed  int                // of which runs that failed
 	line    []byte
 }
 
 // newSweepWriter starts the output on out: the CSV header, for CSV.
-func newSweepWriter(o *sweepOptions, grid *sweepGrid, out io.Writer, resumed *recordIndex) (*sweepWriter, error) {
+func newSweepWriter(o *sweepOptions, grid *sweepGrid, out io.Writer, resumed *sweep.RecordIndex) (*sweepWriter, error) {
 	w := &sweepWriter{o: o, grid: grid, out: out, resumed: resumed}
 	if o.Format == "csv" {
 		w.csv = csv.NewWriter(out)
@@ -133,20 +133,20 @@ func (w *sweepWriter) resumedBefore(cell int) error {
 	if w.resumed == nil {
 		return nil
 	}
-	for ; w.next < len(w.resumed.refs) && w.resumed.refs[w.next].cell < cell; w.next++ {
-		var rec *runLine
+	for ; w.next < len(w.resumed.Refs) && w.resumed.Refs[w.next].Cell < cell; w.next++ {
+		var rec *sweep.RunLine
 		var err error
-		if w.line, rec, err = w.resumed.read(w.resumed.refs[w.next], w.line[:0]); err != nil {
+		if w.line, rec, err = w.resumed.Read(w.resumed.Refs[w.next], w.line[:0]); err != nil {
 			return inputError{err}
 		}
-		p, err := rec.paretoRun()
+		p, err := rec.ParetoRun()
 		if err != nil {
-			return inputError{fmt.Errorf("%s: %w", w.resumed.where(w.resumed.refs[w.next]), err)}
+			return inputError{fmt.Errorf("%s: %w", w.resumed.Where(w.resumed.Refs[w.next]), err)}
 		}
 		if _, err := w.out.Write(w.line); err != nil {
 			return err
 		}
-		w.count(rec.failed)
+		w.count(rec.Failed)
 		w.pareto.Add(p)
 	}
 	return nil
@@ -181,15 +181,15 @@ func (w *sweepWriter) finish(complete bool) error {
 
 // cellsToRun yields the cells of the shard in grid order, less those
 // resumed.
-func (o *sweepOptions) cellsToRun(resumed *recordIndex) iter.Seq[sweep.Cell] {
+func (o *sweepOptions) cellsToRun(resumed *sweep.RecordIndex) iter.Seq[sweep.Cell] {
 	return func(yield func(sweep.Cell) bool) {
 		k := 0
 		for index := o.shard.Lo; index < o.shard.Hi; index++ {
 			if resumed != nil {
-				for k < len(resumed.refs) && resumed.refs[k].cell < index {
+				for k < len(resumed.Refs) && resumed.Refs[k].Cell < index {
 					k++
 				}
-				if k < len(resumed.refs) && resumed.refs[k].cell == index {
+				if k < len(resumed.Refs) && resumed.Refs[k].Cell == index {
 					continue
 				}
 			}
