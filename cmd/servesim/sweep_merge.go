@@ -79,7 +79,7 @@ func mergeSweep(s *streams, out outputOptions, files []string) error {
 				return err
 			}
 		}
-		line, err := jsonout.AppendLine(line[:0], pareto.json())
+		line, err := jsonout.AppendLine(line[:0], sweep.ParetoRecord(&pareto))
 		if err != nil {
 			return internalError{fmt.Errorf("encoding the Pareto record: %w", err)}
 		}

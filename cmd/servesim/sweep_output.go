@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +87,7 @@ func (r sweepRecord) json(g *sweepGrid) jsonout.Object {
 	}
 	obj = append(obj, jsonout.Member{Key: "trace_sha256", Value: r.traceSHA}, jsonout.Member{Key: "profile_csv_sha256", Value: r.profileCSVSHA},
 		jsonout.Member{Key: "manifest_sha256", Value: r.manifestSHA},
-		jsonout.Member{Key: "ttft_slo_s", Value: nullIfZero(r.ttftSLOSeconds)}, jsonout.Member{Key: "tpot_slo_s", Value: nullIfZero(r.tpotSLOSeconds)},
+		jsonout.Member{Key: "ttft_slo_s", Value: sweep.NullIfZero(r.ttftSLOSeconds)}, jsonout.Member{Key: "tpot_slo_s", Value: sweep.NullIfZero(r.tpotSLOSeconds)},
 		jsonout.Member{Key: "error", Value: errMsg})
 	if r.summary != nil {
 		return append(obj, jsonout.Member{Key: "metrics", Value: r.summary.Metrics}, jsonout.Member{Key: "summary", Value: r.summary})
@@ -102,7 +100,7 @@ func (r sweepRecord) json(g *sweepGrid) jsonout.Object {
 type paretoRun = sweep.ParetoRun[sweep.Brief]
 
 // paretoTracker keeps the Pareto fronts and best runs of a sweep.
-type paretoTracker struct{ sweep.Pareto[sweep.Brief] }
+type paretoTracker = sweep.Pareto[sweep.Brief]
 
 // paretoRun is the record as the Pareto record sees it.
 func (r sweepRecord) paretoRun(g *sweep.Grid) paretoRun {
@@ -130,81 +128,6 @@ func (r sweepRecord) paretoRun(g *sweep.Grid) paretoRun {
 	return p
 }
 
-// json is the final JSON Lines record.
-func (t *paretoTracker) json() jsonout.Object {
-	groups := t.Groups()
-	out := make([]jsonout.Object, len(groups))
-	for i, g := range groups {
-		members := g.Front()
-		front := make([]jsonout.Object, len(members))
-		for j, r := range members {
-			front[j] = r.Data.Record
-		}
-		var best any
-		if g.Best != nil {
-			best = g.Best.Data.Record
-		}
-		out[i] = jsonout.Object{{Key: "profile", Value: g.Profile}, {Key: "trace", Value: g.Trace}, {Key: "ttft_slo_s", Value: nullIfZero(g.TTFTSLOSeconds)}, {Key: "tpot_slo_s", Value: nullIfZero(g.TPOTSLOSeconds)}, {Key: "pareto_front", Value: front}, {Key: "best_under_slo", Value: best}}
-	}
-	return jsonout.Object{{Key: "kind", Value: "pareto"}, {Key: "x", Value: "energy_per_output_token_j"}, {Key: "y", Value: "p95_ttft_s"}, {Key: "groups", Value: out}}
-}
-
-func nullIfZero(x float64) any {
-	if x == 0 {
-		return nil
-	}
-	return x
-}
-
-// summaryColumns lists the JSON names of plant.Summary's fields in order,
-// flattening the embedded metrics.
-func summaryColumns() []string {
-	var names []string
-	var walk func(t reflect.Type)
-	walk = func(t reflect.Type) {
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.Anonymous {
-				walk(f.Type)
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			names = append(names, name)
-		}
-	}
-	walk(reflect.TypeFor[plant.Summary]())
-	return names
-}
-
-// summaryValues formats a summary's fields in summaryColumns order; an
-// undefined number is an empty cell.
-func summaryValues(s *plant.Summary) []string {
-	var out []string
-	var walk func(v reflect.Value)
-	walk = func(v reflect.Value) {
-		for i := range v.NumField() {
-			f := v.Field(i)
-			if v.Type().Field(i).Anonymous {
-				walk(f)
-				continue
-			}
-			switch f.Kind() {
-			case reflect.Float64:
-				x := f.Float()
-				if math.IsNaN(x) || math.IsInf(x, 0) {
-					out = append(out, "")
-				} else {
-					out = append(out, strconv.FormatFloat(x, 'g', -1, 64))
-				}
-			default:
-				out = append(out, fmt.Sprint(f.Interface()))
-			}
-		}
-	}
-	walk(reflect.ValueOf(s).Elem())
-	return out
-}
-
 // csvSummaryRenames gives the summary fields that share a name with an
 // axis of every sweep their simulate document's names (controller_name,
 // scheduler_name), so that every CSV column has its own name: the axis
@@ -225,7 +148,7 @@ func csvHeader(axes []sweep.Axis) []string {
 	for _, name := range header {
 		axisColumns[name] = true
 	}
-	for _, c := range summaryColumns() {
+	for _, c := range plant.SummaryColumns() {
 		if renamed, ok := csvSummaryRenames[c]; ok {
 			c = renamed
 		} else if axisColumns[c] {
@@ -245,9 +168,9 @@ func (r sweepRecord) csvRow() []string {
 	}
 	row = append(row, errMsg)
 	if r.summary != nil {
-		return append(row, summaryValues(r.summary)...)
+		return append(row, r.summary.CSVValues()...)
 	}
-	return append(row, make([]string, len(summaryColumns()))...)
+	return append(row, make([]string, len(plant.SummaryColumns()))...)
 }
 
 // sweepTable renders the runs and, for a complete sweep (pareto not nil),

@@ -249,7 +249,7 @@ func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 		assert.False(t, seen[name], "column %q appears twice", name)
 		seen[name] = true
 	}
-	assert.Len(t, rows[0], 1+5+len(plantParams)+1+len(summaryColumns()))
+	assert.Len(t, rows[0], 1+5+len(plantParams)+1+len(plant.SummaryColumns()))
 }
 
 func TestSweepRefusesGridsPastTheLimits(t *testing.T) {

@@ -169,7 +169,7 @@ func (w *sweepWriter) finish(complete bool) error {
 		_, err := w.out.Write([]byte(sweepTable(w.o.axes, w.table, pareto)))
 		return err
 	case w.o.Format == "jsonl" && complete:
-		line, err := jsonout.AppendLine(w.line[:0], w.pareto.json())
+		line, err := jsonout.AppendLine(w.line[:0], sweep.ParetoRecord(&w.pareto))
 		if err != nil {
 			return internalError{fmt.Errorf("encoding the Pareto record: %w", err)}
 		}

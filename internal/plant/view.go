@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -175,4 +176,53 @@ func writeSLOTable(b *strings.Builder, slo SLOReport, requests int) {
 	}
 	row("end-to-end (s)", slo.E2ES, 1, 4, e2e)
 	b.WriteString(t.String())
+}
+
+// SummaryColumns lists the JSON names of Summary's fields in order,
+// flattening the embedded metrics: the columns of a summary in CSV.
+func SummaryColumns() []string {
+	var names []string
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				walk(f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			names = append(names, name)
+		}
+	}
+	walk(reflect.TypeFor[Summary]())
+	return names
+}
+
+// CSVValues formats the summary's fields in SummaryColumns order; an
+// undefined number is an empty cell.
+func (s *Summary) CSVValues() []string {
+	var out []string
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		for i := range v.NumField() {
+			f := v.Field(i)
+			if v.Type().Field(i).Anonymous {
+				walk(f)
+				continue
+			}
+			switch f.Kind() {
+			case reflect.Float64:
+				x := f.Float()
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					out = append(out, "")
+				} else {
+					out = append(out, strconv.FormatFloat(x, 'g', -1, 64))
+				}
+			default:
+				out = append(out, fmt.Sprint(f.Interface()))
+			}
+		}
+	}
+	walk(reflect.ValueOf(s).Elem())
+	return out
 }

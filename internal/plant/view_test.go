@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,5 +73,22 @@ func TestSimulateTitleNamesTheLoadFlags(t *testing.T) {
 	for _, tt := range tests {
 		report.Dilation = tt.dilation
 		assert.Equal(t, tt.want, report.figureTitle(&report.Result, tt.normalize, tt.maxElapsedS), tt.name)
+	}
+}
+
+func TestSummaryCSVValuesFollowTheColumns(t *testing.T) {
+	t.Parallel()
+	report := simulateForFigure(t, 60, 3600)
+	columns := SummaryColumns()
+	values := report.Summary.CSVValues()
+	require.Len(t, values, len(columns))
+	assert.Equal(t, "controller", columns[0])
+	assert.Contains(t, columns, "p95_ttft_s", "the embedded metrics are flattened")
+	s := report.Summary
+	s.P95TTFTS = math.NaN()
+	for i, c := range columns {
+		if c == "p95_ttft_s" {
+			assert.Empty(t, s.CSVValues()[i], "an undefined number is an empty cell")
+		}
 	}
 }

@@ -427,3 +427,31 @@ func (x *RecordIndex) CheckCovers() error {
 	}
 	return fmt.Errorf("sweep merge: the files do not hold each of the grid's %d cells once: %s", x.Cells, strings.Join(problems, "; "))
 }
+
+// ParetoRecord is a sweep's final JSON Lines record: per profile and trace,
+// the objectives, the Pareto front and the best run under the SLOs.
+func ParetoRecord(p *Pareto[Brief]) jsonout.Object {
+	groups := p.Groups()
+	out := make([]jsonout.Object, len(groups))
+	for i, g := range groups {
+		members := g.Front()
+		front := make([]jsonout.Object, len(members))
+		for j, r := range members {
+			front[j] = r.Data.Record
+		}
+		var best any
+		if g.Best != nil {
+			best = g.Best.Data.Record
+		}
+		out[i] = jsonout.Object{{Key: "profile", Value: g.Profile}, {Key: "trace", Value: g.Trace}, {Key: "ttft_slo_s", Value: NullIfZero(g.TTFTSLOSeconds)}, {Key: "tpot_slo_s", Value: NullIfZero(g.TPOTSLOSeconds)}, {Key: "pareto_front", Value: front}, {Key: "best_under_slo", Value: best}}
+	}
+	return jsonout.Object{{Key: "kind", Value: "pareto"}, {Key: "x", Value: "energy_per_output_token_j"}, {Key: "y", Value: "p95_ttft_s"}, {Key: "groups", Value: out}}
+}
+
+// NullIfZero is x, or nil (null) for 0: an objective not given.
+func NullIfZero(x float64) any {
+	if x == 0 {
+		return nil
+	}
+	return x
+}
