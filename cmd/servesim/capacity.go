@@ -13,6 +13,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
+	"servesim/internal/trace"
 )
 
 // capacityOptions are the parsed flags of `servesim capacity`.
@@ -35,6 +36,8 @@ type capacityOptions struct {
 	Output      outputOptions
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant plant.Plant
+	// Engine holds the engine feature flags.
+	Engine engineFlags
 }
 
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
@@ -83,6 +86,7 @@ runs every group with N times its replicas.`,
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
+	addEngineFlags(cmd, &opts.Engine)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
@@ -123,7 +127,7 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
-	return nil
+	return o.Engine.check(cmd, o.Plant)
 }
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
@@ -139,7 +143,11 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	if o.TracePath == "" {
 		workload, err = plant.DefaultTrace(o.MaxElapsedS)
 	} else {
-		workload, err = loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+		var t *trace.Trace
+		if t, err = openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace); err == nil {
+			workload = t.Workload
+			o.Engine.useHashIDs(t)
+		}
 	}
 	if err != nil {
 		return err
@@ -149,7 +157,7 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 
 	study := fleet.Capacity{
 		Plant: o.Plant, Unit: unit, Router: o.Router, RouterSeed: o.RouterSeed,
-		Controllers: o.Controllers, SLO: o.SLO,
+		Controllers: o.Controllers, SLO: o.SLO, Engine: o.Engine.options(),
 		Search: fleet.CapacitySearch{Target: o.Attainment, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs},
 	}
 	var bar *progress.Bar

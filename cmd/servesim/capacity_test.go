@@ -33,7 +33,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	assert.Equal(t, &capacityOptions{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
-		Format: "json", Plant: plant.NewPlant(nil), Trace: traceOptions{TimeUnit: "s"},
+		Format: "json", Plant: plant.NewPlant(nil), Trace: traceOptions{TimeUnit: "s"}, Engine: engineFlags{Preemption: "none"},
 	}, o)
 }
 
@@ -43,7 +43,8 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 		"--ttft-slo", "2", "--tpot-slo", "0.2", "--e2e-slo", "30", "--attainment", "0.9", "--router", "random",
 		"--router-seed", "7", "--controller", "max,reactive", "--controller", "fixed:1500", "--scheduler", "static",
 		"--max-replicas", "64", "--jobs", "3", "--quiet", "--format", "table", "-o", "out.json", "--power-limit", "70",
-		"--trace-format", "burstgpt", "--trace-filter", "model=GPT-4,log-type=API log")
+		"--trace-format", "burstgpt", "--trace-filter", "model=GPT-4,log-type=API log",
+		"--prefix-cache", "--kv-block-tokens", "8", "--shared-prefix-tokens", "100", "--preemption", "recompute")
 	require.Equal(t, exitOK, code, stderr)
 	p := plant.NewPlant(nil)
 	p.PowerLimitW = 70
@@ -54,6 +55,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 		Output: outputOptions{Path: "out.json"}, Plant: p,
 		Trace: traceOptions{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
 			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
+		Engine: engineFlags{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
 	}, o)
 }
 

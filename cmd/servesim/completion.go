@@ -55,6 +55,9 @@ func registerCompletions(root *cobra.Command) {
 		if has("router") {
 			_ = cmd.RegisterFlagCompletionFunc("router", cliflag.Choices(routerNames))
 		}
+		if has("preemption") {
+			_ = cmd.RegisterFlagCompletionFunc("preemption", cliflag.Choices(plant.PreemptionNames))
+		}
 		for name, extensions := range fileFlags {
 			if has(name) {
 				_ = cmd.MarkFlagFilename(name, extensions...)

@@ -38,6 +38,8 @@ type simulateOptions struct {
 	ExecTimeoutS float64
 	// RequestLog is --request-log.
 	RequestLog requestLogOptions
+	// Engine holds the engine feature flags.
+	Engine engineFlags
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -92,6 +94,7 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
 	addRequestLogFlag(cmd, &opts.RequestLog)
+	addEngineFlags(cmd, &opts.Engine)
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
@@ -127,6 +130,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 		return usageErrorf("--format %q: expected json, table or %s", o.Format, formatVLLMBench)
 	}
 	if err := o.RequestLog.check(o.Output); err != nil {
+		return err
+	}
+	if err := o.Engine.check(cmd, o.Plant); err != nil {
 		return err
 	}
 	if err := checkSimulateWork(o); err != nil {
@@ -200,7 +206,7 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 // --stride and --summary ask), else what --stride and --summary say.
 func (o *simulateOptions) plantOptions() plant.Options {
 	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
-		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench}
+		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench, Engine: o.Engine.options()}
 	if o.Plot.Path != "" {
 		options.Stride, options.Summary = 1, false
 	}
@@ -221,10 +227,16 @@ func flagNamed(err error) error {
 	return err
 }
 
-// loadTrace reads --trace, or the embedded synthetic trace without it.
+// loadTrace reads --trace, or the embedded synthetic trace without it; a
+// Mooncake trace's hash ids go to the prefix cache.
 func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
 	if o.TracePath == "" {
 		return plant.DefaultTrace(o.MaxElapsedS)
 	}
-	return loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+	t, err := openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+	if err != nil {
+		return plant.Workload{}, err
+	}
+	o.Engine.useHashIDs(t)
+	return t.Workload, nil
 }

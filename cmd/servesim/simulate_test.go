@@ -54,7 +54,8 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		"--thermal-limit", "80", "--horizon", "120", "--max-sim-time", "86400",
 		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg", "--max-steps", "5e9",
 		"--ttft-slo", "2.5", "--tpot-slo", "0.1", "--e2e-slo", "60", "--exec-timeout", "0.5",
-		"--trace-columns", "arrival=a,prompt=b,output=c", "--time-unit", "ms")
+		"--trace-columns", "arrival=a,prompt=b,output=c", "--time-unit", "ms",
+		"--prefix-cache", "--kv-block-tokens", "32", "--shared-prefix-tokens", "512", "--preemption", "recompute")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, plant.Plant{
 		TimeStepS: 0.05, KVCapacityTokens: 65536, DecodeKVReserveTokensPerActive: 512, MaxActiveRequests: 32,
@@ -67,8 +68,9 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 			Options: trace.Options{Columns: &trace.Columns{Arrival: "a", Prompt: "b", Output: "c", Unit: trace.Milliseconds}}},
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
 		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9, ExecTimeoutS: 0.5,
-		SLO:   plant.SLO{TTFTSeconds: 2.5, TPOTSeconds: 0.1, E2ESeconds: 60},
-		Fleet: fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1},
+		SLO:    plant.SLO{TTFTSeconds: 2.5, TPOTSeconds: 0.1, E2ESeconds: 60},
+		Fleet:  fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1},
+		Engine: engineFlags{PrefixCache: true, KVBlockTokens: 32, SharedPrefixTokens: 512, Preemption: "recompute"},
 	}, o)
 }
 

@@ -18,6 +18,7 @@ import (
 	"servesim/internal/profile"
 	"servesim/internal/progress"
 	"servesim/internal/sweep"
+	"servesim/internal/trace"
 )
 
 // embeddedDefault names the embedded profile or trace in a sweep axis.
@@ -53,6 +54,8 @@ type sweepOptions struct {
 
 	// ExecTimeoutS is --exec-timeout: the patience with exec: controllers.
 	ExecTimeoutS float64
+	// Engine holds the engine feature flags, the same for every run.
+	Engine engineFlags
 }
 
 // newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
@@ -125,6 +128,7 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.IntVar(&opts.MaxCells, "max-cells", sweep.DefaultMaxCells, "refuse a sweep (or shard) of more than `N` runs")
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
+	addEngineFlags(cmd, &opts.Engine)
 	addOutputFlag(cmd, &opts.Output)
 	cmd.AddCommand(newSweepMergeCmd(s))
 	return cmd
@@ -140,6 +144,10 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 		return usageErrorf("--jobs %d: expected at least 1", o.Jobs)
 	}
 	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
+		return err
+	}
+	// The block count is checked by each run, on its --kv-capacity.
+	if err := o.Engine.check(cmd, plant.Plant{}); err != nil {
 		return err
 	}
 	switch o.Format {
@@ -303,12 +311,15 @@ type sweepInputs struct {
 	profileErrs  map[string]error
 	workloads    map[string]plant.Workload
 	workloadErrs map[string]error
+	// hashIDs are the block hash ids of the Mooncake traces.
+	hashIDs map[string]plant.HashIDSource
 }
 
 func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 	in := &sweepInputs{
 		profiles: map[string]*profile.Profile{}, profileErrs: map[string]error{},
 		workloads: map[string]plant.Workload{}, workloadErrs: map[string]error{},
+		hashIDs: map[string]plant.HashIDSource{},
 	}
 	for _, path := range o.Profiles {
 		if path == embeddedDefault {
@@ -325,7 +336,13 @@ func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 		if path == embeddedDefault {
 			w, err = plant.DefaultTrace(o.MaxElapsedS)
 		} else {
-			w, err = loadTraceFile(s, path, o.MaxElapsedS, &o.Trace)
+			var t *trace.Trace
+			if t, err = openTrace(s, path, o.MaxElapsedS, &o.Trace); err == nil {
+				w = t.Workload
+				if ids := traceHashIDs(t); ids != nil {
+					in.hashIDs[path] = ids
+				}
+			}
 		}
 		if err != nil {
 			in.workloadErrs[path] = err
@@ -376,7 +393,7 @@ func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepR
 		Scheduler:   sched,
 		Controller:  ctrl,
 		Normalize:   normalize,
-		Options:     plant.Options{Summary: true, MaxSteps: o.MaxSteps},
+		Options:     plant.Options{Summary: true, MaxSteps: o.MaxSteps, Engine: o.Engine.optionsFor(in.hashIDs[tracePath])},
 		ProfilePath: recordedPath,
 		Version:     resolvedVersion(),
 	})

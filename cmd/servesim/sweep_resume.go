@@ -68,7 +68,7 @@ func (o *sweepOptions) checkResumed(r *sweep.RunLine, grid *sweepGrid, in *sweep
 	}
 	if r.Grid != grid.digest {
 		return fmt.Errorf("the record is of another grid (grid_sha256 %.12s..., this grid's %.12s...): other axis values, "+
-			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo or profile manifest", r.Grid, grid.digest)
+			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, engine flag or profile manifest", r.Grid, grid.digest)
 	}
 	return nil
 }

@@ -25,8 +25,8 @@ type sweepGrid struct {
 // is the SHA-256 of its axes, the SHA-256 of every profile and trace (null
 // for one that did not load), the options that change a run or the Pareto
 // record (--max-elapsed, --max-steps, --exec-timeout, --ttft-slo,
-// --tpot-slo) and the servesim version; not the shard, so every shard of a
-// grid has the same.
+// --tpot-slo, and the engine flags when a feature is on) and the servesim
+// version; not the shard, so every shard of a grid has the same.
 func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
 	axes := make([]jsonout.Object, len(o.axes))
 	for i, a := range o.axes {
@@ -48,7 +48,17 @@ func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
 		}
 		traces[i] = jsonout.Object{{Key: "path", Value: path}, {Key: "trace_sha256", Value: sha}}
 	}
-	identity := jsonout.Object{{Key: "servesim_version", Value: resolvedVersion()}, {Key: "axes", Value: axes}, {Key: "profiles", Value: profiles}, {Key: "traces", Value: traces}, {Key: "max_elapsed_s", Value: o.MaxElapsedS}, {Key: "max_steps", Value: o.MaxSteps}, {Key: "exec_timeout_s", Value: o.ExecTimeoutS}, {Key: "ttft_slo_s", Value: o.TTFTSLOSeconds}, {Key: "tpot_slo_s", Value: o.TPOTSLOSeconds}}
+	identity := jsonout.Object{
+		{Key: "servesim_version", Value: resolvedVersion()}, {Key: "axes", Value: axes}, {Key: "profiles", Value: profiles}, {Key: "traces", Value: traces},
+		{Key: "max_elapsed_s", Value: o.MaxElapsedS}, {Key: "max_steps", Value: o.MaxSteps}, {Key: "exec_timeout_s", Value: o.ExecTimeoutS},
+		{Key: "ttft_slo_s", Value: o.TTFTSLOSeconds}, {Key: "tpot_slo_s", Value: o.TPOTSLOSeconds},
+	}
+	if e := o.Engine.options(); e.Enabled() {
+		identity = append(identity, jsonout.Member{Key: "engine", Value: jsonout.Object{
+			{Key: "prefix_cache", Value: e.PrefixCache}, {Key: "kv_block_tokens", Value: e.BlockTokens()},
+			{Key: "shared_prefix_tokens", Value: e.SharedPrefixTokens}, {Key: "preemption", Value: string(e.Preemption)},
+		}})
+	}
 	line, _ := jsonout.AppendLine(nil, identity) // strings and numbers always encode
 	sum := sha256.Sum256(line)
 	return &sweepGrid{digest: hex.EncodeToString(sum[:]), cells: o.shard.Cells}

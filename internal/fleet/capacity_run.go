@@ -29,6 +29,8 @@ type Capacity struct {
 	// SLO judges the requests; a zero TTFT or TPOT objective is that of
 	// the profile of the replica serving the request.
 	SLO plant.SLO
+	// Engine turns on the plant's engine features in every replica.
+	Engine plant.EngineOptions
 	// Search sets the target, the largest size (capped so that the fleet
 	// stays within MaxReplicas) and the parallelism; its Used is replaced.
 	Search CapacitySearch
@@ -132,7 +134,7 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 			return Evaluation{}, err
 		}
 		res, err := SimulateContext(ctx, requests, Config{Plant: c.Plant, Groups: groups, Router: router,
-			Options: plant.Options{Summary: true, SLO: c.SLO}, Jobs: fleetJobs})
+			Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine}, Jobs: fleetJobs})
 		if err != nil {
 			return Evaluation{}, err
 		}

@@ -159,5 +159,6 @@ func (r *Report) Table() string {
 		row(strconv.Itoa(rep.Replica), rep.Group, rep.RequestsRouted, &rep.Metrics)
 	}
 	b.WriteString(t.String())
+	r.Engine.WriteLines(&b)
 	return b.String()
 }

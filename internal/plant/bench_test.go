@@ -95,3 +95,56 @@ func BenchmarkLoadWorkloadCodeTrace(b *testing.B) {
 		require.NoError(b, err)
 	}
 }
+
+// BenchmarkSimulateCodeTraceEngine is the whole code trace normalized to
+// 0.8 utilization on the default plant with each engine feature off and
+// on: the prefix cache (16-token blocks, a 1024-token shared prefix) and
+// recompute preemption (which never acts here: the code trace's outputs
+// are short, 28 tokens on average).
+func BenchmarkSimulateCodeTraceEngine(b *testing.B) {
+	prof := referenceProfile(b, "l4_proxy")
+	requests, _, err := NormalizeOfferedLoad(loadCodeTrace(b), prof, 0.8)
+	require.NoError(b, err)
+	benchmarkEngine(b, requests, NewPlant(prof))
+}
+
+// BenchmarkSimulateKVStarved is a KV-starved run: 2000 requests with
+// outputs longer than their prompts, two a second, on 16384 tokens of KV
+// with a decode reserve of 64 tokens, where preemption acts hundreds of
+// times.
+func BenchmarkSimulateKVStarved(b *testing.B) {
+	requests := kvStarved(2000)
+	p := NewPlant(profile.Default())
+	p.KVCapacityTokens = 16384
+	p.DecodeKVReserveTokensPerActive = 64
+	benchmarkEngine(b, requests, p)
+}
+
+// benchmarkEngine simulates requests on p with the engine features off,
+// each alone and both on.
+func benchmarkEngine(b *testing.B, requests []Request, p Plant) {
+	for _, c := range []struct {
+		name   string
+		engine EngineOptions
+	}{
+		{"off", EngineOptions{}},
+		{"prefix-cache", EngineOptions{PrefixCache: true, SharedPrefixTokens: 1024}},
+		{"preemption", EngineOptions{Preemption: PreemptionRecompute}},
+		{"both", EngineOptions{PrefixCache: true, SharedPrefixTokens: 1024, Preemption: PreemptionRecompute}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var res *Result
+			for b.Loop() {
+				var err error
+				res, err = Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, Options{Summary: true, Engine: c.engine})
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(res.Steps), "steps")
+			if e := res.Engine; e != nil {
+				b.ReportMetric(float64(e.Preemptions), "preemptions")
+				b.ReportMetric(float64(e.PrefixCacheEvictions), "evictions")
+			}
+		})
+	}
+}

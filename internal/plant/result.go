@@ -26,6 +26,9 @@ type Result struct {
 	// Options.SLO, attainment, goodput and latency percentiles. It is
 	// kept with Options.Summary too.
 	SLO SLOReport `json:"slo"`
+	// Engine is the engine block, after slo: the engine features' options
+	// and what they did; nil (left out) when they are all off.
+	Engine *EngineReport `json:"engine,omitempty"`
 	// Steps is the number of simulated steps (the length of the full
 	// trajectory).
 	Steps int `json:"-"`

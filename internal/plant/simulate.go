@@ -24,6 +24,9 @@ type Options struct {
 	// SLO is what the violation rates and the slo block judge requests
 	// by; a zero TTFTSeconds or TPOTSeconds takes the profile's (SLO.OrProfile).
 	SLO SLO
+	// Engine turns on the prefix cache and preemption; the zero value
+	// keeps the reference's plant.
+	Engine EngineOptions
 	// RequestLog keeps, whatever Summary says, what a per-request log
 	// needs: the request records and each request's KV-cache occupancy at
 	// the start of its arrival step (Result.Log), one float per request.
@@ -85,6 +88,8 @@ type simulation struct {
 	queuedPrompt int // prompt tokens of the queued requests
 	active       []int
 	completed    int
+	// engine is the state of the engine features, nil when all are off.
+	engine *engine
 	// arrivalKV[i] is the KV occupancy at the start of request i's arrival
 	// step; nil unless Options.RequestLog.
 	arrivalKV []float64
@@ -211,6 +216,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		return nil, err
 	}
 	prof := p.Profile
+	var err error
 	sim := &simulation{
 		plant:            p,
 		scheduler:        s,
@@ -227,6 +233,14 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		previousPowerW:   prof.Power(profile.PhaseIdle, prof.MinClockMHz()),
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
+	}
+	if err := opt.Engine.Validate(p); err != nil {
+		return nil, err
+	}
+	if opt.Engine.Enabled() {
+		if sim.engine, err = newEngine(p, opt.Engine, capacity); err != nil {
+			return nil, err
+		}
 	}
 	if opt.RequestLog {
 		sim.arrivalKV = make([]float64, 0, capacity)
@@ -264,6 +278,9 @@ func (sim *simulation) add(r Request) {
 		outputTokens:     float64(r.OutputTokens),
 		prefillRemaining: float64(r.PromptTokens),
 	})
+	if sim.engine != nil {
+		sim.engine.add(r)
+	}
 	if sim.arrivalKV != nil {
 		sim.arrivalKV = append(sim.arrivalKV, 0)
 	}
@@ -289,6 +306,9 @@ func (sim *simulation) reserveTrajectory() {
 // queue head and the active requests) in the same order, which gives the
 // same floating-point sum since the others add exactly 0.0.
 func (sim *simulation) occupancy() float64 {
+	if sim.engine != nil {
+		return sim.engineOccupancy()
+	}
 	total := 0.0
 	if sim.head < sim.pending {
 		r := &sim.progress[sim.head]
@@ -334,6 +354,7 @@ func (sim *simulation) observe() Observation {
 		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-head.PromptTokens)
 		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.ArrivalTimeS)
 	}
+	sim.observeWaiting(&obs)
 	return obs
 }
 
@@ -360,7 +381,7 @@ func (sim *simulation) advance() (bool, error) {
 		return true, fmt.Errorf("clock controller %s at step %d: returned a non-finite request", sim.controller.Name(), sim.step)
 	}
 
-	queued := sim.head < sim.pending
+	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
 	decoding := len(sim.active) > 0
 	phase := action.Phase
 	if phase == profile.PhasePrefill && !queued {
@@ -388,6 +409,7 @@ func (sim *simulation) advance() (bool, error) {
 		served := sim.servePrefill(budget)
 		sim.cumulativePrefill += served
 		prefillTime = served / pyMax(level.prefillRate, 1e-12)
+		sim.engine.chargeRecompute(level.prefillRate, sim.records)
 		remaining := pyMax(0, dt-prefillTime)
 		if len(sim.active) > 0 && remaining > 1e-12 {
 			decoded := sim.serveDecode(level.decodeRate*remaining, endS)
@@ -423,7 +445,7 @@ func (sim *simulation) advance() (bool, error) {
 	sim.last = stepSample{
 		index:             sim.step,
 		timeS:             endS,
-		prefillQueue:      sim.pending - sim.head,
+		prefillQueue:      sim.pending - sim.head + sim.engine.waitingCount(),
 		decodeActive:      len(sim.active),
 		completed:         sim.completed,
 		kvTokens:          sim.occupancy(),
@@ -445,7 +467,7 @@ func (sim *simulation) advance() (bool, error) {
 	sim.previousPowerW = power
 	sim.timeS += dt
 	sim.step++
-	finished := sim.pending == len(sim.records) && sim.head == sim.pending && len(sim.active) == 0
+	finished := sim.pending == len(sim.records) && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
 	return finished, nil
 }
 
@@ -494,6 +516,9 @@ func (sim *simulation) quantizedLevel(requested float64) int {
 // decoding while fewer than MaxActiveRequests decode and KV room remains.
 // It returns the prompt tokens served.
 func (sim *simulation) servePrefill(budget float64) float64 {
+	if sim.engine != nil {
+		return sim.enginePrefill(budget)
+	}
 	if sim.head == sim.pending || budget <= 0 {
 		return 0
 	}
@@ -535,6 +560,9 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 // round, until it is spent or nobody progresses. Requests that reach their
 // output length complete at endS. It returns the tokens served.
 func (sim *simulation) serveDecode(budget, endS float64) float64 {
+	if sim.engine != nil {
+		return sim.engineDecode(budget, endS)
+	}
 	if len(sim.active) == 0 || budget <= 0 {
 		return 0
 	}
@@ -595,6 +623,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		WorkloadChecksum: checksum,
 		SLO:              slo,
 		Steps:            sim.stats.steps,
+		Engine:           sim.engineReport(),
 		Log:              sim.requestLog(),
 	}
 	if opt.Summary {

@@ -118,7 +118,7 @@ func (st *Stepper) Expired() bool { return st.expired }
 // Idle reports whether every request added so far has completed.
 func (st *Stepper) Idle() bool {
 	sim := st.sim
-	return sim.head == len(sim.records) && len(sim.active) == 0
+	return sim.head == len(sim.records) && len(sim.active) == 0 && sim.engine.waitingCount() == 0
 }
 
 // Steps is the number of steps simulated so far.
@@ -185,7 +185,7 @@ type Load struct {
 func (st *Stepper) Load() Load {
 	sim := st.sim
 	l := Load{
-		QueuedRequests: len(sim.records) - sim.head,
+		QueuedRequests: len(sim.records) - sim.head + sim.engine.waitingCount(),
 		ActiveDecodes:  len(sim.active),
 		KVTokens:       sim.occupancy(),
 		TemperatureC:   sim.temperatureC,
@@ -194,6 +194,7 @@ func (st *Stepper) Load() Load {
 	if sim.head < sim.pending {
 		l.QueuedPromptTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-sim.records[sim.head].PromptTokens)
 	}
+	l.QueuedPromptTokens += sim.waitingPrefill()
 	for i := max(sim.head, sim.pending); i < len(sim.records); i++ {
 		l.QueuedPromptTokens += float64(sim.records[i].PromptTokens)
 	}

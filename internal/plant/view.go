@@ -153,6 +153,7 @@ func (r *Report) Table() string {
 	b.WriteString(t.String())
 	b.WriteByte('\n')
 	writeSLOTable(&b, slo, r.Provenance.RequestsLoaded)
+	r.Engine.WriteLines(&b)
 	return b.String()
 }
 
