@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"servesim/internal/limits"
 )
 
 // version is set at build time with -ldflags "-X main.version=...". When it
@@ -156,7 +157,7 @@ func run(ctx context.Context, args []string, s *streams) int {
 func runCommands(ctx context.Context, args []string, s *streams, subs []subcommand) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintf(s.Err, "servesim: internal error: %s\n", oneLine(fmt.Sprint(p)))
+			fmt.Fprintf(s.Err, "servesim: internal error: %s\n", limits.OneLine(fmt.Sprint(p)))
 			if s.Debug {
 				s.Err.Write(debug.Stack())
 			}
@@ -173,15 +174,10 @@ func runCommands(ctx context.Context, args []string, s *streams, subs []subcomma
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(s.Err, "servesim: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(s.Err, "servesim: %s\n", limits.OneLine(err.Error()))
 	var coded codedError
 	if errors.As(err, &coded) {
 		return coded.exitCode()
 	}
 	return exitUsage
-}
-
-// oneLine folds a message onto a single line.
-func oneLine(msg string) string {
-	return strings.Join(strings.Fields(msg), " ")
 }

@@ -59,7 +59,7 @@ func mergeSweep(s *streams, out outputOptions, files []string) error {
 	failed := 0
 	err = writeResult(s, out, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 64<<10)
-		var pareto paretoTracker
+		var pareto sweep.Pareto[sweep.Brief]
 		var line []byte
 		for _, ref := range x.Refs {
 			var rec *sweep.RunLine

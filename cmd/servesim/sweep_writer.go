@@ -74,8 +74,8 @@ type sweepWriter struct {
 	grid    *sweepGrid
 	out     io.Writer // each record is one Write
 	csv     *csv.Writer
-	table   []sweepRecord
-	pareto  paretoTracker
+	table   []sweep.Record
+	pareto  sweep.Pareto[sweep.Brief]
 	resumed *sweep.RecordIndex // nil without --resume
 	next    int                // the next of resumed.Refs to write
 	written int                // records written (or kept, for a table)
@@ -88,7 +88,7 @@ func newSweepWriter(o *sweepOptions, grid *sweepGrid, out io.Writer, resumed *sw
 	w := &sweepWriter{o: o, grid: grid, out: out, resumed: resumed}
 	if o.Format == "csv" {
 		w.csv = csv.NewWriter(out)
-		if err := w.writeCSV(csvHeader(o.axes)); err != nil {
+		if err := w.writeCSV(sweep.CSVHeader(o.axes, axisKey)); err != nil {
 			return nil, err
 		}
 	}
@@ -97,18 +97,18 @@ func newSweepWriter(o *sweepOptions, grid *sweepGrid, out io.Writer, resumed *sw
 
 // add writes the record of a run, after the resumed records that come
 // before it in grid order.
-func (w *sweepWriter) add(r sweepRecord) error {
-	if err := w.resumedBefore(r.cell.Index); err != nil {
+func (w *sweepWriter) add(r sweep.Record) error {
+	if err := w.resumedBefore(r.Cell.Index); err != nil {
 		return err
 	}
 	var err error
 	switch w.o.Format {
 	case "csv":
-		err = w.writeCSV(r.csvRow())
+		err = w.writeCSV(r.CSVRow())
 	case "table":
 		w.table = append(w.table, r)
 	default:
-		if w.line, err = jsonout.AppendLine(w.line[:0], r.json(w.grid)); err != nil {
+		if w.line, err = jsonout.AppendLine(w.line[:0], r.JSON(w.grid.digest, w.grid.cells)); err != nil {
 			return internalError{fmt.Errorf("encoding a record: %w", err)}
 		}
 		_, err = w.out.Write(w.line)
@@ -116,8 +116,8 @@ func (w *sweepWriter) add(r sweepRecord) error {
 	if err != nil {
 		return err
 	}
-	w.count(r.err != nil)
-	w.pareto.Add(r.paretoRun(w.o.grid))
+	w.count(r.Err != nil)
+	w.pareto.Add(r.ParetoRun(w.o.grid))
 	return nil
 }
 
@@ -176,7 +176,7 @@ func (w *sweepWriter) finish(complete bool) error {
 		if !complete {
 			pareto = nil
 		}
-		_, err := w.out.Write([]byte(sweepTable(w.o.axes, w.table, pareto)))
+		_, err := w.out.Write([]byte(sweep.Table(w.o.axes, w.table, pareto)))
 		return err
 	case w.o.Format == "jsonl" && complete:
 		line, err := jsonout.AppendLine(w.line[:0], sweep.ParetoRecord(&w.pareto))

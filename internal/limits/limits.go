@@ -12,6 +12,7 @@ import (
 	"io"
 	"io/fs"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -205,4 +206,10 @@ func Quote(field string) string {
 		return strconv.Quote(field)
 	}
 	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(field[:cut]), len(field))
+}
+
+// OneLine folds a message onto one line: every run of white space,
+// line breaks included, becomes one space.
+func OneLine(msg string) string {
+	return strings.Join(strings.Fields(msg), " ")
 }

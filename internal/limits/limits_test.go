@@ -162,3 +162,8 @@ func TestQuoteCutsALongField(t *testing.T) {
 	oneOver := strings.Repeat("é", MaxQuotedChars-1) + "xy"
 	assert.Equal(t, strconv.Quote(strings.Repeat("é", MaxQuotedChars-1)+"x")+"... (160 bytes)", Quote(oneOver), "characters, not bytes")
 }
+
+func TestOneLine(t *testing.T) {
+	assert.Equal(t, "a b c", OneLine(" a\nb\r\n\tc "))
+	assert.Equal(t, "", OneLine("\n"))
+}

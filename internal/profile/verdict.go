@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+
+	"servesim/internal/limits"
 )
 
 // Verdict is one profile's entry in validate-profile's result: what
@@ -78,9 +80,9 @@ func (vs Verdicts) Text() []byte {
 			case CheckOK:
 				fmt.Fprintf(&b, "%s: %s: OK\n", v.Path, c.Name)
 			case CheckFailed:
-				fmt.Fprintf(&b, "%s: %s: FAILED: %s\n", v.Path, c.Name, oneLine(c.Detail))
+				fmt.Fprintf(&b, "%s: %s: FAILED: %s\n", v.Path, c.Name, limits.OneLine(c.Detail))
 			default:
-				fmt.Fprintf(&b, "%s: %s: NOT RUN: %s\n", v.Path, c.Name, oneLine(c.Detail))
+				fmt.Fprintf(&b, "%s: %s: NOT RUN: %s\n", v.Path, c.Name, limits.OneLine(c.Detail))
 			}
 		}
 		if v.Valid {
@@ -90,13 +92,8 @@ func (vs Verdicts) Text() []byte {
 			}
 			fmt.Fprintf(&b, "%s: VALID (%s, %s)\n", v.Path, v.ProfileStatus, kind)
 		} else {
-			fmt.Fprintf(&b, "%s: INVALID: %s\n", v.Path, strings.TrimSpace(oneLine(*v.Error)))
+			fmt.Fprintf(&b, "%s: INVALID: %s\n", v.Path, strings.TrimSpace(limits.OneLine(*v.Error)))
 		}
 	}
 	return b.Bytes()
-}
-
-// oneLine folds a message onto a single line.
-func oneLine(msg string) string {
-	return strings.Join(strings.Fields(msg), " ")
 }
