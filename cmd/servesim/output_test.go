@@ -56,6 +56,7 @@ func TestSignalRemovesTheUnfinishedOutput(t *testing.T) {
 		{syscall.SIGTERM, "SIGTERM", 143, "--plot", "fig.svg", ""},
 	} {
 		t.Run(fmt.Sprintf("%s %s %s", tc.name, tc.flag, tc.file), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			path := filepath.Join(dir, tc.file)
 			if tc.old != "" {

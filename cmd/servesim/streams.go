@@ -26,6 +26,17 @@ type streams struct {
 	// Debug adds the stack of a recovered panic to its message
 	// (SERVESIM_DEBUG=1).
 	Debug bool
+	// Getenv reads the environment (sweep --shard auto); nil reads the
+	// process's.
+	Getenv func(string) string
+}
+
+// env returns the environment variable name, as Getenv reads it.
+func (s *streams) env(name string) string {
+	if s.Getenv == nil {
+		return os.Getenv(name)
+	}
+	return s.Getenv(name)
 }
 
 // newStreams returns the process's standard streams.

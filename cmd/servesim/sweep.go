@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -103,7 +102,7 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 					opts.PlantAxes[pp.flag] = plantValues[i]
 				}
 			}
-			return opts.check(cmd)
+			return opts.check(cmd, s)
 		}, runF, func(_ context.Context, o *sweepOptions) error { return runSweep(s, o) }),
 	}
 	f := cmd.Flags()
@@ -136,7 +135,7 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 
 // check parses every axis value and builds the grid before anything runs:
 // a bad value is a usage error (exit 2).
-func (o *sweepOptions) check(cmd *cobra.Command) error {
+func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if err := checkMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
 		return err
 	}
@@ -194,7 +193,7 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 	switch o.Shard {
 	case "":
 	case "auto":
-		i, n, err = sweep.ShardFromEnv(os.Getenv)
+		i, n, err = sweep.ShardFromEnv(s.env)
 	default:
 		i, n, err = sweep.ParseShard(o.Shard)
 	}

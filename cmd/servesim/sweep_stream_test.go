@@ -64,6 +64,7 @@ func withoutGridMembers(t *testing.T, out []byte) []byte {
 // added since, and the Pareto record are byte-identical, also with failed
 // runs, and so is the table.
 func TestSweepOutputIsWhatItWasBeforeStreaming(t *testing.T) {
+	t.Parallel()
 	grid := []string{"--max-elapsed", "60", "--scheduler", "static,chunked", "--controller", "max,min,reactive,fixed:1125", "--normalize", "none,0.7"}
 	want, err := os.ReadFile("testdata/sweep_before_streaming.jsonl")
 	require.NoError(t, err)
@@ -82,6 +83,7 @@ func TestSweepOutputIsWhatItWasBeforeStreaming(t *testing.T) {
 var slowGrid = []string{"--time-step", "0.002", "--power-limit", "40,50,55,60,64.8", "--controller", "max,min,reactive,fixed:1125", "--normalize", "none,0.7"}
 
 func TestSweepWritesEachRecordAsItsCellFinishes(t *testing.T) {
+	t.Parallel()
 	r, w := io.Pipe()
 	s, _, errOut := testStreams("")
 	s.Out = w
@@ -103,6 +105,7 @@ func TestSweepWritesEachRecordAsItsCellFinishes(t *testing.T) {
 }
 
 func TestSweepRecordsIdentifyTheirGridAndInputs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace.csv")
 	traceCSV := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.0,1000,200\n"
@@ -156,6 +159,7 @@ func writeLines(t *testing.T, dir, name string, ls ...[]byte) string {
 }
 
 func TestSweepResumeCompletesToTheUninterruptedOutput(t *testing.T) {
+	t.Parallel()
 	grid := []string{"--max-elapsed", "30", "--controller", "max,min,reactive,fixed:1125", "--normalize", "none,0.5,0.7"}
 	full := runSweepTo(t, grid...)
 	runs := lines(full)
@@ -213,6 +217,7 @@ func TestSweepResumeCompletesToTheUninterruptedOutput(t *testing.T) {
 }
 
 func TestSweepResumeRefusesRecordsOfAnotherGrid(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace.csv")
 	traceCSV := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.0,1000,200\n"
@@ -273,25 +278,33 @@ func TestSweepResumeRefusesRecordsOfAnotherGrid(t *testing.T) {
 }
 
 func TestSweepShardAuto(t *testing.T) {
-	for _, name := range []string{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP", "JOB_COMPLETION_INDEX", "SERVESIM_SHARD_COUNT"} {
-		t.Setenv(name, "")
+	t.Parallel()
+	env := map[string]string{}
+	runEnv := func(args ...string) (int, string, string) {
+		s, out, errOut := testStreams("")
+		s.Getenv = func(name string) string { return env[name] }
+		code := run(context.Background(), args, s)
+		return code, out.String(), errOut.String()
 	}
-	code, out, errOut := runCLI(t, "sweep", "--shard", "auto")
+	code, out, errOut := runEnv("sweep", "--shard", "auto")
 	assert.Equal(t, exitUsage, code)
 	assert.Empty(t, out)
 	assert.Equal(t, "servesim: --shard auto: found neither a Slurm job array (SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT, or SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX) nor a Kubernetes Indexed Job (JOB_COMPLETION_INDEX with SERVESIM_SHARD_COUNT)\n", errOut)
 
 	grid := []string{"--max-elapsed", "20", "--controller", "max,min,reactive,fixed:1125,sampled-reactive"}
-	t.Setenv("JOB_COMPLETION_INDEX", "1")
-	t.Setenv("SERVESIM_SHARD_COUNT", "2")
-	assert.Equal(t, string(runSweepTo(t, append(grid, "--shard", "2/2")...)), string(runSweepTo(t, append(grid, "--shard", "auto")...)))
-	t.Setenv("SERVESIM_SHARD_COUNT", "")
-	code, _, errOut = runCLI(t, append([]string{"sweep", "--shard", "auto"}, grid...)...)
+	env["JOB_COMPLETION_INDEX"], env["SERVESIM_SHARD_COUNT"] = "1", "2"
+	_, whole, _ := runEnv(append([]string{"sweep", "--quiet"}, append(grid, "--shard", "2/2")...)...)
+	code, auto, errOut := runEnv(append([]string{"sweep", "--quiet"}, append(grid, "--shard", "auto")...)...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, whole, auto)
+	env["SERVESIM_SHARD_COUNT"] = ""
+	code, _, errOut = runEnv(append([]string{"sweep", "--shard", "auto"}, grid...)...)
 	assert.Equal(t, exitUsage, code)
 	assert.Equal(t, "servesim: --shard auto: JOB_COMPLETION_INDEX is set, but not SERVESIM_SHARD_COUNT (set it to the Job's completions)\n", errOut)
 }
 
 func TestSweepMerge(t *testing.T) {
+	t.Parallel()
 	grid := []string{"--max-elapsed", "20", "--profile", "embedded,nosuch.csv", "--controller", "max,min,reactive,fixed:1125,sampled-reactive", "--normalize", "none,0.6"}
 	code, whole, _ := runCLI(t, append([]string{"sweep", "--quiet"}, grid...)...)
 	require.Equal(t, exitInput, code, "half the runs fail: their profile does not exist")
@@ -368,6 +381,7 @@ func TestSweepMerge(t *testing.T) {
 }
 
 func TestCellRanges(t *testing.T) {
+	t.Parallel()
 	var rs []sweep.CellRange
 	for _, c := range []int{0, 1, 2, 5, 7, 8, 8, 9, 12} {
 		rs = sweep.AddCells(rs, c, c)

@@ -29,6 +29,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 }
 
 func TestSweepFlagParsing(t *testing.T) {
+	t.Parallel()
 	var got *sweepOptions
 	cmd := newSweepCmd(&streams{}, func(o *sweepOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--scheduler", "static,chunked", "--controller", "max,fixed:660", "--normalize", "none,0.5",
@@ -45,6 +46,7 @@ func TestSweepFlagParsing(t *testing.T) {
 }
 
 func TestSweepRejectsBadAxisValuesBeforeRunning(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -93,6 +95,7 @@ func decodeRecords(t *testing.T, out string) ([]map[string]any, map[string]any) 
 }
 
 func TestSweepRunsEqualSimulate(t *testing.T) {
+	t.Parallel()
 	trace := sharedtest.CodeTrace(t)
 	args := []string{"sweep", "--trace", trace, "--max-elapsed", "120", "--scheduler", "static,chunked",
 		"--controller", "reactive,fixed:660,sampled-reactive:2", "--normalize", "none,0.6", "--kv-capacity", "65536"}
@@ -140,6 +143,7 @@ func runSweepOK(t *testing.T, want int, args ...string) string {
 }
 
 func TestSweepOutputIsIdenticalWhateverTheJobs(t *testing.T) {
+	t.Parallel()
 	args := []string{"--max-elapsed", "60", "--scheduler", "static,continuous,chunked",
 		"--controller", "max,min,reactive", "--normalize", "none,0.7"}
 	one := runSweepOK(t, 18, append(args, "--jobs", "1")...)
@@ -150,6 +154,7 @@ func TestSweepOutputIsIdenticalWhateverTheJobs(t *testing.T) {
 }
 
 func TestSweepShardsConcatenateToTheWholeGrid(t *testing.T) {
+	t.Parallel()
 	args := []string{"sweep", "--max-elapsed", "30", "--scheduler", "static,chunked", "--controller", "max,min,reactive"}
 	wholeRuns, _ := decodeRecords(t, runSweepOK(t, 6, args[1:]...))
 	var joined []map[string]any
@@ -163,6 +168,7 @@ func TestSweepShardsConcatenateToTheWholeGrid(t *testing.T) {
 }
 
 func TestSweepFailingCellIsReportedWhileOthersComplete(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "nosuch.csv")
 	code, out, errOut := runCLI(t, "sweep", "--max-elapsed", "30", "--profile", "embedded,"+missing, "--controller", "max,min")
 	assert.Equal(t, exitInput, code)
@@ -184,6 +190,7 @@ func TestSweepFailingCellIsReportedWhileOthersComplete(t *testing.T) {
 }
 
 func TestSweepParetoAndBest(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runCLI(t, "sweep", "--max-elapsed", "60", "--normalize", "0.3,0.5", "--controller", "max,min,reactive,fixed:1200",
 		"--ttft-slo", "5", "--tpot-slo", "1")
 	require.Equal(t, exitOK, code, errOut)
@@ -213,6 +220,7 @@ func TestSweepParetoAndBest(t *testing.T) {
 }
 
 func TestSweepCSVAndTable(t *testing.T) {
+	t.Parallel()
 	args := []string{"sweep", "--max-elapsed", "30", "--controller", "max,min", "--power-limit", "50,64.8"}
 	code, out, errOut := runCLI(t, append(args, "--format", "csv")...)
 	require.Equal(t, exitOK, code, errOut)
@@ -234,6 +242,7 @@ func TestSweepCSVAndTable(t *testing.T) {
 // TestSweepCSVHeaderNamesEveryColumnOnce gives every axis, so that every
 // axis column and every summary column is in the header.
 func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
+	t.Parallel()
 	args := []string{"sweep", "--max-elapsed", "10", "--format", "csv"}
 	for _, pp := range plantParams {
 		p := plant.NewPlant(nil)
@@ -253,6 +262,7 @@ func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 }
 
 func TestSweepRefusesGridsPastTheLimits(t *testing.T) {
+	t.Parallel()
 	many := func(v string, n int) string { return strings.TrimSuffix(strings.Repeat(v+",", n), ",") }
 	tests := []struct {
 		name string
@@ -285,6 +295,7 @@ func TestSweepRefusesGridsPastTheLimits(t *testing.T) {
 }
 
 func TestSweepOutputFileIsAtomic(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "runs.jsonl")
 	code, out, _ := runCLI(t, "sweep", "--max-elapsed", "30", "-o", path)
 	require.Equal(t, exitOK, code)
@@ -295,6 +306,7 @@ func TestSweepOutputFileIsAtomic(t *testing.T) {
 }
 
 func TestSweepProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		terminal bool

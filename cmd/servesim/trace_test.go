@@ -29,6 +29,7 @@ func parseTrace(t *testing.T, args ...string) (*traceStatsOptions, *traceConvert
 }
 
 func TestTraceFlagsAreParsedTogether(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want trace.Options
@@ -50,6 +51,7 @@ func TestTraceFlagsAreParsedTogether(t *testing.T) {
 }
 
 func TestTraceFlagUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -88,6 +90,7 @@ func TestTraceFlagUsageErrors(t *testing.T) {
 }
 
 func TestTraceSubcommandFlags(t *testing.T) {
+	t.Parallel()
 	stats, _, code, stderr := parseTrace(t, "stats", "b.csv")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, &traceStatsOptions{Path: "b.csv", Format: "json", Trace: traceOptions{TimeUnit: "s"}}, stats)

@@ -29,6 +29,7 @@ var vllmBenchKeys = []string{
 }
 
 func TestVLLMBenchGolden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		golden string
 		args   []string
@@ -88,6 +89,7 @@ func firstDifferentLine(want, got string) (lineDiff, bool) {
 }
 
 func TestVLLMBenchAgreesWithTheSimulateDocument(t *testing.T) {
+	t.Parallel()
 	s, out, errOut := testStreams("")
 	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--ttft-slo", "0.3"}, s), errOut.String())
 	var doc struct {
@@ -125,6 +127,7 @@ func TestVLLMBenchAgreesWithTheSimulateDocument(t *testing.T) {
 }
 
 func TestVLLMBenchIsAFormat(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseSimulate(t, "--format", "vllm-bench")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, "vllm-bench", o.Format)
