@@ -445,23 +445,23 @@ func runSweep(s *streams, o *sweepOptions) error {
 	}
 	var written, failed int
 	err := writeResult(s, o.Output, func(out io.Writer) error {
-		w, err := newSweepWriter(o, grid, out, resumed)
+		w, err := sweep.NewWriter(out, o.Format, o.grid, axisKey, grid.digest, grid.cells, resumed)
 		if err != nil {
 			return err
 		}
 		progress := newSweepProgress(s, o, toRun)
-		err = sweep.Run(o.cellsToRun(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
+		err = sweep.Run(o.shard.Without(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
 			return o.runCell(s, inputs, c)
 		}, func(c sweep.Cell, r sweepRun) error {
 			progress.increment()
-			return w.add(newSweepRecord(o, inputs, c, r))
+			return w.Add(newSweepRecord(o, inputs, c, r))
 		})
 		progress.finish()
 		stopped := errors.Is(err, sweep.ErrStopped)
 		if err == nil || stopped {
-			err = w.finish(!stopped)
+			err = w.Finish(!stopped)
 		}
-		written, failed = w.written, w.failed
+		written, failed = w.Written, w.Failed
 		if err != nil || !stopped {
 			return err
 		}
@@ -480,7 +480,7 @@ func runSweep(s *streams, o *sweepOptions) error {
 		return stop // not "-o FILE: sweep interrupted"
 	}
 	if err != nil {
-		return err
+		return encodingFailure(err)
 	}
 	if failed > 0 {
 		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, written)}
