@@ -103,7 +103,7 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 				}
 			}
 			return opts.check(cmd, s)
-		}, runF, func(_ context.Context, o *sweepOptions) error { return runSweep(s, o) }),
+		}, runF, func(ctx context.Context, o *sweepOptions) error { return runSweep(ctx, s, o) }),
 	}
 	f := cmd.Flags()
 	cliflag.AddList(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
@@ -361,7 +361,7 @@ type sweepRun struct {
 
 // runCell runs the simulate configuration of one cell; an exec: controller
 // runs a child of its own.
-func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepRun {
+func (o *sweepOptions) runCell(ctx context.Context, s *streams, in *sweepInputs, c sweep.Cell) sweepRun {
 	profilePath := o.grid.Parsed(c, sweep.AxisProfile).(string)
 	tracePath := o.grid.Parsed(c, sweep.AxisTrace).(string)
 	if err := in.profileErrs[profilePath]; err != nil {
@@ -387,7 +387,7 @@ func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepR
 	if profilePath == embeddedDefault {
 		recordedPath = profile.EmbeddedPath
 	}
-	report, err := plant.Run(in.workloads[tracePath], plant.Config{
+	report, err := plant.RunContext(ctx, in.workloads[tracePath], plant.Config{
 		Plant:       p,
 		Scheduler:   sched,
 		Controller:  ctrl,
@@ -428,7 +428,10 @@ func (p sweepProgress) finish() {
 // records before it are done, to stdout or -o (through writeResult, so a
 // regular file appears only when the sweep completes). An interrupted
 // sweep keeps what it wrote as FILE.partial.
-func runSweep(s *streams, o *sweepOptions) error {
+// A cancelled ctx ends the runs under way and those after them, whose
+// records carry its error; servesim's own SIGINT and SIGTERM are taken
+// over by watchSignals while the sweep runs, to finish the runs under way.
+func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 	interrupt := watchSignals(sweepGrace)
 	defer interrupt.release()
 	inputs := loadSweepInputs(s, o)
@@ -451,7 +454,7 @@ func runSweep(s *streams, o *sweepOptions) error {
 		}
 		progress := newSweepProgress(s, o, toRun)
 		err = sweep.Run(o.shard.Without(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
-			return o.runCell(s, inputs, c)
+			return o.runCell(ctx, s, inputs, c)
 		}, func(c sweep.Cell, r sweepRun) error {
 			progress.increment()
 			return w.Add(newSweepRecord(o, inputs, c, r))
