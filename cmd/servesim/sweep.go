@@ -221,8 +221,8 @@ func (o *sweepOptions) checkWork() error {
 	}
 	p := plant.NewPlant(nil)
 	extreme := func(flag string, field *float64, pick func(a, b float64) float64) {
-		for i, v := range o.PlantAxes[flag] {
-			x, _ := paramByFlag(flag).parseValue(v)
+		for i, v := range o.grid.Values(flag) {
+			x := v.(float64)
 			if i == 0 {
 				*field = x
 			}
@@ -289,14 +289,12 @@ func paramByFlag(flag string) plantParam {
 // rules (with the other parameters at their defaults), so an impossible
 // value fails before anything runs.
 func (o *sweepOptions) checkPlantValues() error {
-	for flag, values := range o.PlantAxes {
-		pp := paramByFlag(flag)
-		for _, v := range values {
+	for _, pp := range plantParams {
+		for k, x := range o.grid.Values(pp.flag) {
 			p := plant.NewPlant(profile.Default())
-			x, _ := pp.parseValue(v)
-			_ = pp.set(&p, x)
+			_ = pp.set(&p, x.(float64))
 			if err := p.Validate(); err != nil {
-				return fmt.Errorf("--%s %s: %w", flag, v, err)
+				return fmt.Errorf("--%s %s: %w", pp.flag, o.PlantAxes[pp.flag][k], err)
 			}
 		}
 	}

@@ -80,6 +80,15 @@ func (g *Grid) Parsed(c Cell, axis string) any {
 	return g.parsed[a][c.Choices[a]]
 }
 
+// Values returns the parsed values of the named axis, in its order (nil
+// for an axis the grid does not have).
+func (g *Grid) Values(axis string) []any {
+	if a := g.axis(axis); a >= 0 {
+		return g.parsed[a]
+	}
+	return nil
+}
+
 // Text returns cell c's value of the named axis as given.
 func (g *Grid) Text(c Cell, axis string) string {
 	a := g.axis(axis)

@@ -33,6 +33,8 @@ func TestGridLooksValuesUpByName(t *testing.T) {
 		assert.True(t, g.Has("n"))
 		assert.False(t, g.Has(AxisTrace))
 		assert.Equal(t, []string{"n"}, g.Others(GroupAxes...))
+		assert.Equal(t, []any{1, 2, 3}, g.Values("n"), "parsed once, in axis order")
+		assert.Nil(t, g.Values(AxisTrace))
 	}
 
 	_, err := NewGrid([]Axis{{Name: "n", Values: []string{"1", "x"}}}, parseTest)
