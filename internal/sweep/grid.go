@@ -97,15 +97,3 @@ func (g *Grid) Text(c Cell, axis string) string {
 	}
 	return g.Axes[a].Values[c.Choices[a]]
 }
-
-// Others returns the names of the axes other than those given, in axis
-// order.
-func (g *Grid) Others(names ...string) []string {
-	var out []string
-	for _, a := range g.Axes {
-		if !slices.Contains(names, a.Name) {
-			out = append(out, a.Name)
-		}
-	}
-	return out
-}

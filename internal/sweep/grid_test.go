@@ -32,7 +32,6 @@ func TestGridLooksValuesUpByName(t *testing.T) {
 		assert.ElementsMatch(t, []string{"a1", "a2", "a3", "b1", "b2", "b3"}, got, "the same cells whatever the axis order")
 		assert.True(t, g.Has("n"))
 		assert.False(t, g.Has(AxisTrace))
-		assert.Equal(t, []string{"n"}, g.Others(GroupAxes...))
 		assert.Equal(t, []any{1, 2, 3}, g.Values("n"), "parsed once, in axis order")
 		assert.Nil(t, g.Values(AxisTrace))
 	}
