@@ -150,7 +150,7 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 		return err
 	}
 	switch o.Format {
-	case "jsonl", "csv", "table":
+	case sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable:
 	default:
 		return usageErrorf("--format %q: expected jsonl, csv or table", o.Format)
 	}
@@ -200,7 +200,7 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if err != nil {
 		return usageError{err}
 	}
-	if o.Resume != "" && o.Format != "jsonl" {
+	if o.Resume != "" && o.Format != sweep.FormatJSONL {
 		return usageErrorf("--resume reads and writes JSON Lines: expected --format jsonl, not %s", o.Format)
 	}
 	if o.MaxCells < 1 {
@@ -472,7 +472,7 @@ func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 			if stop.where, stop.resumable, err = keepPartial(out, o.Output.Path); err != nil {
 				return err
 			}
-			stop.resumable = stop.resumable && o.Format == "jsonl"
+			stop.resumable = stop.resumable && o.Format == sweep.FormatJSONL
 		}
 		return stop
 	})

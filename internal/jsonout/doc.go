@@ -18,7 +18,7 @@
 //   - A json.RawMessage is written as it is, compacted or re-indented to
 //     fit the layout (encoding/json compacts it), and escaped HTML in it
 //     stays escaped.
-//   - Append, Chunks and Stream indent by two spaces per level, as
+//   - Chunks and Stream indent by two spaces per level, as
 //     json.Indent does, except that an array of scalars, and an object of
 //     scalars that is an element of an array, are written on one line
 //     with ", " and ": " between members: a trajectory is one line per

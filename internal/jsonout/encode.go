@@ -26,7 +26,7 @@ type encoder struct {
 	indent bool
 	depth  int
 	inline int // > 0 while a container is written on one line
-	// With a sink, buf is handed over whenever it passes ChunkBytes, so a
+	// With a sink, buf is handed over whenever it passes chunkBytes, so a
 	// large document is built without ever copying it to grow it.
 	sink chunkSink
 }
@@ -37,13 +37,13 @@ type chunkSink interface {
 	chunk(full []byte) (next []byte)
 }
 
-// ChunkBytes is the size at which Chunks and Stream start a new chunk; no
-// chunk is larger than ChunkBytes plus a quarter.
-const ChunkBytes = 64 << 10
+// chunkBytes is the size at which Chunks and Stream start a new chunk; no
+// chunk is larger than chunkBytes plus a quarter.
+const chunkBytes = 64 << 10
 
 // newChunk returns an empty buffer with room for a chunk and the member that
-// passes ChunkBytes.
-func newChunk() []byte { return make([]byte, 0, ChunkBytes+ChunkBytes/4) }
+// passes chunkBytes.
+func newChunk() []byte { return make([]byte, 0, chunkBytes+chunkBytes/4) }
 
 // chunkCollector keeps every chunk, for documents that are finished before
 // any byte is written.
@@ -82,7 +82,7 @@ func Chunks(v any) ([][]byte, error) {
 }
 
 // Stream encodes v like Chunks but writes it to w as it goes, in chunks of
-// about ChunkBytes, reusing one buffer. It returns the first write error,
+// about chunkBytes, reusing one buffer. It returns the first write error,
 // or an *EncodeError, which cannot happen for a value whose type is
 // Streamable: part of the document may have been written by then.
 func Stream(w io.Writer, v any) error {
@@ -95,8 +95,9 @@ func Stream(w io.Writer, v any) error {
 	return streamer.err
 }
 
-// Append appends v to buf, indented by two spaces, without a final newline.
-func Append(buf []byte, v any) ([]byte, error) {
+// appendIndented appends v to buf, indented as Chunks does it, without a
+// final newline.
+func appendIndented(buf []byte, v any) ([]byte, error) {
 	e := encoder{buf: buf, indent: true}
 	if err := e.value(reflect.ValueOf(v)); err != nil {
 		return e.buf, &EncodeError{err}
@@ -123,7 +124,7 @@ func (e *encoder) open(c byte) {
 // separate starts the i-th member: a comma after the first, then a line
 // break and the indentation.
 func (e *encoder) separate(i int) {
-	if e.sink != nil && len(e.buf) >= ChunkBytes {
+	if e.sink != nil && len(e.buf) >= chunkBytes {
 		e.buf = e.sink.chunk(e.buf)
 	}
 	if i > 0 {

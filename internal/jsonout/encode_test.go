@@ -69,7 +69,7 @@ func TestEncoderAgreesWithEncodingJSON(t *testing.T) {
 
 		// The indented layout differs from json.Indent's (see
 		// TestIndentedLayout); its content must not.
-		indented, err := Append(nil, d)
+		indented, err := appendIndented(nil, d)
 		require.NoError(t, err)
 		var compacted bytes.Buffer
 		require.NoError(t, json.Compact(&compacted, indented), "trial %d", trial)
@@ -102,7 +102,7 @@ func TestIndentedLayout(t *testing.T) {
 		{"empty", []int{}},
 		{"none", Object{}},
 	}
-	got, err := Append(nil, doc)
+	got, err := appendIndented(nil, doc)
 	require.NoError(t, err)
 	want := `{
   "record": {
@@ -161,7 +161,7 @@ func TestEncoderWritesUndefinedNumbersAsNull(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `[{"request_id":0,"arrival_time_s":0,"prefill_start_s":0,"first_token_time_s":2.600000000000001,"completion_time_s":2.8,"prompt_tokens":4808,"output_tokens":10},`+
 		`{"request_id":1,"arrival_time_s":1e-7,"prefill_start_s":null,"first_token_time_s":null,"completion_time_s":null,"prompt_tokens":1,"output_tokens":2}]`+"\n", string(got))
-	ordered, err := Append(nil, Object{{"z", 1}, {"a", math.NaN()}, {"m", Object{}}})
+	ordered, err := appendIndented(nil, Object{{"z", 1}, {"a", math.NaN()}, {"m", Object{}}})
 	require.NoError(t, err)
 	assert.Equal(t, "{\n  \"z\": 1,\n  \"a\": null,\n  \"m\": {}\n}", string(ordered))
 }
@@ -180,7 +180,7 @@ func TestChunkedAndStreamedEncodingEqualOneBuffer(t *testing.T) {
 		Rows []row `json:"rows"`
 		Tail []int `json:"tail"`
 	}{rows, []int{1, 2, 3}}
-	whole, err := Append(nil, doc)
+	whole, err := appendIndented(nil, doc)
 	require.NoError(t, err)
 
 	chunks, err := Chunks(doc)
@@ -192,7 +192,7 @@ func TestChunkedAndStreamedEncodingEqualOneBuffer(t *testing.T) {
 	require.NoError(t, Stream(&streamed, doc))
 	assert.Equal(t, string(whole)+"\n", streamed.String())
 	assert.Greater(t, streamed.writes, 3, "a large document is written as it is encoded")
-	assert.LessOrEqual(t, streamed.largest, ChunkBytes+ChunkBytes/4, "no write is larger than a chunk")
+	assert.LessOrEqual(t, streamed.largest, chunkBytes+chunkBytes/4, "no write is larger than a chunk")
 }
 
 // countingWriter records what is written and how.
@@ -220,7 +220,7 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 
 func TestStreamJSONReportsTheFirstWriteError(t *testing.T) {
 	doc := make([]float64, 100000)
-	err := Stream(&failingWriter{limit: ChunkBytes}, doc)
+	err := Stream(&failingWriter{limit: chunkBytes}, doc)
 	require.EqualError(t, err, "disk full")
 }
 
@@ -372,7 +372,7 @@ func TestUnsupportedTypesAreRefused(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, encode := range []func(any) error{
 				func(v any) error { _, err := AppendLine(nil, v); return err },
-				func(v any) error { _, err := Append(nil, v); return err },
+				func(v any) error { _, err := appendIndented(nil, v); return err },
 				func(v any) error { _, err := Chunks(v); return err },
 				func(v any) error { return Stream(io.Discard, v) },
 			} {
@@ -461,7 +461,7 @@ func TestRawMessageIsWrittenAsIs(t *testing.T) {
 	require.NoError(t, enc.Encode(v))
 	assert.Equal(t, want.String(), string(got), "as encoding/json writes it")
 
-	indented, err := Append(nil, Object{{Key: "m", Value: json.RawMessage(`{"a":[1,2]}`)}})
+	indented, err := appendIndented(nil, Object{{Key: "m", Value: json.RawMessage(`{"a":[1,2]}`)}})
 	require.NoError(t, err)
 	assert.Equal(t, "{\n  \"m\": {\n    \"a\": [\n      1,\n      2\n    ]\n  }\n}", string(indented))
 	assert.False(t, Streamable(reflect.TypeOf(v)), "a raw message may not be JSON")

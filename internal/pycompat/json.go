@@ -170,10 +170,10 @@ func (p *jsonParser) number() (any, bool, error) {
 		}
 		return v, true, nil
 	}
-	if len(strings.TrimPrefix(text, "-")) > MaxIntDigits {
-		return nil, true, fmt.Errorf("exceeds the limit (%d digits) for integer string conversion", MaxIntDigits)
+	if len(strings.TrimPrefix(text, "-")) > maxIntDigits {
+		return nil, true, fmt.Errorf("exceeds the limit (%d digits) for integer string conversion", maxIntDigits)
 	}
-	return JSONInt(IntegerFromDigits(text).String()), true, nil
+	return JSONInt(integerFromDigits(text).String()), true, nil
 }
 
 func (p *jsonParser) str() (string, error) {
@@ -412,7 +412,7 @@ func IntOfValue(v any) (Integer, error) {
 		}
 		return IntOf(0), nil
 	case JSONInt:
-		return IntegerFromDigits(string(x)), nil
+		return integerFromDigits(string(x)), nil
 	case float64:
 		return IntFromFloat(x)
 	case string:

@@ -17,8 +17,8 @@ import (
 // underscores between digits, Unicode decimal digits, "inf"/"nan" in any
 // case and sign, and integers of any size.
 
-// MaxIntDigits is Python's default limit on the digits int() converts.
-const MaxIntDigits = 4300
+// maxIntDigits is Python's default limit on the digits int() converts.
+const maxIntDigits = 4300
 
 // isSpace reports whether str.strip() removes r (Py_UNICODE_ISSPACE).
 func isSpace(r rune) bool {
@@ -227,9 +227,9 @@ func (i Integer) Float() (float64, error) {
 	return v, nil
 }
 
-// IntegerFromDigits builds a Integer from an optional sign and ASCII
+// integerFromDigits builds a Integer from an optional sign and ASCII
 // digits (leading zeros allowed).
-func IntegerFromDigits(text string) Integer {
+func integerFromDigits(text string) Integer {
 	if v, err := strconv.ParseInt(text, 10, 64); err == nil {
 		return Integer{Small: v}
 	}
@@ -260,10 +260,10 @@ func Int(s string) (Integer, error) {
 			return Integer{}, invalid()
 		}
 	}
-	if len(digits) > MaxIntDigits {
-		return Integer{}, fmt.Errorf("exceeds the limit (%d digits) for integer string conversion", MaxIntDigits)
+	if len(digits) > maxIntDigits {
+		return Integer{}, fmt.Errorf("exceeds the limit (%d digits) for integer string conversion", maxIntDigits)
 	}
-	return IntegerFromDigits(text), nil
+	return integerFromDigits(text), nil
 }
 
 // Mul is Python's exact integer product.
@@ -277,7 +277,7 @@ func Mul(a, b Integer) Integer {
 	var x, y big.Int
 	x.SetString(a.String(), 10)
 	y.SetString(b.String(), 10)
-	return IntegerFromDigits(x.Mul(&x, &y).String())
+	return integerFromDigits(x.Mul(&x, &y).String())
 }
 
 // IntFromFloat is int(x) for a float: truncation toward zero.

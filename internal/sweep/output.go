@@ -54,7 +54,7 @@ func (r Record) JSON(gridSHA256 string, gridCells int) jsonout.Object {
 	}
 	obj = append(obj, jsonout.Member{Key: "trace_sha256", Value: r.TraceSHA}, jsonout.Member{Key: "profile_csv_sha256", Value: r.ProfileCSVSHA},
 		jsonout.Member{Key: "manifest_sha256", Value: r.ManifestSHA},
-		jsonout.Member{Key: "ttft_slo_s", Value: NullIfZero(r.TTFTSLOSeconds)}, jsonout.Member{Key: "tpot_slo_s", Value: NullIfZero(r.TPOTSLOSeconds)},
+		jsonout.Member{Key: "ttft_slo_s", Value: nullIfZero(r.TTFTSLOSeconds)}, jsonout.Member{Key: "tpot_slo_s", Value: nullIfZero(r.TPOTSLOSeconds)},
 		jsonout.Member{Key: "error", Value: errMsg})
 	if r.Summary != nil {
 		return append(obj, jsonout.Member{Key: "metrics", Value: r.Summary.Metrics}, jsonout.Member{Key: "summary", Value: r.Summary})

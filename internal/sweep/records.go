@@ -86,20 +86,20 @@ type Brief struct {
 	Label  string         // the run in the table: its axis values but profile and trace
 }
 
-// ErrNotRun marks a line that is a sweep's final Pareto record, which
+// errNotRun marks a line that is a sweep's final Pareto record, which
 // readers of run records skip.
-var ErrNotRun = errors.New("a Pareto record")
+var errNotRun = errors.New("a Pareto record")
 
 // ParseRunLine reads a line of a sweep's JSON Lines output: a run record
 // (whose members must be those sweepRecord.json writes, in its order), or
-// the final Pareto record (ErrNotRun).
+// the final Pareto record (errNotRun).
 func ParseRunLine(line []byte) (*RunLine, error) {
 	members, err := ParseObject(line)
 	if err != nil {
 		return nil, err
 	}
 	if len(members) > 0 && members[0].Key == "kind" && string(members[0].Value) == `"pareto"` {
-		return nil, ErrNotRun
+		return nil, errNotRun
 	}
 	head := RunRecordKeys[:4]
 	tail := RunRecordKeys[4:]
@@ -289,7 +289,7 @@ func (x *RecordIndex) scan(k int32, warn io.Writer, check func(*RunLine) error) 
 		start := offset
 		offset += int64(len(line))
 		rec, err := ParseRunLine(line)
-		if errors.Is(err, ErrNotRun) {
+		if errors.Is(err, errNotRun) {
 			continue
 		}
 		if err == nil && x.Grid == "" {
@@ -443,13 +443,13 @@ func ParetoRecord(p *Pareto[Brief]) jsonout.Object {
 		if g.Best != nil {
 			best = g.Best.Data.Record
 		}
-		out[i] = jsonout.Object{{Key: "profile", Value: g.Profile}, {Key: "trace", Value: g.Trace}, {Key: "ttft_slo_s", Value: NullIfZero(g.TTFTSLOSeconds)}, {Key: "tpot_slo_s", Value: NullIfZero(g.TPOTSLOSeconds)}, {Key: "pareto_front", Value: front}, {Key: "best_under_slo", Value: best}}
+		out[i] = jsonout.Object{{Key: "profile", Value: g.Profile}, {Key: "trace", Value: g.Trace}, {Key: "ttft_slo_s", Value: nullIfZero(g.TTFTSLOSeconds)}, {Key: "tpot_slo_s", Value: nullIfZero(g.TPOTSLOSeconds)}, {Key: "pareto_front", Value: front}, {Key: "best_under_slo", Value: best}}
 	}
 	return jsonout.Object{{Key: "kind", Value: "pareto"}, {Key: "x", Value: "energy_per_output_token_j"}, {Key: "y", Value: "p95_ttft_s"}, {Key: "groups", Value: out}}
 }
 
-// NullIfZero is x, or nil (null) for 0: an objective not given.
-func NullIfZero(x float64) any {
+// nullIfZero is x, or nil (null) for 0: an objective not given.
+func nullIfZero(x float64) any {
 	if x == 0 {
 		return nil
 	}
