@@ -4,7 +4,7 @@
 set -eu
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo 2>/dev/null | head -n 1)
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+if [ -n "$(git status --porcelain --untracked-files=no -- . ':!docs/BENCHMARKS.md' 2>/dev/null)" ]; then
 	commit="$commit (with uncommitted changes)"
 fi
 cat <<HEAD
