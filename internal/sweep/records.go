@@ -91,7 +91,7 @@ type Brief struct {
 var errNotRun = errors.New("a Pareto record")
 
 // ParseRunLine reads a line of a sweep's JSON Lines output: a run record
-// (whose members must be those sweepRecord.json writes, in its order), or
+// (whose members must be those Record.JSON writes, in its order), or
 // the final Pareto record (errNotRun).
 func ParseRunLine(line []byte) (*RunLine, error) {
 	members, err := ParseObject(line)
