@@ -13,7 +13,9 @@
 //     JSONInt, duplicate keys, key order kept in Object), with Python's
 //     str(), repr(), float(), int() and tuple() of what it decodes.
 //   - messages: Repr, FloatRepr and FormatG spell values as Python's
-//     repr() and format(x, "g") do, so errors can quote the reference.
+//     repr() and format(x, "g") do, so errors can quote the reference;
+//     Float and Int quote at most 80 characters of a field where Python
+//     quotes it whole.
 //
 // Formats servesim defines itself (request logs, engine-profile and fleet
 // files) are read with encoding/csv and encoding/json rules instead: the

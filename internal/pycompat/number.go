@@ -151,7 +151,7 @@ func Float(s string) (float64, error) {
 }
 
 func floatSyntaxError(s string) error {
-	return fmt.Errorf("could not convert string to float: %s", Repr(s))
+	return fmt.Errorf("could not convert string to float: %s", fieldRepr(s))
 }
 
 // isDecimalFloat reports whether s is digits[.digits][e[sign]digits] with at
@@ -240,7 +240,7 @@ func integerFromDigits(text string) Integer {
 
 // Int is Python's int(s) for a string (base 10).
 func Int(s string) (Integer, error) {
-	invalid := func() error { return fmt.Errorf("invalid literal for int() with base 10: %s", Repr(s)) }
+	invalid := func() error { return fmt.Errorf("invalid literal for int() with base 10: %s", fieldRepr(s)) }
 	text, ok := numberText(s)
 	if ok {
 		text, ok = stripDigitUnderscores(text)
@@ -340,6 +340,27 @@ func FloatRepr(x float64) string {
 		f += ".0"
 	}
 	return f
+}
+
+// maxReprChars is the most characters of a field that fieldRepr quotes.
+const maxReprChars = 80
+
+// fieldRepr is Repr(s) for a field of at most maxReprChars characters, as
+// Python's messages quote it; a longer field (which Python would quote
+// whole, up to the csv module's 131,072 characters) is cut there and
+// followed by "..." and its length in bytes, so a message stays one short
+// line.
+func fieldRepr(s string) string {
+	if utf8.RuneCountInString(s) <= maxReprChars {
+		return Repr(s)
+	}
+	cut, chars := 0, 0
+	for chars < maxReprChars {
+		_, size := utf8.DecodeRuneInString(s[cut:])
+		cut += size
+		chars++
+	}
+	return fmt.Sprintf("%s... (%d bytes)", Repr(s[:cut]), len(s))
 }
 
 // Repr is Python's repr(s) for a string: single quotes unless s holds a

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -203,4 +204,14 @@ func TestPyIntegerArithmetic(t *testing.T) {
 	assert.True(t, EqualsInt(true, 1))
 	assert.True(t, EqualsInt(5.0, 5))
 	assert.False(t, EqualsInt("5", 5))
+}
+
+func TestNumberErrorsQuoteAtMost80Characters(t *testing.T) {
+	_, err := Float("x")
+	require.EqualError(t, err, "could not convert string to float: 'x'")
+	long := strings.Repeat("é", 200)
+	_, err = Float(long)
+	require.EqualError(t, err, "could not convert string to float: '"+strings.Repeat("é", 80)+"'... (400 bytes)")
+	_, err = Int(long)
+	require.EqualError(t, err, "invalid literal for int() with base 10: '"+strings.Repeat("é", 80)+"'... (400 bytes)")
 }
