@@ -42,7 +42,7 @@ var (
 		"internal/scenario/pyrand",
 	}
 	domainPackages = []string{
-		"internal/profile", "internal/plant", "internal/fleet", "internal/trace", "internal/sweep",
+		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",
 		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench",
 	}
 	testPackages = []string{

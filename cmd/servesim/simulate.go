@@ -40,6 +40,8 @@ type simulateOptions struct {
 	RequestLog requestLogOptions
 	// Engine holds the engine feature flags.
 	Engine engineFlags
+	// Verbose is --verbose: an mpc controller's solve times on stderr.
+	Verbose bool
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -84,8 +86,9 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
-	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest) or exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README)")
+	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest), exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README), mpc[:KEY=VALUE,...] (model-predictive; keys period, horizon, budget, deadline, attainment) or mpc-clairvoyant[:...] (told the future: a bound, not realizable)")
 	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
+	addVerboseFlag(cmd, &opts.Verbose)
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
@@ -167,6 +170,7 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
 	warnFixedClock(s, o.Controller, ctrl, prof)
+	timeSolves(ctrl, o.Verbose)
 	report, err := plant.RunContext(ctx, workload, plant.Config{
 		Plant:      o.Plant,
 		Scheduler:  sched,
@@ -182,6 +186,7 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 		return err
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	reportSolveTimes(s, ctrl, o.Verbose)
 	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromPlant(report.Log) }); err != nil {
 		return err
 	}

@@ -110,7 +110,7 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 	cliflag.AddList(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
 	addTraceFlags(cmd, &opts.Trace)
 	cliflag.AddList(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
-	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run)")
+	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run), mpc[:KEY=VALUE,...], mpc-clairvoyant[:KEY=VALUE,...] (double-quote a spec holding commas)")
 	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
 	cliflag.AddList(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
 	for i, pp := range plantParams {

@@ -89,6 +89,9 @@ func (sim *simulation) engineDecode(budget, endS float64) float64 {
 				item.generated = item.outputTokens
 				record.CompletionTimeS = endS
 				finished++
+				if sim.observer != nil {
+					sim.finished = append(sim.finished, i)
+				}
 				e.unfinished--
 				sim.releaseKV(i)
 			}

@@ -114,6 +114,16 @@ type simulation struct {
 	stats stepStats
 	keep  bool
 	trace Trajectory
+
+	// observer and planner are the controller, when it implements
+	// ServerStateController or Planner. An observer sees state, and
+	// finished lists the requests in completion order for it; a planner's
+	// plans are kept for the sampled steps.
+	observer ServerStateController
+	planner  Planner
+	state    ServerState
+	finished []int
+	plans    planTrace
 }
 
 // Simulate replays requests (sorted by arrival, unique IDs) on plant p under
@@ -196,6 +206,9 @@ func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController
 	for _, r := range requests {
 		sim.add(r)
 	}
+	if seer, ok := c.(Clairvoyant); ok {
+		seer.Foresee(requests)
+	}
 	sim.reserveTrajectory()
 	return sim, nil
 }
@@ -247,6 +260,16 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	}
 	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
+	sim.planner, _ = c.(Planner)
+	if observer, ok := c.(ServerStateController); ok {
+		sim.observer = observer
+		sim.state.sim = sim
+		sim.finished = make([]int, 0, capacity)
+		info := RunInfo{Plant: p, SLO: opt.SLO.OrProfile(prof), SchedulerName: s.Name()}
+		if err := observer.Start(info); err != nil {
+			return nil, fmt.Errorf("clock controller %s: %w", c.Name(), err)
+		}
+	}
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
 		sim.levels = append(sim.levels, clockLevel{
@@ -376,9 +399,17 @@ func (sim *simulation) advance() (bool, error) {
 	if err := action.Validate(); err != nil {
 		return true, fmt.Errorf("scheduler %s at step %d: %w", sim.scheduler.Name(), sim.step, err)
 	}
+	if sim.observer != nil {
+		sim.observer.Observe(&sim.state)
+	}
 	requested := sim.controller.RequestClock(obs)
 	if !finite(requested) {
 		return true, fmt.Errorf("clock controller %s at step %d: returned a non-finite request", sim.controller.Name(), sim.step)
+	}
+	var plan []float64
+	planStartS, planned := math.NaN(), false
+	if sim.planner != nil {
+		plan, planStartS, planned = sim.planner.StepPlan()
 	}
 
 	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
@@ -459,8 +490,16 @@ func (sim *simulation) advance() (bool, error) {
 		cumulativeDecode:  sim.cumulativeDecode,
 	}
 	sim.stats.add(&sim.last)
-	if sim.keep && sim.step%sim.trace.Stride == 0 {
+	// The stride rule of as_dict: every stride-th step, and every step
+	// holding a plan.
+	if sim.keep && (sim.step%sim.trace.Stride == 0 || planned) {
 		sim.trace.append(&sim.last)
+		if sim.planner != nil {
+			if !planned {
+				plan, planStartS = nil, math.NaN()
+			}
+			sim.plans.append(plan, planStartS)
+		}
 	}
 
 	sim.previousClockMHz = level.realizedMHz
@@ -591,6 +630,9 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 				item.generated = item.outputTokens
 				record.CompletionTimeS = endS
 				finished++
+				if sim.observer != nil {
+					sim.finished = append(sim.finished, i)
+				}
 			}
 		}
 		if finished > 0 {
@@ -626,15 +668,28 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		Engine:           sim.engineReport(),
 		Log:              sim.requestLog(),
 	}
+	if sim.planner != nil {
+		diagnostics := sim.planner.Diagnostics()
+		res.MPCDiagnostics = &diagnostics
+	}
 	if opt.Summary {
 		return res
 	}
-	if (sim.last.index)%sim.trace.Stride != 0 {
+	if n := sim.trace.Len(); n == 0 || sim.trace.StepIndex[n-1] != sim.last.index {
 		sim.trace.append(&sim.last)
+		if sim.planner != nil {
+			sim.plans.append(nil, math.NaN())
+		}
 	}
 	res.Trajectory = sim.trace
 	res.Requests = records
-	res.PlannedClockMHz = make([][]float64, sim.trace.Len())
-	res.PlannedClockStartTimeS = make([]*float64, sim.trace.Len())
+	if sim.planner == nil {
+		res.PlannedClockMHz = make([][]float64, sim.trace.Len())
+		res.PlannedClockStartTimeS = make([]*float64, sim.trace.Len())
+		return res
+	}
+	res.PlannedClockMHz, res.PlannedClockStartTimeS = sim.plans.columns()
+	dt := sim.planner.PlanDtS()
+	res.PlanDtS = &dt
 	return res
 }

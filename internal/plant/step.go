@@ -57,6 +57,9 @@ type checkpoint struct {
 // controller c, at time 0 with no request. capacityHint is the number of
 // requests expected (room is reserved for them; more may be added).
 func NewStepper(p Plant, s Scheduler, c ClockController, opt Options, capacityHint int) (*Stepper, error) {
+	if _, ok := c.(Clairvoyant); ok {
+		return nil, fmt.Errorf("clock controller %s needs the whole workload in advance, which a Stepper (a fleet replica) does not know", c.Name())
+	}
 	sim, err := newSimulation(p, s, c, opt, max(0, capacityHint))
 	if err != nil {
 		return nil, err
@@ -164,6 +167,7 @@ func (st *Stepper) rollback() {
 	sim.last = m.last
 	sim.stats = m.stats
 	sim.trace.truncate(m.samples)
+	sim.plans.truncate(m.samples)
 }
 
 // Load is what a load balancer sees of a replica: its queue and KV cache,

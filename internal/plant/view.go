@@ -55,10 +55,10 @@ func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Fig
 				figure.TimeSeries("KV cache", "tokens", []figure.Series{
 					{Name: "KV tokens" + mean, X: t.TimeS, Y: t.KVTokens, Window: window, Band: "KV tokens" + band},
 				}, &figure.Line{Name: "capacity", Value: r.Plant.KVCapacityTokens}),
-				figure.TimeSeries("GPU clock", "MHz", []figure.Series{
+				figure.TimeSeries("GPU clock", "MHz", plannedUnder(full, []figure.Series{
 					{Name: "realized" + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Band: "realized" + band},
 					{Name: "requested" + mean, X: t.TimeS, Y: t.RequestedClockMHz, Window: window, Dashed: true},
-				}, nil),
+				}), nil),
 				figure.TimeSeries("board power", "W", []figure.Series{
 					{Name: "power" + mean, X: t.TimeS, Y: t.PowerW, Window: window, Band: "power" + band},
 				}, &figure.Line{Name: "power limit", Value: r.Plant.PowerLimitW}),
@@ -68,6 +68,22 @@ func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Fig
 			{Weight: 1, Panels: latencyPanels(full.Requests, prof.TTFTSLOSeconds(), prof.TPOTSLOSeconds())},
 		},
 	}
+}
+
+// plannedUnder puts a planning controller's plans under the clock series:
+// the first period of each plan, at the clock it planned for it.
+func plannedUnder(r *Result, clocks []figure.Series) []figure.Series {
+	if r.PlanDtS == nil {
+		return clocks
+	}
+	var x, y []float64
+	for i, plan := range r.PlannedClockMHz {
+		if start := r.PlannedClockStartTimeS[i]; len(plan) > 0 && start != nil {
+			x = append(x, *start, *start+*r.PlanDtS)
+			y = append(y, plan[0], plan[0])
+		}
+	}
+	return append([]figure.Series{{Name: "planned (first period of each plan)", X: x, Y: y}}, clocks...)
 }
 
 // figureTitle names what the run simulated: scheduler, controller, the
