@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/scenario"
 )
@@ -19,7 +20,7 @@ import (
 type scenariosOptions struct {
 	// Requests, Seed and RPS shape the synthetic agent trace.
 	Requests int
-	Seed     bigIntFlag
+	Seed     cliflag.BigInt
 	RPS      float64
 	// TracePath, when set, replays an Azure-format trace instead; each
 	// context's first SharedPrefixTokens tokens are the shared prefix.
@@ -42,7 +43,7 @@ type scenariosOptions struct {
 func newScenariosCmd(s *streams, runF func(*scenariosOptions) error) *cobra.Command {
 	opts := &scenariosOptions{
 		Requests:  scenario.DefaultAgentRequests,
-		Seed:      bigIntFlag{big.NewInt(scenario.DefaultAgentSeed)},
+		Seed:      cliflag.BigInt{Int: big.NewInt(scenario.DefaultAgentSeed)},
 		RPS:       scenario.DefaultAgentRPS,
 		Benchmark: scenario.DefaultBenchmarkOptions(),
 		Format:    "json",
@@ -182,27 +183,3 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
-
-// bigIntFlag is a flag holding an integer of any size, like Python's seeds.
-type bigIntFlag struct{ *big.Int }
-
-// Set parses a decimal integer.
-func (b *bigIntFlag) Set(s string) error {
-	n, ok := new(big.Int).SetString(s, 10)
-	if !ok {
-		return fmt.Errorf("%q: expected a whole number", s)
-	}
-	b.Int = n
-	return nil
-}
-
-// String prints the integer.
-func (b *bigIntFlag) String() string {
-	if b.Int == nil {
-		return "0"
-	}
-	return b.Int.String()
-}
-
-// Type names the flag's value type in help.
-func (b *bigIntFlag) Type() string { return "int" }

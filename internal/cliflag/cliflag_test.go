@@ -103,3 +103,13 @@ func FuzzSplitList(f *testing.F) {
 		}
 	})
 }
+
+func TestBigIntTakesAnyInteger(t *testing.T) {
+	t.Parallel()
+	var b BigInt
+	assert.Equal(t, "0", b.String())
+	require.NoError(t, b.Set("-99999999999999999999999"))
+	assert.Equal(t, "-99999999999999999999999", b.String())
+	assert.EqualError(t, b.Set("1.5"), `"1.5": expected a whole number`)
+	assert.Equal(t, "int", b.Type())
+}
