@@ -37,6 +37,9 @@ var fuzzedCommands = []struct {
 	{"trace", buildFuzzedTrace, []string{"x.csv"}, "convert"},
 }
 
+// requiredFlags are the flags a fuzzed subcommand cannot run without.
+var requiredFlags = map[string][]string{"convert": {"--to=azure"}}
+
 // buildFuzzedTrace builds `servesim trace` with runs that do nothing.
 func buildFuzzedTrace(s *streams) *cobra.Command {
 	return newTraceCmd(s, func(*traceStatsOptions) error { return nil }, func(*traceConvertOptions) error { return nil })
@@ -78,6 +81,9 @@ func FuzzFlagValues(f *testing.F) {
 		if c.sub == "" {
 			args = args[:1]
 		}
+		// A required flag is given first, so that its absence is not the
+		// error; a fuzzed value of it comes after and wins.
+		args = append(args, requiredFlags[c.sub]...)
 		args = append(append(args, "--"+flag+"="+value), c.args...)
 		code := runCommands(context.Background(), args, s, []subcommand{{c.name, c.build}})
 		if out.Len() > 0 {
