@@ -11,6 +11,7 @@ import (
 )
 
 func TestEngineFlagsDefaultToTheReference(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseSimulate(t)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, engineFlags{Preemption: "none"}, o.Engine)
@@ -19,6 +20,7 @@ func TestEngineFlagsDefaultToTheReference(t *testing.T) {
 }
 
 func TestEngineFlagsReachThePlant(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseSimulate(t, "--prefix-cache", "--shared-prefix-tokens", "300", "--preemption", "recompute")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, plant.EngineOptions{PrefixCache: true, SharedPrefixTokens: 300, Preemption: plant.PreemptionRecompute}, o.plantOptions().Engine)
@@ -26,6 +28,7 @@ func TestEngineFlagsReachThePlant(t *testing.T) {
 }
 
 func TestEngineFlagUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string

@@ -1,8 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -11,10 +12,6 @@ import (
 	"servesim/internal/reqlog"
 	"servesim/internal/trace"
 )
-
-func init() {
-	subcommands = append(subcommands, subcommand{"simulate", func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) }})
-}
 
 // simulateOptions are the parsed flags of `servesim simulate`.
 type simulateOptions struct {
@@ -81,7 +78,7 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
       --replicas 16 --router least-outstanding --summary --format table`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
-			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
+			runF, func(ctx context.Context, o *simulateOptions) error { return runSimulate(ctx, s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (a measured bundle is validated first; default: the embedded engineering proxy)")
@@ -151,7 +148,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	return o.Plot.check()
 }
 
-func runSimulate(s *streams, o *simulateOptions) error {
+func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if o.ProfilePath != "" {
 		profilePath = profile.ResolvePath(o.ProfilePath)
@@ -169,13 +166,13 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		if err != nil {
 			return err
 		}
-		return runFleetSimulate(s, o, prof, profilePath, workload)
+		return runFleetSimulate(ctx, s, o, prof, profilePath, workload)
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
 	warnFixedClock(s, o.Controller, ctrl, prof)
 	timeSolves(ctrl, o.Verbose)
-	report, err := o.run(s, plant.Config{
+	report, err := o.run(ctx, s, plant.Config{
 		Plant:       o.Plant,
 		Scheduler:   sched,
 		Controller:  ctrl,
@@ -193,14 +190,14 @@ func runSimulate(s *streams, o *simulateOptions) error {
 	}
 	if o.Plot.Path != "" {
 		full := report.Result
-		if err := o.Plot.write(simulateFigure(report, &full, o)); err != nil {
+		if err := o.Plot.write(report.Figure(&full, o.Normalize, o.MaxElapsedS)); err != nil {
 			return err
 		}
 		report.Result = *full.Thinned(o.Stride, o.Summary)
 	}
 	switch o.Format {
 	case "table":
-		return writeBytes(s, o.Output, []byte(simulateTable(report)))
+		return writeBytes(s, o.Output, []byte(report.Table()))
 	case formatVLLMBench:
 		return writePlantVLLMBench(s, o.Output, report)
 	}
@@ -219,13 +216,15 @@ func (o *simulateOptions) plantOptions() plant.Options {
 	return options
 }
 
-// flagNamed prefixes a plant validation error with the flag that sets the
-// field it names.
+// flagNamed prefixes a plant validation error (*plant.FieldError) with the
+// flag that sets its field; other errors pass as they are.
 func flagNamed(err error) error {
-	msg := err.Error()
-	for _, pp := range plantParams {
-		if strings.HasPrefix(msg, pp.field+" ") {
-			return fmt.Errorf("--%s: %w", pp.flag, err)
+	var fe *plant.FieldError
+	if errors.As(err, &fe) {
+		for _, pp := range plantParams {
+			if pp.field == fe.Field {
+				return fmt.Errorf("--%s: %w", pp.flag, err)
+			}
 		}
 	}
 	return err
@@ -238,11 +237,11 @@ func flagNamed(err error) error {
 // --normalize, a trace whose hash ids the prefix cache needs and a
 // controller that must see the whole workload first (mpc-clairvoyant)
 // load it whole first.
-func (o *simulateOptions) run(s *streams, cfg plant.Config) (*plant.Report, error) {
+func (o *simulateOptions) run(ctx context.Context, s *streams, cfg plant.Config) (*plant.Report, error) {
 	_, clairvoyant := cfg.Controller.(plant.Clairvoyant)
 	if o.TracePath != "" && !o.Engine.PrefixCache && !clairvoyant && (o.TracePath != "-" || o.Normalize == 0) {
 		cfg.Options = o.plantOptions()
-		return plant.RunStream(&trace.Source{Path: o.TracePath, Stdin: s.In, MaxElapsedS: o.MaxElapsedS, Options: o.Trace.Options}, cfg)
+		return plant.RunStreamContext(ctx, &trace.Source{Path: o.TracePath, Stdin: s.In, MaxElapsedS: o.MaxElapsedS, Options: o.Trace.Options}, cfg)
 	}
 	workload, err := loadTrace(s, o)
 	if err != nil {
@@ -250,7 +249,7 @@ func (o *simulateOptions) run(s *streams, cfg plant.Config) (*plant.Report, erro
 	}
 	cfg.Options = o.plantOptions() // with the trace's hash ids
 	cfg.NormalizeInPlace = true    // the trace was loaded for this run alone
-	return plant.Run(workload, cfg)
+	return plant.RunContext(ctx, workload, cfg)
 }
 
 // loadTrace reads --trace, or the embedded synthetic trace without it; a

@@ -121,7 +121,7 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 			c.Progress()
 		}
 	}
-	evaluate := func(size int, controller string) (Evaluation, error) {
+	evaluate := func(ctx context.Context, size int, controller string) (Evaluation, error) {
 		groups := slices.Clone(c.Unit)
 		for i := range groups {
 			groups[i].Replicas *= size
@@ -133,7 +133,7 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 		if err != nil {
 			return Evaluation{}, err
 		}
-		res, err := Simulate(requests, Config{Plant: c.Plant, Groups: groups, Router: router,
+		res, err := SimulateContext(ctx, requests, Config{Plant: c.Plant, Groups: groups, Router: router,
 			Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine}, Jobs: fleetJobs})
 		if err != nil {
 			return Evaluation{}, err
@@ -145,8 +145,8 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 	search := c.Search
 	search.MaxReplicas, search.Jobs = c.maxSize(), searchJobs
 	search.Used = func(Evaluation) { progress() }
-	found, err := SearchCapacity(ctx, func(_ context.Context, size int) (Evaluation, error) {
-		return evaluate(size, c.Controllers[0])
+	found, err := SearchCapacity(ctx, func(ctx context.Context, size int) (Evaluation, error) {
+		return evaluate(ctx, size, c.Controllers[0])
 	}, search)
 	var unreachable *UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {
@@ -158,8 +158,8 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 	if !ok {
 		return report, err
 	}
-	others, err := EvaluateEach(ctx, len(c.Controllers)-1, searchJobs, search.Target, func(_ context.Context, i int) (Evaluation, error) {
-		e, err := evaluate(answer.Replicas, c.Controllers[i+1])
+	others, err := EvaluateEach(ctx, len(c.Controllers)-1, searchJobs, search.Target, func(ctx context.Context, i int) (Evaluation, error) {
+		e, err := evaluate(ctx, answer.Replicas, c.Controllers[i+1])
 		progress()
 		return e, err
 	})

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -85,6 +86,12 @@ type ReplicaReport struct {
 
 // Run normalizes w if asked, simulates the fleet and returns the report.
 func Run(w plant.Workload, cfg RunConfig) (*Report, error) {
+	return RunContext(context.Background(), w, cfg)
+}
+
+// RunContext is Run that stops, returning ctx's error, soon after ctx is
+// done (SimulateContext).
+func RunContext(ctx context.Context, w plant.Workload, cfg RunConfig) (*Report, error) {
 	requests := w.Requests
 	var dilation *float64
 	if cfg.Normalize != 0 {
@@ -107,7 +114,7 @@ func Run(w plant.Workload, cfg RunConfig) (*Report, error) {
 		}
 		dilation = &factor
 	}
-	res, err := Simulate(requests, cfg.Config)
+	res, err := SimulateContext(ctx, requests, cfg.Config)
 	if err != nil {
 		return nil, err
 	}

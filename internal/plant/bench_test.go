@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // Benchmark sizes: the whole Azure 2023 code trace (8819 requests, one hour)
@@ -20,7 +20,7 @@ const (
 
 func loadCodeTrace(b *testing.B) []Request {
 	b.Helper()
-	f, err := os.Open(shared.CodeTrace(b))
+	f, err := os.Open(sharedtest.CodeTrace(b))
 	require.NoError(b, err)
 	defer f.Close()
 	w, err := LoadWorkload(f, "code", NoElapsedLimit)
@@ -30,7 +30,7 @@ func loadCodeTrace(b *testing.B) []Request {
 
 func referenceProfile(b *testing.B, name string) *profile.Profile {
 	b.Helper()
-	p, err := profile.Load(shared.Reference(b, "data", name, "l4_profile.csv"))
+	p, err := profile.Load(sharedtest.Reference(b, "data", name, "l4_profile.csv"))
 	require.NoError(b, err)
 	return p
 }
@@ -86,7 +86,7 @@ func BenchmarkSimulateOneDay(b *testing.B) {
 
 // BenchmarkLoadWorkloadCodeTrace parses the whole Azure 2023 code trace.
 func BenchmarkLoadWorkloadCodeTrace(b *testing.B) {
-	data, err := os.ReadFile(shared.CodeTrace(b))
+	data, err := os.ReadFile(sharedtest.CodeTrace(b))
 	require.NoError(b, err)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()

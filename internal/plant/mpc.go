@@ -210,7 +210,7 @@ func (m *MPC) Start(info RunInfo) error {
 			IdlePowerW:    prof.Power(profile.PhaseIdle, mhz),
 		})
 	}
-	core, err := mpc.New(model, mpc.SLO{TTFTS: info.SLO.TTFTS, TPOTS: info.SLO.TPOTS, E2ES: info.SLO.E2ES}, m.settings)
+	core, err := mpc.New(model, mpc.SLO{TTFTS: info.SLO.TTFTSeconds, TPOTS: info.SLO.TPOTSeconds, E2ES: info.SLO.E2ESeconds}, m.settings)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (s *requestStats) add(r *RequestRecord, ttftLimit, tpotLimit float64) {
 	if tpot > tpotLimit {
 		s.tpotAbove++
 	}
-	if ttft <= s.judge.TTFTS && tpot <= s.judge.TPOTS && (s.judge.E2ES == 0 || latency <= s.judge.E2ES) {
+	if ttft <= s.judge.TTFTSeconds && tpot <= s.judge.TPOTSeconds && (s.judge.E2ESeconds == 0 || latency <= s.judge.E2ESeconds) {
 		s.met++
 	}
 	s.ttft = append(s.ttft, ttft)
@@ -78,7 +78,7 @@ func (s *requestStats) add(r *RequestRecord, ttftLimit, tpotLimit float64) {
 // addAll accounts for records, each judged by the run's objectives.
 func (s *requestStats) addAll(records []RequestRecord) {
 	for i := range records {
-		s.add(&records[i], s.judge.TTFTS, s.judge.TPOTS)
+		s.add(&records[i], s.judge.TTFTSeconds, s.judge.TPOTSeconds)
 	}
 }
 
@@ -123,8 +123,8 @@ func (s *requestStats) sloReport(durationS float64) SLOReport {
 		}
 	}
 	report := SLOReport{
-		TTFTSLOS:            s.judge.TTFTS,
-		TPOTSLOS:            s.judge.TPOTS,
+		TTFTSLOSeconds:      s.judge.TTFTSeconds,
+		TPOTSLOSeconds:      s.judge.TPOTSeconds,
 		RequestsMeetingSLO:  s.met,
 		Attainment:          float64(s.met) / float64(max(1, s.requests)),
 		GoodputRequestsPerS: float64(s.met) / durationS,
@@ -132,9 +132,9 @@ func (s *requestStats) sloReport(durationS float64) SLOReport {
 		TPOTS:               percentiles(s.tpot),
 		E2ES:                percentiles(s.latency),
 	}
-	if s.judge.E2ES != 0 {
-		e2e := s.judge.E2ES
-		report.E2ESLOS = &e2e
+	if s.judge.E2ESeconds != 0 {
+		e2e := s.judge.E2ESeconds
+		report.E2ESLOSeconds = &e2e
 	}
 	return report
 }

@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -33,7 +34,14 @@ type WorkloadSource interface {
 // ends the run with that error, maybe after some steps. Config's
 // NormalizeInPlace is irrelevant here. A Clairvoyant controller, which
 // needs the whole workload before the first step, cannot run here.
-func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
+func RunStream(src WorkloadSource, cfg Config) (*Report, error) {
+	return RunStreamContext(context.Background(), src, cfg)
+}
+
+// RunStreamContext is RunStream that stops, returning ctx's error, soon
+// after ctx is done: within CancelCheckSteps steps of the run, or of the
+// requests of the normalization pass.
+func RunStreamContext(ctx context.Context, src WorkloadSource, cfg Config) (rep *Report, err error) {
 	defer closeController(cfg.Controller, &rep, &err)
 	if _, ok := cfg.Controller.(Clairvoyant); ok {
 		return nil, fmt.Errorf("clock controller %s needs the whole workload in advance, which a workload read while it runs does not give", cfg.Controller.Name())
@@ -48,7 +56,13 @@ func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 			return nil, errors.New("target_utilization must lie strictly between zero and one")
 		}
 		z = newNormalizer(cfg.Plant.Profile)
-		if _, err := src.Read(func(r Request) error { z.observe(r); return nil }); err != nil {
+		if _, err := src.Read(func(r Request) error {
+			z.observe(r)
+			if z.n%CancelCheckSteps == 0 {
+				return ctx.Err()
+			}
+			return nil
+		}); err != nil {
 			return nil, err
 		}
 		if z.n == 0 {
@@ -84,13 +98,18 @@ func RunStream(src WorkloadSource, cfg Config) (rep *Report, err error) {
 	if err := sim.feed(&checkedStream{stream: requests}, opt, expected, expectedLastS); err != nil {
 		return nil, err
 	}
-	for {
+	for steps := 1; ; steps++ {
 		done, err := sim.advance()
 		if err != nil {
 			return nil, err
 		}
 		if done {
 			break
+		}
+		if steps%CancelCheckSteps == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := sim.drain(); err != nil {

@@ -26,7 +26,7 @@ func (sim *simulation) makeRoom() {
 	}
 	judge := &sim.requests.judge
 	for i := range first {
-		sim.requests.add(&sim.records[i], judge.TTFTS, judge.TPOTS)
+		sim.requests.add(&sim.records[i], judge.TTFTSeconds, judge.TPOTSeconds)
 	}
 	sim.records = sim.records[:copy(sim.records, sim.records[first:])]
 	sim.progress = sim.progress[:copy(sim.progress, sim.progress[first:])]

@@ -30,8 +30,8 @@ func sameMetrics(t *testing.T, want, got *Result) {
 	t.Helper()
 	assert.Equal(t, fmt.Sprintf("%+v", want.Metrics), fmt.Sprintf("%+v", got.Metrics), "metrics")
 	wantSLO, gotSLO := want.SLO, got.SLO
-	assert.Equal(t, wantSLO.E2ESLOS, gotSLO.E2ESLOS)
-	wantSLO.E2ESLOS, gotSLO.E2ESLOS = nil, nil
+	assert.Equal(t, wantSLO.E2ESLOSeconds, gotSLO.E2ESLOSeconds)
+	wantSLO.E2ESLOSeconds, gotSLO.E2ESLOSeconds = nil, nil
 	assert.Equal(t, fmt.Sprintf("%+v", wantSLO), fmt.Sprintf("%+v", gotSLO), "slo block")
 }
 
@@ -53,7 +53,7 @@ func TestSummaryDropsRecordsAndKeepsTheMetrics(t *testing.T) {
 		unfinished bool
 	}{
 		{"chunked max, all complete", ChunkedPrefill{}, func() ClockController { return MaxClock{} }, 2 * last, 60, SLO{}, false},
-		{"static reactive, e2e objective", StaticBatch{}, func() ClockController { return Reactive{} }, 2 * last, 600, SLO{TTFTS: 20, E2ES: 60}, false},
+		{"static reactive, e2e objective", StaticBatch{}, func() ClockController { return Reactive{} }, 2 * last, 600, SLO{TTFTSeconds: 20, E2ESeconds: 60}, false},
 		{"continuous min, stopped early", ContinuousBatch{}, func() ClockController { return MinClock{} }, last / 2, 60, SLO{}, true},
 		{"chunked user policy, horizon past the end", userScheduler{ChunkedPrefill{}}, func() ClockController { return userController{Reactive{}} }, last / 3, last, SLO{}, true},
 	}

@@ -17,7 +17,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 var (
@@ -36,7 +36,7 @@ var (
 	goalSLOs = []struct {
 		name string
 		slo  plant.SLO
-	}{{"tight", plant.SLO{}}, {"relaxed", plant.SLO{TTFTS: 5, TPOTS: 0.1}}}
+	}{{"tight", plant.SLO{}}, {"relaxed", plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.1}}}
 	// goalBelow are the attainment targets below max clock's tried for
 	// goal 2, as differences from max clock's attainment.
 	goalBelow = []float64{0.01, 0.05, 0.1}
@@ -80,14 +80,14 @@ func TestMPCGoalTable(t *testing.T) {
 		t.Skip("opt-in: -mpcgoals")
 	}
 	only := regexp.MustCompile(*mpcGoalsOnly)
-	l4, err := profile.Load(shared.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
+	l4, err := profile.Load(sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
 	require.NoError(t, err)
 	profiles := []struct {
 		name string
 		p    *profile.Profile
 	}{{"l4", l4}, {"proxy", profile.Default()}}
 	var cases []*goalCase
-	for _, trace := range []struct{ name, path string }{{"code", shared.CodeTrace(t)}, {"conv", shared.ConvTrace(t)}} {
+	for _, trace := range []struct{ name, path string }{{"code", sharedtest.CodeTrace(t)}, {"conv", sharedtest.ConvTrace(t)}} {
 		f, err := os.Open(trace.path)
 		require.NoError(t, err)
 		w, err := plant.LoadWorkload(f, trace.path, goalMaxElapsedS)
