@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -158,4 +159,19 @@ func TestRunStreamRefusesClairvoyance(t *testing.T) {
 	require.NoError(t, err)
 	_, err = RunStream(&workloadSource{w: Workload{Requests: smallWorkload(t)}}, Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}, Controller: c, Options: Options{Summary: true}})
 	assert.ErrorContains(t, err, "needs the whole workload in advance")
+}
+
+// TestRunStreamContextStops: a cancelled context ends the run, or its
+// normalization pass, with the context's error.
+func TestRunStreamContextStops(t *testing.T) {
+	requests := windowWorkload(t)[:10_000]
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, normalize := range []float64{0, 0.7} {
+		src := &workloadSource{w: Workload{Requests: requests}}
+		cfg := Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: normalize, Options: Options{Summary: true}}
+		_, err := RunStreamContext(ctx, src, cfg)
+		assert.ErrorIs(t, err, context.Canceled, "normalize %v", normalize)
+		assert.Equal(t, src.passes, src.returned)
+	}
 }
