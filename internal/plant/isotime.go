@@ -37,7 +37,7 @@ func ParseISOMicros(value string) (us int64, hasZone bool, err error) {
 // ('.' or ',' and digits, the first six counting) and an offset
 // (+HH:MM or -HH:MM), exactly as parseISOTimestamp would; ok is false for
 // anything else, valid or not, which is left to parseISOTimestamp.
-func isoMicrosFast(s string) (us int64, hasZone, ok bool) {
+func isoMicrosFast[T string | []byte](s T) (us int64, hasZone, ok bool) {
 	if len(s) < 19 || s[4] != '-' || s[7] != '-' || s[10] >= 0x80 || s[13] != ':' || s[16] != ':' {
 		return 0, false, false
 	}
@@ -47,11 +47,11 @@ func isoMicrosFast(s string) (us int64, hasZone, ok bool) {
 		if i == 0 {
 			width = 4
 		}
-		for _, c := range []byte(s[at : at+width]) {
-			if !isDigit(c) {
+		for j := at; j < at+width; j++ {
+			if !isDigit(s[j]) {
 				return 0, false, false
 			}
-			field[i] = field[i]*10 + int(c-'0')
+			field[i] = field[i]*10 + int(s[j]-'0')
 		}
 	}
 	year, month, day := field[0], field[1], field[2]
@@ -78,7 +78,7 @@ func isoMicrosFast(s string) (us int64, hasZone, ok bool) {
 	}
 	offset := 0
 	switch {
-	case rest == "":
+	case len(rest) == 0:
 	case len(rest) == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':' &&
 		isDigit(rest[1]) && isDigit(rest[2]) && isDigit(rest[4]) && isDigit(rest[5]):
 		hours, minutes := int(rest[1]-'0')*10+int(rest[2]-'0'), int(rest[4]-'0')*10+int(rest[5]-'0')
@@ -173,8 +173,8 @@ func isASCII(s string) bool {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // digits parses s as a run of ASCII digits only.
-func digits(s string) (int, error) {
-	if s == "" {
+func digits[T string | []byte](s T) (int, error) {
+	if len(s) == 0 {
 		return 0, errISOFormat
 	}
 	n := 0

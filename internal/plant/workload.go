@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,9 +10,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"servesim/internal/limits"
 	"servesim/internal/profile"
@@ -22,11 +20,10 @@ import (
 // OutputTokens is the exogenous output length: the plant uses it to decide
 // when decoding ends, and it is never shown to a Scheduler or ClockController.
 type Request struct {
-	ID                int     // request_id, nonnegative and unique in a workload
-	ArrivalTimeS      float64 // arrival_time_s, relative to the first request
-	PromptTokens      int     // prompt_tokens, positive
-	OutputTokens      int     // output_tokens, positive
-	OriginalTimestamp string  // the trace's TIMESTAMP text, kept for provenance
+	ID           int     // request_id, nonnegative and unique in a workload
+	ArrivalTimeS float64 // arrival_time_s, relative to the first request
+	PromptTokens int     // prompt_tokens, positive
+	OutputTokens int     // output_tokens, positive
 }
 
 // Validate applies the reference's Request.validate.
@@ -71,11 +68,11 @@ const (
 // maximum_elapsed_s=None).
 var NoElapsedLimit = math.Inf(1)
 
-// Input caps of a trace. A trace is held in memory while it is read (its
-// fields are cut from the text without copies), so the byte cap bounds the
-// memory a trace can take: about 2.5 times the file, for the text, the
-// requests and the simulation state. The Azure traces are far below it
-// (the 2023 code trace is 0.3 MB; a week of the 2024 traces 1-2 GB).
+// Input caps of a trace. A trace is read as a stream (only a file that
+// needs the CSV quoting rules is held whole, from its first quoted line
+// on), so the byte cap bounds the work of reading it rather than its
+// memory: the Azure traces are far below it (the 2023 code trace is 0.3
+// MB; a week of the 2024 traces 1-2 GB).
 const (
 	MaxTraceBytes     = 4 * limits.GiB // a longer trace fails with a *limits.TooLargeError
 	MaxTraceLineBytes = 1 * limits.MiB // a longer line fails with a *limits.LineError
@@ -88,65 +85,86 @@ var defaultTraceCaps = traceCaps{MaxTraceBytes, MaxTraceLineBytes}
 
 // LoadWorkload reads an Azure-format trace (TIMESTAMP, ContextTokens,
 // GeneratedTokens; extra columns ignored; LF or CRLF), the reference's
-// load_workload. Arrival times are seconds since the first row, computed
-// from whole microseconds like Python's timedelta. Rows more than
-// maxElapsedS (plus 1e-12) after the first are left out; NoElapsedLimit
-// keeps them all. name is what errors call the input.
-//
-// It is stricter than the reference in one way: rows must be in time order
-// (the reference only rejects such a workload later, in simulate). It reads
-// at most MaxTraceBytes, stops at a NUL byte (as Python's csv module does)
-// or a line longer than MaxTraceLineBytes, and checks the header as soon as
-// its line is read, before the rest.
+// load_workload: ReadWorkload, with the requests collected.
 func LoadWorkload(r io.Reader, name string, maxElapsedS float64) (Workload, error) {
 	return loadWorkload(r, name, maxElapsedS, defaultTraceCaps)
 }
 
 func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps) (Workload, error) {
-	var headerErr error
-	text, sum, err := readTrace(r, caps, func(header []string) error {
-		_, headerErr = traceColumns(name, header)
-		return headerErr
-	})
-	if headerErr != nil {
-		return Workload{}, headerErr
-	}
+	var requests []Request
+	w, err := readWorkload(r, name, maxElapsedS, caps, func(rows int) { requests = make([]Request, 0, rows) },
+		func(req Request) error {
+			requests = append(requests, req)
+			return nil
+		})
 	if err != nil {
-		return Workload{}, traceReadError(name, err)
+		return Workload{}, err
 	}
-	if !utf8.ValidString(text) {
-		return Workload{}, utf8Error(name, text)
-	}
-	records := newRecordReader(text)
-	fail := func(line int, column, value, why string) (Workload, error) {
-		return Workload{}, &TraceError{File: name, Line: line, Column: column, Value: value, Why: why}
+	w.Requests = requests
+	return w, nil
+}
+
+// ReadWorkload reads an Azure-format trace as a stream, calling emit with
+// each request in order (the requests LoadWorkload returns) and stopping
+// at emit's first error, which it returns; it returns the trace's identity
+// (Source, SHA256) without its requests. It holds one line at a time (a
+// trace that needs the CSV quoting rules is held whole from its first
+// quoted line on). name is what errors call the input. Arrival times are
+// seconds since the first row, computed from whole microseconds like
+// Python's timedelta. Rows more than maxElapsedS (plus 1e-12) after the
+// first are left out; NoElapsedLimit keeps them all.
+//
+// It is stricter than the reference in one way: rows must be in time order
+// (the reference only rejects such a workload later, in simulate). It reads
+// at most MaxTraceBytes, stops at a NUL byte (as Python's csv module does)
+// or a line longer than MaxTraceLineBytes, and fails at the first problem
+// in the order of the file: a file that is not a trace fails at its first
+// line.
+func ReadWorkload(r io.Reader, name string, maxElapsedS float64, emit func(Request) error) (Workload, error) {
+	return readWorkload(r, name, maxElapsedS, defaultTraceCaps, nil, emit)
+}
+
+// readWorkload is ReadWorkload within caps. reserve, when not nil, is
+// called once before the first request with the number of rows expected
+// (estimated from the lines of the input's first bytes and its size, 0
+// when its size is unknown).
+func readWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps, reserve func(rows int), emit func(Request) error) (Workload, error) {
+	hash := sha256.New()
+	records := newRecords(io.TeeReader(limits.NewText(r, caps.maxBytes, caps.maxLine), hash), name)
+	fail := func(line int, column string, value []byte, why string) (Workload, error) {
+		return Workload{}, &TraceError{File: name, Line: line, Column: column, Value: string(value), Why: why}
 	}
 	header, _, err := records.next()
 	if err == io.EOF {
 		return Workload{}, &TraceError{File: name, Why: fmt.Sprintf("empty workload trace: expected a header %s,%s,%s and rows", columnTimestamp, columnContext, columnGenerated)}
 	}
 	if err != nil {
-		return Workload{}, csvError(name, err)
+		return Workload{}, recordsError(name, err)
 	}
-	if len(header) == 0 {
+	names := make([]string, len(header))
+	for i, column := range header {
+		names[i] = string(column)
+	}
+	if len(names) == 0 {
 		// A blank first line is csv.DictReader's (empty) header: the
 		// reference finds no rows, or no Azure column.
 		if found, err := hasRecord(records); err != nil {
-			return Workload{}, csvError(name, err)
+			return Workload{}, recordsError(name, err)
 		} else if !found {
 			return Workload{}, &TraceError{File: name, Why: "empty workload trace: no rows after the header"}
 		}
 	}
-	cols, err := traceColumns(name, header)
+	cols, err := traceColumns(name, names)
 	if err != nil {
 		return Workload{}, err
 	}
-	fieldsInHeader := len(header) // the next record reuses header's slice
+	if reserve != nil {
+		reserve(records.estimateRows(r))
+	}
 	var (
-		requests     = make([]Request, 0, strings.Count(text, "\n"))
-		start, prev  time.Time
+		start, prev  int64 // times of the first and the last row, Unix microseconds
 		startHasZone bool
-		rows         int
+		rows, kept   int
 	)
 	for {
 		record, line, err := records.next()
@@ -154,35 +172,35 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 			break
 		}
 		if err != nil {
-			return Workload{}, csvError(name, err)
+			return Workload{}, recordsError(name, err)
 		}
 		if len(record) == 0 {
 			continue // an empty line, which csv.DictReader skips
 		}
-		field := func(i int) (string, bool) {
+		field := func(i int) ([]byte, bool) {
 			if cols[i] < len(record) {
 				return record[cols[i]], true
 			}
-			return "", false
+			return nil, false
 		}
 		stamp, ok := field(0)
 		if !ok {
-			return fail(line, "", "", fmt.Sprintf("missing %s: expected %d fields as in the header", columnTimestamp, fieldsInHeader))
+			return fail(line, "", nil, fmt.Sprintf("missing %s: expected %d fields as in the header", columnTimestamp, len(names)))
 		}
-		t, hasZone, err := parseISOTimestamp(stamp)
+		us, hasZone, err := traceMicros(stamp)
 		if err != nil {
 			return fail(line, columnTimestamp, stamp, err.Error())
 		}
 		if rows == 0 {
-			start, startHasZone = t, hasZone
+			start, startHasZone = us, hasZone
 		} else if hasZone != startHasZone {
 			return fail(line, columnTimestamp, stamp, "mixes timestamps with and without a UTC offset")
-		} else if t.Before(prev) {
+		} else if us < prev {
 			return fail(line, columnTimestamp, stamp, "earlier than the previous row: the trace must be sorted by time")
 		}
-		prev = t
+		prev = us
 		rows++
-		elapsed := float64(t.Sub(start).Microseconds()) / 1e6
+		elapsed := float64(elapsedMicros(start, us)) / 1e6
 		if elapsed > maxElapsedS+1e-12 {
 			continue
 		}
@@ -190,9 +208,9 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		for k, column := range []string{columnContext, columnGenerated} {
 			text, ok := field(k + 1)
 			if !ok {
-				return fail(line, "", "", fmt.Sprintf("missing %s: expected %d fields as in the header", column, fieldsInHeader))
+				return fail(line, "", nil, fmt.Sprintf("missing %s: expected %d fields as in the header", column, len(names)))
 			}
-			n, err := tokenCount(text)
+			n, err := tokenCountBytes(text)
 			if err != nil {
 				return fail(line, column, text, "expected an integer token count")
 			}
@@ -201,26 +219,56 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 			}
 			tokens[k] = n
 		}
-		requests = append(requests, Request{
-			ID:                len(requests),
-			ArrivalTimeS:      elapsed,
-			PromptTokens:      tokens[0],
-			OutputTokens:      tokens[1],
-			OriginalTimestamp: stamp,
-		})
+		if err := emit(Request{ID: kept, ArrivalTimeS: elapsed, PromptTokens: tokens[0], OutputTokens: tokens[1]}); err != nil {
+			return Workload{}, err
+		}
+		kept++
 	}
 	if rows == 0 {
 		return Workload{}, &TraceError{File: name, Why: "empty workload trace: no rows after the header"}
 	}
-	if len(requests) == 0 {
+	if kept == 0 {
 		return Workload{}, &TraceError{File: name, Why: fmt.Sprintf("no workload rows remain after filtering to the first %g s", maxElapsedS)}
 	}
-	return Workload{Requests: requests, Source: name, SHA256: sum}, nil
+	return Workload{Source: name, SHA256: hex.EncodeToString(hash.Sum(nil))}, nil
+}
+
+// traceMicros reads a trace time as Unix microseconds (ParseISOMicros),
+// without a copy of its text unless it takes the general path.
+func traceMicros(text []byte) (us int64, hasZone bool, err error) {
+	if us, hasZone, ok := isoMicrosFast(text); ok {
+		return us, hasZone, nil
+	}
+	return ParseISOMicros(string(text))
+}
+
+// elapsedMicros is the time from start to t, microseconds, as Python's and
+// Go's durations hold it: saturated at the 292 years of an int64 of
+// nanoseconds (time.Time.Sub), which no real trace spans.
+func elapsedMicros(start, t int64) int64 {
+	const most = math.MaxInt64 / 1000
+	return min(max(t-start, -most), most)
+}
+
+// estimateRows is the number of rows of the input r (whose records are
+// being read) expected from the lines of its first bytes and its size; 0
+// when its size is unknown.
+func (r *records) estimateRows(input io.Reader) int {
+	size, known := limits.KnownSize(input)
+	if !known || size <= 0 {
+		return 0
+	}
+	sample, _ := r.br.Peek(recordsBuffer) // an error comes again at the next read
+	if len(sample) == 0 {
+		return 0
+	}
+	rows := float64(bytes.Count(sample, []byte{'\n'})) * float64(size) / float64(len(sample))
+	return int(min(rows*(1+1.0/32), float64(size))) + 1
 }
 
 // hasRecord reports whether records holds a record with fields, or returns
-// its syntax error.
-func hasRecord(records recordReader) (bool, error) {
+// its error.
+func hasRecord(records *records) (bool, error) {
 	for {
 		fields, _, err := records.next()
 		if err == io.EOF {
@@ -249,59 +297,6 @@ func traceColumns(name string, header []string) ([3]int, error) {
 	return cols, nil
 }
 
-// readTrace reads r to the end within caps as one string (the fields and
-// timestamps of the requests are cut from it without copies) and returns
-// it with its SHA-256 in hex. As soon as the header's line is complete, it
-// is passed to checkHeader, whose error stops the reading: a file that is
-// not a trace fails at its first line, not after the whole of it is read.
-// A header that needs the CSV quoting rules is left to the full parse.
-func readTrace(r io.Reader, caps traceCaps, checkHeader func([]string) error) (string, string, error) {
-	var text strings.Builder
-	if size, known := limits.KnownSize(r); known {
-		text.Grow(int(min(size, caps.maxBytes)) + 1)
-	}
-	hash := sha256.New()
-	header := &headerWatch{text: &text, check: checkHeader}
-	if _, err := io.Copy(io.MultiWriter(&text, hash, header), limits.NewText(r, caps.maxBytes, caps.maxLine)); err != nil {
-		return "", "", err
-	}
-	return text.String(), hex.EncodeToString(hash.Sum(nil)), nil
-}
-
-// headerWatch follows the text read so far and checks the header record
-// once its line is complete.
-type headerWatch struct {
-	text    *strings.Builder
-	check   func([]string) error
-	scanned int // bytes of text already searched for the header's end
-	done    bool
-}
-
-// Write is called after each chunk is added to the text.
-func (h *headerWatch) Write(p []byte) (int, error) {
-	if h.done {
-		return len(p), nil
-	}
-	text := h.text.String()
-	end := strings.IndexByte(text[h.scanned:], '\n')
-	if end < 0 {
-		h.scanned = len(text)
-		return len(p), nil
-	}
-	// The first line is the header, even an empty one (csv.DictReader's
-	// fieldnames are its first record); whether an empty one is an error
-	// depends on the rows, which the full parse reads.
-	line := strings.TrimSuffix(text[:h.scanned+end], "\r")
-	h.done = true
-	if line == "" || strings.ContainsAny(line, "\"\r") {
-		return len(p), nil
-	}
-	if err := h.check(strings.Split(line, ",")); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
 // traceReadError names the trace in an error from reading it.
 func traceReadError(name string, err error) error {
 	var lineErr *limits.LineError
@@ -309,6 +304,21 @@ func traceReadError(name string, err error) error {
 		return &TraceError{File: name, Line: lineErr.Line, Why: lineErr.Reason}
 	}
 	return fmt.Errorf("trace %s: %w", name, err)
+}
+
+// recordsError names the trace in an error of its records: a read error
+// (traceReadError), a CSV syntax error (csvError) or a *TraceError, as it
+// is.
+func recordsError(name string, err error) error {
+	var traceErr *TraceError
+	if errors.As(err, &traceErr) {
+		return err
+	}
+	var syntax *pycompat.CSVError
+	if errors.As(err, &syntax) {
+		return csvError(name, err)
+	}
+	return traceReadError(name, err)
 }
 
 // csvError names the trace and the line in a CSV syntax error (Python's
@@ -319,21 +329,6 @@ func csvError(name string, err error) error {
 		return fmt.Errorf("trace %s %w", name, err) // "line N: what"
 	}
 	return fmt.Errorf("trace %s: %w", name, err)
-}
-
-// utf8Error names the line and byte of the first invalid UTF-8 sequence of
-// text: the reference opens traces with encoding="utf-8", which rejects it.
-func utf8Error(name, text string) error {
-	offset := 0
-	for offset < len(text) {
-		r, size := utf8.DecodeRuneInString(text[offset:])
-		if r == utf8.RuneError && size == 1 {
-			break
-		}
-		offset += size
-	}
-	line := 1 + strings.Count(text[:offset], "\n")
-	return &TraceError{File: name, Line: line, Why: fmt.Sprintf("byte %d is not UTF-8: expected a UTF-8 text", offset)}
 }
 
 // tokenCount parses a token count the way the reference's int(text)
@@ -354,9 +349,18 @@ func tokenCount(text string) (int, error) {
 	return int(n.Small), nil
 }
 
+// tokenCountBytes is tokenCount of text, without a copy of it when it is
+// plainly written.
+func tokenCountBytes(text []byte) (int, error) {
+	if n, ok := plainDecimal(text); ok {
+		return n, nil
+	}
+	return tokenCount(string(text))
+}
+
 // plainDecimal parses 1 to 18 ASCII digits, the usual spelling of a token
 // count, without the general rules of pycompat.Int.
-func plainDecimal(text string) (int, bool) {
+func plainDecimal[T string | []byte](text T) (int, bool) {
 	if len(text) > 18 {
 		return 0, false
 	}

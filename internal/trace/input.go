@@ -29,7 +29,7 @@ const bufferBytes = 64 << 10
 type input struct {
 	br      *bufio.Reader
 	hash    hash.Hash
-	hashing bool  // whether bytes read are hashed (plant.LoadWorkload hashes its own)
+	hashing bool  // whether bytes read are hashed (plant.ReadWorkload hashes its own)
 	size    int64 // the size of the source when known before reading, else -1
 	line    int   // lines returned by nextLine so far
 	long    []byte
@@ -62,8 +62,9 @@ func (h hashingReader) Read(p []byte) (int, error) {
 // sum is the SHA-256 in hex of the bytes read.
 func (in *input) sum() string { return hex.EncodeToString(in.hash.Sum(nil)) }
 
-// sized is the rest of the input for plant.LoadWorkload, which hashes it
-// itself and sizes its buffer by the source's size when that is known.
+// sized is the rest of the input for plant.ReadWorkload, which hashes it
+// itself and refuses a source whose size is known to exceed its cap before
+// reading it.
 func (in *input) sized() io.Reader {
 	in.hashing = false
 	if in.size < 0 {

@@ -1,5 +1,5 @@
 // Package trace reads arrival traces in the formats people have into plant
-// workloads: the Azure 2023 and 2024 CSV traces (through plant.LoadWorkload),
+// workloads: the Azure 2023 and 2024 CSV traces (through plant.ReadWorkload),
 // BurstGPT CSV, Mooncake JSON Lines and any CSV log whose columns are named.
 // It detects the format from the first line, and computes a trace's
 // statistics (Stats) and its canonical forms (WriteAzure, WriteMooncake).
@@ -145,7 +145,7 @@ func (t *Trace) HashIDs(i int) []int64 {
 // Load reads a trace from r; name is what errors and the provenance call
 // it. Rows more than maxElapsedS (plus 1e-12) after the first kept row are
 // left out, and not counted as skipped; plant.NoElapsedLimit keeps them
-// all. The Azure format is read by plant.LoadWorkload; the others check
+// all. The Azure format is read by plant.ReadWorkload; the others check
 // every field of every row, also of rows left out.
 func Load(r io.Reader, name string, maxElapsedS float64, opt Options) (*Trace, error) {
 	return load(r, name, maxElapsedS, opt, defaultCaps)
@@ -207,14 +207,7 @@ func read(r io.Reader, name string, maxElapsedS float64, opt Options, caps readC
 	)
 	switch format {
 	case Azure:
-		if w, err = plant.LoadWorkload(in.sized(), name, maxElapsedS); err == nil {
-			for _, r := range w.Requests {
-				if err = s.emit(r); err != nil {
-					break
-				}
-			}
-			w.Requests = nil
-		}
+		w, err = plant.ReadWorkload(in.sized(), name, maxElapsedS, s.emit)
 	case Mooncake:
 		w, err = readMooncake(in, name, maxElapsedS, s)
 	case BurstGPT:
