@@ -109,6 +109,7 @@ type simulation struct {
 	// requests, the request statistics (nil when records are kept).
 	compacting bool
 	requests   *requestStats
+	expected   int // requests the stream is expected to yield (0: unknown)
 
 	records      []RequestRecord
 	progress     []requestProgress
@@ -249,8 +250,9 @@ func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController
 
 // compactWindow is the room a run that drops the records of completed
 // requests (Options.Summary) reserves for the records in flight at first,
-// and the least room it adds at once.
-const compactWindow = 1 << 12
+// and the least room it adds at once: 5.8 MB of records. A variable, so
+// that tests can make small runs drop records.
+var compactWindow = 1 << 16
 
 // windowCapacity is the room to reserve for the records of a run of n
 // requests under opt and controller c: all of them, unless the run drops
@@ -281,6 +283,7 @@ func (sim *simulation) feed(stream RequestStream, opt Options, n int, lastArriva
 	if compacts(opt, sim.controller) {
 		sim.compacting = true
 		sim.requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), n)
+		sim.expected = n
 	}
 	sim.reserveTrajectory(lastArrivalS)
 	return sim.fetch()

@@ -10,9 +10,10 @@ import (
 // records of the completed requests at the front (those before the queue
 // head and before every decoding request), after adding them to the
 // request statistics, when they are at least a quarter of the records
-// held, and otherwise grows the arrays by half. The records held are then
-// at most twice those from the oldest request in flight to the newest,
-// and each record is moved at most three times on average. The indices of
+// held, and otherwise grows the arrays by half (or, once that comes close
+// to the requests still expected, to hold them all). The records held are
+// then at most twice those from the oldest request in flight to the
+// newest, and each record is moved at most three times on average. The indices of
 // the queue and of the decoding requests shift with the records.
 func (sim *simulation) makeRoom() {
 	first := sim.head
@@ -20,8 +21,14 @@ func (sim *simulation) makeRoom() {
 		first = min(first, i)
 	}
 	if n := len(sim.records); first == 0 || 4*first < n {
-		sim.records = slices.Grow(sim.records, max(n/2, compactWindow))
-		sim.progress = slices.Grow(sim.progress, max(n/2, compactWindow))
+		grow := max(n/2, compactWindow)
+		if rest := sim.expected - sim.dropped - n; rest > 0 && n+grow > rest/2 {
+			// Close to the requests still expected: room for them all,
+			// rather than one more step on the way.
+			grow = max(grow, rest)
+		}
+		sim.records = slices.Grow(sim.records, grow)
+		sim.progress = slices.Grow(sim.progress, grow)
 		return
 	}
 	judge := &sim.requests.judge
