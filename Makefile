@@ -14,7 +14,7 @@ SERVESIM_SHARED ?= $(abspath ../shared)
 SWEEP_GRID := --scheduler static,continuous,chunked \
 	--controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.5,0.7,0.9
 
-.PHONY: all build test bench bench-all lint fuzz run docs sweep-demo sweep-scale clean
+.PHONY: all build test bench bench-all lint fuzz run docs sweep-demo sweep-scale week-scale clean
 
 all: lint test build
 
@@ -81,6 +81,11 @@ sweep-demo: build
 	  echo "sweep-demo: --jobs $$jobs: $$(awk -v s=$$start -v e=$$(date +%s.%N) 'BEGIN{printf "%.2f", e-s}') s wall"; \
 	done
 	cmp bin/sweep-jobs1.jsonl bin/sweep-jobs2.jsonl && echo "sweep-demo: outputs identical"
+
+## week-scale: the synthetic week of 27.3 million requests (a 1.1 GB trace written to a temporary
+## folder) through the servesim binary, normalized to 0.7, --summary: wall time and peak RSS
+week-scale:
+	$(GO) test -run='^$$' -bench='SimulateWeek/week' -benchtime=1x -timeout=30m ./cmd/servesim
 
 ## sweep-scale: peak RSS and records per second of 1,000- and 10,000-run sweeps
 ## (5 controllers x 5 loads x 40 or 400 power limits) on the code trace's first five minutes
