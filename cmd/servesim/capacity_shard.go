@@ -196,8 +196,8 @@ func (o *capacityOptions) useEvaluations(s *streams, study *fleet.Capacity, work
 				}
 			}
 		}
-		fmt.Fprintf(s.Err, "servesim: capacity: %d of the %d sizes the search used came from --evaluations (%d records in %d files); %d fleets simulated\n",
-			read, len(report.Evaluations), known.Records, len(names), simulated.Load())
+		fmt.Fprintf(s.Err, "servesim: capacity: %d of the %d sizes the search used came from --evaluations (%s in %s); %s simulated\n",
+			read, len(report.Evaluations), count(known.Records, "record"), count(len(names), "file"), count(int(simulated.Load()), "fleet"))
 	}, nil
 }
 
@@ -225,4 +225,12 @@ func expandEvaluations(names []string) ([]string, error) {
 		files = append(files, matches...)
 	}
 	return files, nil
+}
+
+// count is "1 file", "2 files".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
