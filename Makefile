@@ -6,7 +6,7 @@ LDFLAGS   := -X main.version=$(VERSION)
 FUZZTIME  ?= 10s
 # Minimizing a new interesting input takes up to 60 s by default: more than a short run's budget.
 FUZZMINTIME ?= 5s
-BENCHTIME ?= 1x
+BENCHTIME ?= 1s
 STATICCHECK_VERSION := v0.8.2
 GOBIN     := $(shell $(GO) env GOPATH)/bin
 
@@ -14,7 +14,7 @@ SERVESIM_SHARED ?= $(abspath ../shared)
 SWEEP_GRID := --scheduler static,continuous,chunked \
 	--controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.5,0.7,0.9
 
-.PHONY: all build test bench lint fuzz run docs sweep-demo sweep-scale clean
+.PHONY: all build test bench bench-all lint fuzz run docs sweep-demo sweep-scale clean
 
 all: lint test build
 
@@ -27,12 +27,19 @@ build:
 ## then one line saying whether the tests that read the shared data ran or were skipped
 test:
 	@status=0; $(GO) test -count=1 ./... || status=$$?; \
-	$(GO) test -count=1 -v -run '^TestSharedDataReport$$' ./internal/shared 2>&1 | sed -n 's/^.*\(shared data: \)/\1/p'; \
+	$(GO) test -count=1 -v -run '^TestSharedDataReport$$' ./internal/sharedtest 2>&1 | sed -n 's/^.*\(shared data: \)/\1/p'; \
 	exit $$status
 
-## bench: every benchmark with allocation counts
+## bench: the size-tier benchmarks (simulate, trace loading, fleet), written as a table
+## with the machine and commit to docs/BENCHMARKS.md (BENCHTIME per benchmark)
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCHTIME) ./...
+	@out=$$(mktemp); \
+	$(GO) test -run='^$$' -bench='Tiers$$' -benchmem -benchtime=$(BENCHTIME) ./internal/plant ./internal/fleet | tee $$out && \
+	sh scripts/bench-table.sh < $$out > docs/BENCHMARKS.md; status=$$?; rm -f $$out; exit $$status
+
+## bench-all: every benchmark once, with allocation counts
+bench-all:
+	$(GO) test -run='^$$' -bench=. -benchmem -benchtime=1x ./...
 
 ## lint: gofmt, go vet and staticcheck must all be clean
 lint:

@@ -8,15 +8,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
+	"servesim/internal/trace"
 )
-
-func init() {
-	subcommands = append(subcommands, subcommand{"capacity", func(s *streams) *cobra.Command { return newCapacityCmd(s, nil) }})
-}
 
 // capacityOptions are the parsed flags of `servesim capacity`.
 type capacityOptions struct {
@@ -38,6 +36,8 @@ type capacityOptions struct {
 	Output      outputOptions
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant plant.Plant
+	// Engine holds the engine feature flags.
+	Engine engineFlags
 	capacityShardOptions
 }
 
@@ -76,7 +76,7 @@ they lack, and writes the document a run without them would.`,
   servesim capacity --trace code.csv --ttft-slo 2 --max-replicas 256 --evaluations 'cap-*.jsonl'`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
-			runF, func(o *capacityOptions) error { return runCapacity(s, o) }),
+			runF, func(ctx context.Context, o *capacityOptions) error { return runCapacity(ctx, s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
@@ -88,13 +88,14 @@ they lack, and writes the document a run without them would.`,
 	f.Float64Var(&opts.Attainment, "attainment", 0.99, "target SLO attainment `A`, 0 < A <= 1: the share of all requests meeting every SLO")
 	f.StringVar(&opts.Router, "router", fleet.RoundRobinName, "round-robin, random, least-outstanding or least-tokens")
 	f.Uint64Var(&opts.RouterSeed, "router-seed", fleet.DefaultRouterSeed, "seed of the random router")
-	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers compared at the answer (the search runs the first): max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S]")
+	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers compared at the answer (the search runs the first): max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S]")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
 	f.IntVar(&opts.MaxReplicas, "max-replicas", fleet.DefaultCapacityMaxReplicas, fmt.Sprintf("largest fleet tried, 1 to %d", fleet.MaxReplicas))
 	f.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "simulations (or replicas) at a time")
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
+	addEngineFlags(cmd, &opts.Engine)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
@@ -136,39 +137,13 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
+	if err := o.Engine.check(cmd, o.Plant); err != nil {
+		return err
+	}
 	return o.checkShard(o.Format)
 }
 
-// capacityDocument is what `servesim capacity` writes.
-type capacityDocument struct {
-	*fleet.CapacityReport
-	SLO        capacitySLO        `json:"slo"`        // slo: the objectives the requests were judged by
-	Provenance capacityProvenance `json:"provenance"` // provenance: the inputs
-}
-
-// capacitySLO holds the objectives used; nil (null) for an objective taken
-// from each replica's profile (a fleet file's groups may differ) or, for
-// e2e, not given.
-type capacitySLO struct {
-	TTFTSLOS *float64 `json:"ttft_slo_s"`
-	TPOTSLOS *float64 `json:"tpot_slo_s"`
-	E2ESLOS  *float64 `json:"e2e_slo_s"`
-}
-
-// capacityProvenance identifies the inputs of a study.
-type capacityProvenance struct {
-	ProfilePath     string `json:"profile_path"`    // --profile, or the embedded profile's name
-	FleetPath       string `json:"fleet_path"`      // fleet file; empty without --fleet
-	TracePath       string `json:"trace_path"`      // where the trace was read from
-	TraceSHA256     string `json:"trace_sha256"`    // SHA-256 hex of the trace bytes read
-	RequestsLoaded  int    `json:"requests_loaded"` // requests in the trace as loaded
-	ServesimVersion string `json:"servesim_version"`
-	// RequestsSkipped counts the trace rows its format's rules skipped, by
-	// reason; absent when none was.
-	RequestsSkipped map[string]int `json:"requests_skipped,omitempty"`
-}
-
-func runCapacity(s *streams, o *capacityOptions) error {
+func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	unit, prov, err := o.unitFleet()
 	if err != nil {
 		return err
@@ -181,7 +156,11 @@ func runCapacity(s *streams, o *capacityOptions) error {
 	if o.TracePath == "" {
 		workload, err = plant.DefaultTrace(o.MaxElapsedS)
 	} else {
-		workload, err = loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+		var t *trace.Trace
+		if t, err = openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace); err == nil {
+			workload = t.Workload
+			o.Engine.useHashIDs(t)
+		}
 	}
 	if err != nil {
 		return err
@@ -191,11 +170,11 @@ func runCapacity(s *streams, o *capacityOptions) error {
 
 	study := fleet.Capacity{
 		Plant: o.Plant, Unit: unit, Router: o.Router, RouterSeed: o.RouterSeed,
-		Controllers: o.Controllers, SLO: o.SLO,
+		Controllers: o.Controllers, SLO: o.SLO, Engine: o.Engine.options(),
 		Search: fleet.CapacitySearch{Target: o.Attainment, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs},
 	}
 	if o.Shard != "" {
-		return runCapacityShard(s, o, study, workload)
+		return runCapacityShard(ctx, s, o, study, workload)
 	}
 	summary, err := o.useEvaluations(s, &study, workload)
 	if err != nil {
@@ -206,7 +185,7 @@ func runCapacity(s *streams, o *capacityOptions) error {
 		bar = progress.New(s.Err, "capacity", "simulations", study.MaxEvaluations())
 		study.Progress = bar.Increment
 	}
-	report, err := fleet.RunCapacity(context.Background(), workload.Requests, study)
+	report, err := fleet.RunCapacity(ctx, workload.Requests, study)
 	if bar != nil {
 		bar.Finish() // before the result reaches a terminal
 	}
@@ -217,10 +196,10 @@ func runCapacity(s *streams, o *capacityOptions) error {
 	if err != nil && !errors.As(err, &unreachable) {
 		return err
 	}
-	doc := capacityDocument{CapacityReport: report, SLO: o.sloUsed(unit), Provenance: prov}
+	doc := fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(o.SLO, unit), Provenance: prov}
 	var werr error
 	if o.Format == "table" {
-		werr = writeBytes(s, o.Output, []byte(capacityTable(&doc)))
+		werr = writeBytes(s, o.Output, []byte(doc.Table()))
 	} else {
 		werr = writeJSON(s, o.Output, &doc)
 	}
@@ -237,16 +216,16 @@ func runCapacity(s *streams, o *capacityOptions) error {
 // groups of --fleet (whose missing fields take the command line's values,
 // one replica by default; a group without a controller takes each of
 // --controller in turn).
-func (o *capacityOptions) unitFleet() ([]fleet.Group, capacityProvenance, error) {
+func (o *capacityOptions) unitFleet() ([]fleet.Group, fleet.CapacityProvenance, error) {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if o.ProfilePath != "" {
 		var err error
 		if prof, err = profile.Load(o.ProfilePath); err != nil {
-			return nil, capacityProvenance{}, err
+			return nil, fleet.CapacityProvenance{}, err
 		}
 		profilePath = o.ProfilePath
 	}
-	prov := capacityProvenance{ProfilePath: profilePath, FleetPath: o.FleetPath}
+	prov := fleet.CapacityProvenance{ProfilePath: profilePath, FleetPath: o.FleetPath}
 	if o.FleetPath == "" {
 		return []fleet.Group{{Replicas: 1, Profile: prof, ProfilePath: profilePath, Scheduler: o.Scheduler}}, prov, nil
 	}
@@ -254,30 +233,4 @@ func (o *capacityOptions) unitFleet() ([]fleet.Group, capacityProvenance, error)
 		Profile: prof, ProfilePath: profilePath, Replicas: 1, Scheduler: o.Scheduler,
 	}, profile.Load)
 	return groups, prov, err
-}
-
-// sloUsed reports the objectives: the flags, else the profile's when every
-// group has the same one, else nil (each replica's own).
-func (o *capacityOptions) sloUsed(unit []fleet.Group) capacitySLO {
-	objective := func(given float64, of func(plant.SLO) float64) *float64 {
-		if given != 0 {
-			return &given
-		}
-		first := of(plant.ProfileSLO(unit[0].Profile))
-		for _, g := range unit[1:] {
-			if of(plant.ProfileSLO(g.Profile)) != first {
-				return nil
-			}
-		}
-		return &first
-	}
-	used := capacitySLO{
-		TTFTSLOS: objective(o.SLO.TTFTS, func(s plant.SLO) float64 { return s.TTFTS }),
-		TPOTSLOS: objective(o.SLO.TPOTS, func(s plant.SLO) float64 { return s.TPOTS }),
-	}
-	if o.SLO.E2ES != 0 {
-		e2e := o.SLO.E2ES
-		used.E2ESLOS = &e2e
-	}
-	return used
 }

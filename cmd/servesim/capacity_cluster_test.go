@@ -108,6 +108,7 @@ func withoutFlags(args []string, flags, bare []string) []string {
 // environment Kubernetes gives an Indexed Job's pods and the volumes as
 // folders, then the final Job's command; its document is a plain run's.
 func TestKubernetesCapacityIndexedJob(t *testing.T) {
+	t.Parallel()
 	job := readYAML(t, k8sCapacityPath)
 	assert.Equal(t, "Job", job.value(t, "kind"))
 	assert.Equal(t, "Indexed", job.value(t, "completionMode"))
@@ -188,6 +189,7 @@ func TestKubernetesCapacityIndexedJob(t *testing.T) {
 // document is a plain run's, also when a task left only part of its share
 // (afterany: the final run simulates what is missing).
 func TestSlurmCapacityJobArray(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(slurmCapacityPath)
 	require.NoError(t, err)
 	script := string(data)
@@ -300,6 +302,7 @@ func TestSlurmCapacityJobArray(t *testing.T) {
 // records in FILE.partial, says so in one line and exits 143; the final
 // run takes the partial file and writes a plain run's document.
 func TestCapacityShardInterruptedBySignal(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeStudyInputs(t, dir, "code.csv", "profile.csv")
 	study := []string{"capacity", "--trace", "code.csv", "--max-replicas", "256", "--ttft-slo", "1", "--jobs", "1"}

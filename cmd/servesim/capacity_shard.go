@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
+	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/progress"
 	"servesim/internal/sweep"
@@ -32,7 +35,7 @@ type capacityShardOptions struct {
 func addCapacityShardFlags(cmd *cobra.Command, o *capacityShardOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.Shard, "shard", "", "evaluate only shard `I/N` of the search's doubling sizes (auto: from a Slurm job array or Kubernetes Indexed Job), one JSON Lines record per size")
-	addListFlag(cmd, &o.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
+	cliflag.AddList(cmd, &o.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
 	_ = cmd.MarkFlagFilename("evaluations")
 }
 
@@ -89,7 +92,7 @@ type shardOutcome struct {
 // finishes (in that order), to stdout or -o. SIGINT or SIGTERM starts no
 // further size and keeps the records written (FILE.partial with -o), as a
 // sweep does.
-func runCapacityShard(s *streams, o *capacityOptions, study fleet.Capacity, workload plant.Workload) error {
+func runCapacityShard(ctx context.Context, s *streams, o *capacityOptions, study fleet.Capacity, workload plant.Workload) error {
 	interrupt := watchSignals(sweepGrace)
 	defer interrupt.release()
 	grid, err := study.Grid(workload.Requests, workload.SHA256, resolvedVersion())
@@ -120,14 +123,14 @@ func runCapacityShard(s *streams, o *capacityOptions, study fleet.Capacity, work
 	err = writeResult(s, o.Output, func(out io.Writer) error {
 		var line []byte
 		err := sweep.Run(toRun, evaluator.Jobs, interrupt.stop(), func(c sweep.Cell) shardOutcome {
-			e, err := evaluator.Evaluate(grid.Sizes[c.Index])
+			e, err := evaluator.Evaluate(ctx, grid.Sizes[c.Index])
 			return shardOutcome{e, err}
 		}, func(c sweep.Cell, r shardOutcome) error {
 			if r.err != nil {
 				return r.err
 			}
 			var err error
-			if line, err = appendJSONLine(line[:0], grid.Record(c.Index, r.eval)); err != nil {
+			if line, err = jsonout.AppendLine(line[:0], grid.Record(c.Index, r.eval)); err != nil {
 				return internalError{fmt.Errorf("encoding a record: %w", err)}
 			}
 			if _, err := out.Write(line); err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -11,8 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/fleet"
+	"servesim/internal/jsonout"
 )
 
+// TestCapacityShardFlags is not parallel: it sets the environment.
 func TestCapacityShardFlags(t *testing.T) {
 	o, code, stderr := parseCapacity(t, "--shard", "2/3", "--max-replicas", "64")
 	require.Equal(t, exitOK, code, stderr)
@@ -33,6 +36,7 @@ func TestCapacityShardFlags(t *testing.T) {
 // reads them back: every number comes back with the same bits (NaN as
 // NaN), so the final run's document is the plain run's.
 func TestCapacityRecordsKeepEveryNumber(t *testing.T) {
+	t.Parallel()
 	grid := fleet.CapacityGrid{Sizes: []int{1, 2, 4}, Digest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
 	special := []float64{0, 1, math.NaN(), math.Copysign(0, -1), 5e-324, math.SmallestNonzeroFloat64 * 3, 1e-7, 1e21, 1e15, 999999999999999.9,
 		math.MaxFloat64, 0.1 + 0.2, 2.3000202995371297, 33777.541884716404}
@@ -52,7 +56,7 @@ func TestCapacityRecordsKeepEveryNumber(t *testing.T) {
 				*x = math.NaN() // never an evaluation's: the document writes both as null
 			}
 		}
-		line, err := appendJSONLine(nil, grid.Record(2, e))
+		line, err := jsonout.AppendLine(nil, grid.Record(2, e))
 		require.NoError(t, err)
 		require.NoError(t, os.WriteFile(path, line, 0o644))
 		known, err := grid.ReadEvaluations([]string{path}, nil)
@@ -69,10 +73,10 @@ func TestCapacityRecordsKeepEveryNumber(t *testing.T) {
 			assert.Equal(t, math.Float64bits(pair[0]), math.Float64bits(pair[1]), "number %d of %s", i, line)
 		}
 		// The document writes the numbers the record holds, character for character.
-		doc, err := appendJSON(nil, got)
+		doc, err := jsonout.Chunks(got)
 		require.NoError(t, err)
-		want, err := appendJSON(nil, e)
+		want, err := jsonout.Chunks(e)
 		require.NoError(t, err)
-		require.Equal(t, string(want), string(doc))
+		require.Equal(t, string(bytes.Join(want, nil)), string(bytes.Join(doc, nil)))
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"runtime"
@@ -13,7 +14,7 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 	"servesim/internal/trace"
 )
 
@@ -26,35 +27,40 @@ func parseCapacity(t *testing.T, args ...string) (*capacityOptions, int, string)
 }
 
 func TestCapacityFlagDefaults(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseCapacity(t)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, &capacityOptions{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
-		Format: "json", Plant: plant.NewPlant(nil), Trace: traceOptions{TimeUnit: "s"},
+		Format: "json", Plant: plant.NewPlant(nil), Trace: traceOptions{TimeUnit: "s"}, Engine: engineFlags{Preemption: "none"},
 	}, o)
 }
 
 func TestCapacityFlagsSetEveryField(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseCapacity(t, "--trace", "t.csv", "--fleet", "f.json", "--max-elapsed", "900",
 		"--ttft-slo", "2", "--tpot-slo", "0.2", "--e2e-slo", "30", "--attainment", "0.9", "--router", "random",
 		"--router-seed", "7", "--controller", "max,reactive", "--controller", "fixed:1500", "--scheduler", "static",
 		"--max-replicas", "64", "--jobs", "3", "--quiet", "--format", "table", "-o", "out.json", "--power-limit", "70",
-		"--trace-format", "burstgpt", "--trace-filter", "model=GPT-4,log-type=API log")
+		"--trace-format", "burstgpt", "--trace-filter", "model=GPT-4,log-type=API log",
+		"--prefix-cache", "--kv-block-tokens", "8", "--shared-prefix-tokens", "100", "--preemption", "recompute")
 	require.Equal(t, exitOK, code, stderr)
 	p := plant.NewPlant(nil)
 	p.PowerLimitW = 70
 	assert.Equal(t, &capacityOptions{
-		TracePath: "t.csv", FleetPath: "f.json", MaxElapsedS: 900, SLO: plant.SLO{TTFTS: 2, TPOTS: 0.2, E2ES: 30},
+		TracePath: "t.csv", FleetPath: "f.json", MaxElapsedS: 900, SLO: plant.SLO{TTFTSeconds: 2, TPOTSeconds: 0.2, E2ESeconds: 30},
 		Attainment: 0.9, Router: "random", RouterSeed: 7, Controllers: []string{"max", "reactive", "fixed:1500"},
 		Scheduler: "static", MaxReplicas: 64, Jobs: 3, Quiet: true, Format: "table",
 		Output: outputOptions{Path: "out.json"}, Plant: p,
 		Trace: traceOptions{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
 			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
+		Engine: engineFlags{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
 	}, o)
 }
 
 func TestCapacityUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -92,10 +98,11 @@ func TestCapacityUsageErrors(t *testing.T) {
 // against fleet simulations of its own: the answer meets the target, one
 // replica fewer does not.
 func TestCapacityOnTheCodeTrace(t *testing.T) {
-	trace := shared.CodeTrace(t)
-	prof := shared.Reference(t, "data", "l4_proxy", "l4_profile.csv")
+	t.Parallel()
+	trace := sharedtest.CodeTrace(t)
+	prof := sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv")
 	s, out, errOut := testStreams("")
-	code := run([]string{"capacity", "--trace", trace, "--profile", prof, "--max-elapsed", "900",
+	code := run(context.Background(), []string{"capacity", "--trace", trace, "--profile", prof, "--max-elapsed", "900",
 		"--ttft-slo", "60", "--attainment", "0.9", "--controller", "max,reactive"}, s)
 	require.Equal(t, exitOK, code, errOut.String())
 	assert.Empty(t, errOut.String(), "no progress off a terminal")
@@ -128,7 +135,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 	require.NoError(t, err)
 	p, err := profile.Load(prof)
 	require.NoError(t, err)
-	slo := plant.SLO{TTFTS: 60}
+	slo := plant.SLO{TTFTSeconds: 60}
 	for _, n := range []int{answer - 1, answer} {
 		groups := []fleet.Group{{Replicas: n, Profile: p, Scheduler: "chunked", Controller: "max"}}
 		res, err := fleet.Simulate(w.Requests, fleet.Config{Plant: plant.NewPlant(nil), Groups: groups,
@@ -148,6 +155,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 }
 
 func TestCapacityProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		terminal bool
@@ -162,7 +170,7 @@ func TestCapacityProgressOnlyOnATerminal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams("")
 			s.ErrIsTerminal = tt.terminal
-			code := run(append([]string{"capacity", "--max-elapsed", "120", "--ttft-slo", "5", "--attainment", "0.9"}, tt.args...), s)
+			code := run(context.Background(), append([]string{"capacity", "--max-elapsed", "120", "--ttft-slo", "5", "--attainment", "0.9"}, tt.args...), s)
 			require.Equal(t, exitOK, code, errOut.String())
 			assert.Equal(t, tt.wantBar, strings.Contains(errOut.String(), "capacity"), errOut.String())
 			if tt.wantBar {

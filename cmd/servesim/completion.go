@@ -1,11 +1,10 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 )
@@ -45,16 +44,19 @@ func registerCompletions(root *cobra.Command) {
 		f := cmd.Flags()
 		has := func(name string) bool { return f.Lookup(name) != nil }
 		if has("scheduler") {
-			_ = cmd.RegisterFlagCompletionFunc("scheduler", choices(plant.SchedulerNames))
+			_ = cmd.RegisterFlagCompletionFunc("scheduler", cliflag.Choices(plant.SchedulerNames))
 		}
 		if has("controller") {
 			_ = cmd.RegisterFlagCompletionFunc("controller", completeController)
 		}
 		if formats, ok := formatsByCommand[cmd.Name()]; ok && has("format") {
-			_ = cmd.RegisterFlagCompletionFunc("format", choices(formats))
+			_ = cmd.RegisterFlagCompletionFunc("format", cliflag.Choices(formats))
 		}
 		if has("router") {
-			_ = cmd.RegisterFlagCompletionFunc("router", choices(routerNames))
+			_ = cmd.RegisterFlagCompletionFunc("router", cliflag.Choices(routerNames))
+		}
+		if has("preemption") {
+			_ = cmd.RegisterFlagCompletionFunc("preemption", cliflag.Choices(plant.PreemptionNames))
 		}
 		for name, extensions := range fileFlags {
 			if has(name) {
@@ -62,30 +64,6 @@ func registerCompletions(root *cobra.Command) {
 			}
 		}
 	}
-}
-
-// choices completes a flag from a fixed set of values.
-func choices(values []string) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return completeItems(toComplete, values), cobra.ShellCompDirectiveNoFileComp
-	}
-}
-
-// completeItems returns the values that complete toComplete. For a comma
-// list (sweep's axes) only the item after the last comma is completed, and
-// the items before it are kept.
-func completeItems(toComplete string, values []string) []cobra.Completion {
-	head := ""
-	if i := strings.LastIndexByte(toComplete, ','); i >= 0 {
-		head, toComplete = toComplete[:i+1], toComplete[i+1:]
-	}
-	var out []cobra.Completion
-	for _, v := range values {
-		if strings.HasPrefix(v, toComplete) {
-			out = append(out, head+v)
-		}
-	}
-	return out
 }
 
 // completeController completes --controller: the controllers, and fixed:MHZ
@@ -99,7 +77,7 @@ func completeController(cmd *cobra.Command, _ []string, toComplete string) ([]co
 			values = append(values, kind+formatMHz(mhz))
 		}
 	}
-	return completeItems(toComplete, values), cobra.ShellCompDirectiveNoFileComp
+	return cliflag.CompleteItems(toComplete, values), cobra.ShellCompDirectiveNoFileComp
 }
 
 // completionProfile is the profile named by the command's --profile when
@@ -123,11 +101,11 @@ func completionProfile(cmd *cobra.Command) *profile.Profile {
 // profileFlagPath is the one path a --profile flag holds, or "" when it
 // holds several.
 func profileFlagPath(f *pflag.Flag) string {
-	if list, ok := f.Value.(*listValue); ok {
-		if len(*list.items) != 1 {
-			return ""
+	if list, ok := f.Value.(*cliflag.List); ok {
+		if items := list.Items(); len(items) == 1 {
+			return items[0]
 		}
-		return (*list.items)[0]
+		return ""
 	}
 	return f.Value.String()
 }

@@ -10,30 +10,13 @@ import (
 	"servesim/internal/plant"
 )
 
-func TestCompleteItems(t *testing.T) {
-	values := []string{"static", "continuous", "chunked"}
-	tests := []struct {
-		typed string
-		want  []string
-	}{
-		{"", values},
-		{"c", []string{"continuous", "chunked"}},
-		{"static,", []string{"static,static", "static,continuous", "static,chunked"}},
-		{"static,ch", []string{"static,chunked"}},
-		{"a,b,co", []string{"a,b,continuous"}},
-		{"x", nil},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, completeItems(tt.typed, values), "%q", tt.typed)
-	}
-}
-
 // TestCompletedValuesAreAccepted keeps the completions and the commands'
 // checks in step: every completed --format, --scheduler and --controller
 // value parses.
 func TestCompletedValuesAreAccepted(t *testing.T) {
+	t.Parallel()
 	s, _, _ := testStreams("")
-	root := newRootCmd(s, nil)
+	root := newRootCmd(s, nil, commands())
 	for _, cmd := range root.Commands() {
 		formats, ok := formatsByCommand[cmd.Name()]
 		if !ok {
@@ -64,6 +47,7 @@ func TestCompletedValuesAreAccepted(t *testing.T) {
 // TestEveryCompletedFormatIsAccepted runs each command's checks on every
 // --format value completion offers, and on one it does not offer.
 func TestEveryCompletedFormatIsAccepted(t *testing.T) {
+	t.Parallel()
 	parse := map[string]func(args ...string) (int, string){
 		"simulate": func(args ...string) (int, string) {
 			_, code, _, stderr := parseFlags(t, "simulate", newSimulateCmd, args...)
@@ -98,6 +82,7 @@ func TestEveryCompletedFormatIsAccepted(t *testing.T) {
 }
 
 func TestRouterIsCompletedOnlyWhereItExists(t *testing.T) {
+	t.Parallel()
 	root := &cobra.Command{Use: "servesim"}
 	with := &cobra.Command{Use: "with", Run: func(*cobra.Command, []string) {}}
 	with.Flags().String("router", "round-robin", "")

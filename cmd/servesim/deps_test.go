@@ -2,6 +2,7 @@ package main
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,6 +13,7 @@ import (
 // TestNoSlowInitPackages keeps out of the binary the packages whose init
 // costs every command start-up time it cannot skip.
 func TestNoSlowInitPackages(t *testing.T) {
+	t.Parallel()
 	slow := map[string]string{
 		"gonum.org/v1/plot": "its init parses all twelve Liberation fonts (about 3.5 ms of every command's start-up); " +
 			"internal/figure draws with gonum.org/v1/plot/vg and parses fonts only when it renders",
@@ -27,5 +29,63 @@ func TestNoSlowInitPackages(t *testing.T) {
 	for _, dep := range deps {
 		why, bad := slow[dep]
 		assert.False(t, bad, "servesim links %s: %s", dep, why)
+	}
+}
+
+// Layers of the module (docs/ARCHITECTURE.md): cmd/servesim on top, the
+// domain packages under it, the helpers at the bottom, and test helpers
+// beside them. Imports only go down.
+var (
+	helperPackages = []string{
+		"internal/pycompat", "internal/jsonout", "internal/numeric", "internal/limits",
+		"internal/figure", "internal/texttable", "internal/progress", "internal/outfile", "internal/cliflag",
+		"internal/scenario/pyrand",
+	}
+	domainPackages = []string{
+		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",
+		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench",
+	}
+	testPackages = []string{
+		"internal/sharedtest", "internal/paritytest", "internal/profile/profiletest",
+		"internal/figure/figuretest", "internal/plant/exectest",
+	}
+)
+
+// TestPackageLayers keeps the import direction of docs/ARCHITECTURE.md: no
+// package imports a command; a helper (Python reading rules, the JSON
+// encoder, numerics, caps, drawing, tables, output files) imports no
+// domain package; and the binary links no test helper.
+func TestPackageLayers(t *testing.T) {
+	t.Parallel()
+	goTool, err := exec.LookPath("go")
+	require.NoError(t, err, "the test lists the packages with the go command")
+	out, err := exec.Command(goTool, "list", "-f", "{{.ImportPath}} {{join .Deps \" \"}}", "servesim/...").CombinedOutput()
+	require.NoError(t, err, "go list: %s", out)
+	deps := map[string][]string{}
+	for line := range strings.Lines(strings.TrimSpace(string(out))) {
+		fields := strings.Fields(line)
+		deps[strings.TrimPrefix(fields[0], "servesim/")] = fields[1:]
+	}
+	for _, layer := range [][]string{helperPackages, domainPackages, testPackages} {
+		for _, pkg := range layer {
+			require.Contains(t, deps, pkg, "the layer lists a package that exists")
+		}
+	}
+	for pkg := range deps {
+		known := slices.Contains(helperPackages, pkg) || slices.Contains(domainPackages, pkg) ||
+			slices.Contains(testPackages, pkg) || pkg == "cmd/servesim"
+		assert.True(t, known, "%s is in no layer: add it to docs/ARCHITECTURE.md and to this test", pkg)
+	}
+	imports := func(pkg, dep string) bool { return slices.Contains(deps[pkg], "servesim/"+dep) }
+	for pkg := range deps {
+		assert.False(t, imports(pkg, "cmd/servesim"), "%s imports the command", pkg)
+	}
+	for _, helper := range helperPackages {
+		for _, domain := range domainPackages {
+			assert.False(t, imports(helper, domain), "helper %s imports domain package %s", helper, domain)
+		}
+	}
+	for _, test := range testPackages {
+		assert.False(t, imports("cmd/servesim", test), "the binary links test helper %s", test)
 	}
 }

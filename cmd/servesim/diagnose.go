@@ -1,8 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"fmt"
+	"io"
 	"math"
 	"path/filepath"
 
@@ -10,10 +11,6 @@ import (
 
 	"servesim/internal/diagnose"
 )
-
-func init() {
-	subcommands = append(subcommands, subcommand{"diagnose", func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) }})
-}
 
 // diagnoseOptions are the diagnose command's arguments and flags.
 type diagnoseOptions struct {
@@ -73,7 +70,7 @@ one log; "-" or no file reads stdin.`,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
 			opts.Files = args
 			return opts.check(cmd)
-		}, runF, func(o *diagnoseOptions) error { return runDiagnose(s, o) }),
+		}, runF, func(_ context.Context, o *diagnoseOptions) error { return runDiagnose(s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Window, "window", "", "name of the window in the snapshot (default: the first file's base name, or stdin)")
@@ -128,11 +125,11 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 			return internalError{err}
 		}
 		snapshots := []diagnose.Snapshot{report.BeforeRemediation, report.AfterRemediation}
-		if err := o.Plot.write(diagnoseFigure("demo: before and after remediation", snapshots)); err != nil {
+		if err := o.Plot.write(diagnose.Figure("demo: before and after remediation", snapshots)); err != nil {
 			return err
 		}
 		if o.Format == "table" {
-			return writeBytes(s, o.Output, []byte(demoTable(report)))
+			return writeBytes(s, o.Output, []byte(report.Table()))
 		}
 		return writeJSON(s, o.Output, report)
 	}
@@ -150,84 +147,17 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 			window = filepath.Base(files[0])
 		}
 	}
-	readOpts := diagnose.ReadOptions{Arrival: o.ByWindowS > 0}
-	var add func(diagnose.Record) error
-	// result returns the document to write and its snapshots.
-	var result func() (any, []diagnose.Snapshot, error)
-	if o.ByWindowS > 0 {
-		windows, err := diagnose.NewWindower(o.ByWindowS)
-		if err != nil {
-			return usageError{err}
-		}
-		add = windows.Add
-		result = func() (any, []diagnose.Snapshot, error) {
-			report, err := windows.Report(window, o.Diagnosis)
-			return report, report.Windows, err
-		}
-	} else {
-		acc := diagnose.NewAccumulator(0)
-		add = func(r diagnose.Record) error { return acc.Add(r.Log) }
-		result = func() (any, []diagnose.Snapshot, error) {
-			snapshot, err := acc.Snapshot(window, o.Diagnosis)
-			return snapshot, []diagnose.Snapshot{snapshot}, err
-		}
-	}
-	for _, path := range files {
-		if err := scanLogFile(s, path, readOpts, add); err != nil {
-			return err
-		}
-	}
-	res, snapshots, err := result()
-	if errors.Is(err, diagnose.ErrNoLogs) {
-		return fmt.Errorf("request logs %s: no requests: expected a CSV header row followed by rows, or JSON Lines", joinNames(files))
-	}
+	res, snapshots, err := diagnose.Logs(files, func(path string) (io.ReadCloser, string, error) {
+		return openInput(path, s)
+	}, window, o.ByWindowS, o.Diagnosis)
 	if err != nil {
 		return err
 	}
-	if err := o.Plot.write(diagnoseFigure(window, snapshots)); err != nil {
+	if err := o.Plot.write(diagnose.Figure(window, snapshots)); err != nil {
 		return err
 	}
 	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(snapshotTable(snapshots)))
+		return writeBytes(s, o.Output, []byte(diagnose.Table(snapshots)))
 	}
 	return writeJSON(s, o.Output, res)
-}
-
-// scanLogFile reads one request log, passing each request to add; errors
-// name the file, the line and the field.
-func scanLogFile(s *streams, path string, readOpts diagnose.ReadOptions, add func(diagnose.Record) error) error {
-	in, name, err := openInput(path, s)
-	if err != nil {
-		return fmt.Errorf("request log: %w", err)
-	}
-	defer in.Close()
-	_, err = diagnose.Scan(in, name, readOpts, func(r diagnose.Record) error {
-		if err := add(r); err != nil {
-			var ie *diagnose.InputError
-			if errors.As(err, &ie) {
-				ie.File, ie.Line = name, r.Line
-			}
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("request log %w", err)
-	}
-	return nil
-}
-
-// joinNames lists input names for a message, "-" as stdin.
-func joinNames(files []string) string {
-	names := ""
-	for i, f := range files {
-		if f == "-" {
-			f = "stdin"
-		}
-		if i > 0 {
-			names += ", "
-		}
-		names += f
-	}
-	return names
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,10 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/diagnose"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 func TestDiagnoseFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		args    []string
@@ -65,16 +67,17 @@ func TestDiagnoseFlags(t *testing.T) {
 func runDiagnoseArgs(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	s, out, errOut := testStreams(stdin)
-	code := run(append([]string{"diagnose"}, args...), s)
+	code := run(context.Background(), append([]string{"diagnose"}, args...), s)
 	return code, out.String(), errOut.String()
 }
 
 func TestDiagnoseDemoEqualsReference(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runDiagnoseArgs(t, "", "--demo")
 	require.Equal(t, exitOK, code, errOut)
 	var got, want map[string]any
 	require.NoError(t, json.Unmarshal([]byte(out), &got))
-	data, err := os.ReadFile(shared.Reference(t, "golden", "seed000_main.json"))
+	data, err := os.ReadFile(sharedtest.Reference(t, "golden", "seed000_main.json"))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &want))
 	assert.Equal(t, want, got)
@@ -83,6 +86,7 @@ func TestDiagnoseDemoEqualsReference(t *testing.T) {
 const logHeader = "request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival"
 
 func TestDiagnoseFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath := filepath.Join(dir, "a.csv")
 	require.NoError(t, os.WriteFile(csvPath, []byte(logHeader+"\nr1,100,10,10,40,10,false,0,50,80\n"), 0o644))
@@ -111,6 +115,7 @@ func TestDiagnoseFiles(t *testing.T) {
 }
 
 func TestDiagnoseByWindow(t *testing.T) {
+	t.Parallel()
 	input := "arrival_s," + logHeader + "\n" +
 		"1,r1,100,10,10,40,10,false,0,50,80\n" +
 		"59.9,r2,100,10,10,40,10,false,0,50,80\n" +
@@ -128,6 +133,7 @@ func TestDiagnoseByWindow(t *testing.T) {
 }
 
 func TestDiagnoseErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.csv")
 	require.NoError(t, os.WriteFile(bad, []byte(logHeader+"\nr1,100,10,10,40,10,false,0,50,80\nr2,100,10,10,40,10,false,0,101,80\n"), 0o644))
@@ -160,6 +166,7 @@ func TestDiagnoseErrors(t *testing.T) {
 }
 
 func TestDiagnoseOnATerminalWithoutFilesPrintsAHint(t *testing.T) {
+	t.Parallel()
 	log := "request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival\n" +
 		"1,100,10,5,20,10,0,0,0,40\n"
 	dir := t.TempDir()
@@ -179,7 +186,7 @@ func TestDiagnoseOnATerminalWithoutFilesPrintsAHint(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams(log)
 			s.InIsTerminal = true
-			assert.Equal(t, tt.wantCode, run(append([]string{"diagnose"}, tt.args...), s), errOut.String())
+			assert.Equal(t, tt.wantCode, run(context.Background(), append([]string{"diagnose"}, tt.args...), s), errOut.String())
 			if tt.wantCode == exitUsage {
 				assert.Equal(t, "servesim: diagnose: no request log given and stdin is a terminal: name the log files "+
 					"(servesim diagnose requests.csv), pipe a log in (... | servesim diagnose), give - to type it, or run --demo\n", errOut.String())

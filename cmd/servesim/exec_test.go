@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +14,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/plant/exectest"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // reactiveControllerMain is the test binary as the command
@@ -35,6 +36,7 @@ const pythonExample = "../../docs/examples/reactive_controller.py"
 // byte, controller_name aside. The Go child (this test binary) always runs;
 // the README's Python example runs where /usr/bin/python3 exists.
 func TestExecControllerReproducesReactive(t *testing.T) {
+	t.Parallel()
 	example, err := filepath.Abs(pythonExample)
 	require.NoError(t, err)
 	children := []struct{ name, command, needs string }{
@@ -47,8 +49,8 @@ func TestExecControllerReproducesReactive(t *testing.T) {
 	}{
 		{"defaults", []string{"--max-elapsed", "600"}},
 		{"hot", []string{"--max-elapsed", "300", "--ambient", "60"}},
-		{"L4 rows, code trace", []string{"--max-elapsed", "120", "--profile", shared.Reference(t, "data", "l4_proxy", "l4_profile.csv"),
-			"--trace", shared.CodeTrace(t), "--normalize", "0.5"}},
+		{"L4 rows, code trace", []string{"--max-elapsed", "120", "--profile", sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv"),
+			"--trace", sharedtest.CodeTrace(t), "--normalize", "0.5"}},
 	}
 	for _, child := range children {
 		t.Run(child.name, func(t *testing.T) {
@@ -62,7 +64,7 @@ func TestExecControllerReproducesReactive(t *testing.T) {
 					simulate := func(controller string) []byte {
 						var out, errOut bytes.Buffer
 						args := append([]string{"simulate", "--controller", controller}, r.args...)
-						code := run(args, &streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
+						code := run(context.Background(), args, &streams{In: strings.NewReader(""), Out: &out, Err: &errOut})
 						require.Equal(t, exitOK, code, "%s: %s", controller, errOut.String())
 						require.Empty(t, errOut.String())
 						return out.Bytes()
@@ -85,6 +87,7 @@ func TestExecControllerReproducesReactive(t *testing.T) {
 // TestReadmeShowsThePythonExample: the README's Python block is the
 // example file, which TestExecControllerReproducesReactive runs.
 func TestReadmeShowsThePythonExample(t *testing.T) {
+	t.Parallel()
 	readme, err := os.ReadFile("../../README.md")
 	require.NoError(t, err)
 	example, err := os.ReadFile(pythonExample)

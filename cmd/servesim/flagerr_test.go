@@ -1,17 +1,18 @@
 package main
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestUnknownFlagsAreSuggested(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -34,7 +35,7 @@ func TestUnknownFlagsAreSuggested(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			assert.Equal(t, exitUsage, run(tt.args, s))
+			assert.Equal(t, exitUsage, run(context.Background(), tt.args, s))
 			assert.Equal(t, "servesim: "+tt.want+"\n", errOut.String())
 			assert.Empty(t, out.String())
 		})
@@ -42,6 +43,7 @@ func TestUnknownFlagsAreSuggested(t *testing.T) {
 }
 
 func TestBadFlagValuesNameTheFlagAndWhatIsExpected(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -64,7 +66,7 @@ func TestBadFlagValuesNameTheFlagAndWhatIsExpected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			assert.Equal(t, exitUsage, run(tt.args, s))
+			assert.Equal(t, exitUsage, run(context.Background(), tt.args, s))
 			assert.Equal(t, "servesim: "+tt.want+"\n", errOut.String())
 			assert.Empty(t, out.String())
 		})
@@ -87,9 +89,10 @@ func junkValue(f *pflag.Flag) string {
 // value it cannot parse: the one stderr line names the flag and what it
 // expects, never Go's or pflag's wording.
 func TestEveryFlagValueErrorNamesTheFlag(t *testing.T) {
+	t.Parallel()
 	s, _, _ := testStreams("")
 	checked := 0
-	for _, sub := range newRootCmd(s, nil).Commands() {
+	for _, sub := range newRootCmd(s, nil, commands()).Commands() {
 		if sub.Name() == "help" || sub.Name() == "completion" {
 			continue
 		}
@@ -104,7 +107,7 @@ func TestEveryFlagValueErrorNamesTheFlag(t *testing.T) {
 				args = append(args, "x.csv")
 			}
 			s, out, errOut := testStreams("")
-			assert.Equal(t, exitUsage, run(args, s), "%q", args)
+			assert.Equal(t, exitUsage, run(context.Background(), args, s), "%q", args)
 			assert.Empty(t, out.String())
 			want := regexp.MustCompile(`^servesim: --` + regexp.QuoteMeta(f.Name) + ` "` + regexp.QuoteMeta(junk) + `": expected [a-z][^\n]*\n$`)
 			assert.Regexp(t, want, strings.ReplaceAll(errOut.String(), `\"`, `"`), "%q", args)
@@ -116,42 +119,14 @@ func TestEveryFlagValueErrorNamesTheFlag(t *testing.T) {
 	assert.Greater(t, checked, 40, "flags checked across the commands")
 }
 
-func TestSuggestFlags(t *testing.T) {
-	cmd := &cobra.Command{Use: "x"}
-	for _, name := range []string{"kv-capacity", "kv-reserve", "trace", "stride", "secret"} {
-		cmd.Flags().String(name, "", "")
-	}
-	require.NoError(t, cmd.Flags().MarkHidden("secret"))
-	tests := []struct {
-		typed string
-		want  []string
-	}{
-		{"kv", []string{"--kv-capacity", "--kv-reserve"}},
-		{"KV-Cap", []string{"--kv-capacity"}},
-		{"trac", []string{"--trace"}},
-		{"tracer", []string{"--trace"}},
-		{"strid", []string{"--stride"}},
-		{"secre", nil},
-		{"", nil},
-		{"qqqqqq", nil},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, suggestFlags(cmd, tt.typed), tt.typed)
-	}
-}
-
-func TestLevenshtein(t *testing.T) {
-	for _, tt := range []struct {
-		a, b string
-		want int
-	}{{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"norm", "normalize", 5}, {"stirde", "stride", 2}, {"kitten", "sitting", 3}} {
-		assert.Equal(t, tt.want, levenshtein(tt.a, tt.b), "%q %q", tt.a, tt.b)
-		assert.Equal(t, tt.want, levenshtein(tt.b, tt.a), "%q %q", tt.b, tt.a)
-	}
-}
-
-func TestOrList(t *testing.T) {
-	assert.Equal(t, "a", orList([]string{"a"}))
-	assert.Equal(t, "a or b", orList([]string{"a", "b"}))
-	assert.Equal(t, "a, b or c", orList([]string{"a", "b", "c"}))
+func TestSweepAxesAcceptSpaces(t *testing.T) {
+	t.Parallel()
+	got, code, _, stderr := parseFlags(t, "sweep", newSweepCmd,
+		"--scheduler", "static, chunked", "--controller", " max , fixed:960", "--normalize", "none, 0.5", "--power-limit", "55, 64.8")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, []string{"static", "chunked"}, got.Schedulers)
+	assert.Equal(t, []string{"max", "fixed:960"}, got.Controllers)
+	assert.Equal(t, []string{"none", "0.5"}, got.Normalize)
+	assert.Equal(t, []string{"55", "64.8"}, got.PlantAxes["power-limit"])
+	assert.Equal(t, 16, got.shard.Len())
 }

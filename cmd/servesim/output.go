@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/jsonout"
 	"servesim/internal/outfile"
 )
 
@@ -24,21 +25,31 @@ func addOutputFlag(cmd *cobra.Command, opts *outputOptions) {
 	cmd.Flags().StringVarP(&opts.Path, "output", "o", "", "write the result to this file instead of stdout (a regular file atomically; a device or FIFO directly)")
 }
 
-// writeJSON writes v as JSON (jsonEncoder's indented layout, trailing
-// newline, NaN and infinities as null). A document whose type cannot fail to encode
-// (streamable) is written while it is encoded, through one small buffer;
-// any other is encoded completely first, so an encoding failure writes
-// nothing. Either way a regular file given with -o appears only when
-// complete.
+// writeJSON writes v as JSON (package jsonout: indented, trailing newline,
+// NaN and infinities as null). A document whose type cannot fail to encode
+// (jsonout.Streamable) is written while it is encoded, through one small
+// buffer; any other is encoded completely first, so an encoding failure
+// writes nothing. Either way a regular file given with -o appears only
+// when complete. An encoding failure is an internal error.
 func writeJSON(s *streams, out outputOptions, v any) error {
-	if streamable(reflect.TypeOf(v)) {
-		return writeResult(s, out, func(w io.Writer) error { return streamJSON(w, v) })
+	if jsonout.Streamable(reflect.TypeOf(v)) {
+		return encodingFailure(writeResult(s, out, func(w io.Writer) error { return jsonout.Stream(w, v) }))
 	}
-	chunks, err := encodeJSONChunks(v)
+	chunks, err := jsonout.Chunks(v)
 	if err != nil {
-		return internalError{fmt.Errorf("encoding result: %w", err)}
+		return encodingFailure(err)
 	}
 	return writeBytes(s, out, chunks...)
+}
+
+// encodingFailure marks a *jsonout.EncodeError as an internal error: a
+// result servesim built that it cannot write.
+func encodingFailure(err error) error {
+	var encErr *jsonout.EncodeError
+	if errors.As(err, &encErr) {
+		return internalError{err}
+	}
+	return err
 }
 
 // writeBytes writes a finished result, given as consecutive chunks, to

@@ -22,7 +22,7 @@ import (
 
 // startUntil starts cmd and returns once its stdout has given a line
 // (cmd is then where the test wants it); its stderr is collected in the
-// returned buffer.
+// returned buffer, which may be read once cmd has ended.
 func startUntil(t *testing.T, cmd *exec.Cmd) *bytes.Buffer {
 	t.Helper()
 	var stderr bytes.Buffer
@@ -31,12 +31,15 @@ func startUntil(t *testing.T, cmd *exec.Cmd) *bytes.Buffer {
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	_, err = bufio.NewReader(stdout).ReadString('\n')
-	require.NoError(t, err, "stderr: %s", stderr.String())
+	if _, err = bufio.NewReader(stdout).ReadString('\n'); err != nil {
+		_ = cmd.Wait() // stderr is complete, and no longer written, after Wait
+		t.Fatalf("no line on stdout: %v; stderr: %s", err, stderr.String())
+	}
 	return &stderr
 }
 
 func TestSignalRemovesTheUnfinishedOutput(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("blockedwrite")
 	require.NoError(t, err)
 	for _, tc := range []struct {
@@ -53,6 +56,7 @@ func TestSignalRemovesTheUnfinishedOutput(t *testing.T) {
 		{syscall.SIGTERM, "SIGTERM", 143, "--plot", "fig.svg", ""},
 	} {
 		t.Run(fmt.Sprintf("%s %s %s", tc.name, tc.flag, tc.file), func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			path := filepath.Join(dir, tc.file)
 			if tc.old != "" {
@@ -93,6 +97,7 @@ func TestSignalRemovesTheUnfinishedOutput(t *testing.T) {
 // FIFO whose reader has stopped reading: exit 143, one line, and the FIFO
 // is still a FIFO.
 func TestSignalDuringADirectWrite(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("servesim")
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -116,7 +121,11 @@ func TestSignalDuringADirectWrite(t *testing.T) {
 			break
 		}
 		require.ErrorIs(t, err, io.EOF, "before servesim opens the FIFO, a read finds it empty")
-		require.True(t, time.Now().Before(deadline), "servesim wrote nothing to the FIFO; stderr: %s", stderr.String())
+		if !time.Now().Before(deadline) {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait() // stderr is complete, and no longer written, after Wait
+			t.Fatalf("servesim wrote nothing to the FIFO; stderr: %s", stderr.String())
+		}
 		time.Sleep(time.Millisecond)
 	}
 	assert.Equal(t, "{", string(first))
@@ -133,6 +142,7 @@ func TestSignalDuringADirectWrite(t *testing.T) {
 // target's folder (root drops to nobody for it): one line naming the flag,
 // the path and the folder, exit 1.
 func TestUnwritableFolder(t *testing.T) {
+	t.Parallel()
 	bin, err := exec.LookPath("servesim")
 	require.NoError(t, err)
 	// A folder every user may enter, holding a copy of the binary that

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
+
+	"servesim/internal/limits"
 )
 
 // version is set at build time with -ldflags "-X main.version=...". When it
@@ -26,12 +27,13 @@ func resolvedVersion() string {
 	return "(devel)"
 }
 
-// newRootCmd builds the servesim command tree writing to the given streams,
-// for the command line args: when args name a subcommand, the tree holds
-// that one alone (building the others' flags is start-up time spent for
-// nothing); otherwise (help, completion, a flag or a mistyped name, which
-// cobra answers with suggestions) it holds them all.
-func newRootCmd(s *streams, args []string) *cobra.Command {
+// newRootCmd builds the servesim command tree of the subcommands subs,
+// writing to the given streams, for the command line args: when args name
+// a subcommand, the tree holds that one alone (building the others' flags
+// is start-up time spent for nothing); otherwise (help, completion, a flag
+// or a mistyped name, which cobra answers with suggestions) it holds them
+// all.
+func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "servesim",
 		Short: "Simulate and diagnose large-language-model inference serving",
@@ -59,7 +61,7 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(flagError)
-	for _, sub := range subcommandsFor(args) {
+	for _, sub := range subcommandsFor(subs, args) {
 		root.AddCommand(sub.build(s))
 	}
 	registerCompletions(root)
@@ -69,8 +71,8 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 
 // checkThenRun returns a command's RunE: check validates the parsed
 // arguments and flags, then the options go to runF when a test supplied one
-// (to see what was parsed), else to run.
-func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF, run func(*O) error) func(*cobra.Command, []string) error {
+// (to see what was parsed), else to run with the command's context.
+func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF func(*O) error, run func(context.Context, *O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
 			return err
@@ -78,31 +80,41 @@ func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) 
 		if runF != nil {
 			return runF(opts)
 		}
-		return run(opts)
+		return run(cmd.Context(), opts)
 	}
 }
 
-// subcommand is a registered subcommand: its name and its constructor.
+// subcommand is a subcommand of servesim: its name and its constructor.
 type subcommand struct {
 	name  string
 	build func(*streams) *cobra.Command
 }
 
-// subcommands lists every registered subcommand; each subcommand file
-// appends its own in an init function.
-var subcommands []subcommand
+// commands lists servesim's subcommands. A new command adds its line here
+// (and nowhere else): the list is the whole command tree.
+func commands() []subcommand {
+	return []subcommand{
+		{"capacity", func(s *streams) *cobra.Command { return newCapacityCmd(s, nil) }},
+		{"diagnose", func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) }},
+		{"scenarios", func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) }},
+		{"simulate", func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) }},
+		{"sweep", func(s *streams) *cobra.Command { return newSweepCmd(s, nil) }},
+		{"trace", func(s *streams) *cobra.Command { return newTraceCmd(s, nil, nil) }},
+		{"validate-profile", func(s *streams) *cobra.Command { return newValidateProfileCmd(s, nil) }},
+	}
+}
 
-// subcommandsFor returns the subcommand that args name first, or all of
-// them when args do not start with a subcommand's name.
-func subcommandsFor(args []string) []subcommand {
+// subcommandsFor returns the subcommand of subs that args name first, or
+// all of them when args do not start with a subcommand's name.
+func subcommandsFor(subs []subcommand, args []string) []subcommand {
 	if len(args) > 0 {
-		for _, sub := range subcommands {
+		for _, sub := range subs {
 			if sub.name == args[0] {
 				return []subcommand{sub}
 			}
 		}
 	}
-	return subcommands
+	return subs
 }
 
 // markRunErrors wraps every RunE in the tree so that a plain error returned
@@ -129,33 +141,43 @@ func markRunErrors(cmd *cobra.Command) {
 // of a recovered panic to its one-line message.
 const debugEnv = "SERVESIM_DEBUG"
 
-// run executes servesim with args and returns the process exit code. It is
-// the single place where errors become exit codes and one-line messages.
-func run(args []string, s *streams) (code int) {
+// debugRequested reports whether debugEnv's value asks for stacks.
+func debugRequested(value string) bool { return value == "1" }
+
+// run executes servesim with args and returns the process exit code; ctx
+// ends the run early (exitOnSignal).
+func run(ctx context.Context, args []string, s *streams) int {
+	return runCommands(ctx, args, s, commands())
+}
+
+// runCommands executes the command tree of subs with args under ctx and
+// returns the process exit code. It is the single place where errors
+// become exit codes and one-line messages; a run that a signal interrupted
+// ends with the signal's line and code, whatever it returned.
+func runCommands(ctx context.Context, args []string, s *streams, subs []subcommand) (code int) {
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintf(s.Err, "servesim: internal error: %s\n", oneLine(fmt.Sprint(p)))
-			if os.Getenv(debugEnv) == "1" {
+			fmt.Fprintf(s.Err, "servesim: internal error: %s\n", limits.OneLine(fmt.Sprint(p)))
+			if s.Debug {
 				s.Err.Write(debug.Stack())
 			}
 			code = exitInternal
 		}
 	}()
-	root := newRootCmd(s, args)
+	root := newRootCmd(s, args, subs)
 	root.SetArgs(args)
-	err := root.Execute()
+	err := root.ExecuteContext(ctx)
+	if in := interruptionOf(ctx); in != nil {
+		in.ending.Lock() // held until the process exits
+		err = in
+	}
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(s.Err, "servesim: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(s.Err, "servesim: %s\n", limits.OneLine(err.Error()))
 	var coded codedError
 	if errors.As(err, &coded) {
 		return coded.exitCode()
 	}
 	return exitUsage
-}
-
-// oneLine folds a message onto a single line.
-func oneLine(msg string) string {
-	return strings.Join(strings.Fields(msg), " ")
 }

@@ -2,15 +2,22 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
-	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/diagnose"
+	"servesim/internal/fleet"
+	"servesim/internal/jsonout"
+	"servesim/internal/plant"
+	"servesim/internal/profile"
 )
 
 func testStreams(stdin string) (*streams, *bytes.Buffer, *bytes.Buffer) {
@@ -19,6 +26,7 @@ func testStreams(stdin string) (*streams, *bytes.Buffer, *bytes.Buffer) {
 }
 
 func TestRunExitCodes(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -32,7 +40,7 @@ func TestRunExitCodes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			code := run(tt.args, s)
+			code := run(context.Background(), tt.args, s)
 			assert.Equal(t, tt.wantCode, code)
 			if tt.wantErr != "" {
 				assert.Equal(t, tt.wantErr, errOut.String())
@@ -42,11 +50,9 @@ func TestRunExitCodes(t *testing.T) {
 	}
 }
 
-// withTestCommand registers a throw-away subcommand for the duration of a test.
-func withTestCommand(t *testing.T, name string, cmd func(*streams) *cobra.Command) {
-	saved := subcommands
-	subcommands = append(append([]subcommand{}, saved...), subcommand{name, cmd})
-	t.Cleanup(func() { subcommands = saved })
+// withTestCommand returns servesim's subcommands and a throw-away one.
+func withTestCommand(name string, cmd func(*streams) *cobra.Command) []subcommand {
+	return append(commands(), subcommand{name, cmd})
 }
 
 // parseFlags runs `servesim name args` with only the command newCmd builds,
@@ -56,17 +62,16 @@ func withTestCommand(t *testing.T, name string, cmd func(*streams) *cobra.Comman
 func parseFlags[O any](t *testing.T, name string, newCmd func(*streams, func(*O) error) *cobra.Command, args ...string) (*O, int, string, string) {
 	t.Helper()
 	var got *O
-	saved := subcommands
-	subcommands = []subcommand{{name, func(s *streams) *cobra.Command {
+	subs := []subcommand{{name, func(s *streams) *cobra.Command {
 		return newCmd(s, func(o *O) error { got = o; return nil })
 	}}}
-	t.Cleanup(func() { subcommands = saved })
 	s, out, errOut := testStreams("")
-	code := run(append([]string{name}, args...), s)
+	code := runCommands(context.Background(), append([]string{name}, args...), s, subs)
 	return got, code, out.String(), errOut.String()
 }
 
 func TestRunMapsCommandErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		runErr   error
@@ -82,7 +87,7 @@ func TestRunMapsCommandErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			withTestCommand(t, "probe", func(*streams) *cobra.Command {
+			subs := withTestCommand("probe", func(*streams) *cobra.Command {
 				return &cobra.Command{Use: "probe", RunE: func(*cobra.Command, []string) error {
 					if tt.panicVal != nil {
 						panic(tt.panicVal)
@@ -91,7 +96,7 @@ func TestRunMapsCommandErrors(t *testing.T) {
 				}}
 			})
 			s, out, errOut := testStreams("")
-			assert.Equal(t, tt.wantCode, run([]string{"probe"}, s))
+			assert.Equal(t, tt.wantCode, runCommands(context.Background(), []string{"probe"}, s, subs))
 			assert.Equal(t, tt.wantErr, errOut.String())
 			assert.Empty(t, out.String())
 		})
@@ -99,8 +104,9 @@ func TestRunMapsCommandErrors(t *testing.T) {
 }
 
 func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
+	t.Parallel()
 	var all []string
-	for _, sub := range subcommands {
+	for _, sub := range commands() {
 		all = append(all, sub.name)
 	}
 	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep", "capacity", "trace"}, all)
@@ -118,7 +124,7 @@ func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
 	} {
 		s, _, _ := testStreams("")
 		var got []string
-		for _, c := range newRootCmd(s, tc.args).Commands() {
+		for _, c := range newRootCmd(s, tc.args, commands()).Commands() {
 			if c.Name() != "help" && c.Name() != "completion" {
 				got = append(got, c.Name())
 			}
@@ -128,71 +134,15 @@ func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
 }
 
 func TestMistypedSubcommandIsSuggested(t *testing.T) {
+	t.Parallel()
 	s, out, errOut := testStreams("")
-	assert.Equal(t, exitUsage, run([]string{"simulat"}, s))
+	assert.Equal(t, exitUsage, run(context.Background(), []string{"simulat"}, s))
 	assert.Equal(t, "servesim: unknown command \"simulat\" for \"servesim\"; did you mean \"simulate\"?\n", errOut.String())
 	assert.Empty(t, out.String())
 }
 
-func TestMarshalJSON(t *testing.T) {
-	type inner struct {
-		B float64 `json:"b"`
-	}
-	type embedded struct {
-		E int `json:"e"`
-	}
-	type result struct {
-		embedded
-		Name    string             `json:"name"`
-		NaN     float64            `json:"nan"`
-		Inf     float64            `json:"inf"`
-		Small   float64            `json:"small"`
-		Whole   float64            `json:"whole"`
-		Opt     *float64           `json:"opt"`
-		Omitted string             `json:"omitted,omitempty"`
-		Skip    int                `json:"-"`
-		List    []float64          `json:"list"`
-		Nil     []int              `json:"nil"`
-		Map     map[string]float64 `json:"map"`
-		Inner   inner              `json:"inner"`
-		HTML    string             `json:"html"`
-		Raw     any                `json:"raw"`
-	}
-	v := result{
-		embedded: embedded{E: 7}, Name: "x", NaN: math.NaN(), Inf: math.Inf(-1), Small: 1e-7, Whole: 5,
-		List: []float64{1.5, math.Inf(1)}, Map: map[string]float64{"z": 1, "a": math.NaN()},
-		Inner: inner{B: 0.1}, HTML: "<a&b>", Raw: map[string]any{"k": []any{1.0, "s"}},
-	}
-	chunks, err := encodeJSONChunks(v)
-	require.NoError(t, err)
-	got := bytes.Join(chunks, nil)
-	want := `{
-  "e": 7,
-  "name": "x",
-  "nan": null,
-  "inf": null,
-  "small": 1e-7,
-  "whole": 5,
-  "opt": null,
-  "list": [1.5, null],
-  "nil": [],
-  "map": {
-    "a": null,
-    "z": 1
-  },
-  "inner": {
-    "b": 0.1
-  },
-  "html": "<a&b>",
-  "raw": {
-    "k": [1, "s"]
-  }
-}
-`
-	assert.Equal(t, want, string(got))
-}
-
 func TestWriteBytesAtomic(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, out, _ := testStreams("")
 	path := filepath.Join(dir, "result.json")
@@ -211,4 +161,17 @@ func TestWriteBytesAtomic(t *testing.T) {
 
 	require.NoError(t, writeBytes(s, outputOptions{Path: "-"}, []byte("{}\n")))
 	assert.Equal(t, "{}\n", out.String())
+}
+
+// TestDocumentsAreStreamed: the large documents (simulate, fleet, capacity,
+// diagnose windows, validate-profile) have types jsonout can stream, so
+// they are written while they are encoded, never held whole in memory.
+func TestDocumentsAreStreamed(t *testing.T) {
+	t.Parallel()
+	for _, v := range []any{
+		plant.Report{}, &plant.Report{}, &fleet.Report{}, &fleet.CapacityDocument{},
+		diagnose.Snapshot{}, diagnose.WindowReport{}, diagnose.DemoReport{}, profile.Verdicts{},
+	} {
+		assert.True(t, jsonout.Streamable(reflect.TypeOf(v)), "%T", v)
+	}
 }

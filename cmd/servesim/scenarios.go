@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,19 +11,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/scenario"
 )
-
-func init() {
-	subcommands = append(subcommands, subcommand{"scenarios", func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) }})
-}
 
 // scenariosOptions are the scenarios command's flags.
 type scenariosOptions struct {
 	// Requests, Seed and RPS shape the synthetic agent trace.
 	Requests int
-	Seed     bigIntFlag
+	Seed     cliflag.BigInt
 	RPS      float64
 	// TracePath, when set, replays an Azure-format trace instead; each
 	// context's first SharedPrefixTokens tokens are the shared prefix.
@@ -45,7 +43,7 @@ type scenariosOptions struct {
 func newScenariosCmd(s *streams, runF func(*scenariosOptions) error) *cobra.Command {
 	opts := &scenariosOptions{
 		Requests:  scenario.DefaultAgentRequests,
-		Seed:      bigIntFlag{big.NewInt(scenario.DefaultAgentSeed)},
+		Seed:      cliflag.BigInt{Int: big.NewInt(scenario.DefaultAgentSeed)},
 		RPS:       scenario.DefaultAgentRPS,
 		Benchmark: scenario.DefaultBenchmarkOptions(),
 		Format:    "json",
@@ -70,7 +68,7 @@ and TPOT <= 35 ms. The trace is either the synthetic agent trace
   servesim scenarios --trace AzureLLMInferenceTrace_code.csv --shared-prefix-tokens 1024`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
-			runF, func(o *scenariosOptions) error { return runScenarios(s, o) }),
+			runF, func(_ context.Context, o *scenariosOptions) error { return runScenarios(s, o) }),
 	}
 	f := cmd.Flags()
 	f.IntVar(&opts.Requests, "requests", opts.Requests, "number of requests of the synthetic agent trace")
@@ -80,8 +78,8 @@ and TPOT <= 35 ms. The trace is either the synthetic agent trace
 	addTraceFlags(cmd, &opts.Trace)
 	f.IntVar(&opts.SharedPrefixTokens, "shared-prefix-tokens", 0, "with --trace: the first N context tokens of every request are a shared prefix")
 	f.StringVar(&opts.ProfilesPath, "profiles", "", "JSON list of engine profiles (the seed's field names) replacing the built-ins; - for stdin")
-	f.Float64Var(&opts.Benchmark.TTFTSLOMS, "ttft-slo-ms", opts.Benchmark.TTFTSLOMS, "time-to-first-token SLO, ms")
-	f.Float64Var(&opts.Benchmark.TPOTSLOMS, "tpot-slo-ms", opts.Benchmark.TPOTSLOMS, "time-per-output-token SLO, ms")
+	f.Float64Var(&opts.Benchmark.TTFTSLOMilliseconds, "ttft-slo-ms", opts.Benchmark.TTFTSLOMilliseconds, "time-to-first-token SLO, ms")
+	f.Float64Var(&opts.Benchmark.TPOTSLOMilliseconds, "tpot-slo-ms", opts.Benchmark.TPOTSLOMilliseconds, "time-per-output-token SLO, ms")
 	f.BoolVar(&opts.Benchmark.ClosedLoop, "closed-loop", false, "send each request when all earlier ones have completed (hides queueing)")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
@@ -111,10 +109,10 @@ func (o *scenariosOptions) check(cmd *cobra.Command) error {
 		return usageErrorf("--requests %d: more than the limit of %d requests of the synthetic agent trace", o.Requests, scenario.MaxAgentRequests)
 	case !positiveFinite(o.RPS):
 		return usageErrorf("--rps %v: expected a positive, finite rate", o.RPS)
-	case !positiveFinite(o.Benchmark.TTFTSLOMS):
-		return usageErrorf("--ttft-slo-ms %v: expected a positive, finite time", o.Benchmark.TTFTSLOMS)
-	case !positiveFinite(o.Benchmark.TPOTSLOMS):
-		return usageErrorf("--tpot-slo-ms %v: expected a positive, finite time", o.Benchmark.TPOTSLOMS)
+	case !positiveFinite(o.Benchmark.TTFTSLOMilliseconds):
+		return usageErrorf("--ttft-slo-ms %v: expected a positive, finite time", o.Benchmark.TTFTSLOMilliseconds)
+	case !positiveFinite(o.Benchmark.TPOTSLOMilliseconds):
+		return usageErrorf("--tpot-slo-ms %v: expected a positive, finite time", o.Benchmark.TPOTSLOMilliseconds)
 	case o.SharedPrefixTokens < 0:
 		return usageErrorf("--shared-prefix-tokens %d: expected 0 or more", o.SharedPrefixTokens)
 	case o.Format != "json" && o.Format != "table":
@@ -147,13 +145,13 @@ func runScenarios(s *streams, o *scenariosOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Plot.write(scenariosFigure(report)); err != nil {
+	if err := o.Plot.write(report.Figure()); err != nil {
 		return err
 	}
 	if o.Format == "table" {
 		return writeBytes(s, o.Output, []byte(report.Table()))
 	}
-	return writeJSON(s, o.Output, scenariosJSON(report))
+	return writeJSON(s, o.Output, report.Document())
 }
 
 // loadTrace returns the replayed trace (read by the plant's loader, so it
@@ -185,48 +183,3 @@ func unwrapPath(err error) error {
 	}
 	return err
 }
-
-// scenariosJSON is the report as the reference prints it, keys in its order.
-func scenariosJSON(r scenario.Report) any {
-	assumptions := make(orderedObject, len(r.ScenarioAssumptions))
-	for i, p := range r.ScenarioAssumptions {
-		assumptions[i] = keyedValue{p.Name, p}
-	}
-	comparisons := make(orderedObject, len(r.ScenarioComparisons))
-	for i, c := range r.ScenarioComparisons {
-		comparisons[i] = keyedValue{c.Engine, c}
-	}
-	return struct {
-		ExecutionMode       string               `json:"execution_mode"`
-		Experiment          string               `json:"experiment"`
-		ScenarioAssumptions orderedObject        `json:"scenario_assumptions"`
-		SLOTargets          scenario.SLOTargets  `json:"slo_targets"`
-		TraceRequests       int                  `json:"trace_requests"`
-		ScenarioComparisons orderedObject        `json:"scenario_comparisons"`
-		Diagnostics         scenario.Diagnostics `json:"diagnostics"`
-	}{r.ExecutionMode, r.Experiment, assumptions, r.SLOTargets, r.TraceRequests, comparisons, r.Diagnostics}
-}
-
-// bigIntFlag is a flag holding an integer of any size, like Python's seeds.
-type bigIntFlag struct{ *big.Int }
-
-// Set parses a decimal integer.
-func (b *bigIntFlag) Set(s string) error {
-	n, ok := new(big.Int).SetString(s, 10)
-	if !ok {
-		return fmt.Errorf("%q: expected a whole number", s)
-	}
-	b.Int = n
-	return nil
-}
-
-// String prints the integer.
-func (b *bigIntFlag) String() string {
-	if b.Int == nil {
-		return "0"
-	}
-	return b.Int.String()
-}
-
-// Type names the flag's value type in help.
-func (b *bigIntFlag) Type() string { return "int" }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math/big"
 	"os"
@@ -12,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/scenario"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // parseScenarios runs the scenarios flag parsing only: the registered
@@ -24,6 +25,7 @@ func parseScenarios(t *testing.T, args ...string) (*scenariosOptions, int, strin
 }
 
 func TestScenariosFlags(t *testing.T) {
+	t.Parallel()
 	o, code, _ := parseScenarios(t)
 	require.Equal(t, exitOK, code)
 	assert.Equal(t, 80, o.Requests)
@@ -39,7 +41,7 @@ func TestScenariosFlags(t *testing.T) {
 	want, _ := new(big.Int).SetString("-123456789012345678901234567890", 10)
 	assert.Equal(t, 0, want.Cmp(o.Seed.Int))
 	assert.Equal(t, 12.5, o.RPS)
-	assert.Equal(t, scenario.BenchmarkOptions{WorkloadName: scenario.DefaultWorkloadName, TTFTSLOMS: 250, TPOTSLOMS: 20, ClosedLoop: true}, o.Benchmark)
+	assert.Equal(t, scenario.BenchmarkOptions{WorkloadName: scenario.DefaultWorkloadName, TTFTSLOMilliseconds: 250, TPOTSLOMilliseconds: 20, ClosedLoop: true}, o.Benchmark)
 	assert.Equal(t, "p.json", o.ProfilesPath)
 	assert.Equal(t, "table", o.Format)
 	assert.Equal(t, "out.txt", o.Output.Path)
@@ -51,6 +53,7 @@ func TestScenariosFlags(t *testing.T) {
 }
 
 func TestScenariosUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -82,7 +85,7 @@ func TestScenariosUsageErrors(t *testing.T) {
 func runScenariosArgs(t *testing.T, stdin string, args ...string) (int, string, string) {
 	t.Helper()
 	s, out, errOut := testStreams(stdin)
-	code := run(append([]string{"scenarios"}, args...), s)
+	code := run(context.Background(), append([]string{"scenarios"}, args...), s)
 	return code, out.String(), errOut.String()
 }
 
@@ -104,7 +107,8 @@ func jsonKeys(t *testing.T, data []byte) []string {
 }
 
 func TestScenariosDefaultEqualsReferenceGolden(t *testing.T) {
-	golden, err := os.ReadFile(shared.Reference(t, "golden", "seed001_main.json"))
+	t.Parallel()
+	golden, err := os.ReadFile(sharedtest.Reference(t, "golden", "seed001_main.json"))
 	require.NoError(t, err)
 	code, out, errOut := runScenariosArgs(t, "")
 	require.Equal(t, exitOK, code, errOut)
@@ -124,6 +128,7 @@ func TestScenariosDefaultEqualsReferenceGolden(t *testing.T) {
 }
 
 func TestScenariosCustomRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	profiles := filepath.Join(dir, "p.json")
 	require.NoError(t, os.WriteFile(profiles, []byte(`[{"name": "z_first", "prefill_tokens_per_ms": 30, "prefix_cache_hit_efficiency": 0.5,
@@ -139,18 +144,19 @@ func TestScenariosCustomRun(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal([]byte(out), &doc))
 	assert.Equal(t, []string{"z_first", "a_second"}, jsonKeys(t, doc.Assumptions))
-	assert.Equal(t, scenario.SLOTargets{TTFTSLOMS: 800, TPOTSLOMS: 35}, doc.SLO)
+	assert.Equal(t, scenario.SLOTargets{TTFTSLOMilliseconds: 800, TPOTSLOMilliseconds: 35}, doc.SLO)
 	assert.Equal(t, 200, doc.Requests)
 	trace, err := scenario.BuildAgentTrace(200, big.NewInt(9), 11)
 	require.NoError(t, err)
 	want, err := scenario.EvaluateEngineBenchmark(trace,
 		scenario.EngineProfile{Name: "a_second", PrefillTokensPerMS: 60, PrefixCacheHitEfficiency: 0.9, BaseTPOTMS: 10, BatchTPOTSlopeMS: 0.2, MaxBatchSlots: 32},
-		scenario.BenchmarkOptions{WorkloadName: scenario.DefaultWorkloadName, TTFTSLOMS: 800, TPOTSLOMS: 35, ClosedLoop: true})
+		scenario.BenchmarkOptions{WorkloadName: scenario.DefaultWorkloadName, TTFTSLOMilliseconds: 800, TPOTSLOMilliseconds: 35, ClosedLoop: true})
 	require.NoError(t, err)
 	assert.Equal(t, want, doc.Comparisons["a_second"])
 }
 
 func TestScenariosInputErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`[{"name": "x", "prefill_tokens_per_ms": 26, "prefix_cache_hit_efficiency": 0.45,
@@ -180,7 +186,8 @@ func TestScenariosInputErrors(t *testing.T) {
 }
 
 func TestScenariosTraceReplay(t *testing.T) {
-	code, out, errOut := runScenariosArgs(t, "", "--trace", shared.CodeTrace(t), "--shared-prefix-tokens", "1024", "--format", "table")
+	t.Parallel()
+	code, out, errOut := runScenariosArgs(t, "", "--trace", sharedtest.CodeTrace(t), "--shared-prefix-tokens", "1024", "--format", "table")
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, "scenario comparisons: 8819 requests")
 	assert.Contains(t, out, "AzureLLMInferenceTrace_code.csv")

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // TestMain lets the test binary act as the real servesim binary inside the
@@ -51,20 +51,23 @@ func blockedWrite() {
 // nothing outside the repository: they run everywhere, also where the
 // shared data folder is absent. Scripts see $REPO (the repository root).
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testscript.Run(t, scriptParams(t, "testdata/script", nil))
 }
 
 // TestSharedScripts runs the end-to-end scripts in testdata/script-shared,
 // which read the shared data folder as $SHARED; they are skipped when it is
-// absent (shared.Dir decides).
+// absent (sharedtest.Dir decides).
 func TestSharedScripts(t *testing.T) {
-	sharedDir := shared.Dir(t)
+	t.Parallel()
+	sharedDir := sharedtest.Dir(t)
 	testscript.Run(t, scriptParams(t, "testdata/script-shared", map[string]string{"SHARED": sharedDir}))
 }
 
 // TestScriptsNeedNoSharedData keeps every script that reads $SHARED in
 // testdata/script-shared, so that the others never skip.
 func TestScriptsNeedNoSharedData(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("testdata/script/*.txtar")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)

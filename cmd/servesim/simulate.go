@@ -1,8 +1,9 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -10,10 +11,6 @@ import (
 	"servesim/internal/profile"
 	"servesim/internal/reqlog"
 )
-
-func init() {
-	subcommands = append(subcommands, subcommand{"simulate", func(s *streams) *cobra.Command { return newSimulateCmd(s, nil) }})
-}
 
 // simulateOptions are the parsed flags of `servesim simulate`.
 type simulateOptions struct {
@@ -41,6 +38,10 @@ type simulateOptions struct {
 	ExecTimeoutS float64
 	// RequestLog is --request-log.
 	RequestLog requestLogOptions
+	// Engine holds the engine feature flags.
+	Engine engineFlags
+	// Verbose is --verbose: an mpc controller's solve times on stderr.
+	Verbose bool
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
@@ -76,7 +77,7 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
       --replicas 16 --router least-outstanding --summary --format table`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
-			runF, func(o *simulateOptions) error { return runSimulate(s, o) }),
+			runF, func(ctx context.Context, o *simulateOptions) error { return runSimulate(ctx, s, o) }),
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (a measured bundle is validated first; default: the embedded engineering proxy)")
@@ -85,8 +86,9 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
-	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest) or exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README)")
+	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest), exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README), mpc[:KEY=VALUE,...] (model-predictive; keys period, horizon, budget, deadline, attainment) or mpc-clairvoyant[:...] (told the future: a bound, not realizable)")
 	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
+	addVerboseFlag(cmd, &opts.Verbose)
 	for _, pp := range plantParams {
 		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
 	}
@@ -95,6 +97,7 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
 	addRequestLogFlag(cmd, &opts.RequestLog)
+	addEngineFlags(cmd, &opts.Engine)
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
@@ -132,6 +135,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := o.RequestLog.check(o.Output); err != nil {
 		return err
 	}
+	if err := o.Engine.check(cmd, o.Plant); err != nil {
+		return err
+	}
 	if err := checkSimulateWork(o); err != nil {
 		return err
 	}
@@ -141,7 +147,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	return o.Plot.check()
 }
 
-func runSimulate(s *streams, o *simulateOptions) error {
+func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if o.ProfilePath != "" {
 		profilePath = profile.ResolvePath(o.ProfilePath)
@@ -159,12 +165,13 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return err
 	}
 	if o.Fleet.enabled {
-		return runFleetSimulate(s, o, prof, profilePath, workload)
+		return runFleetSimulate(ctx, s, o, prof, profilePath, workload)
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
 	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
 	warnFixedClock(s, o.Controller, ctrl, prof)
-	report, err := plant.Run(workload, plant.Config{
+	timeSolves(ctrl, o.Verbose)
+	report, err := plant.RunContext(ctx, workload, plant.Config{
 		Plant:      o.Plant,
 		Scheduler:  sched,
 		Controller: ctrl,
@@ -179,19 +186,20 @@ func runSimulate(s *streams, o *simulateOptions) error {
 		return err
 	}
 	warnArrivalsPastMaxSimTime(s, workload.Requests, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	reportSolveTimes(s, ctrl, o.Verbose)
 	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromPlant(report.Log) }); err != nil {
 		return err
 	}
 	if o.Plot.Path != "" {
 		full := report.Result
-		if err := o.Plot.write(simulateFigure(report, &full, o)); err != nil {
+		if err := o.Plot.write(report.Figure(&full, o.Normalize, o.MaxElapsedS)); err != nil {
 			return err
 		}
 		report.Result = *full.Thinned(o.Stride, o.Summary)
 	}
 	switch o.Format {
 	case "table":
-		return writeBytes(s, o.Output, []byte(simulateTable(report)))
+		return writeBytes(s, o.Output, []byte(report.Table()))
 	case formatVLLMBench:
 		return writePlantVLLMBench(s, o.Output, report)
 	}
@@ -203,29 +211,37 @@ func runSimulate(s *streams, o *simulateOptions) error {
 // --stride and --summary ask), else what --stride and --summary say.
 func (o *simulateOptions) plantOptions() plant.Options {
 	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
-		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench}
+		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench, Engine: o.Engine.options()}
 	if o.Plot.Path != "" {
 		options.Stride, options.Summary = 1, false
 	}
 	return options
 }
 
-// flagNamed prefixes a plant validation error with the flag that sets the
-// field it names.
+// flagNamed prefixes a plant validation error (*plant.FieldError) with the
+// flag that sets its field; other errors pass as they are.
 func flagNamed(err error) error {
-	msg := err.Error()
-	for _, pp := range plantParams {
-		if strings.HasPrefix(msg, pp.field+" ") {
-			return fmt.Errorf("--%s: %w", pp.flag, err)
+	var fe *plant.FieldError
+	if errors.As(err, &fe) {
+		for _, pp := range plantParams {
+			if pp.field == fe.Field {
+				return fmt.Errorf("--%s: %w", pp.flag, err)
+			}
 		}
 	}
 	return err
 }
 
-// loadTrace reads --trace, or the embedded synthetic trace without it.
+// loadTrace reads --trace, or the embedded synthetic trace without it; a
+// Mooncake trace's hash ids go to the prefix cache.
 func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
 	if o.TracePath == "" {
 		return plant.DefaultTrace(o.MaxElapsedS)
 	}
-	return loadTraceFile(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+	t, err := openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace)
+	if err != nil {
+		return plant.Workload{}, err
+	}
+	o.Engine.useHashIDs(t)
+	return t.Workload, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,7 +56,7 @@ func (o *fleetOptions) check(cmd *cobra.Command, normalize bool) error {
 
 // runFleetSimulate simulates the fleet of the flags on workload; prof is the
 // command-line profile, read from profilePath.
-func runFleetSimulate(s *streams, o *simulateOptions, prof *profile.Profile, profilePath string, workload plant.Workload) error {
+func runFleetSimulate(ctx context.Context, s *streams, o *simulateOptions, prof *profile.Profile, profilePath string, workload plant.Workload) error {
 	groups := []fleet.Group{{
 		Name: "group0", Replicas: o.Fleet.Replicas, Profile: prof, ProfilePath: profilePath,
 		Scheduler: o.Scheduler, Controller: o.Controller,
@@ -71,7 +72,7 @@ func runFleetSimulate(s *streams, o *simulateOptions, prof *profile.Profile, pro
 		}
 	}
 	router, _ := fleet.NewRouter(o.Fleet.Router, o.Fleet.RouterSeed)
-	report, err := fleet.Run(workload, fleet.RunConfig{
+	report, err := fleet.RunContext(ctx, workload, fleet.RunConfig{
 		Config: fleet.Config{
 			Plant:   o.Plant,
 			Groups:  groups,
@@ -92,14 +93,14 @@ func runFleetSimulate(s *streams, o *simulateOptions, prof *profile.Profile, pro
 		return err
 	}
 	if o.Plot.Path != "" {
-		if err := o.Plot.write(fleetFigure(report)); err != nil {
+		if err := o.Plot.write(report.Figure()); err != nil {
 			return err
 		}
 		report.Thin(o.Stride, o.Summary)
 	}
 	switch o.Format {
 	case "table":
-		return writeBytes(s, o.Output, []byte(fleetTable(report)))
+		return writeBytes(s, o.Output, []byte(report.Table()))
 	case formatVLLMBench:
 		return writeFleetVLLMBench(s, o.Output, report, o.SLO)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 )
 
 func TestSimulateFleetFlags(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseSimulate(t)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1}, o.Fleet, "one GPU by default")
@@ -31,6 +33,7 @@ func TestSimulateFleetFlags(t *testing.T) {
 }
 
 func TestSimulateFleetUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -59,8 +62,9 @@ func TestSimulateFleetUsageErrors(t *testing.T) {
 // TestFleetDocument checks the fleet document's top-level keys and their
 // order, and that a fleet of one replica has the single-GPU metrics.
 func TestFleetDocument(t *testing.T) {
+	t.Parallel()
 	s, out, errOut := testStreams("")
-	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--stride", "100", "--replicas", "2"}, s), errOut.String())
+	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--stride", "100", "--replicas", "2"}, s), errOut.String())
 	var keys []string
 	dec := json.NewDecoder(strings.NewReader(out.String()))
 	_, err := dec.Token()
@@ -87,9 +91,9 @@ func TestFleetDocument(t *testing.T) {
 	assert.Len(t, doc.Requests[0], 8, "the single-GPU record plus replica")
 
 	single, singleOut, errOut := testStreams("")
-	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--summary"}, single), errOut.String())
+	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--summary"}, single), errOut.String())
 	one, oneOut, errOut := testStreams("")
-	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--summary", "--router", "least-outstanding"}, one), errOut.String())
+	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--summary", "--router", "least-outstanding"}, one), errOut.String())
 	var a, b struct {
 		Metrics json.RawMessage `json:"metrics"`
 		Summary json.RawMessage `json:"summary"`

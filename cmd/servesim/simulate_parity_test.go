@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -12,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // TestSimulateDocumentMatchesReference runs `servesim simulate` like
@@ -20,7 +21,8 @@ import (
 // compares the whole document: the as_dict keys and values under "result",
 // "summary" and "dilation".
 func TestSimulateDocumentMatchesReference(t *testing.T) {
-	goldens, err := filepath.Glob(filepath.Join(shared.Reference(t, "golden", "plant_first300s"), "*.json"))
+	t.Parallel()
+	goldens, err := filepath.Glob(filepath.Join(sharedtest.Reference(t, "golden", "plant_first300s"), "*.json"))
 	require.NoError(t, err)
 	require.Len(t, goldens, 21)
 	name := regexp.MustCompile(`^code_first300s__(l4_proxy|l4_synthetic)__(\w+)__(.+)\.json$`)
@@ -29,9 +31,9 @@ func TestSimulateDocumentMatchesReference(t *testing.T) {
 		require.NotNil(t, m, golden)
 		t.Run(filepath.Base(golden), func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			code := run([]string{"simulate",
-				"--profile", shared.Reference(t, "data", m[1], "l4_profile.csv"),
-				"--trace", shared.CodeTrace(t), "--max-elapsed", "300",
+			code := run(context.Background(), []string{"simulate",
+				"--profile", sharedtest.Reference(t, "data", m[1], "l4_profile.csv"),
+				"--trace", sharedtest.CodeTrace(t), "--max-elapsed", "300",
 				"--scheduler", m[2], "--controller", strings.Replace(m[3], "_", ":", 1), "--stride", "50"}, s)
 			require.Equal(t, exitOK, code, errOut.String())
 			var got, want map[string]any

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -24,6 +25,7 @@ func parseSimulate(t *testing.T, args ...string) (*simulateOptions, int, string)
 }
 
 func TestSimulateFlagDefaults(t *testing.T) {
+	t.Parallel()
 	o, code, _ := parseSimulate(t)
 	require.Equal(t, exitOK, code)
 	want := plant.NewPlant(nil)
@@ -43,6 +45,7 @@ func TestSimulateFlagDefaults(t *testing.T) {
 }
 
 func TestSimulateFlagsSetEveryField(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseSimulate(t,
 		"--profile", "p.csv", "--trace", "-", "--max-elapsed", "300", "--normalize", "0.8",
 		"--scheduler", "static", "--controller", "sampled-reactive:2.5",
@@ -51,7 +54,8 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		"--thermal-limit", "80", "--horizon", "120", "--max-sim-time", "86400",
 		"--stride", "50", "--summary", "-o", "out.json", "--format", "table", "--plot", "run.svg", "--max-steps", "5e9",
 		"--ttft-slo", "2.5", "--tpot-slo", "0.1", "--e2e-slo", "60", "--exec-timeout", "0.5",
-		"--trace-columns", "arrival=a,prompt=b,output=c", "--time-unit", "ms")
+		"--trace-columns", "arrival=a,prompt=b,output=c", "--time-unit", "ms",
+		"--prefix-cache", "--kv-block-tokens", "32", "--shared-prefix-tokens", "512", "--preemption", "recompute")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, plant.Plant{
 		TimeStepS: 0.05, KVCapacityTokens: 65536, DecodeKVReserveTokensPerActive: 512, MaxActiveRequests: 32,
@@ -64,12 +68,14 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 			Options: trace.Options{Columns: &trace.Columns{Arrival: "a", Prompt: "b", Output: "c", Unit: trace.Milliseconds}}},
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
 		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9, ExecTimeoutS: 0.5,
-		SLO:   plant.SLO{TTFTS: 2.5, TPOTS: 0.1, E2ES: 60},
-		Fleet: fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1},
+		SLO:    plant.SLO{TTFTSeconds: 2.5, TPOTSeconds: 0.1, E2ESeconds: 60},
+		Fleet:  fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1},
+		Engine: engineFlags{PrefixCache: true, KVBlockTokens: 32, SharedPrefixTokens: 512, Preemption: "recompute"},
 	}, o)
 }
 
 func TestSimulateUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -104,6 +110,7 @@ func TestSimulateUsageErrors(t *testing.T) {
 }
 
 func TestSimulateBadInputIsExitOne(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	trace := func(body string) string {
 		path := filepath.Join(dir, "t.csv")
@@ -125,7 +132,7 @@ func TestSimulateBadInputIsExitOne(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams("")
-			code := run(append([]string{"simulate"}, tt.args...), s)
+			code := run(context.Background(), append([]string{"simulate"}, tt.args...), s)
 			assert.Equal(t, exitInput, code)
 			assert.Empty(t, out.String())
 			assert.Contains(t, errOut.String(), tt.want)
@@ -135,9 +142,10 @@ func TestSimulateBadInputIsExitOne(t *testing.T) {
 }
 
 func TestSimulateReadsStdinAndWritesTheReport(t *testing.T) {
+	t.Parallel()
 	csv := "TIMESTAMP,ContextTokens,GeneratedTokens\r\n2023-11-16 18:17:03.9799600,100,3\r\n2023-11-16 18:17:04.0799600,200,2\r\n"
 	s, out, errOut := testStreams(csv)
-	code := run([]string{"simulate", "--trace", "-", "--controller", "fixed:900", "--scheduler", "static"}, s)
+	code := run(context.Background(), []string{"simulate", "--trace", "-", "--controller", "fixed:900", "--scheduler", "static"}, s)
 	require.Equal(t, exitOK, code, errOut.String())
 	var doc map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))

@@ -10,6 +10,7 @@ import (
 )
 
 func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
+	t.Parallel()
 	requests := func(last float64) []plant.Request {
 		return []plant.Request{{ID: 0, ArrivalTimeS: 0}, {ID: 1, ArrivalTimeS: last}}
 	}
@@ -40,6 +41,7 @@ func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
 }
 
 func TestWarnFixedClock(t *testing.T) {
+	t.Parallel()
 	prof := profile.Default() // levels 420, 690, 960, ..., 2040 MHz
 	tests := []struct{ spec, want string }{
 		{"fixed:1000", "servesim: --controller fixed:1000: the profile has no 1000 MHz level; using 960 MHz (the highest level below it)\n"},

@@ -15,9 +15,9 @@ var sloFlags = []struct {
 	name, usage string
 	field       func(*plant.SLO) *float64
 }{
-	{"ttft-slo", "time-to-first-token objective in `seconds` (default: the profile's, 2 x its baseline TTFT)", func(s *plant.SLO) *float64 { return &s.TTFTS }},
-	{"tpot-slo", "time-per-output-token objective in `seconds` (default: the profile's, 1.5 x its baseline TPOT)", func(s *plant.SLO) *float64 { return &s.TPOTS }},
-	{"e2e-slo", "end-to-end latency objective in `seconds`, arrival to completion (default: none)", func(s *plant.SLO) *float64 { return &s.E2ES }},
+	{"ttft-slo", "time-to-first-token objective in `seconds` (default: the profile's, 2 x its baseline TTFT)", func(s *plant.SLO) *float64 { return &s.TTFTSeconds }},
+	{"tpot-slo", "time-per-output-token objective in `seconds` (default: the profile's, 1.5 x its baseline TPOT)", func(s *plant.SLO) *float64 { return &s.TPOTSeconds }},
+	{"e2e-slo", "end-to-end latency objective in `seconds`, arrival to completion (default: none)", func(s *plant.SLO) *float64 { return &s.E2ESeconds }},
 }
 
 // addSLOFlags binds --ttft-slo, --tpot-slo and --e2e-slo to slo; a flag not

@@ -23,6 +23,20 @@ type streams struct {
 	// OutClosed reports that stdout was closed when servesim started
 	// (`servesim simulate >&-`), so a result written there would be lost.
 	OutClosed bool
+	// Debug adds the stack of a recovered panic to its message
+	// (SERVESIM_DEBUG=1).
+	Debug bool
+	// Getenv reads the environment (sweep --shard auto); nil reads the
+	// process's.
+	Getenv func(string) string
+}
+
+// env returns the environment variable name, as Getenv reads it.
+func (s *streams) env(name string) string {
+	if s.Getenv == nil {
+		return os.Getenv(name)
+	}
+	return s.Getenv(name)
 }
 
 // newStreams returns the process's standard streams.
@@ -32,6 +46,7 @@ func newStreams() *streams {
 		ErrIsTerminal: isTerminal(os.Stderr),
 		InIsTerminal:  term.IsTerminal(int(os.Stdin.Fd())),
 		OutClosed:     outfile.ClosedAtStart(os.Stdout),
+		Debug:         debugRequested(os.Getenv(debugEnv)),
 	}
 }
 

@@ -1,26 +1,24 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
 	"servesim/internal/sweep"
+	"servesim/internal/trace"
 )
-
-func init() {
-	subcommands = append(subcommands, subcommand{"sweep", func(s *streams) *cobra.Command { return newSweepCmd(s, nil) }})
-}
 
 // embeddedDefault names the embedded profile or trace in a sweep axis.
 const embeddedDefault = "embedded"
@@ -34,26 +32,29 @@ type sweepOptions struct {
 	Controllers []string
 	Normalize   []string
 	// PlantAxes holds the values of every plant flag given, by flag name.
-	PlantAxes   map[string][]string
-	MaxElapsedS float64
-	Jobs        int
-	Format      string
-	TTFTSLOS    float64 // 0 means each profile's own SLO
-	TPOTSLOS    float64
-	Shard       string // I/N, auto, or "" for the whole grid
-	Resume      string // --resume: a sweep output whose runs are not run again
-	Quiet       bool
-	Output      outputOptions
+	PlantAxes      map[string][]string
+	MaxElapsedS    float64
+	Jobs           int
+	Format         string
+	TTFTSLOSeconds float64 // 0 means each profile's own SLO
+	TPOTSLOSeconds float64
+	Shard          string // I/N, auto, or "" for the whole grid
+	Resume         string // --resume: a sweep output whose runs are not run again
+	Quiet          bool
+	Output         outputOptions
 	// MaxCells and MaxSteps are --max-cells and --max-steps: the runs of
 	// this process and the steps of each.
 	MaxCells int
 	MaxSteps float64
 
 	axes  []sweep.Axis
+	grid  *sweep.Grid // axes with every value parsed, looked up by name
 	shard sweep.Shard
 
 	// ExecTimeoutS is --exec-timeout: the patience with exec: controllers.
 	ExecTimeoutS float64
+	// Engine holds the engine feature flags, the same for every run.
+	Engine engineFlags
 }
 
 // newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
@@ -101,31 +102,32 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 					opts.PlantAxes[pp.flag] = plantValues[i]
 				}
 			}
-			return opts.check(cmd)
-		}, runF, func(o *sweepOptions) error { return runSweep(s, o) }),
+			return opts.check(cmd, s)
+		}, runF, func(ctx context.Context, o *sweepOptions) error { return runSweep(ctx, s, o) }),
 	}
 	f := cmd.Flags()
-	addListFlag(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
-	addListFlag(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
+	cliflag.AddList(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
+	cliflag.AddList(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
 	addTraceFlags(cmd, &opts.Trace)
-	addListFlag(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
-	addListFlag(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run)")
+	cliflag.AddList(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
+	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run), mpc[:KEY=VALUE,...], mpc-clairvoyant[:KEY=VALUE,...] (double-quote a spec holding commas)")
 	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
-	addListFlag(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
+	cliflag.AddList(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
 	for i, pp := range plantParams {
-		addListFlag(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
+		cliflag.AddList(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
 	}
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
 	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
 	f.StringVar(&opts.Format, "format", "jsonl", "output format: jsonl, csv or table")
-	f.Float64Var(&opts.TTFTSLOS, "ttft-slo", 0, "p95 TTFT objective in seconds for the best configuration (default: each profile's)")
-	f.Float64Var(&opts.TPOTSLOS, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
+	f.Float64Var(&opts.TTFTSLOSeconds, "ttft-slo", 0, "p95 TTFT objective in seconds for the best configuration (default: each profile's)")
+	f.Float64Var(&opts.TPOTSLOSeconds, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
 	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`, or auto: from a Slurm job array or Kubernetes Indexed Job")
 	f.StringVar(&opts.Resume, "resume", "", "skip the cells whose records `FILE` (a sweep's output or FILE.partial) holds, and copy them")
 	_ = cmd.MarkFlagFilename("resume")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.IntVar(&opts.MaxCells, "max-cells", sweep.DefaultMaxCells, "refuse a sweep (or shard) of more than `N` runs")
 	addMaxStepsFlag(cmd, &opts.MaxSteps)
+	addEngineFlags(cmd, &opts.Engine)
 	addOutputFlag(cmd, &opts.Output)
 	cmd.AddCommand(newSweepMergeCmd(s))
 	return cmd
@@ -133,7 +135,7 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 
 // check parses every axis value and builds the grid before anything runs:
 // a bad value is a usage error (exit 2).
-func (o *sweepOptions) check(cmd *cobra.Command) error {
+func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if err := checkMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
 		return err
 	}
@@ -143,25 +145,29 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
 		return err
 	}
+	// The block count is checked by each run, on its --kv-capacity.
+	if err := o.Engine.check(cmd, plant.Plant{}); err != nil {
+		return err
+	}
 	switch o.Format {
-	case "jsonl", "csv", "table":
+	case sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable:
 	default:
 		return usageErrorf("--format %q: expected jsonl, csv or table", o.Format)
 	}
 	for _, slo := range []struct {
 		name string
 		v    float64
-	}{{"--ttft-slo", o.TTFTSLOS}, {"--tpot-slo", o.TPOTSLOS}} {
+	}{{"--ttft-slo", o.TTFTSLOSeconds}, {"--tpot-slo", o.TPOTSLOSeconds}} {
 		if math.IsNaN(slo.v) || slo.v < 0 || math.IsInf(slo.v, 0) {
 			return usageErrorf("%s %v: expected a positive number of seconds", slo.name, slo.v)
 		}
 	}
 	o.axes = []sweep.Axis{
-		{Name: "profile", Values: o.Profiles},
-		{Name: "trace", Values: o.Traces},
-		{Name: "scheduler", Values: o.Schedulers},
-		{Name: "controller", Values: o.Controllers},
-		{Name: "normalize", Values: o.Normalize},
+		{Name: sweep.AxisProfile, Values: o.Profiles},
+		{Name: sweep.AxisTrace, Values: o.Traces},
+		{Name: sweep.AxisScheduler, Values: o.Schedulers},
+		{Name: sweep.AxisController, Values: o.Controllers},
+		{Name: sweep.AxisNormalize, Values: o.Normalize},
 	}
 	for _, pp := range plantParams {
 		if values, ok := o.PlantAxes[pp.flag]; ok {
@@ -172,11 +178,10 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 		if len(a.Values) == 0 {
 			return usageErrorf("--%s: expected at least one value", a.Name)
 		}
-		for _, v := range a.Values {
-			if err := checkAxisValue(a.Name, v); err != nil {
-				return usageError{err}
-			}
-		}
+	}
+	var err error
+	if o.grid, err = sweep.NewGrid(o.axes, parseAxisValue); err != nil {
+		return usageError{err}
 	}
 	if err := o.checkPlantValues(); err != nil {
 		return usageError{err}
@@ -185,18 +190,17 @@ func (o *sweepOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	i, n := 1, 1
-	var err error
 	switch o.Shard {
 	case "":
 	case "auto":
-		i, n, err = sweep.ShardFromEnv(os.Getenv)
+		i, n, err = sweep.ShardFromEnv(s.env)
 	default:
 		i, n, err = sweep.ParseShard(o.Shard)
 	}
 	if err != nil {
 		return usageError{err}
 	}
-	if o.Resume != "" && o.Format != "jsonl" {
+	if o.Resume != "" && o.Format != sweep.FormatJSONL {
 		return usageErrorf("--resume reads and writes JSON Lines: expected --format jsonl, not %s", o.Format)
 	}
 	if o.MaxCells < 1 {
@@ -217,8 +221,8 @@ func (o *sweepOptions) checkWork() error {
 	}
 	p := plant.NewPlant(nil)
 	extreme := func(flag string, field *float64, pick func(a, b float64) float64) {
-		for i, v := range o.PlantAxes[flag] {
-			x, _ := paramByFlag(flag).parseValue(v)
+		for i, v := range o.grid.Values(flag) {
+			x := v.(float64)
 			if i == 0 {
 				*field = x
 			}
@@ -230,31 +234,34 @@ func (o *sweepOptions) checkWork() error {
 	return workLimitError(plant.CheckWork(p, plant.Options{Summary: true, MaxSteps: o.MaxSteps}), false)
 }
 
-// checkAxisValue parses one value of a named axis.
-func checkAxisValue(axis, v string) error {
+// parseAxisValue parses one value of a named axis, once: a path (profile,
+// trace), a scheduler name or controller spec that builds, a utilization
+// (normalize: 0 for none) or a plant flag's number.
+func parseAxisValue(axis, v string) (any, error) {
 	switch axis {
-	case "profile", "trace":
+	case sweep.AxisProfile, sweep.AxisTrace:
 		if v == "" {
-			return fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, embeddedDefault)
+			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, embeddedDefault)
 		}
-	case "scheduler":
+		return v, nil
+	case sweep.AxisScheduler:
 		if _, err := plant.NewScheduler(v); err != nil {
-			return fmt.Errorf("--scheduler: %w", err)
+			return nil, fmt.Errorf("--scheduler: %w", err)
 		}
-	case "controller":
+		return v, nil
+	case sweep.AxisController:
 		if _, err := plant.NewController(v); err != nil {
-			return fmt.Errorf("--controller: %w", err)
+			return nil, fmt.Errorf("--controller: %w", err)
 		}
-	case "normalize":
-		if _, err := parseNormalize(v); err != nil {
-			return err
-		}
-	default:
-		if _, err := paramByFlag(axis).parseValue(v); err != nil {
-			return fmt.Errorf("--%s %w", axis, err)
-		}
+		return v, nil
+	case sweep.AxisNormalize:
+		return parseNormalize(v)
 	}
-	return nil
+	x, err := paramByFlag(axis).parseValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("--%s %w", axis, err)
+	}
+	return x, nil
 }
 
 // parseNormalize parses a --normalize axis value: 0 (none) or 0 < U < 1.
@@ -282,14 +289,12 @@ func paramByFlag(flag string) plantParam {
 // rules (with the other parameters at their defaults), so an impossible
 // value fails before anything runs.
 func (o *sweepOptions) checkPlantValues() error {
-	for flag, values := range o.PlantAxes {
-		pp := paramByFlag(flag)
-		for _, v := range values {
+	for _, pp := range plantParams {
+		for k, x := range o.grid.Values(pp.flag) {
 			p := plant.NewPlant(profile.Default())
-			x, _ := pp.parseValue(v)
-			_ = pp.set(&p, x)
+			_ = pp.set(&p, x.(float64))
 			if err := p.Validate(); err != nil {
-				return fmt.Errorf("--%s %s: %w", flag, v, err)
+				return fmt.Errorf("--%s %s: %w", pp.flag, o.PlantAxes[pp.flag][k], err)
 			}
 		}
 	}
@@ -303,12 +308,15 @@ type sweepInputs struct {
 	profileErrs  map[string]error
 	workloads    map[string]plant.Workload
 	workloadErrs map[string]error
+	// hashIDs are the block hash ids of the Mooncake traces.
+	hashIDs map[string]plant.HashIDSource
 }
 
 func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 	in := &sweepInputs{
 		profiles: map[string]*profile.Profile{}, profileErrs: map[string]error{},
 		workloads: map[string]plant.Workload{}, workloadErrs: map[string]error{},
+		hashIDs: map[string]plant.HashIDSource{},
 	}
 	for _, path := range o.Profiles {
 		if path == embeddedDefault {
@@ -325,7 +333,13 @@ func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 		if path == embeddedDefault {
 			w, err = plant.DefaultTrace(o.MaxElapsedS)
 		} else {
-			w, err = loadTraceFile(s, path, o.MaxElapsedS, &o.Trace)
+			var t *trace.Trace
+			if t, err = openTrace(s, path, o.MaxElapsedS, &o.Trace); err == nil {
+				w = t.Workload
+				if ids := traceHashIDs(t); ids != nil {
+					in.hashIDs[path] = ids
+				}
+			}
 		}
 		if err != nil {
 			in.workloadErrs[path] = err
@@ -345,9 +359,9 @@ type sweepRun struct {
 
 // runCell runs the simulate configuration of one cell; an exec: controller
 // runs a child of its own.
-func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepRun {
-	profilePath := c.Values[0]
-	tracePath := c.Values[1]
+func (o *sweepOptions) runCell(ctx context.Context, s *streams, in *sweepInputs, c sweep.Cell) sweepRun {
+	profilePath := o.grid.Parsed(c, sweep.AxisProfile).(string)
+	tracePath := o.grid.Parsed(c, sweep.AxisTrace).(string)
 	if err := in.profileErrs[profilePath]; err != nil {
 		return sweepRun{err: err}
 	}
@@ -356,27 +370,27 @@ func (o *sweepOptions) runCell(s *streams, in *sweepInputs, c sweep.Cell) sweepR
 	}
 	prof := in.profiles[profilePath]
 	p := plant.NewPlant(prof)
-	for i, a := range o.axes[5:] {
-		pp := paramByFlag(a.Name)
-		x, _ := pp.parseValue(c.Values[5+i])
-		_ = pp.set(&p, x)
+	for _, pp := range plantParams {
+		if o.grid.Has(pp.flag) {
+			_ = pp.set(&p, o.grid.Parsed(c, pp.flag).(float64))
+		}
 	}
 	if err := p.Validate(); err != nil {
 		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", flagNamed(err))}
 	}
-	sched, _ := plant.NewScheduler(c.Values[2])
-	ctrl, _ := plant.NewControllerWith(c.Values[3], controllerOptions(s, o.ExecTimeoutS))
-	normalize, _ := parseNormalize(c.Values[4])
+	sched, _ := plant.NewScheduler(o.grid.Parsed(c, sweep.AxisScheduler).(string))
+	ctrl, _ := plant.NewControllerWith(o.grid.Parsed(c, sweep.AxisController).(string), controllerOptions(s, o.ExecTimeoutS))
+	normalize := o.grid.Parsed(c, sweep.AxisNormalize).(float64)
 	recordedPath := profilePath
 	if profilePath == embeddedDefault {
 		recordedPath = profile.EmbeddedPath
 	}
-	report, err := plant.Run(in.workloads[tracePath], plant.Config{
+	report, err := plant.RunContext(ctx, in.workloads[tracePath], plant.Config{
 		Plant:       p,
 		Scheduler:   sched,
 		Controller:  ctrl,
 		Normalize:   normalize,
-		Options:     plant.Options{Summary: true, MaxSteps: o.MaxSteps},
+		Options:     plant.Options{Summary: true, MaxSteps: o.MaxSteps, Engine: o.Engine.optionsFor(in.hashIDs[tracePath])},
 		ProfilePath: recordedPath,
 		Version:     resolvedVersion(),
 	})
@@ -412,40 +426,43 @@ func (p sweepProgress) finish() {
 // records before it are done, to stdout or -o (through writeResult, so a
 // regular file appears only when the sweep completes). An interrupted
 // sweep keeps what it wrote as FILE.partial.
-func runSweep(s *streams, o *sweepOptions) error {
+// A cancelled ctx ends the runs under way and those after them, whose
+// records carry its error; servesim's own SIGINT and SIGTERM are taken
+// over by watchSignals while the sweep runs, to finish the runs under way.
+func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 	interrupt := watchSignals(sweepGrace)
 	defer interrupt.release()
 	inputs := loadSweepInputs(s, o)
 	grid := newSweepGrid(o, inputs)
-	var resumed *recordIndex
+	var resumed *sweep.RecordIndex
 	toRun := o.shard.Len()
 	if o.Resume != "" {
 		var err error
 		if resumed, err = o.readResume(s.Err, grid, inputs); err != nil {
 			return inputError{err}
 		}
-		defer resumed.close()
-		toRun -= len(resumed.refs)
+		defer resumed.Close()
+		toRun -= len(resumed.Refs)
 	}
 	var written, failed int
 	err := writeResult(s, o.Output, func(out io.Writer) error {
-		w, err := newSweepWriter(o, grid, out, resumed)
+		w, err := sweep.NewWriter(out, o.Format, o.grid, axisKey, grid.digest, grid.cells, resumed)
 		if err != nil {
 			return err
 		}
 		progress := newSweepProgress(s, o, toRun)
-		err = sweep.Run(o.cellsToRun(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
-			return o.runCell(s, inputs, c)
+		err = sweep.Run(o.shard.Without(resumed), o.Jobs, interrupt.stop(), func(c sweep.Cell) sweepRun {
+			return o.runCell(ctx, s, inputs, c)
 		}, func(c sweep.Cell, r sweepRun) error {
 			progress.increment()
-			return w.add(newSweepRecord(o, inputs, c, r))
+			return w.Add(newSweepRecord(o, inputs, c, r))
 		})
 		progress.finish()
 		stopped := errors.Is(err, sweep.ErrStopped)
 		if err == nil || stopped {
-			err = w.finish(!stopped)
+			err = w.Finish(!stopped)
 		}
-		written, failed = w.written, w.failed
+		written, failed = w.Written, w.Failed
 		if err != nil || !stopped {
 			return err
 		}
@@ -455,7 +472,7 @@ func runSweep(s *streams, o *sweepOptions) error {
 			if stop.where, stop.resumable, err = keepPartial(out, o.Output.Path); err != nil {
 				return err
 			}
-			stop.resumable = stop.resumable && o.Format == "jsonl"
+			stop.resumable = stop.resumable && o.Format == sweep.FormatJSONL
 		}
 		return stop
 	})
@@ -464,7 +481,7 @@ func runSweep(s *streams, o *sweepOptions) error {
 		return stop // not "-o FILE: sweep interrupted"
 	}
 	if err != nil {
-		return err
+		return encodingFailure(err)
 	}
 	if failed > 0 {
 		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, written)}

@@ -1,13 +1,14 @@
 package main
 
 import (
+	"context"
 	"io"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // sweepGridArgs is the grid of the sweep benchmark and of `make sweep-demo`:
@@ -22,14 +23,14 @@ var sweepGridArgs = []string{
 // 2023 code trace with one and with two workers; the ratio of the two is the
 // parallel speed-up (the whole trace: make sweep-demo).
 func BenchmarkSweep(b *testing.B) {
-	trace := shared.CodeTrace(b)
+	trace := sharedtest.CodeTrace(b)
 	for _, jobs := range []int{1, 2} {
 		b.Run("jobs="+strconv.Itoa(jobs), func(b *testing.B) {
 			b.ReportAllocs()
 			args := append([]string{"sweep", "--quiet", "--trace", trace, "--max-elapsed", "300", "--jobs", strconv.Itoa(jobs)}, sweepGridArgs...)
 			for b.Loop() {
 				s, _, errOut := testStreams("")
-				if code := run(args, s); code != exitOK {
+				if code := run(context.Background(), args, s); code != exitOK {
 					b.Fatalf("exit %d: %s", code, errOut)
 				}
 			}
@@ -57,14 +58,14 @@ func scaleGridArgs(powerLimits int) []string {
 // and reports records per second. Memory: the records are not kept (see
 // make sweep-scale for the peak RSS at 1,000 and 10,000 runs).
 func BenchmarkSweep1000(b *testing.B) {
-	trace := shared.CodeTrace(b)
+	trace := sharedtest.CodeTrace(b)
 	args := append([]string{"sweep", "--quiet", "--trace", trace, "--max-elapsed", "300"}, scaleGridArgs(40)...)
 	b.ReportAllocs()
 	start := time.Now()
 	for b.Loop() {
 		s, _, errOut := testStreams("")
 		s.Out = io.Discard
-		if code := run(args, s); code != exitOK {
+		if code := run(context.Background(), args, s); code != exitOK {
 			b.Fatalf("exit %d: %s", code, errOut)
 		}
 	}

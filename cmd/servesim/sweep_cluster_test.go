@@ -61,6 +61,7 @@ func dockerInstructions(t *testing.T, path string) [][2]string {
 // builder stage, statically (CGO_ENABLED=0), and copies the binary alone
 // into a distroless static image whose entry point it is.
 func TestDockerfile(t *testing.T) {
+	t.Parallel()
 	instructions := dockerInstructions(t, dockerfilePath)
 	var stages [][][2]string
 	for _, in := range instructions {
@@ -208,6 +209,7 @@ func (d yamlDoc) env(t *testing.T, name string) string {
 // gives an Indexed Job's pods and the volumes as folders, then the merge
 // Job's command; the merged file is the whole grid's output.
 func TestKubernetesIndexedJob(t *testing.T) {
+	t.Parallel()
 	job := readYAML(t, k8sSweepPath)
 	assert.Equal(t, "Job", job.value(t, "kind"))
 	assert.Equal(t, "Indexed", job.value(t, "completionMode"))
@@ -320,6 +322,7 @@ func sbatchDirectives(t *testing.T, script string) map[string]string {
 // record the merge job), then the merge job runs; the merged file is the
 // whole grid's output.
 func TestSlurmJobArray(t *testing.T) {
+	t.Parallel()
 	data, err := os.ReadFile(slurmScriptPath)
 	require.NoError(t, err)
 	script := string(data)

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"servesim/internal/jsonout"
+	"servesim/internal/sweep"
 )
 
 // newSweepMergeCmd builds `servesim sweep merge`.
@@ -39,44 +42,44 @@ a failed run, as for sweep, after the output is written.`,
 
 // mergeSweep joins the records of files into the output of their grid.
 func mergeSweep(s *streams, out outputOptions, files []string) error {
-	x, err := indexRecords(files, s.Err, func(r *runLine) error {
-		_, err := r.paretoRun() // checked now, so that the output is never cut short
+	x, err := sweep.IndexRecords(files, s.Err, func(r *sweep.RunLine) error {
+		_, err := r.ParetoRun() // checked now, so that the output is never cut short
 		return err
 	})
 	if err != nil {
 		return inputError{err}
 	}
-	defer x.close()
-	if len(x.refs) == 0 {
+	defer x.Close()
+	if len(x.Refs) == 0 {
 		return inputError{fmt.Errorf("sweep merge: no run record in %s", strings.Join(files, ", "))}
 	}
-	if err := x.checkCovers(); err != nil {
+	if err := x.CheckCovers(); err != nil {
 		return inputError{err}
 	}
 	failed := 0
 	err = writeResult(s, out, func(w io.Writer) error {
 		bw := bufio.NewWriterSize(w, 64<<10)
-		var pareto paretoTracker
+		var pareto sweep.Pareto[sweep.Brief]
 		var line []byte
-		for _, ref := range x.refs {
-			var rec *runLine
+		for _, ref := range x.Refs {
+			var rec *sweep.RunLine
 			var err error
-			if line, rec, err = x.read(ref, line[:0]); err != nil {
+			if line, rec, err = x.Read(ref, line[:0]); err != nil {
 				return err
 			}
-			p, err := rec.paretoRun()
+			p, err := rec.ParetoRun()
 			if err != nil {
-				return fmt.Errorf("%s: %w", x.where(ref), err)
+				return fmt.Errorf("%s: %w", x.Where(ref), err)
 			}
-			pareto.add(p)
-			if rec.failed {
+			pareto.Add(p)
+			if rec.Failed {
 				failed++
 			}
 			if _, err := bw.Write(line); err != nil {
 				return err
 			}
 		}
-		line, err := appendJSONLine(line[:0], pareto.json())
+		line, err := jsonout.AppendLine(line[:0], sweep.ParetoRecord(&pareto))
 		if err != nil {
 			return internalError{fmt.Errorf("encoding the Pareto record: %w", err)}
 		}
@@ -89,41 +92,7 @@ func mergeSweep(s *streams, out outputOptions, files []string) error {
 		return err
 	}
 	if failed > 0 {
-		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(x.refs))}
+		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(x.Refs))}
 	}
 	return nil
-}
-
-// maxListedRanges bounds the ranges of cells an error lists.
-const maxListedRanges = 20
-
-// checkCovers checks that the records hold every cell of the grid exactly
-// once, else lists the cells missing and those found more than once.
-func (x *recordIndex) checkCovers() error {
-	var missing, repeated []cellRange
-	next := 0 // the first cell not seen yet
-	for k, ref := range x.refs {
-		if k > 0 && ref.cell == x.refs[k-1].cell {
-			repeated = addCells(repeated, ref.cell, ref.cell)
-			continue
-		}
-		if ref.cell > next {
-			missing = addCells(missing, next, ref.cell-1)
-		}
-		next = ref.cell + 1
-	}
-	if next < x.cells {
-		missing = addCells(missing, next, x.cells-1)
-	}
-	var problems []string
-	if len(missing) > 0 {
-		problems = append(problems, fmt.Sprintf("%d missing (cells %s)", countCells(missing), formatRanges(missing, maxListedRanges)))
-	}
-	if len(repeated) > 0 {
-		problems = append(problems, fmt.Sprintf("%d more than once (cells %s)", countCells(repeated), formatRanges(repeated, maxListedRanges)))
-	}
-	if len(problems) == 0 {
-		return nil
-	}
-	return fmt.Errorf("sweep merge: the files do not hold each of the grid's %d cells once: %s", x.cells, strings.Join(problems, "; "))
 }

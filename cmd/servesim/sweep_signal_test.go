@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -73,6 +74,7 @@ func requireCompleteRunLines(t *testing.T, out []byte) int {
 // way, says so in one line on stderr and exits 130 or 143; the partial
 // file, resumed, gives the uninterrupted output.
 func TestSweepInterruptedBySignal(t *testing.T) {
+	t.Parallel()
 	whole := runSweepTo(t, slowGrid...)
 	args := append([]string{"sweep", "--jobs", "2"}, slowGrid...)
 
@@ -142,7 +144,7 @@ func TestSweepInterruptClearsTheProgressLineFirst(t *testing.T) {
 	s.ErrIsTerminal = true
 	done := make(chan int)
 	go func() {
-		done <- run(append([]string{"sweep", "--jobs", "1"}, slowGrid...), s)
+		done <- run(context.Background(), append([]string{"sweep", "--jobs", "1"}, slowGrid...), s)
 		w.Close()
 	}()
 	// Once a record is out, the sweep has taken SIGINT over.
@@ -164,6 +166,7 @@ func TestSweepInterruptClearsTheProgressLineFirst(t *testing.T) {
 // their tasks, each with --shard auto, merges them with servesim sweep
 // merge, and compares with the whole grid run at once, byte for byte.
 func TestSweepShardsOnSchedulersMergeToTheWholeGrid(t *testing.T) {
+	t.Parallel()
 	grid := []string{"--max-elapsed", "20", "--scheduler", "static,chunked", "--controller", "max,min,reactive,fixed:1125,sampled-reactive", "--normalize", "none,0.6"}
 	whole := runSweepTo(t, grid...)
 	schedulers := []struct {
@@ -219,6 +222,7 @@ func TestSweepShardsOnSchedulersMergeToTheWholeGrid(t *testing.T) {
 // command: an existing file keeps its mode, and a FIFO is written directly,
 // each record as it is done.
 func TestSweepOutputTargets(t *testing.T) {
+	t.Parallel()
 	grid := []string{"--max-elapsed", "20", "--controller", "max,min,reactive"}
 	whole := runSweepTo(t, grid...)
 	dir := t.TempDir()

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,6 +17,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/jsonout"
+	"servesim/internal/sweep"
 )
 
 // runSweepTo runs an in-process sweep that must succeed and returns its
@@ -28,7 +32,7 @@ func runSweepTo(t *testing.T, args ...string) []byte {
 }
 
 // withoutGridMembers removes from each run record the members records
-// gained with streaming (grid_sha256 to tpot_slo_s, see runRecordKeys),
+// gained with streaming (grid_sha256 to tpot_slo_s, see sweep.RunRecordKeys),
 // leaving what a sweep wrote before them, byte for byte.
 func withoutGridMembers(t *testing.T, out []byte) []byte {
 	t.Helper()
@@ -39,15 +43,15 @@ func withoutGridMembers(t *testing.T, out []byte) []byte {
 		if len(line) == 0 {
 			continue
 		}
-		members, err := parseObject(line)
+		members, err := sweep.ParseObject(line)
 		require.NoError(t, err)
-		var kept orderedObject
+		var kept jsonout.Object
 		for _, m := range members {
-			if string(members[0].value) == `"pareto"` || !added[m.key] {
-				kept = append(kept, keyedValue{m.key, m.value})
+			if string(members[0].Value) == `"pareto"` || !added[m.Key] {
+				kept = append(kept, jsonout.Member{Key: m.Key, Value: m.Value})
 			}
 		}
-		b, err = appendJSONLine(b, kept)
+		b, err = jsonout.AppendLine(b, kept)
 		require.NoError(t, err)
 	}
 	return b
@@ -60,6 +64,7 @@ func withoutGridMembers(t *testing.T, out []byte) []byte {
 // added since, and the Pareto record are byte-identical, also with failed
 // runs, and so is the table.
 func TestSweepOutputIsWhatItWasBeforeStreaming(t *testing.T) {
+	t.Parallel()
 	grid := []string{"--max-elapsed", "60", "--scheduler", "static,chunked", "--controller", "max,min,reactive,fixed:1125", "--normalize", "none,0.7"}
 	want, err := os.ReadFile("testdata/sweep_before_streaming.jsonl")
 	require.NoError(t, err)
@@ -78,12 +83,13 @@ func TestSweepOutputIsWhatItWasBeforeStreaming(t *testing.T) {
 var slowGrid = []string{"--time-step", "0.002", "--power-limit", "40,50,55,60,64.8", "--controller", "max,min,reactive,fixed:1125", "--normalize", "none,0.7"}
 
 func TestSweepWritesEachRecordAsItsCellFinishes(t *testing.T) {
+	t.Parallel()
 	r, w := io.Pipe()
 	s, _, errOut := testStreams("")
 	s.Out = w
 	done := make(chan int)
 	go func() {
-		done <- run(append([]string{"sweep", "--quiet", "--jobs", "1"}, slowGrid...), s)
+		done <- run(context.Background(), append([]string{"sweep", "--quiet", "--jobs", "1"}, slowGrid...), s)
 		w.Close()
 	}()
 	first, err := bufio.NewReader(r).ReadString('\n')
@@ -99,6 +105,7 @@ func TestSweepWritesEachRecordAsItsCellFinishes(t *testing.T) {
 }
 
 func TestSweepRecordsIdentifyTheirGridAndInputs(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace.csv")
 	traceCSV := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.0,1000,200\n"
@@ -152,6 +159,7 @@ func writeLines(t *testing.T, dir, name string, ls ...[]byte) string {
 }
 
 func TestSweepResumeCompletesToTheUninterruptedOutput(t *testing.T) {
+	t.Parallel()
 	grid := []string{"--max-elapsed", "30", "--controller", "max,min,reactive,fixed:1125", "--normalize", "none,0.5,0.7"}
 	full := runSweepTo(t, grid...)
 	runs := lines(full)
@@ -209,6 +217,7 @@ func TestSweepResumeCompletesToTheUninterruptedOutput(t *testing.T) {
 }
 
 func TestSweepResumeRefusesRecordsOfAnotherGrid(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	trace := filepath.Join(dir, "trace.csv")
 	traceCSV := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6805900,374,44\n2023-11-16 18:15:50.0,1000,200\n"
@@ -269,25 +278,33 @@ func TestSweepResumeRefusesRecordsOfAnotherGrid(t *testing.T) {
 }
 
 func TestSweepShardAuto(t *testing.T) {
-	for _, name := range []string{"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX", "SLURM_ARRAY_TASK_STEP", "JOB_COMPLETION_INDEX", "SERVESIM_SHARD_COUNT"} {
-		t.Setenv(name, "")
+	t.Parallel()
+	env := map[string]string{}
+	runEnv := func(args ...string) (int, string, string) {
+		s, out, errOut := testStreams("")
+		s.Getenv = func(name string) string { return env[name] }
+		code := run(context.Background(), args, s)
+		return code, out.String(), errOut.String()
 	}
-	code, out, errOut := runCLI(t, "sweep", "--shard", "auto")
+	code, out, errOut := runEnv("sweep", "--shard", "auto")
 	assert.Equal(t, exitUsage, code)
 	assert.Empty(t, out)
 	assert.Equal(t, "servesim: --shard auto: found neither a Slurm job array (SLURM_ARRAY_TASK_ID with SLURM_ARRAY_TASK_COUNT, or SLURM_ARRAY_TASK_MIN and SLURM_ARRAY_TASK_MAX) nor a Kubernetes Indexed Job (JOB_COMPLETION_INDEX with SERVESIM_SHARD_COUNT)\n", errOut)
 
 	grid := []string{"--max-elapsed", "20", "--controller", "max,min,reactive,fixed:1125,sampled-reactive"}
-	t.Setenv("JOB_COMPLETION_INDEX", "1")
-	t.Setenv("SERVESIM_SHARD_COUNT", "2")
-	assert.Equal(t, string(runSweepTo(t, append(grid, "--shard", "2/2")...)), string(runSweepTo(t, append(grid, "--shard", "auto")...)))
-	t.Setenv("SERVESIM_SHARD_COUNT", "")
-	code, _, errOut = runCLI(t, append([]string{"sweep", "--shard", "auto"}, grid...)...)
+	env["JOB_COMPLETION_INDEX"], env["SERVESIM_SHARD_COUNT"] = "1", "2"
+	_, whole, _ := runEnv(append([]string{"sweep", "--quiet"}, append(grid, "--shard", "2/2")...)...)
+	code, auto, errOut := runEnv(append([]string{"sweep", "--quiet"}, append(grid, "--shard", "auto")...)...)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, whole, auto)
+	env["SERVESIM_SHARD_COUNT"] = ""
+	code, _, errOut = runEnv(append([]string{"sweep", "--shard", "auto"}, grid...)...)
 	assert.Equal(t, exitUsage, code)
 	assert.Equal(t, "servesim: --shard auto: JOB_COMPLETION_INDEX is set, but not SERVESIM_SHARD_COUNT (set it to the Job's completions)\n", errOut)
 }
 
 func TestSweepMerge(t *testing.T) {
+	t.Parallel()
 	grid := []string{"--max-elapsed", "20", "--profile", "embedded,nosuch.csv", "--controller", "max,min,reactive,fixed:1125,sampled-reactive", "--normalize", "none,0.6"}
 	code, whole, _ := runCLI(t, append([]string{"sweep", "--quiet"}, grid...)...)
 	require.Equal(t, exitInput, code, "half the runs fail: their profile does not exist")
@@ -364,14 +381,15 @@ func TestSweepMerge(t *testing.T) {
 }
 
 func TestCellRanges(t *testing.T) {
-	var rs []cellRange
+	t.Parallel()
+	var rs []sweep.CellRange
 	for _, c := range []int{0, 1, 2, 5, 7, 8, 8, 9, 12} {
-		rs = addCells(rs, c, c)
+		rs = sweep.AddCells(rs, c, c)
 	}
-	assert.Equal(t, "0-2, 5, 7-9, 12", formatRanges(rs, 10))
-	assert.Equal(t, "0-2, 5, and 2 more ranges", formatRanges(rs, 2))
-	assert.Equal(t, 8, countCells(rs))
-	assert.Empty(t, formatRanges(nil, 3))
+	assert.Equal(t, "0-2, 5, 7-9, 12", sweep.FormatRanges(rs, 10))
+	assert.Equal(t, "0-2, 5, and 2 more ranges", sweep.FormatRanges(rs, 2))
+	assert.Equal(t, 8, sweep.CountCells(rs))
+	assert.Empty(t, sweep.FormatRanges(nil, 3))
 }
 
 // decodeLine decodes one JSON line, for tests.

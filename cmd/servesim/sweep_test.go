@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/csv"
 	"encoding/json"
 	"os"
@@ -15,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 	"servesim/internal/sweep"
 )
 
@@ -23,11 +24,12 @@ import (
 func runCLI(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	s, out, errOut := testStreams("")
-	code := run(args, s)
+	code := run(context.Background(), args, s)
 	return code, out.String(), errOut.String()
 }
 
 func TestSweepFlagParsing(t *testing.T) {
+	t.Parallel()
 	var got *sweepOptions
 	cmd := newSweepCmd(&streams{}, func(o *sweepOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--scheduler", "static,chunked", "--controller", "max,fixed:660", "--normalize", "none,0.5",
@@ -44,6 +46,7 @@ func TestSweepFlagParsing(t *testing.T) {
 }
 
 func TestSweepRejectsBadAxisValuesBeforeRunning(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -92,7 +95,8 @@ func decodeRecords(t *testing.T, out string) ([]map[string]any, map[string]any) 
 }
 
 func TestSweepRunsEqualSimulate(t *testing.T) {
-	trace := shared.CodeTrace(t)
+	t.Parallel()
+	trace := sharedtest.CodeTrace(t)
 	args := []string{"sweep", "--trace", trace, "--max-elapsed", "120", "--scheduler", "static,chunked",
 		"--controller", "reactive,fixed:660,sampled-reactive:2", "--normalize", "none,0.6", "--kv-capacity", "65536"}
 	code, out, errOut := runCLI(t, args...)
@@ -139,6 +143,7 @@ func runSweepOK(t *testing.T, want int, args ...string) string {
 }
 
 func TestSweepOutputIsIdenticalWhateverTheJobs(t *testing.T) {
+	t.Parallel()
 	args := []string{"--max-elapsed", "60", "--scheduler", "static,continuous,chunked",
 		"--controller", "max,min,reactive", "--normalize", "none,0.7"}
 	one := runSweepOK(t, 18, append(args, "--jobs", "1")...)
@@ -149,6 +154,7 @@ func TestSweepOutputIsIdenticalWhateverTheJobs(t *testing.T) {
 }
 
 func TestSweepShardsConcatenateToTheWholeGrid(t *testing.T) {
+	t.Parallel()
 	args := []string{"sweep", "--max-elapsed", "30", "--scheduler", "static,chunked", "--controller", "max,min,reactive"}
 	wholeRuns, _ := decodeRecords(t, runSweepOK(t, 6, args[1:]...))
 	var joined []map[string]any
@@ -162,6 +168,7 @@ func TestSweepShardsConcatenateToTheWholeGrid(t *testing.T) {
 }
 
 func TestSweepFailingCellIsReportedWhileOthersComplete(t *testing.T) {
+	t.Parallel()
 	missing := filepath.Join(t.TempDir(), "nosuch.csv")
 	code, out, errOut := runCLI(t, "sweep", "--max-elapsed", "30", "--profile", "embedded,"+missing, "--controller", "max,min")
 	assert.Equal(t, exitInput, code)
@@ -183,6 +190,7 @@ func TestSweepFailingCellIsReportedWhileOthersComplete(t *testing.T) {
 }
 
 func TestSweepParetoAndBest(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := runCLI(t, "sweep", "--max-elapsed", "60", "--normalize", "0.3,0.5", "--controller", "max,min,reactive,fixed:1200",
 		"--ttft-slo", "5", "--tpot-slo", "1")
 	require.Equal(t, exitOK, code, errOut)
@@ -212,6 +220,7 @@ func TestSweepParetoAndBest(t *testing.T) {
 }
 
 func TestSweepCSVAndTable(t *testing.T) {
+	t.Parallel()
 	args := []string{"sweep", "--max-elapsed", "30", "--controller", "max,min", "--power-limit", "50,64.8"}
 	code, out, errOut := runCLI(t, append(args, "--format", "csv")...)
 	require.Equal(t, exitOK, code, errOut)
@@ -233,6 +242,7 @@ func TestSweepCSVAndTable(t *testing.T) {
 // TestSweepCSVHeaderNamesEveryColumnOnce gives every axis, so that every
 // axis column and every summary column is in the header.
 func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
+	t.Parallel()
 	args := []string{"sweep", "--max-elapsed", "10", "--format", "csv"}
 	for _, pp := range plantParams {
 		p := plant.NewPlant(nil)
@@ -248,10 +258,11 @@ func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 		assert.False(t, seen[name], "column %q appears twice", name)
 		seen[name] = true
 	}
-	assert.Len(t, rows[0], 1+5+len(plantParams)+1+len(summaryColumns()))
+	assert.Len(t, rows[0], 1+5+len(plantParams)+1+len(plant.SummaryColumns()))
 }
 
 func TestSweepRefusesGridsPastTheLimits(t *testing.T) {
+	t.Parallel()
 	many := func(v string, n int) string { return strings.TrimSuffix(strings.Repeat(v+",", n), ",") }
 	tests := []struct {
 		name string
@@ -284,6 +295,7 @@ func TestSweepRefusesGridsPastTheLimits(t *testing.T) {
 }
 
 func TestSweepOutputFileIsAtomic(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "runs.jsonl")
 	code, out, _ := runCLI(t, "sweep", "--max-elapsed", "30", "-o", path)
 	require.Equal(t, exitOK, code)
@@ -294,6 +306,7 @@ func TestSweepOutputFileIsAtomic(t *testing.T) {
 }
 
 func TestSweepProgressOnlyOnATerminal(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		terminal bool
@@ -308,7 +321,7 @@ func TestSweepProgressOnlyOnATerminal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, out, errOut := testStreams("")
 			s.ErrIsTerminal = tt.terminal
-			code := run(append([]string{"sweep", "--max-elapsed", "20", "--controller", "max,min"}, tt.args...), s)
+			code := run(context.Background(), append([]string{"sweep", "--max-elapsed", "20", "--controller", "max,min"}, tt.args...), s)
 			require.Equal(t, exitOK, code)
 			assert.Equal(t, tt.wantBar, strings.Contains(errOut.String(), "sweep"), errOut.String())
 			assert.NotContains(t, out.String(), "sweep ", "progress never goes to stdout")

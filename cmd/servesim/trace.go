@@ -1,17 +1,15 @@
 package main
 
 import (
+	"context"
 	"io"
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/trace"
 )
-
-func init() {
-	subcommands = append(subcommands, subcommand{"trace", func(s *streams) *cobra.Command { return newTraceCmd(s, nil, nil) }})
-}
 
 // newTraceCmd builds `servesim trace` and its subcommands; statsF and
 // convertF replace their runs for tests of flag parsing.
@@ -73,11 +71,11 @@ and the rows the format's rules skipped.`,
 				return usageErrorf("--format %q: expected json or table", opts.Format)
 			}
 			return nil
-		}, runF, func(o *traceStatsOptions) error { return runTraceStats(s, o) }),
+		}, runF, func(_ context.Context, o *traceStatsOptions) error { return runTraceStats(s, o) }),
 	}
 	addTraceFlags(cmd, &opts.Trace)
 	cmd.Flags().StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
-	_ = cmd.RegisterFlagCompletionFunc("format", choices([]string{"json", "table"}))
+	_ = cmd.RegisterFlagCompletionFunc("format", cliflag.Choices([]string{"json", "table"}))
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -129,11 +127,11 @@ microseconds in every format.`,
 				return err
 			}
 			return nil
-		}, runF, func(o *traceConvertOptions) error { return runTraceConvert(s, o) }),
+		}, runF, func(_ context.Context, o *traceConvertOptions) error { return runTraceConvert(s, o) }),
 	}
 	addTraceFlags(cmd, &opts.Trace)
 	cmd.Flags().StringVar(&opts.To, "to", "", "format to write: azure or mooncake (required)")
-	_ = cmd.RegisterFlagCompletionFunc("to", choices(formatNames(trace.ConvertFormats)))
+	_ = cmd.RegisterFlagCompletionFunc("to", cliflag.Choices(formatNames(trace.ConvertFormats)))
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -17,19 +18,18 @@ func parseTrace(t *testing.T, args ...string) (*traceStatsOptions, *traceConvert
 	t.Helper()
 	var stats *traceStatsOptions
 	var convert *traceConvertOptions
-	saved := subcommands
-	subcommands = []subcommand{{"trace", func(s *streams) *cobra.Command {
+	subs := []subcommand{{"trace", func(s *streams) *cobra.Command {
 		return newTraceCmd(s,
 			func(o *traceStatsOptions) error { stats = o; return nil },
 			func(o *traceConvertOptions) error { convert = o; return nil })
 	}}}
-	t.Cleanup(func() { subcommands = saved })
 	s, _, errOut := testStreams("")
-	code := run(append([]string{"trace"}, args...), s)
+	code := runCommands(context.Background(), append([]string{"trace"}, args...), s, subs)
 	return stats, convert, code, errOut.String()
 }
 
 func TestTraceFlagsAreParsedTogether(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want trace.Options
@@ -51,6 +51,7 @@ func TestTraceFlagsAreParsedTogether(t *testing.T) {
 }
 
 func TestTraceFlagUsageErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		args []string
 		want string
@@ -89,6 +90,7 @@ func TestTraceFlagUsageErrors(t *testing.T) {
 }
 
 func TestTraceSubcommandFlags(t *testing.T) {
+	t.Parallel()
 	stats, _, code, stderr := parseTrace(t, "stats", "b.csv")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, &traceStatsOptions{Path: "b.csv", Format: "json", Trace: traceOptions{TimeUnit: "s"}}, stats)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/trace"
 )
@@ -32,13 +33,13 @@ var traceFlagNames = []string{"trace-format", "trace-filter", "trace-columns", "
 func addTraceFlags(cmd *cobra.Command, o *traceOptions) {
 	f := cmd.Flags()
 	f.StringVar(&o.Format, "trace-format", "", "trace format: azure, burstgpt, mooncake or csv (default: detected from the first line)")
-	addListFlag(cmd, &o.Filter, "trace-filter", nil, "filter terms model=NAME or log-type=NAME",
+	cliflag.AddList(cmd, &o.Filter, "trace-filter", nil, "filter terms model=NAME or log-type=NAME",
 		"keep the BurstGPT rows with these values: model=NAME, log-type=NAME (same key: any value; different keys: both)")
-	addListFlag(cmd, &o.Columns, "trace-columns", nil, "column terms arrival=COL, prompt=COL, output=COL",
+	cliflag.AddList(cmd, &o.Columns, "trace-columns", nil, "column terms arrival=COL, prompt=COL, output=COL",
 		"read a CSV log by its header's column names: arrival=COL,prompt=COL,output=COL (implies --trace-format csv)")
 	f.StringVar(&o.TimeUnit, "time-unit", string(trace.Seconds), "unit of the --trace-columns arrival column: s, ms, us or iso (ISO 8601 date-times)")
-	_ = cmd.RegisterFlagCompletionFunc("trace-format", choices(formatNames(trace.Formats)))
-	_ = cmd.RegisterFlagCompletionFunc("time-unit", choices([]string{"s", "ms", "us", "iso"}))
+	_ = cmd.RegisterFlagCompletionFunc("trace-format", cliflag.Choices(formatNames(trace.Formats)))
+	_ = cmd.RegisterFlagCompletionFunc("time-unit", cliflag.Choices([]string{"s", "ms", "us", "iso"}))
 	check := cmd.PreRunE
 	cmd.PreRunE = func(cmd *cobra.Command, args []string) error {
 		if check != nil {

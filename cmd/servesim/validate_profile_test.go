@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,10 +11,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/profile"
 	"servesim/internal/profile/profiletest"
 )
 
 func TestValidateProfileFlags(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		args     []string
@@ -59,18 +62,18 @@ func writeBundle(t *testing.T, edit func(b *profiletest.Bundle)) string {
 }
 
 // runValidate runs servesim validate-profile and decodes its JSON output.
-func runValidate(t *testing.T, args ...string) (int, validateProfileResult, string) {
+func runValidate(t *testing.T, args ...string) (int, profile.Verdicts, string) {
 	t.Helper()
 	s, out, errOut := testStreams("")
-	code := run(append([]string{"validate-profile"}, args...), s)
-	var result validateProfileResult
+	code := run(context.Background(), append([]string{"validate-profile"}, args...), s)
+	var result profile.Verdicts
 	if out.Len() > 0 {
 		require.NoError(t, json.Unmarshal(out.Bytes(), &result), out.String())
 	}
 	return code, result, errOut.String()
 }
 
-func checkStatuses(v profileVerdict) map[string]string {
+func checkStatuses(v profile.Verdict) map[string]string {
 	out := map[string]string{}
 	for _, c := range v.Checks {
 		out[c.Name] = string(c.Status)
@@ -79,6 +82,7 @@ func checkStatuses(v profileVerdict) map[string]string {
 }
 
 func TestValidateProfileMeasuredBundle(t *testing.T) {
+	t.Parallel()
 	dir := writeBundle(t, nil)
 	code, result, stderr := runValidate(t, "--require-measured", dir)
 	require.Equal(t, exitOK, code, stderr)
@@ -102,12 +106,13 @@ func TestValidateProfileMeasuredBundle(t *testing.T) {
 		assert.Equal(t, "ok", status, name)
 	}
 	assert.Contains(t, checkStatuses(v), "sha256 l4_telemetry.csv")
-	assert.Contains(t, checkStatuses(v), requireMeasuredCheck)
+	assert.Contains(t, checkStatuses(v), profile.RequireMeasuredCheck)
 }
 
 // TestValidateProfileReportsEveryFailure breaks two files and two fields:
 // every one is reported, and the error is the reference's first.
 func TestValidateProfileReportsEveryFailure(t *testing.T) {
+	t.Parallel()
 	dir := writeBundle(t, func(b *profiletest.Bundle) {
 		b.Manifest.Set("model", "other/model")
 		b.Manifest.Set("measured_on", "")
@@ -134,6 +139,7 @@ func TestValidateProfileReportsEveryFailure(t *testing.T) {
 }
 
 func TestValidateProfileRequireMeasured(t *testing.T) {
+	t.Parallel()
 	proxy := writeBundle(t, func(b *profiletest.Bundle) { b.Manifest.Set("profile_status", "engineering_proxy_not_measured") })
 	code, result, _ := runValidate(t, proxy)
 	assert.Equal(t, exitOK, code)
@@ -144,16 +150,17 @@ func TestValidateProfileRequireMeasured(t *testing.T) {
 	assert.Equal(t, exitInput, code)
 	require.Len(t, result.Bundles, 2)
 	assert.False(t, result.Bundles[0].Valid)
-	assert.Equal(t, "failed", checkStatuses(result.Bundles[0])[requireMeasuredCheck])
+	assert.Equal(t, "failed", checkStatuses(result.Bundles[0])[profile.RequireMeasuredCheck])
 	assert.True(t, result.Bundles[1].Valid)
 	assert.Contains(t, stderr, "--require-measured")
 }
 
 func TestValidateProfileText(t *testing.T) {
+	t.Parallel()
 	good := writeBundle(t, nil)
 	bad := writeBundle(t, func(b *profiletest.Bundle) { b.Manifest.Set("warmup_batches_per_condition", 2) })
 	s, out, errOut := testStreams("")
-	code := run([]string{"validate-profile", "--format", "text", good, bad}, s)
+	code := run(context.Background(), []string{"validate-profile", "--format", "text", good, bad}, s)
 	assert.Equal(t, exitInput, code)
 	text := out.String()
 	goodCSV, badCSV := filepath.Join(good, "l4_profile.csv"), filepath.Join(bad, "l4_profile.csv")
@@ -168,13 +175,14 @@ func TestValidateProfileText(t *testing.T) {
 }
 
 func TestValidateProfileOutputFile(t *testing.T) {
+	t.Parallel()
 	bad := writeBundle(t, func(b *profiletest.Bundle) { b.Manifest.Set("status", "partial") })
 	outPath := filepath.Join(t.TempDir(), "verdict.json")
 	code, _, _ := runValidate(t, "-o", outPath, bad)
 	assert.Equal(t, exitInput, code, "a failed validation still exits 1")
 	data, err := os.ReadFile(outPath)
 	require.NoError(t, err, "the complete result is written")
-	var result validateProfileResult
+	var result profile.Verdicts
 	require.NoError(t, json.Unmarshal(data, &result))
 	assert.False(t, result.Bundles[0].Valid)
 
@@ -186,6 +194,7 @@ func TestValidateProfileOutputFile(t *testing.T) {
 }
 
 func TestValidateProfileMissingPath(t *testing.T) {
+	t.Parallel()
 	code, result, stderr := runValidate(t, filepath.Join(t.TempDir(), "absent.csv"))
 	assert.Equal(t, exitInput, code)
 	require.Len(t, result.Bundles, 1)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -28,6 +29,7 @@ var vllmBenchKeys = []string{
 }
 
 func TestVLLMBenchGolden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		golden string
 		args   []string
@@ -38,7 +40,7 @@ func TestVLLMBenchGolden(t *testing.T) {
 	} {
 		args := append([]string{"simulate", "--format", "vllm-bench"}, tc.args...)
 		s, out, errOut := testStreams("")
-		require.Equal(t, exitOK, run(args, s), errOut.String())
+		require.Equal(t, exitOK, run(context.Background(), args, s), errOut.String())
 		assert.Empty(t, errOut.String())
 		path := filepath.Join("testdata", tc.golden)
 		if *update {
@@ -54,7 +56,7 @@ func TestVLLMBenchGolden(t *testing.T) {
 
 		// --summary keeps what the document needs.
 		s, summary, errOut := testStreams("")
-		require.Equal(t, exitOK, run(append(args, "--summary"), s), errOut.String())
+		require.Equal(t, exitOK, run(context.Background(), append(args, "--summary"), s), errOut.String())
 		assert.Equal(t, out.String(), summary.String(), "%s with --summary", tc.golden)
 	}
 }
@@ -87,8 +89,9 @@ func firstDifferentLine(want, got string) (lineDiff, bool) {
 }
 
 func TestVLLMBenchAgreesWithTheSimulateDocument(t *testing.T) {
+	t.Parallel()
 	s, out, errOut := testStreams("")
-	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--ttft-slo", "0.3"}, s), errOut.String())
+	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--ttft-slo", "0.3"}, s), errOut.String())
 	var doc struct {
 		Metrics struct {
 			MeanTTFTS    float64 `json:"mean_ttft_s"`
@@ -104,7 +107,7 @@ func TestVLLMBenchAgreesWithTheSimulateDocument(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
 	s, out, errOut = testStreams("")
-	require.Equal(t, exitOK, run([]string{"simulate", "--max-elapsed", "600", "--ttft-slo", "0.3", "--format", "vllm-bench"}, s), errOut.String())
+	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--ttft-slo", "0.3", "--format", "vllm-bench"}, s), errOut.String())
 	var bench struct {
 		Duration       float64   `json:"duration"`
 		Completed      int       `json:"completed"`
@@ -124,6 +127,7 @@ func TestVLLMBenchAgreesWithTheSimulateDocument(t *testing.T) {
 }
 
 func TestVLLMBenchIsAFormat(t *testing.T) {
+	t.Parallel()
 	o, code, stderr := parseSimulate(t, "--format", "vllm-bench")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, "vllm-bench", o.Format)

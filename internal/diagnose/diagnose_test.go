@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/numeric"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -133,7 +133,7 @@ func TestDemoMatchesReference(t *testing.T) {
 func TestDemoMatchesSharedGolden(t *testing.T) {
 	got, err := Demo(DefaultOptions())
 	require.NoError(t, err)
-	official, err := os.ReadFile(shared.Reference(t, "golden", "seed000_main.json"))
+	official, err := os.ReadFile(sharedtest.Reference(t, "golden", "seed000_main.json"))
 	require.NoError(t, err)
 	assertSameJSONFields(t, official, got, "seed000_main.json")
 }

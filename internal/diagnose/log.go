@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"servesim/internal/limits"
 )
 
 // RequestLog is one completed request as a serving engine logs it.
@@ -86,7 +88,7 @@ type InputError struct {
 	File   string // input name, e.g. the log file's path
 	Line   int    // 1-based line number, 0 when unknown
 	Field  string // field (column or key) name, empty when the whole line is bad
-	Value  string // the field's text as read
+	Value  string // the field's text as read (quoted in at most limits.MaxQuotedChars characters)
 	Reason string // what is wrong and what was expected
 }
 
@@ -103,7 +105,7 @@ func (e *InputError) Error() string {
 		}
 		msg += e.Field
 		if e.Value != "" {
-			msg += fmt.Sprintf(" %q", e.Value)
+			msg += " " + limits.Quote(e.Value)
 		}
 	}
 	if msg == "" {

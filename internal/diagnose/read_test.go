@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/limits"
 )
 
 const csvHeader = "request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival\n"
@@ -250,4 +252,15 @@ var csvSeeds = []string{
 	"\"" + strings.Repeat("x", 40) + "\n" + strings.Repeat("y", 40) + "\"\n",
 	strings.Repeat("long", 20) + "," + strings.Repeat("z", 33) + "\n",
 	csvHeader + "a,100,10,1.5,20,12.25,true,0,40,97.5\n",
+}
+
+// TestLongFieldIsQuotedShort: a bad field of a request log is quoted in at
+// most limits.MaxQuotedChars characters, so the message stays one short line.
+func TestLongFieldIsQuotedShort(t *testing.T) {
+	long := strings.Repeat("9", 100000) + "x"
+	csvLog := csvHeader + "r1," + long + ",10,1,1,1,false,0,0,50\n"
+	_, err := Scan(strings.NewReader(csvLog), "log.csv", ReadOptions{}, func(Record) error { return nil })
+	require.Error(t, err)
+	assert.Less(t, len(err.Error()), 300, "%.400s", err)
+	assert.Contains(t, err.Error(), `prompt_tokens "`+strings.Repeat("9", limits.MaxQuotedChars)+`"... (100001 bytes)`)
 }

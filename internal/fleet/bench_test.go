@@ -8,7 +8,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // Benchmark sizes: the whole Azure 2023 code trace (8819 requests, one
@@ -26,8 +26,8 @@ const (
 // aggregate profile (chunked, max clock), summary only, with a state-free
 // router (parallel replicas) and a state-aware one (lock-step).
 func BenchmarkFleetCodeTrace(b *testing.B) {
-	requests := loadCodeTrace(b, shared.CodeTrace(b), 0)
-	prof, err := profile.Load(shared.Reference(b, "data", "l4_proxy", "l4_profile.csv"))
+	requests := loadCodeTrace(b, sharedtest.CodeTrace(b), 0)
+	prof, err := profile.Load(sharedtest.Reference(b, "data", "l4_proxy", "l4_profile.csv"))
 	require.NoError(b, err)
 	for _, router := range []string{RoundRobinName, LeastOutstandingName} {
 		for _, n := range codeTraceFleets {

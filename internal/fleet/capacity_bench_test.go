@@ -10,7 +10,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // BenchmarkCapacityCodeTrace is the README's worked example: the whole
@@ -19,19 +19,19 @@ import (
 // (the answer is 33 replicas, after 12 fleet simulations of 1 to 64
 // replicas), comparing max and reactive at the answer, on every core.
 func BenchmarkCapacityCodeTrace(b *testing.B) {
-	f, err := os.Open(shared.CodeTrace(b))
+	f, err := os.Open(sharedtest.CodeTrace(b))
 	require.NoError(b, err)
 	w, err := plant.LoadWorkload(f, "code", plant.NoElapsedLimit)
 	f.Close()
 	require.NoError(b, err)
-	prof, err := profile.Load(shared.Reference(b, "data", "l4_proxy", "l4_profile.csv"))
+	prof, err := profile.Load(sharedtest.Reference(b, "data", "l4_proxy", "l4_profile.csv"))
 	require.NoError(b, err)
 	study := Capacity{
 		Plant:       plant.NewPlant(nil),
 		Unit:        []Group{{Replicas: 1, Profile: prof, Scheduler: "chunked"}},
 		Router:      RoundRobinName,
 		Controllers: []string{"max", "reactive"},
-		SLO:         plant.SLO{TTFTS: 5},
+		SLO:         plant.SLO{TTFTSeconds: 5},
 		Search:      CapacitySearch{Target: 0.99, Jobs: runtime.GOMAXPROCS(0)},
 	}
 	b.ReportAllocs()

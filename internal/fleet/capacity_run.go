@@ -29,6 +29,8 @@ type Capacity struct {
 	// SLO judges the requests; a zero TTFT or TPOT objective is that of
 	// the profile of the replica serving the request.
 	SLO plant.SLO
+	// Engine turns on the plant's engine features in every replica.
+	Engine plant.EngineOptions
 	// Search sets the target, the largest size (capped so that the fleet
 	// stays within MaxReplicas) and the parallelism; its Used is replaced.
 	Search CapacitySearch
@@ -127,7 +129,7 @@ func (c *Capacity) prepare(requests []plant.Request) (*capacityRun, error) {
 
 // evaluate simulates the fleet of the given size, controller driving the
 // groups without a controller of their own, and judges it.
-func (r *capacityRun) evaluate(size int, controller string) (Evaluation, error) {
+func (r *capacityRun) evaluate(ctx context.Context, size int, controller string) (Evaluation, error) {
 	c := r.c
 	groups := slices.Clone(c.Unit)
 	for i := range groups {
@@ -140,8 +142,8 @@ func (r *capacityRun) evaluate(size int, controller string) (Evaluation, error) 
 	if err != nil {
 		return Evaluation{}, err
 	}
-	res, err := Simulate(r.requests, Config{Plant: c.Plant, Groups: groups, Router: router,
-		Options: plant.Options{Summary: true, SLO: c.SLO}, Jobs: r.fleetJobs})
+	res, err := SimulateContext(ctx, r.requests, Config{Plant: c.Plant, Groups: groups, Router: router,
+		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine}, Jobs: r.fleetJobs})
 	if c.Simulated != nil {
 		c.Simulated(size, controller)
 	}
@@ -173,8 +175,8 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 	search := c.Search
 	search.MaxReplicas, search.Jobs = c.maxSize(), run.sizeJobs
 	search.Used = func(Evaluation) { progress() }
-	found, err := SearchCapacity(ctx, func(_ context.Context, size int) (Evaluation, error) {
-		return run.evaluate(size, c.Controllers[0])
+	found, err := SearchCapacity(ctx, func(ctx context.Context, size int) (Evaluation, error) {
+		return run.evaluate(ctx, size, c.Controllers[0])
 	}, search)
 	var unreachable *UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {
@@ -186,8 +188,8 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 	if !ok {
 		return report, err
 	}
-	others, err := EvaluateEach(ctx, len(c.Controllers)-1, run.sizeJobs, search.Target, func(_ context.Context, i int) (Evaluation, error) {
-		e, err := run.evaluate(answer.Replicas, c.Controllers[i+1])
+	others, err := EvaluateEach(ctx, len(c.Controllers)-1, run.sizeJobs, search.Target, func(ctx context.Context, i int) (Evaluation, error) {
+		e, err := run.evaluate(ctx, answer.Replicas, c.Controllers[i+1])
 		progress()
 		return e, err
 	})

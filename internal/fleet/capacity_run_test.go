@@ -30,7 +30,7 @@ func proxyStudy(target float64, controllers ...string) Capacity {
 		Unit:        []Group{{Replicas: 1, Profile: profile.Default(), Scheduler: "chunked"}},
 		Router:      RoundRobinName,
 		Controllers: controllers,
-		SLO:         plant.SLO{TTFTS: 5},
+		SLO:         plant.SLO{TTFTSeconds: 5},
 		Search:      CapacitySearch{Target: target, Jobs: 2},
 	}
 }
@@ -41,7 +41,7 @@ func TestJudgeAgreesWithTheSLOBlock(t *testing.T) {
 		cfg := defaultFleet(n, "chunked", "max")
 		res, err := Simulate(requests, cfg)
 		require.NoError(t, err)
-		slo := plant.SLO{TTFTS: 5, TPOTS: 0.03, E2ES: 30}
+		slo := plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.03, E2ESeconds: 30}
 		got := Judge(res, cfg.Groups, slo)
 		want := plant.EvaluateSLO(res.Requests, slo, 1)
 		assert.Equal(t, n, got.Replicas)
@@ -79,7 +79,7 @@ func TestJudgeUsesEachGroupsProfile(t *testing.T) {
 	assert.Less(t, Judge(res, groups, plant.SLO{}).Attainment,
 		plant.EvaluateSLO(res.Requests, plant.ProfileSLO(profile.Default()), 1).Attainment, "group b is stricter")
 	// Given objectives apply to every group.
-	given := plant.SLO{TTFTS: 5, TPOTS: 0.05}
+	given := plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.05}
 	assert.Equal(t, plant.EvaluateSLO(res.Requests, given, 1).Attainment, Judge(res, groups, given).Attainment)
 }
 
@@ -146,7 +146,7 @@ func TestRunCapacityJobsDoNotChangeALockStepStudy(t *testing.T) {
 func TestRunCapacityUnreachable(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.9, "max", "reactive")
-	study.SLO = plant.SLO{TTFTS: 0.3}
+	study.SLO = plant.SLO{TTFTSeconds: 0.3}
 	study.Search.MaxReplicas = 8
 	report, err := RunCapacity(context.Background(), requests, study)
 	var unreachable *UnreachableError
@@ -216,7 +216,7 @@ func TestFleetViolationRatesJudgeByOptionsSLO(t *testing.T) {
 	cfg := defaultFleet(2, "chunked", "max")
 	byProfile, err := Simulate(requests, cfg)
 	require.NoError(t, err)
-	cfg.Options.SLO = plant.SLO{TTFTS: 5, TPOTS: 0.01}
+	cfg.Options.SLO = plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.01}
 	given, err := Simulate(requests, cfg)
 	require.NoError(t, err)
 	ttft, tpot, completed := 0, 0, 0
@@ -235,6 +235,6 @@ func TestFleetViolationRatesJudgeByOptionsSLO(t *testing.T) {
 	assert.Equal(t, float64(tpot)/float64(completed), given.Metrics.TPOTViolationRate)
 	assert.NotEqual(t, byProfile.Metrics.TTFTViolationRate, given.Metrics.TTFTViolationRate)
 	for k := range given.Replicas {
-		assert.Equal(t, cfg.Options.SLO.OrProfile(profile.Default()).TTFTS, given.Replicas[k].Result.SLO.TTFTSLOS)
+		assert.Equal(t, cfg.Options.SLO.OrProfile(profile.Default()).TTFTSeconds, given.Replicas[k].Result.SLO.TTFTSLOSeconds)
 	}
 }

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -44,7 +45,8 @@ func doublingSizes(maxSize int) []int {
 // name, replicas, scheduler, controller and profile by the SHA-256 of its
 // CSV and manifest, not by path: shards may read them from other
 // folders), the router and its seed, the search controller (the first of
-// Controllers), the SLOs and the sizes (so the largest size searched). It
+// Controllers), the SLOs, the engine options (the requests' hash ids by
+// their SHA-256) and the sizes (so the largest size searched). It
 // leaves out what no evaluation depends on: the target attainment, the
 // other controllers, the jobs, and the paths; one grid's evaluations serve
 // a study of any target.
@@ -87,11 +89,13 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 		RouterSeed       uint64      `json:"router_seed"`
 		SearchController string      `json:"search_controller"`
 		SLO              objectives  `json:"slo"`
+		Engine           engineID    `json:"engine"`
 		Sizes            []int       `json:"sizes"`
 	}{
 		Version: version, TraceSHA256: traceSHA256, RequestsSHA256: requestsDigest(requests),
 		Plant: c.Plant, Unit: unit, Router: router, RouterSeed: c.RouterSeed, SearchController: c.Controllers[0],
-		SLO: objectives{c.SLO.TTFTS, c.SLO.TPOTS, c.SLO.E2ES}, Sizes: sizes,
+		SLO: objectives{c.SLO.TTFTSeconds, c.SLO.TPOTSeconds, c.SLO.E2ESeconds}, Sizes: sizes,
+		Engine: engineIdentity(c.Engine, requests),
 	}
 	data, err := json.Marshal(identity)
 	if err != nil {
@@ -99,6 +103,43 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 	}
 	sum := sha256.Sum256(data)
 	return CapacityGrid{Sizes: sizes, Digest: hex.EncodeToString(sum[:])}, nil
+}
+
+// engineID is the identity of the engine options: the block size and the
+// preemption policy as they take effect, and the requests' hash ids by
+// their SHA-256 (empty without).
+type engineID struct {
+	PrefixCache        bool   `json:"prefix_cache"`
+	KVBlockTokens      int    `json:"kv_block_tokens"`
+	SharedPrefixTokens int    `json:"shared_prefix_tokens"`
+	Preemption         string `json:"preemption"`
+	HashIDsSHA256      string `json:"hash_ids_sha256"`
+}
+
+// engineIdentity is the identity of the engine options o for requests.
+func engineIdentity(o plant.EngineOptions, requests []plant.Request) engineID {
+	e := engineID{PrefixCache: o.PrefixCache, KVBlockTokens: o.BlockTokens(), SharedPrefixTokens: o.SharedPrefixTokens,
+		Preemption: string(o.Preemption)}
+	if e.Preemption == "" {
+		e.Preemption = string(plant.PreemptionNone)
+	}
+	if o.HashIDs != nil {
+		h := sha256.New()
+		var buf [8]byte
+		word := func(x uint64) {
+			binary.LittleEndian.PutUint64(buf[:], x)
+			h.Write(buf[:])
+		}
+		for _, r := range requests {
+			ids := o.HashIDs.HashIDs(r.ID)
+			word(uint64(len(ids)))
+			for _, id := range ids {
+				word(uint64(id))
+			}
+		}
+		e.HashIDsSHA256 = hex.EncodeToString(h.Sum(nil))
+	}
+	return e
 }
 
 // requestsDigest is the SHA-256, in hex, of what a simulation reads of the
@@ -157,7 +198,7 @@ func (c *Capacity) SizeEvaluator(requests []plant.Request) (*SizeEvaluator, erro
 // Evaluate simulates the fleet of the given size with the search
 // controller and judges it, as the search would; its MeetsTarget is left
 // false (a grid's evaluations do not depend on the target). It may be
-// called concurrently.
-func (e *SizeEvaluator) Evaluate(size int) (Evaluation, error) {
-	return e.run.evaluate(size, e.run.c.Controllers[0])
+// called concurrently; it ends early with ctx's error once ctx is done.
+func (e *SizeEvaluator) Evaluate(ctx context.Context, size int) (Evaluation, error) {
+	return e.run.evaluate(ctx, size, e.run.c.Controllers[0])
 }

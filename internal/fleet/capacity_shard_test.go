@@ -72,7 +72,7 @@ func gridStudy() Capacity {
 			{Name: "b", Replicas: 2, Profile: &strict, ProfilePath: "b.csv", Scheduler: "static", Controller: "min"},
 		},
 		Router: RandomName, RouterSeed: 7, Controllers: []string{"max", "reactive"},
-		SLO:    plant.SLO{TTFTS: 5, TPOTS: 0.1, E2ES: 60},
+		SLO:    plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.1, E2ESeconds: 60},
 		Search: CapacitySearch{Target: 0.9, MaxReplicas: 100, Jobs: 2},
 	}
 }
@@ -128,9 +128,16 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("RouterSeed", true, func(c *Capacity) { c.RouterSeed = 8 })
 	check("Controllers", true, func(c *Capacity) { c.Controllers = []string{"reactive", "max"} })
 	check("Controllers[1:]", false, func(c *Capacity) { c.Controllers = []string{"max", "min", "reactive"} })
-	check("SLO.TTFTS", true, func(c *Capacity) { c.SLO.TTFTS = 4 })
-	check("SLO.TPOTS", true, func(c *Capacity) { c.SLO.TPOTS = 0.2 })
-	check("SLO.E2ES", true, func(c *Capacity) { c.SLO.E2ES = 0 })
+	check("SLO.TTFTSeconds", true, func(c *Capacity) { c.SLO.TTFTSeconds = 4 })
+	check("SLO.TPOTSeconds", true, func(c *Capacity) { c.SLO.TPOTSeconds = 0.2 })
+	check("SLO.E2ESeconds", true, func(c *Capacity) { c.SLO.E2ESeconds = 0 })
+	check("Engine.PrefixCache", true, func(c *Capacity) { c.Engine.PrefixCache = true })
+	check("Engine.KVBlockTokens", true, func(c *Capacity) { c.Engine.KVBlockTokens = 32 })
+	check("Engine.KVBlockTokens 0", false, func(c *Capacity) { c.Engine.KVBlockTokens = plant.DefaultKVBlockTokens }) // the default
+	check("Engine.SharedPrefixTokens", true, func(c *Capacity) { c.Engine.SharedPrefixTokens = 64 })
+	check("Engine.Preemption", true, func(c *Capacity) { c.Engine.Preemption = plant.PreemptionRecompute })
+	check("Engine.Preemption none", false, func(c *Capacity) { c.Engine.Preemption = plant.PreemptionNone }) // the default
+	check("Engine.HashIDs", true, func(c *Capacity) { c.Engine.HashIDs = hashIDs{} })
 	check("Search.MaxReplicas", true, func(c *Capacity) { c.Search.MaxReplicas = 128 })
 	check("Search.Target", false, func(c *Capacity) { c.Search.Target = 0.99 })
 	check("Search.Jobs", false, func(c *Capacity) { c.Search.Jobs = 1 })
@@ -139,11 +146,12 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("Progress", false, func(c *Capacity) { c.Progress = func() {} })
 	check("Simulated", false, func(c *Capacity) { c.Simulated = func(int, string) {} })
 
-	for _, typ := range []reflect.Type{reflect.TypeFor[Capacity](), reflect.TypeFor[Group](), reflect.TypeFor[CapacitySearch](), reflect.TypeFor[plant.SLO]()} {
-		prefix := map[reflect.Type]string{reflect.TypeFor[Group](): "Unit.", reflect.TypeFor[CapacitySearch](): "Search.", reflect.TypeFor[plant.SLO](): "SLO."}[typ]
+	prefixes := map[reflect.Type]string{reflect.TypeFor[Capacity](): "", reflect.TypeFor[Group](): "Unit.",
+		reflect.TypeFor[CapacitySearch](): "Search.", reflect.TypeFor[plant.SLO](): "SLO.", reflect.TypeFor[plant.EngineOptions](): "Engine."}
+	for typ, prefix := range prefixes {
 		for i := range typ.NumField() {
 			name := prefix + typ.Field(i).Name
-			if name == "Search" || name == "SLO" || name == "Unit" || name == "Plant" {
+			if slices.Contains([]string{"Search", "SLO", "Unit", "Plant", "Engine"}, name) {
 				continue
 			}
 			_, listed := changes[name]
@@ -169,9 +177,26 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	other[0].OriginalTimestamp = "elsewhere"
 	assert.Equal(t, base, digest(gridStudy(), other, "trace", "v1"), "the simulation does not read the timestamp text")
 
+	// The hash ids, request by request.
+	withIDs := func(ids hashIDs) string {
+		c := gridStudy()
+		c.Engine.HashIDs = ids
+		return digest(c, requests, "trace", "v1")
+	}
+	withHashIDs := withIDs(hashIDs{requests[3].ID: {1, 2}})
+	assert.NotEqual(t, withHashIDs, withIDs(hashIDs{requests[3].ID: {1, 3}}))
+	assert.NotEqual(t, withHashIDs, withIDs(hashIDs{requests[4].ID: {1, 2}}))
+	assert.NotEqual(t, withHashIDs, withIDs(hashIDs{requests[3].ID: {1, 2, 0}}))
+	assert.Equal(t, withHashIDs, withIDs(hashIDs{requests[3].ID: {1, 2}, -1: {7}}), "a request that is not there")
+
 	_, err := (&Capacity{}).Grid(requests, "trace", "v1")
 	assert.ErrorContains(t, err, "no controller")
 }
+
+// hashIDs is a plant.HashIDSource from a map.
+type hashIDs map[int][]int64
+
+func (h hashIDs) HashIDs(requestID int) []int64 { return h[requestID] }
 
 func TestSearchCapacityTakesKnownEvaluations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 2))
@@ -220,7 +245,7 @@ func shardRecords(t *testing.T, c Capacity, requests []plant.Request, n int) (Ca
 	shards := make([][]EvaluationRecord, n)
 	for i := range n {
 		for _, cell := range grid.Shard(i+1, n) {
-			e, err := ev.Evaluate(grid.Sizes[cell])
+			e, err := ev.Evaluate(context.Background(), grid.Sizes[cell])
 			require.NoError(t, err)
 			shards[i] = append(shards[i], grid.Record(cell, e))
 		}
@@ -295,7 +320,7 @@ func TestSizeEvaluatorRejectsWhatRunCapacityRejects(t *testing.T) {
 	ev, err = study.SizeEvaluator(requests)
 	require.NoError(t, err)
 	assert.Equal(t, 2, ev.Jobs, "a lock-step router: sizes in parallel")
-	_, err = ev.Evaluate(0)
+	_, err = ev.Evaluate(context.Background(), 0)
 	assert.Error(t, err)
 	assert.False(t, errors.Is(err, context.Canceled))
 }

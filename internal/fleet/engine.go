@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 // engine is one fleet run in progress.
 type engine struct {
+	ctx      context.Context // checked every plant.CancelCheckSteps steps
 	requests []plant.Request
 	cfg      Config
 	specs    []replicaSpec
@@ -23,8 +25,9 @@ type engine struct {
 	sums       stepSums
 }
 
-func newEngine(requests []plant.Request, cfg Config, specs []replicaSpec, router Router) *engine {
+func newEngine(ctx context.Context, requests []plant.Request, cfg Config, specs []replicaSpec, router Router) *engine {
 	return &engine{
+		ctx:        ctx,
 		requests:   requests,
 		cfg:        cfg,
 		specs:      specs,
@@ -180,6 +183,11 @@ func (e *engine) runAlone(k int, routed []int, sums *stepSums) (err error) {
 		if done {
 			break
 		}
+		if (step+1)%plant.CancelCheckSteps == 0 {
+			if err := e.ctx.Err(); err != nil {
+				return err
+			}
+		}
 	}
 	e.finish(k, st, routed)
 	return nil
@@ -250,6 +258,11 @@ func (e *engine) runLockStep() (err error) {
 		}
 		if done {
 			break
+		}
+		if ls.step%plant.CancelCheckSteps == 0 {
+			if err := e.ctx.Err(); err != nil {
+				return err
+			}
 		}
 	}
 	// Requests arriving after the run are routed on the final states.

@@ -23,6 +23,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -140,6 +141,12 @@ func Size(groups []Group) (int, error) {
 // Simulate routes requests (sorted by arrival, unique IDs) over the fleet
 // of cfg and simulates it.
 func Simulate(requests []plant.Request, cfg Config) (*Result, error) {
+	return SimulateContext(context.Background(), requests, cfg)
+}
+
+// SimulateContext is Simulate that stops, returning ctx's error, within
+// plant.CancelCheckSteps steps of ctx being done.
+func SimulateContext(ctx context.Context, requests []plant.Request, cfg Config) (*Result, error) {
 	if err := plant.ValidateWorkload(requests); err != nil {
 		return nil, err
 	}
@@ -168,7 +175,7 @@ func Simulate(requests []plant.Request, cfg Config) (*Result, error) {
 	if router == nil {
 		router = &RoundRobin{}
 	}
-	e := newEngine(requests, cfg, specs, router)
+	e := newEngine(ctx, requests, cfg, specs, router)
 	if isStateFree(router) {
 		err = e.runParallel()
 	} else {

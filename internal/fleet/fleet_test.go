@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"testing"
@@ -10,7 +11,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // defaultFleet is n replicas of the embedded profile under sched and ctrl.
@@ -80,8 +81,8 @@ func TestRoundRobinReplicaIsSimulateOnItsSubList(t *testing.T) {
 // in lock-step (the router's StateFree hidden) gives the parallel path's
 // result bit for bit, replicas and fleet, on the whole code trace.
 func TestLockStepEqualsParallel(t *testing.T) {
-	requests := loadCodeTrace(t, shared.CodeTrace(t), 0)
-	prof, err := profile.Load(shared.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
+	requests := loadCodeTrace(t, sharedtest.CodeTrace(t), 0)
+	prof, err := profile.Load(sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
 	require.NoError(t, err)
 	for _, tt := range []struct {
 		n           int
@@ -197,7 +198,7 @@ func TestFleetMetricsDefinitions(t *testing.T) {
 	assert.Equal(t, float64(peakQueued), m.PeakQueuedRequests)
 	// The request metrics are the reference's over every record.
 	single := plant.RecordMetrics(res.Requests, cfg.Plant.ReportingHorizonS, func(int) (float64, float64) {
-		return profile.Default().TTFTSLOS(), profile.Default().TPOTSLOS()
+		return profile.Default().TTFTSLOSeconds(), profile.Default().TPOTSLOSeconds()
 	})
 	assert.Equal(t, single.P95TTFTS, m.P95TTFTS)
 	assert.Equal(t, single.MeanLatencyS, m.MeanLatencyS)
@@ -230,10 +231,10 @@ func TestEachRequestIsJudgedByItsReplicasSLOs(t *testing.T) {
 			prof = &strict
 		}
 		completed++
-		if rec.FirstTokenTimeS-rec.ArrivalTimeS > prof.TTFTSLOS() {
+		if rec.FirstTokenTimeS-rec.ArrivalTimeS > prof.TTFTSLOSeconds() {
 			ttftLate++
 		}
-		if (rec.CompletionTimeS-rec.FirstTokenTimeS)/float64(max(1, rec.OutputTokens-1)) > prof.TPOTSLOS() {
+		if (rec.CompletionTimeS-rec.FirstTokenTimeS)/float64(max(1, rec.OutputTokens-1)) > prof.TPOTSLOSeconds() {
 			tpotLate++
 		}
 	}
@@ -397,7 +398,7 @@ func TestLockStepAllocatesNothingPerStep(t *testing.T) {
 			p.Profile = cfg.Groups[0].Profile
 			specs = append(specs, replicaSpec{plant: p})
 		}
-		e := newEngine(requests, cfg, specs, router)
+		e := newEngine(context.Background(), requests, cfg, specs, router)
 		ls, err := e.newLockStep()
 		require.NoError(t, err)
 		for range 50 { // warm up: first arrivals

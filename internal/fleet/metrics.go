@@ -48,7 +48,7 @@ func (e *engine) fleetMetrics(res *Result) plant.Metrics {
 	slos := make([][2]float64, len(e.cfg.Groups))
 	for g, group := range e.cfg.Groups {
 		slo := e.cfg.Options.SLO.OrProfile(group.Profile) // the profile's unless Options.SLO sets one
-		slos[g] = [2]float64{slo.TTFTS, slo.TPOTS}
+		slos[g] = [2]float64{slo.TTFTSeconds, slo.TPOTSeconds}
 	}
 	m := plant.RecordMetrics(res.Requests, p.ReportingHorizonS, func(i int) (float64, float64) {
 		slo := slos[e.specs[res.Assignment[i]].group]

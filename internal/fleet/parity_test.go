@@ -15,7 +15,7 @@ import (
 	"servesim/internal/paritytest"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -79,7 +79,7 @@ func parityPlant(t testing.TB, prof *profile.Profile, params map[string]float64)
 // simulate on its sub-list: metrics, trajectory and request records to
 // 1e-9 relative.
 func TestParityWithReference(t *testing.T) {
-	trace := shared.CodeTrace(t)
+	trace := sharedtest.CodeTrace(t)
 	if *update {
 		writeFleetGolden(t)
 	}
@@ -92,7 +92,7 @@ func TestParityWithReference(t *testing.T) {
 		run, ok := fleetRuns[golden.Name]
 		require.True(t, ok, golden.Name)
 		requests := loadCodeTrace(t, trace, run.maxElapsedS)
-		prof, err := profile.Load(shared.Reference(t, "data", run.profile, "l4_profile.csv"))
+		prof, err := profile.Load(sharedtest.Reference(t, "data", run.profile, "l4_profile.csv"))
 		require.NoError(t, err)
 		cfg := Config{
 			Plant:   parityPlant(t, nil, run.plant),

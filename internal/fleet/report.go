@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -32,14 +33,17 @@ type RunConfig struct {
 // every replica's run, every request's record with its replica, then the
 // summary, dilation, plant and provenance of a single-GPU run.
 type Report struct {
-	Metrics    plant.Metrics    `json:"metrics"`            // metrics: the fleet's (see fleetMetrics)
-	Fleet      Info             `json:"fleet"`              // fleet: router, replica count, requests per replica, groups
-	Replicas   []ReplicaReport  `json:"replicas"`           // replicas: one run per replica, in replica order
-	Requests   []Record         `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
-	Summary    plant.Summary    `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
-	Dilation   *float64         `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
-	Plant      plant.Plant      `json:"plant"`              // plant: the parameters every replica shares
-	Provenance plant.Provenance `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
+	Metrics plant.Metrics `json:"metrics"` // metrics: the fleet's (see fleetMetrics)
+	// Engine is the engine block summed over the replicas
+	// (plant.SumEngineReports); nil (left out) without engine features.
+	Engine     *plant.EngineReport `json:"engine,omitempty"`
+	Fleet      Info                `json:"fleet"`              // fleet: router, replica count, requests per replica, groups
+	Replicas   []ReplicaReport     `json:"replicas"`           // replicas: one run per replica, in replica order
+	Requests   []Record            `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
+	Summary    plant.Summary       `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
+	Dilation   *float64            `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
+	Plant      plant.Plant         `json:"plant"`              // plant: the parameters every replica shares
+	Provenance plant.Provenance    `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
 	// Result is the run the report describes, for figures and tables.
 	Result *Result `json:"-"`
 }
@@ -72,6 +76,9 @@ type ReplicaReport struct {
 	SchedulerName  string        `json:"scheduler_name"`  // scheduler_name: its scheduler's name
 	RequestsRouted int           `json:"requests_routed"` // requests_routed: requests routed to it
 	Metrics        plant.Metrics `json:"metrics"`         // metrics: its own metrics, the reference's for its requests
+	// Engine is its own engine block; nil (left out) without engine
+	// features.
+	Engine *plant.EngineReport `json:"engine,omitempty"`
 	// The trajectory as a single-GPU document has it (time_s ... phase),
 	// left out with Summary or when the replica has no step.
 	plant.Trajectory
@@ -79,6 +86,12 @@ type ReplicaReport struct {
 
 // Run normalizes w if asked, simulates the fleet and returns the report.
 func Run(w plant.Workload, cfg RunConfig) (*Report, error) {
+	return RunContext(context.Background(), w, cfg)
+}
+
+// RunContext is Run that stops, returning ctx's error, soon after ctx is
+// done (SimulateContext).
+func RunContext(ctx context.Context, w plant.Workload, cfg RunConfig) (*Report, error) {
 	requests := w.Requests
 	var dilation *float64
 	if cfg.Normalize != 0 {
@@ -101,7 +114,7 @@ func Run(w plant.Workload, cfg RunConfig) (*Report, error) {
 		}
 		dilation = &factor
 	}
-	res, err := Simulate(requests, cfg.Config)
+	res, err := SimulateContext(ctx, requests, cfg.Config)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +150,7 @@ func Run(w plant.Workload, cfg RunConfig) (*Report, error) {
 			Scheduler: g.Scheduler, Controller: g.Controller,
 		})
 	}
+	var engines []*plant.EngineReport
 	for _, rep := range res.Replicas {
 		r.Fleet.RequestsRouted = append(r.Fleet.RequestsRouted, rep.RequestsRouted)
 		r.Replicas = append(r.Replicas, ReplicaReport{
@@ -147,12 +161,15 @@ func Run(w plant.Workload, cfg RunConfig) (*Report, error) {
 			SchedulerName:  rep.Result.SchedulerName,
 			RequestsRouted: rep.RequestsRouted,
 			Metrics:        rep.Result.Metrics,
+			Engine:         rep.Result.Engine,
 			Trajectory:     rep.Result.Trajectory,
 		})
+		engines = append(engines, rep.Result.Engine)
 		controllers = appendNew(controllers, rep.Result.ControllerName)
 		schedulers = appendNew(schedulers, rep.Result.SchedulerName)
 		statuses = appendNew(statuses, rep.Result.ProfileStatus)
 	}
+	r.Engine = plant.SumEngineReports(engines)
 	if !cfg.Summary {
 		r.Requests = res.Records()
 	}

@@ -1,8 +1,9 @@
 // Package limits bounds what servesim reads: a reader that stops a text
 // input at a byte cap, at a NUL byte or at an overlong line, a capped
-// whole-file read, and the errors that name the cap. Every cap is checked
-// before memory grows past it, so /dev/zero, /dev/urandom, an endless FIFO
-// or a huge sparse file fails within a few reads.
+// whole-file read, the errors that name the cap, and a quote of an input
+// field short enough for a message. Every cap is checked before memory
+// grows past it, so /dev/zero, /dev/urandom, an endless FIFO or a huge
+// sparse file fails within a few reads.
 package limits
 
 import (
@@ -10,6 +11,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Byte units for caps and messages.
@@ -180,4 +184,32 @@ func (t *Text) checkLines(chunk []byte) error {
 		t.lineLen = 0
 		rest = rest[end+1:]
 	}
+}
+
+// MaxQuotedChars is the most characters of an input field that an error
+// message quotes: a field can be as long as a line (a stray quote in a CSV
+// file can make it far longer), and a message stays one readable line.
+const MaxQuotedChars = 80
+
+// Quote returns field as a double-quoted Go string (strconv.Quote) when it
+// has at most MaxQuotedChars characters; a longer field is cut there and
+// the quote is followed by "..." and the field's length in bytes:
+// "2023-11-16 18:17:03..." (320117 bytes).
+func Quote(field string) string {
+	cut, chars := 0, 0
+	for cut < len(field) && chars < MaxQuotedChars {
+		_, size := utf8.DecodeRuneInString(field[cut:])
+		cut += size
+		chars++
+	}
+	if cut == len(field) {
+		return strconv.Quote(field)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(field[:cut]), len(field))
+}
+
+// OneLine folds a message onto one line: every run of white space,
+// line breaks included, becomes one space.
+func OneLine(msg string) string {
+	return strings.Join(strings.Fields(msg), " ")
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -147,4 +148,22 @@ func expectedTextError(data []byte, maxBytes, maxLine int64) error {
 		}
 	}
 	return nil
+}
+
+func TestQuoteCutsALongField(t *testing.T) {
+	assert.Equal(t, `"4808"`, Quote("4808"))
+	assert.Equal(t, `""`, Quote(""))
+	exact := strings.Repeat("é", MaxQuotedChars)
+	assert.Equal(t, strconv.Quote(exact), Quote(exact))
+	long := "\"" + strings.Repeat("2023-11-16 18:17:03.9799600,4808,10\n", 9000)
+	got := Quote(long)
+	assert.Equal(t, strconv.Quote(long[:MaxQuotedChars])+"... (324001 bytes)", got)
+	assert.Less(t, len(got), 2*MaxQuotedChars)
+	oneOver := strings.Repeat("é", MaxQuotedChars-1) + "xy"
+	assert.Equal(t, strconv.Quote(strings.Repeat("é", MaxQuotedChars-1)+"x")+"... (160 bytes)", Quote(oneOver), "characters, not bytes")
+}
+
+func TestOneLine(t *testing.T) {
+	assert.Equal(t, "a b c", OneLine(" a\nb\r\n\tc "))
+	assert.Equal(t, "", OneLine("\n"))
 }

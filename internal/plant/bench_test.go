@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // Benchmark sizes: the whole Azure 2023 code trace (8819 requests, one hour)
@@ -20,7 +20,7 @@ const (
 
 func loadCodeTrace(b *testing.B) []Request {
 	b.Helper()
-	f, err := os.Open(shared.CodeTrace(b))
+	f, err := os.Open(sharedtest.CodeTrace(b))
 	require.NoError(b, err)
 	defer f.Close()
 	w, err := LoadWorkload(f, "code", NoElapsedLimit)
@@ -30,7 +30,7 @@ func loadCodeTrace(b *testing.B) []Request {
 
 func referenceProfile(b *testing.B, name string) *profile.Profile {
 	b.Helper()
-	p, err := profile.Load(shared.Reference(b, "data", name, "l4_profile.csv"))
+	p, err := profile.Load(sharedtest.Reference(b, "data", name, "l4_profile.csv"))
 	require.NoError(b, err)
 	return p
 }
@@ -86,12 +86,65 @@ func BenchmarkSimulateOneDay(b *testing.B) {
 
 // BenchmarkLoadWorkloadCodeTrace parses the whole Azure 2023 code trace.
 func BenchmarkLoadWorkloadCodeTrace(b *testing.B) {
-	data, err := os.ReadFile(shared.CodeTrace(b))
+	data, err := os.ReadFile(sharedtest.CodeTrace(b))
 	require.NoError(b, err)
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
 		_, err := LoadWorkload(bytes.NewReader(data), "code", NoElapsedLimit)
 		require.NoError(b, err)
+	}
+}
+
+// BenchmarkSimulateCodeTraceEngine is the whole code trace normalized to
+// 0.8 utilization on the default plant with each engine feature off and
+// on: the prefix cache (16-token blocks, a 1024-token shared prefix) and
+// recompute preemption (which never acts here: the code trace's outputs
+// are short, 28 tokens on average).
+func BenchmarkSimulateCodeTraceEngine(b *testing.B) {
+	prof := referenceProfile(b, "l4_proxy")
+	requests, _, err := NormalizeOfferedLoad(loadCodeTrace(b), prof, 0.8)
+	require.NoError(b, err)
+	benchmarkEngine(b, requests, NewPlant(prof))
+}
+
+// BenchmarkSimulateKVStarved is a KV-starved run: 2000 requests with
+// outputs longer than their prompts, two a second, on 16384 tokens of KV
+// with a decode reserve of 64 tokens, where preemption acts hundreds of
+// times.
+func BenchmarkSimulateKVStarved(b *testing.B) {
+	requests := kvStarved(2000)
+	p := NewPlant(profile.Default())
+	p.KVCapacityTokens = 16384
+	p.DecodeKVReserveTokensPerActive = 64
+	benchmarkEngine(b, requests, p)
+}
+
+// benchmarkEngine simulates requests on p with the engine features off,
+// each alone and both on.
+func benchmarkEngine(b *testing.B, requests []Request, p Plant) {
+	for _, c := range []struct {
+		name   string
+		engine EngineOptions
+	}{
+		{"off", EngineOptions{}},
+		{"prefix-cache", EngineOptions{PrefixCache: true, SharedPrefixTokens: 1024}},
+		{"preemption", EngineOptions{Preemption: PreemptionRecompute}},
+		{"both", EngineOptions{PrefixCache: true, SharedPrefixTokens: 1024, Preemption: PreemptionRecompute}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var res *Result
+			for b.Loop() {
+				var err error
+				res, err = Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, Options{Summary: true, Engine: c.engine})
+				require.NoError(b, err)
+			}
+			b.ReportMetric(float64(res.Steps), "steps")
+			if e := res.Engine; e != nil {
+				b.ReportMetric(float64(e.Preemptions), "preemptions")
+				b.ReportMetric(float64(e.PrefixCacheEvictions), "evictions")
+			}
+		})
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/plant/exectest"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // childEnv makes the test binary an exec: controller child: "reactive"
@@ -73,14 +73,14 @@ func TestExecReproducesReactive(t *testing.T) {
 			func(*testing.T) plant.Plant { return plant.NewPlant(profile.Default()) }},
 		{"hot", func(*testing.T) plant.Workload { return defaults }, func(*testing.T) plant.Plant { return hot }},
 		{"L4 rows, code trace", func(t *testing.T) plant.Workload {
-			f, err := os.Open(shared.CodeTrace(t))
+			f, err := os.Open(sharedtest.CodeTrace(t))
 			require.NoError(t, err)
 			defer f.Close()
 			w, err := plant.LoadWorkload(f, "code", 120)
 			require.NoError(t, err)
 			return w
 		}, func(t *testing.T) plant.Plant {
-			p, err := profile.Load(shared.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
+			p, err := profile.Load(sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
 			require.NoError(t, err)
 			return plant.NewPlant(p)
 		}},

@@ -118,7 +118,7 @@ func (a *stepStats) add(s *stepSample) {
 // reference's _metrics, its violation rates judged by slo, resolved) and
 // judges the records against slo (the slo block).
 func (a *stepStats) metrics(records []RequestRecord, p Plant, slo SLO) (Metrics, SLOReport) {
-	m := RecordMetrics(records, p.ReportingHorizonS, func(int) (float64, float64) { return slo.TTFTS, slo.TPOTS })
+	m := RecordMetrics(records, p.ReportingHorizonS, func(int) (float64, float64) { return slo.TTFTSeconds, slo.TPOTSeconds })
 	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
 	stall := 0.0
 	if a.activeSteps > 0 {

@@ -14,7 +14,7 @@ import (
 	"servesim/internal/paritytest"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // goldenRun is one reference run in compact form.
@@ -82,7 +82,7 @@ var parityTraceSets = []struct {
 }
 
 func TestParityWithReference(t *testing.T) {
-	trace := shared.CodeTrace(t)
+	trace := sharedtest.CodeTrace(t)
 	if *plant.Update {
 		for _, set := range parityTraceSets {
 			writeParityGolden(t, set.golden, set.prefix)
@@ -102,7 +102,7 @@ func TestParityWithReference(t *testing.T) {
 }
 
 func checkParity(t *testing.T, g goldenRun, trace string) paritytest.Diff {
-	prof, err := profile.Load(shared.Reference(t, "data", g.Profile, "l4_profile.csv"))
+	prof, err := profile.Load(sharedtest.Reference(t, "data", g.Profile, "l4_profile.csv"))
 	require.NoError(t, err)
 	f, err := os.Open(trace)
 	require.NoError(t, err)

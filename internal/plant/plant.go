@@ -8,7 +8,6 @@
 package plant
 
 import (
-	"errors"
 	"fmt"
 	"math"
 
@@ -69,10 +68,10 @@ func NewPlant(p *profile.Profile) Plant {
 // Validate applies the reference's ServingPlant.validate: every limit and
 // constant finite and positive, and the thermal limit above ambient. It also
 // requires a finite ambient temperature, which the reference does not check.
-// The error names the field.
+// The error is ErrNoProfile or a *FieldError naming the field.
 func (p Plant) Validate() error {
 	if p.Profile == nil {
-		return errors.New("plant has no profile")
+		return ErrNoProfile
 	}
 	positive := []struct {
 		name  string
@@ -91,14 +90,14 @@ func (p Plant) Validate() error {
 	}
 	for _, f := range positive {
 		if !finite(f.value) || f.value <= 0 {
-			return fmt.Errorf("%s %v: must be finite and positive", f.name, f.value)
+			return &FieldError{Field: f.name, Value: f.value, Why: "must be finite and positive"}
 		}
 	}
 	if !finite(p.AmbientTemperatureC) {
-		return fmt.Errorf("ambient_temperature_c %v: must be finite", p.AmbientTemperatureC)
+		return &FieldError{Field: "ambient_temperature_c", Value: p.AmbientTemperatureC, Why: "must be finite"}
 	}
 	if p.ThermalLimitC <= p.AmbientTemperatureC {
-		return fmt.Errorf("thermal_limit_c %v: must exceed ambient_temperature_c %v", p.ThermalLimitC, p.AmbientTemperatureC)
+		return &FieldError{Field: "thermal_limit_c", Value: p.ThermalLimitC, Why: fmt.Sprintf("must exceed ambient_temperature_c %v", p.AmbientTemperatureC)}
 	}
 	return nil
 }

@@ -279,7 +279,7 @@ var SchedulerNames = []string{"static", "continuous", "chunked"}
 // ControllerNames are the controller specs NewController accepts without an
 // argument; fixed:MHZ, sampled-reactive:PERIOD_S and race-to-idle:MHZ take
 // one.
-var ControllerNames = []string{"max", "min", "reactive", "sampled-reactive", "race-to-idle"}
+var ControllerNames = []string{"max", "min", "reactive", "sampled-reactive", "race-to-idle", "mpc", "mpc-clairvoyant"}
 
 // NewScheduler returns the built-in scheduler called name: static,
 // continuous or chunked.
@@ -313,9 +313,10 @@ func NewController(spec string) (ClockController, error) {
 
 // NewControllerWith returns a new clock controller for spec: max, min,
 // fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s by default),
-// race-to-idle[:MHZ] (the highest level by default) or exec:COMMAND (an
+// race-to-idle[:MHZ] (the highest level by default), exec:COMMAND (an
 // ExecController, which starts COMMAND only when first consulted and must be
-// closed: Run closes it).
+// closed: Run closes it), mpc[:KEY=VALUE,...] or
+// mpc-clairvoyant[:KEY=VALUE,...] (see NewMPC).
 func NewControllerWith(spec string, opt ControllerOptions) (ClockController, error) {
 	kind, arg, hasArg := strings.Cut(spec, ":")
 	number := func(what string) (float64, error) {
@@ -361,6 +362,8 @@ func NewControllerWith(spec string, opt ControllerOptions) (ClockController, err
 			return nil, fmt.Errorf("controller %q: expected a shell command after \"exec:\"", spec)
 		}
 		return NewExecController(arg, opt.ExecTimeout, opt.ExecStderr), nil
+	case kind == "mpc" || kind == "mpc-clairvoyant":
+		return NewMPC(spec)
 	}
-	return nil, errors.New("unknown controller " + strconv.Quote(spec) + ": expected max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ] or exec:COMMAND")
+	return nil, errors.New("unknown controller " + strconv.Quote(spec) + ": expected max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND, mpc[:KEY=VALUE,...] or mpc-clairvoyant[:KEY=VALUE,...]")
 }

@@ -19,6 +19,8 @@ func FuzzNewController(f *testing.F) {
 		"fixed:", "fixed", "fixed:x", "fixed:-1", "fixed:inf", "fixed:NaN", "fixed:0x1p10", "fixed:1_000",
 		"sampled-reactive:0", "sampled-reactive:nan", "reactive:1", "static", "chunked", "", ":", "fixed::1",
 		"race-to-idle", "race-to-idle:1500", "race-to-idle:", "race-to-idle:0", "exec:", "exec: ", "exec:true", "exec",
+		"mpc", "mpc:", "mpc:period=0.5,horizon=10", "mpc:foo=1", "mpc:budget=0", "mpc:deadline=1e-3", "mpc:attainment=0.9,attainment=0.8",
+		"mpc-clairvoyant", "mpc-clairvoyant:attainment=1", "mpc:horizon=1001", "mpc:period", "mpcx",
 	} {
 		f.Add(seed)
 	}

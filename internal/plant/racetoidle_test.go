@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 func TestRaceToIdleDecisions(t *testing.T) {
@@ -57,12 +57,12 @@ func TestRaceToIdleAgainstMax(t *testing.T) {
 			return w, Config{Plant: NewPlant(profile.Default()), Scheduler: ChunkedPrefill{}}
 		}, 0.216},
 		{"L4 rows, code trace", func(t *testing.T) (Workload, Config) {
-			f, err := os.Open(shared.CodeTrace(t))
+			f, err := os.Open(sharedtest.CodeTrace(t))
 			require.NoError(t, err)
 			defer f.Close()
 			w, err := LoadWorkload(f, "code", 900)
 			require.NoError(t, err)
-			prof, err := profile.Load(shared.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
+			prof, err := profile.Load(sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv"))
 			require.NoError(t, err)
 			p := NewPlant(prof)
 			p.MaxSimulationTimeS = 100_000

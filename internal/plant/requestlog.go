@@ -13,8 +13,13 @@ type RequestLog struct {
 	// the KVTokens of that step's Observation. Zero for a request that
 	// never arrived within the run.
 	ArrivalKVTokens []float64
-	// KVCapacityTokens is the plant's KV-cache capacity, tokens.
+	// KVCapacityTokens is the plant's KV-cache capacity, tokens (its whole
+	// blocks with the prefix cache).
 	KVCapacityTokens float64
+	// Engine[i] is what the engine features did to request i: its
+	// preemptions, recomputation and prefix-cache hits; nil when they are
+	// off (Options.Engine).
+	Engine []EngineRecord
 }
 
 // noteArrivals records kvTokens, the occupancy at the start of the current
@@ -37,6 +42,7 @@ func (sim *simulation) requestLog() *RequestLog {
 	return &RequestLog{
 		Records:          sim.records,
 		ArrivalKVTokens:  sim.arrivalKV,
-		KVCapacityTokens: sim.plant.KVCapacityTokens,
+		KVCapacityTokens: sim.kvCapacityTokens(),
+		Engine:           sim.engineRecords(),
 	}
 }

@@ -17,15 +17,27 @@ type Result struct {
 	ProfileStatus    string         `json:"profile_status"`     // profile_status of the plant's profile
 	WorkloadChecksum string         `json:"workload_checksum"`  // workload_checksum: SHA-256 hex of the reference's canonical request lines
 	Requests         RequestRecords `json:"requests,omitempty"` // requests: one record per request, in workload order
-	// PlannedClockMHz and PlannedClockStartTimeS are what the reference
-	// emits for its non-planning controllers: an empty plan and a null
+	// PlannedClockMHz and PlannedClockStartTimeS are the plan made at each
+	// sampled step and its start time: for a Planner, the plan of each step
+	// that made one (every such step is sampled, whatever the stride) and
+	// an empty plan and a null start time elsewhere; for the other
+	// controllers, as the reference emits them, an empty plan and a null
 	// start time per sampled step.
 	PlannedClockMHz        [][]float64 `json:"planned_clock_mhz,omitempty"`
-	PlannedClockStartTimeS []*float64  `json:"planned_clock_start_time_s,omitempty"` // null for each sampled step
+	PlannedClockStartTimeS []*float64  `json:"planned_clock_start_time_s,omitempty"` // null for a step without a plan
+	// PlanDtS is a Planner's plan_dt_s, the spacing of plan entries, s;
+	// nil (left out) for the other controllers and with Options.Summary.
+	PlanDtS *float64 `json:"plan_dt_s,omitempty"`
+	// MPCDiagnostics is a Planner's mpc_diagnostics; nil (left out) for
+	// the other controllers. It is kept with Options.Summary.
+	MPCDiagnostics *MPCDiagnostics `json:"mpc_diagnostics,omitempty"`
 	// SLO is the slo block, after the keys of as_dict: the objectives of
 	// Options.SLO, attainment, goodput and latency percentiles. It is
 	// kept with Options.Summary too.
 	SLO SLOReport `json:"slo"`
+	// Engine is the engine block, after slo: the engine features' options
+	// and what they did; nil (left out) when they are all off.
+	Engine *EngineReport `json:"engine,omitempty"`
 	// Steps is the number of simulated steps (the length of the full
 	// trajectory).
 	Steps int `json:"-"`

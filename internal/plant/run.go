@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"context"
 	"io"
 	"slices"
 )
@@ -63,7 +64,13 @@ type Provenance struct {
 // It closes a controller that is an io.Closer (an ExecController) when it
 // returns or panics, and returns the controller's Close error, which says
 // why it stopped the run, in place of the run's.
-func Run(w Workload, cfg Config) (rep *Report, err error) {
+func Run(w Workload, cfg Config) (*Report, error) {
+	return RunContext(context.Background(), w, cfg)
+}
+
+// RunContext is Run that stops, returning ctx's error, soon after ctx is
+// done (SimulateContext).
+func RunContext(ctx context.Context, w Workload, cfg Config) (rep *Report, err error) {
 	if closer, ok := cfg.Controller.(io.Closer); ok {
 		defer func() {
 			if cerr := closer.Close(); cerr != nil {
@@ -83,7 +90,7 @@ func Run(w Workload, cfg Config) (rep *Report, err error) {
 		}
 		dilation = &factor
 	}
-	res, err := Simulate(requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options)
+	res, err := SimulateContext(ctx, requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -21,8 +22,11 @@ type Options struct {
 	// DefaultMaxSteps.
 	MaxSteps float64
 	// SLO is what the violation rates and the slo block judge requests
-	// by; a zero TTFTS or TPOTS takes the profile's (SLO.OrProfile).
+	// by; a zero TTFTSeconds or TPOTSeconds takes the profile's (SLO.OrProfile).
 	SLO SLO
+	// Engine turns on the prefix cache and preemption; the zero value
+	// keeps the reference's plant.
+	Engine EngineOptions
 	// RequestLog keeps, whatever Summary says, what a per-request log
 	// needs: the request records and each request's KV-cache occupancy at
 	// the start of its arrival step (Result.Log), one float per request.
@@ -84,6 +88,8 @@ type simulation struct {
 	queuedPrompt int // prompt tokens of the queued requests
 	active       []int
 	completed    int
+	// engine is the state of the engine features, nil when all are off.
+	engine *engine
 	// arrivalKV[i] is the KV occupancy at the start of request i's arrival
 	// step; nil unless Options.RequestLog.
 	arrivalKV []float64
@@ -108,23 +114,49 @@ type simulation struct {
 	stats stepStats
 	keep  bool
 	trace Trajectory
+
+	// observer and planner are the controller, when it implements
+	// ServerStateController or Planner. An observer sees state, and
+	// finished lists the requests in completion order for it; a planner's
+	// plans are kept for the sampled steps.
+	observer ServerStateController
+	planner  Planner
+	state    ServerState
+	finished []int
+	plans    planTrace
 }
 
 // Simulate replays requests (sorted by arrival, unique IDs) on plant p under
 // scheduler s and clock controller c: the reference's simulate. The run
 // ends when every request has completed or after MaxSimulationTimeS.
 func Simulate(requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*Result, error) {
+	return SimulateContext(context.Background(), requests, p, s, c, opt)
+}
+
+// CancelCheckSteps is how many steps a run takes between two looks at its
+// context: often enough to stop within milliseconds, rarely enough to cost
+// nothing measurable (a step takes tens of nanoseconds to microseconds).
+const CancelCheckSteps = 1 << 12
+
+// SimulateContext is Simulate that stops, returning ctx's error, within
+// CancelCheckSteps steps of ctx being done.
+func SimulateContext(ctx context.Context, requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*Result, error) {
 	sim, err := startSimulation(requests, p, s, c, opt)
 	if err != nil {
 		return nil, err
 	}
-	for {
+	for steps := 1; ; steps++ {
 		done, err := sim.advance()
 		if err != nil {
 			return nil, err
 		}
 		if done {
 			break
+		}
+		if steps%CancelCheckSteps == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return sim.result(WorkloadChecksum(requests), opt), nil
@@ -174,6 +206,9 @@ func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController
 	for _, r := range requests {
 		sim.add(r)
 	}
+	if seer, ok := c.(Clairvoyant); ok {
+		seer.Foresee(requests)
+	}
 	sim.reserveTrajectory()
 	return sim, nil
 }
@@ -194,6 +229,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		return nil, err
 	}
 	prof := p.Profile
+	var err error
 	sim := &simulation{
 		plant:            p,
 		scheduler:        s,
@@ -211,11 +247,29 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 	}
+	if err := opt.Engine.Validate(p); err != nil {
+		return nil, err
+	}
+	if opt.Engine.Enabled() {
+		if sim.engine, err = newEngine(p, opt.Engine, capacity); err != nil {
+			return nil, err
+		}
+	}
 	if opt.RequestLog {
 		sim.arrivalKV = make([]float64, 0, capacity)
 	}
 	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
+	sim.planner, _ = c.(Planner)
+	if observer, ok := c.(ServerStateController); ok {
+		sim.observer = observer
+		sim.state.sim = sim
+		sim.finished = make([]int, 0, capacity)
+		info := RunInfo{Plant: p, SLO: opt.SLO.OrProfile(prof), SchedulerName: s.Name()}
+		if err := observer.Start(info); err != nil {
+			return nil, fmt.Errorf("clock controller %s: %w", c.Name(), err)
+		}
+	}
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
 		sim.levels = append(sim.levels, clockLevel{
@@ -247,6 +301,9 @@ func (sim *simulation) add(r Request) {
 		outputTokens:     float64(r.OutputTokens),
 		prefillRemaining: float64(r.PromptTokens),
 	})
+	if sim.engine != nil {
+		sim.engine.add(r)
+	}
 	if sim.arrivalKV != nil {
 		sim.arrivalKV = append(sim.arrivalKV, 0)
 	}
@@ -272,6 +329,9 @@ func (sim *simulation) reserveTrajectory() {
 // queue head and the active requests) in the same order, which gives the
 // same floating-point sum since the others add exactly 0.0.
 func (sim *simulation) occupancy() float64 {
+	if sim.engine != nil {
+		return sim.engineOccupancy()
+	}
 	total := 0.0
 	if sim.head < sim.pending {
 		r := &sim.progress[sim.head]
@@ -317,6 +377,7 @@ func (sim *simulation) observe() Observation {
 		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-head.PromptTokens)
 		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.ArrivalTimeS)
 	}
+	sim.observeWaiting(&obs)
 	return obs
 }
 
@@ -338,12 +399,20 @@ func (sim *simulation) advance() (bool, error) {
 	if err := action.Validate(); err != nil {
 		return true, fmt.Errorf("scheduler %s at step %d: %w", sim.scheduler.Name(), sim.step, err)
 	}
+	if sim.observer != nil {
+		sim.observer.Observe(&sim.state)
+	}
 	requested := sim.controller.RequestClock(obs)
 	if !finite(requested) {
 		return true, fmt.Errorf("clock controller %s at step %d: returned a non-finite request", sim.controller.Name(), sim.step)
 	}
+	var plan []float64
+	planStartS, planned := math.NaN(), false
+	if sim.planner != nil {
+		plan, planStartS, planned = sim.planner.StepPlan()
+	}
 
-	queued := sim.head < sim.pending
+	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
 	decoding := len(sim.active) > 0
 	phase := action.Phase
 	if phase == profile.PhasePrefill && !queued {
@@ -371,6 +440,7 @@ func (sim *simulation) advance() (bool, error) {
 		served := sim.servePrefill(budget)
 		sim.cumulativePrefill += served
 		prefillTime = served / pyMax(level.prefillRate, 1e-12)
+		sim.engine.chargeRecompute(level.prefillRate, sim.records)
 		remaining := pyMax(0, dt-prefillTime)
 		if len(sim.active) > 0 && remaining > 1e-12 {
 			decoded := sim.serveDecode(level.decodeRate*remaining, endS)
@@ -406,7 +476,7 @@ func (sim *simulation) advance() (bool, error) {
 	sim.last = stepSample{
 		index:             sim.step,
 		timeS:             endS,
-		prefillQueue:      sim.pending - sim.head,
+		prefillQueue:      sim.pending - sim.head + sim.engine.waitingCount(),
 		decodeActive:      len(sim.active),
 		completed:         sim.completed,
 		kvTokens:          sim.occupancy(),
@@ -420,15 +490,23 @@ func (sim *simulation) advance() (bool, error) {
 		cumulativeDecode:  sim.cumulativeDecode,
 	}
 	sim.stats.add(&sim.last)
-	if sim.keep && sim.step%sim.trace.Stride == 0 {
+	// The stride rule of as_dict: every stride-th step, and every step
+	// holding a plan.
+	if sim.keep && (sim.step%sim.trace.Stride == 0 || planned) {
 		sim.trace.append(&sim.last)
+		if sim.planner != nil {
+			if !planned {
+				plan, planStartS = nil, math.NaN()
+			}
+			sim.plans.append(plan, planStartS)
+		}
 	}
 
 	sim.previousClockMHz = level.realizedMHz
 	sim.previousPowerW = power
 	sim.timeS += dt
 	sim.step++
-	finished := sim.pending == len(sim.records) && sim.head == sim.pending && len(sim.active) == 0
+	finished := sim.pending == len(sim.records) && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
 	return finished, nil
 }
 
@@ -477,6 +555,9 @@ func (sim *simulation) quantizedLevel(requested float64) int {
 // decoding while fewer than MaxActiveRequests decode and KV room remains.
 // It returns the prompt tokens served.
 func (sim *simulation) servePrefill(budget float64) float64 {
+	if sim.engine != nil {
+		return sim.enginePrefill(budget)
+	}
 	if sim.head == sim.pending || budget <= 0 {
 		return 0
 	}
@@ -518,6 +599,9 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 // round, until it is spent or nobody progresses. Requests that reach their
 // output length complete at endS. It returns the tokens served.
 func (sim *simulation) serveDecode(budget, endS float64) float64 {
+	if sim.engine != nil {
+		return sim.engineDecode(budget, endS)
+	}
 	if len(sim.active) == 0 || budget <= 0 {
 		return 0
 	}
@@ -546,6 +630,9 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 				item.generated = item.outputTokens
 				record.CompletionTimeS = endS
 				finished++
+				if sim.observer != nil {
+					sim.finished = append(sim.finished, i)
+				}
 			}
 		}
 		if finished > 0 {
@@ -578,17 +665,31 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		WorkloadChecksum: checksum,
 		SLO:              slo,
 		Steps:            sim.stats.steps,
+		Engine:           sim.engineReport(),
 		Log:              sim.requestLog(),
+	}
+	if sim.planner != nil {
+		diagnostics := sim.planner.Diagnostics()
+		res.MPCDiagnostics = &diagnostics
 	}
 	if opt.Summary {
 		return res
 	}
-	if (sim.last.index)%sim.trace.Stride != 0 {
+	if n := sim.trace.Len(); n == 0 || sim.trace.StepIndex[n-1] != sim.last.index {
 		sim.trace.append(&sim.last)
+		if sim.planner != nil {
+			sim.plans.append(nil, math.NaN())
+		}
 	}
 	res.Trajectory = sim.trace
 	res.Requests = records
-	res.PlannedClockMHz = make([][]float64, sim.trace.Len())
-	res.PlannedClockStartTimeS = make([]*float64, sim.trace.Len())
+	if sim.planner == nil {
+		res.PlannedClockMHz = make([][]float64, sim.trace.Len())
+		res.PlannedClockStartTimeS = make([]*float64, sim.trace.Len())
+		return res
+	}
+	res.PlannedClockMHz, res.PlannedClockStartTimeS = sim.plans.columns()
+	dt := sim.planner.PlanDtS()
+	res.PlanDtS = &dt
 	return res
 }

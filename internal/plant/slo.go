@@ -1,7 +1,6 @@
 package plant
 
 import (
-	"fmt"
 	"math"
 
 	"servesim/internal/numeric"
@@ -9,41 +8,43 @@ import (
 )
 
 // SLO holds the service-level objectives a request is judged by, in
-// seconds. A zero TTFTS or TPOTS stands for the profile's objective (see
-// ProfileSLO); a zero E2ES means no end-to-end objective.
+// seconds. A zero TTFTSeconds or TPOTSeconds stands for the profile's
+// objective (see ProfileSLO); a zero E2ESeconds means no end-to-end
+// objective.
 type SLO struct {
-	TTFTS float64 // time to first token
-	TPOTS float64 // time per output token
-	E2ES  float64 // end-to-end latency, arrival to completion; 0: none
+	TTFTSeconds float64 // time to first token
+	TPOTSeconds float64 // time per output token
+	E2ESeconds  float64 // end-to-end latency, arrival to completion; 0: none
 }
 
 // ProfileSLO is the profile's own objectives, which the reference's
 // violation rates use: TTFT twice the baseline, TPOT 1.5 times the
 // baseline, no end-to-end objective.
 func ProfileSLO(p *profile.Profile) SLO {
-	return SLO{TTFTS: p.TTFTSLOS(), TPOTS: p.TPOTSLOS()}
+	return SLO{TTFTSeconds: p.TTFTSLOSeconds(), TPOTSeconds: p.TPOTSLOSeconds()}
 }
 
-// OrProfile returns s with a zero TTFTS or TPOTS replaced by p's objective.
+// OrProfile returns s with a zero TTFTSeconds or TPOTSeconds replaced by p's objective.
 func (s SLO) OrProfile(p *profile.Profile) SLO {
-	if s.TTFTS == 0 {
-		s.TTFTS = p.TTFTSLOS()
+	if s.TTFTSeconds == 0 {
+		s.TTFTSeconds = p.TTFTSLOSeconds()
 	}
-	if s.TPOTS == 0 {
-		s.TPOTS = p.TPOTSLOS()
+	if s.TPOTSeconds == 0 {
+		s.TPOTSeconds = p.TPOTSLOSeconds()
 	}
 	return s
 }
 
 // Validate requires every objective to be zero (the default) or finite and
-// positive. The error names the field (ttft_slo_s, tpot_slo_s, e2e_slo_s).
+// positive. The error is a *FieldError naming the field (ttft_slo_s,
+// tpot_slo_s, e2e_slo_s).
 func (s SLO) Validate() error {
 	for _, f := range []struct {
 		name  string
 		value float64
-	}{{"ttft_slo_s", s.TTFTS}, {"tpot_slo_s", s.TPOTS}, {"e2e_slo_s", s.E2ES}} {
+	}{{"ttft_slo_s", s.TTFTSeconds}, {"tpot_slo_s", s.TPOTSeconds}, {"e2e_slo_s", s.E2ESeconds}} {
 		if f.value != 0 && !(finite(f.value) && f.value > 0) {
-			return fmt.Errorf("%s %v: must be finite and positive", f.name, f.value)
+			return &FieldError{Field: f.name, Value: f.value, Why: "must be finite and positive"}
 		}
 	}
 	return nil
@@ -67,13 +68,13 @@ func (r *RequestRecord) LatencyS() float64 { return r.CompletionTimeS - r.Arriva
 func (r *RequestRecord) Completed() bool { return !math.IsNaN(r.CompletionTimeS) }
 
 // Met reports whether r completed and meets every objective of s: TTFT at
-// most TTFTS, TPOT at most TPOTS and, when E2ES is set, latency at most
-// E2ES (a request exactly at an objective meets it, as the reference's
-// violation rates count only values above). s must be resolved (no zero
-// TTFTS or TPOTS).
+// most TTFTSeconds, TPOT at most TPOTSeconds and, when E2ESeconds is set,
+// latency at most E2ESeconds (a request exactly at an objective meets it,
+// as the reference's violation rates count only values above). s must be
+// resolved (no zero TTFTSeconds or TPOTSeconds).
 func (s SLO) Met(r *RequestRecord) bool {
-	return r.Completed() && r.TTFTS() <= s.TTFTS && r.TPOTS() <= s.TPOTS &&
-		(s.E2ES == 0 || r.LatencyS() <= s.E2ES)
+	return r.Completed() && r.TTFTS() <= s.TTFTSeconds && r.TPOTS() <= s.TPOTSeconds &&
+		(s.E2ESeconds == 0 || r.LatencyS() <= s.E2ESeconds)
 }
 
 // Percentiles are the 50th, 90th and 99th percentiles (numpy's linear
@@ -89,9 +90,9 @@ type Percentiles struct {
 // requests meeting all of them (vLLM's goodput definition) and latency
 // percentiles.
 type SLOReport struct {
-	TTFTSLOS float64  `json:"ttft_slo_s"` // ttft_slo_s: the TTFT objective used, s
-	TPOTSLOS float64  `json:"tpot_slo_s"` // tpot_slo_s: the TPOT objective used, s
-	E2ESLOS  *float64 `json:"e2e_slo_s"`  // e2e_slo_s: the end-to-end objective, s; nil (null) for none
+	TTFTSLOSeconds float64  `json:"ttft_slo_s"` // ttft_slo_s: the TTFT objective used, s
+	TPOTSLOSeconds float64  `json:"tpot_slo_s"` // tpot_slo_s: the TPOT objective used, s
+	E2ESLOSeconds  *float64 `json:"e2e_slo_s"`  // e2e_slo_s: the end-to-end objective, s; nil (null) for none
 	// requests_meeting_slo: completed requests meeting every objective.
 	RequestsMeetingSLO int `json:"requests_meeting_slo"`
 	// attainment: requests_meeting_slo / all requests of the workload
@@ -107,7 +108,7 @@ type SLOReport struct {
 }
 
 // EvaluateSLO judges records (every request of a run, completed or not)
-// against slo, resolved (no zero TTFTS or TPOTS), over a run of durationS
+// against slo, resolved (no zero TTFTSeconds or TPOTSeconds), over a run of durationS
 // seconds: the slo block of a Result, for records gathered from anywhere
 // (the replicas of a fleet, say). The percentiles are found by selection
 // in one buffer, in linear time.
@@ -136,8 +137,8 @@ func EvaluateSLO(records []RequestRecord, slo SLO, durationS float64) SLOReport 
 		}
 	}
 	report := SLOReport{
-		TTFTSLOS:            slo.TTFTS,
-		TPOTSLOS:            slo.TPOTS,
+		TTFTSLOSeconds:      slo.TTFTSeconds,
+		TPOTSLOSeconds:      slo.TPOTSeconds,
 		RequestsMeetingSLO:  met,
 		Attainment:          float64(met) / float64(max(1, len(records))),
 		GoodputRequestsPerS: float64(met) / durationS,
@@ -145,9 +146,9 @@ func EvaluateSLO(records []RequestRecord, slo SLO, durationS float64) SLOReport 
 		TPOTS:               percentiles((*RequestRecord).TPOTS),
 		E2ES:                percentiles((*RequestRecord).LatencyS),
 	}
-	if slo.E2ES != 0 {
-		e2e := slo.E2ES
-		report.E2ESLOS = &e2e
+	if slo.E2ESeconds != 0 {
+		e2e := slo.E2ESeconds
+		report.E2ESLOSeconds = &e2e
 	}
 	return report
 }

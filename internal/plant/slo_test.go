@@ -71,12 +71,12 @@ func TestSLOMetJudgesEveryObjective(t *testing.T) {
 		want []bool // per request
 	}{
 		// Request 3 has a TPOT of exactly 0.05: at the objective meets it.
-		{"tight", SLO{TTFTS: 0.5, TPOTS: 0.05}, []bool{true, false, true, false, false, false, false}},
+		{"tight", SLO{TTFTSeconds: 0.5, TPOTSeconds: 0.05}, []bool{true, false, true, false, false, false, false}},
 		// Request 1's TTFT is 0.6000000000000001: above an objective of 0.6.
-		{"ttft 0.6", SLO{TTFTS: 0.6, TPOTS: 0.05}, []bool{true, false, true, false, false, false, false}},
-		{"with e2e", SLO{TTFTS: 0.6, TPOTS: 0.05, E2ES: 1.5}, []bool{true, false, false, false, false, false, false}},
-		{"loose", SLO{TTFTS: 1, TPOTS: 1}, []bool{true, true, true, true, false, false, true}},
-		{"loose e2e", SLO{TTFTS: 1, TPOTS: 1, E2ES: 1}, []bool{false, false, false, false, false, false, true}},
+		{"ttft 0.6", SLO{TTFTSeconds: 0.6, TPOTSeconds: 0.05}, []bool{true, false, true, false, false, false, false}},
+		{"with e2e", SLO{TTFTSeconds: 0.6, TPOTSeconds: 0.05, E2ESeconds: 1.5}, []bool{true, false, false, false, false, false, false}},
+		{"loose", SLO{TTFTSeconds: 1, TPOTSeconds: 1}, []bool{true, true, true, true, false, false, true}},
+		{"loose e2e", SLO{TTFTSeconds: 1, TPOTSeconds: 1, E2ESeconds: 1}, []bool{false, false, false, false, false, false, true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,20 +94,20 @@ func TestEvaluateSLOMatchesNumpy(t *testing.T) {
 		met        int
 		attainment float64
 	}{
-		{"tight", SLO{TTFTS: 0.5, TPOTS: 0.05}, 2, 0.2857142857142857},
-		{"with e2e", SLO{TTFTS: 0.6, TPOTS: 0.05, E2ES: 1.5}, 1, 0.14285714285714285},
-		{"loose", SLO{TTFTS: 1, TPOTS: 1}, 5, 0.7142857142857143},
+		{"tight", SLO{TTFTSeconds: 0.5, TPOTSeconds: 0.05}, 2, 0.2857142857142857},
+		{"with e2e", SLO{TTFTSeconds: 0.6, TPOTSeconds: 0.05, E2ESeconds: 1.5}, 1, 0.14285714285714285},
+		{"loose", SLO{TTFTSeconds: 1, TPOTSeconds: 1}, 5, 0.7142857142857143},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := EvaluateSLO(sloRecords(), tt.slo, 10)
-			assert.Equal(t, tt.slo.TTFTS, got.TTFTSLOS)
-			assert.Equal(t, tt.slo.TPOTS, got.TPOTSLOS)
-			if tt.slo.E2ES == 0 {
-				assert.Nil(t, got.E2ESLOS)
+			assert.Equal(t, tt.slo.TTFTSeconds, got.TTFTSLOSeconds)
+			assert.Equal(t, tt.slo.TPOTSeconds, got.TPOTSLOSeconds)
+			if tt.slo.E2ESeconds == 0 {
+				assert.Nil(t, got.E2ESLOSeconds)
 			} else {
-				require.NotNil(t, got.E2ESLOS)
-				assert.Equal(t, tt.slo.E2ES, *got.E2ESLOS)
+				require.NotNil(t, got.E2ESLOSeconds)
+				assert.Equal(t, tt.slo.E2ESeconds, *got.E2ESLOSeconds)
 			}
 			assert.Equal(t, tt.met, got.RequestsMeetingSLO)
 			assert.Equal(t, tt.attainment, got.Attainment, "unfinished requests count as misses")
@@ -128,7 +128,7 @@ func TestEvaluateSLOMatchesNumpy(t *testing.T) {
 
 func TestEvaluateSLOWithoutCompletedRequests(t *testing.T) {
 	records := sloRecords()[4:6]
-	got := EvaluateSLO(records, SLO{TTFTS: 1, TPOTS: 1}, 0.1)
+	got := EvaluateSLO(records, SLO{TTFTSeconds: 1, TPOTSeconds: 1}, 0.1)
 	assert.Zero(t, got.RequestsMeetingSLO)
 	assert.Zero(t, got.Attainment)
 	assert.Zero(t, got.GoodputRequestsPerS)
@@ -139,24 +139,24 @@ func TestEvaluateSLOWithoutCompletedRequests(t *testing.T) {
 
 func TestSLOValidateAndOrProfile(t *testing.T) {
 	prof := profile.Default()
-	assert.Equal(t, SLO{TTFTS: prof.TTFTSLOS(), TPOTS: prof.TPOTSLOS()}, ProfileSLO(prof))
+	assert.Equal(t, SLO{TTFTSeconds: prof.TTFTSLOSeconds(), TPOTSeconds: prof.TPOTSLOSeconds()}, ProfileSLO(prof))
 	assert.Equal(t, ProfileSLO(prof), SLO{}.OrProfile(prof))
-	assert.Equal(t, SLO{TTFTS: 2, TPOTS: prof.TPOTSLOS(), E2ES: 9}, SLO{TTFTS: 2, E2ES: 9}.OrProfile(prof))
-	assert.Equal(t, SLO{TTFTS: prof.TTFTSLOS(), TPOTS: 0.1}, SLO{TPOTS: 0.1}.OrProfile(prof))
+	assert.Equal(t, SLO{TTFTSeconds: 2, TPOTSeconds: prof.TPOTSLOSeconds(), E2ESeconds: 9}, SLO{TTFTSeconds: 2, E2ESeconds: 9}.OrProfile(prof))
+	assert.Equal(t, SLO{TTFTSeconds: prof.TTFTSLOSeconds(), TPOTSeconds: 0.1}, SLO{TPOTSeconds: 0.1}.OrProfile(prof))
 
 	require.NoError(t, SLO{}.Validate())
-	require.NoError(t, SLO{TTFTS: 1, TPOTS: 0.1, E2ES: 30}.Validate())
+	require.NoError(t, SLO{TTFTSeconds: 1, TPOTSeconds: 0.1, E2ESeconds: 30}.Validate())
 	for _, tt := range []struct {
 		slo  SLO
 		want string
 	}{
-		{SLO{TTFTS: -1}, "ttft_slo_s -1: must be finite and positive"},
-		{SLO{TPOTS: math.NaN()}, "tpot_slo_s NaN"},
-		{SLO{E2ES: math.Inf(1)}, "e2e_slo_s +Inf"},
+		{SLO{TTFTSeconds: -1}, "ttft_slo_s -1: must be finite and positive"},
+		{SLO{TPOTSeconds: math.NaN()}, "tpot_slo_s NaN"},
+		{SLO{E2ESeconds: math.Inf(1)}, "e2e_slo_s +Inf"},
 	} {
 		assert.ErrorContains(t, tt.slo.Validate(), tt.want)
 	}
-	_, err := Simulate(smallWorkload(t), NewPlant(prof), ChunkedPrefill{}, MaxClock{}, Options{SLO: SLO{E2ES: -2}})
+	_, err := Simulate(smallWorkload(t), NewPlant(prof), ChunkedPrefill{}, MaxClock{}, Options{SLO: SLO{E2ESeconds: -2}})
 	assert.EqualError(t, err, "e2e_slo_s -2: must be finite and positive")
 }
 
@@ -176,7 +176,7 @@ func TestSimulateJudgesByTheGivenSLO(t *testing.T) {
 	assert.Greater(t, byDefault.SLO.Attainment, 0.0)
 	assert.Less(t, byDefault.SLO.Attainment, 1.0)
 
-	loose := SLO{TTFTS: 30, TPOTS: 0.2, E2ES: 600}
+	loose := SLO{TTFTSeconds: 30, TPOTSeconds: 0.2, E2ESeconds: 600}
 	judged, err := Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, Options{SLO: loose})
 	require.NoError(t, err)
 	assert.Equal(t, byDefault.Trajectory, judged.Trajectory, "objectives never change the run")
@@ -195,7 +195,7 @@ func TestSimulateJudgesByTheGivenSLO(t *testing.T) {
 
 func TestSLOBlockJSON(t *testing.T) {
 	e2e := 4.5
-	data, err := json.Marshal(SLOReport{TTFTSLOS: 0.5, TPOTSLOS: 0.03, E2ESLOS: &e2e, RequestsMeetingSLO: 3,
+	data, err := json.Marshal(SLOReport{TTFTSLOSeconds: 0.5, TPOTSLOSeconds: 0.03, E2ESLOSeconds: &e2e, RequestsMeetingSLO: 3,
 		Attainment: 0.75, GoodputRequestsPerS: 0.3, TTFTS: Percentiles{1, 2, 3}, TPOTS: Percentiles{4, 5, 6}, E2ES: Percentiles{7, 8, 9}})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"ttft_slo_s":0.5,"tpot_slo_s":0.03,"e2e_slo_s":4.5,"requests_meeting_slo":3,"attainment":0.75,
@@ -241,7 +241,7 @@ func BenchmarkEvaluateSLO(b *testing.B) {
 		records[i] = RequestRecord{RequestID: i, ArrivalTimeS: arrival, FirstTokenTimeS: first,
 			CompletionTimeS: first + float64(i*104729%500)/50, OutputTokens: 1 + i%300}
 	}
-	slo := SLO{TTFTS: 5, TPOTS: 0.05, E2ES: 20}
+	slo := SLO{TTFTSeconds: 5, TPOTSeconds: 0.05, E2ESeconds: 20}
 	b.ReportAllocs()
 	for b.Loop() {
 		EvaluateSLO(records, slo, 86_400)

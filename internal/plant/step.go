@@ -57,6 +57,9 @@ type checkpoint struct {
 // controller c, at time 0 with no request. capacityHint is the number of
 // requests expected (room is reserved for them; more may be added).
 func NewStepper(p Plant, s Scheduler, c ClockController, opt Options, capacityHint int) (*Stepper, error) {
+	if _, ok := c.(Clairvoyant); ok {
+		return nil, fmt.Errorf("clock controller %s needs the whole workload in advance, which a Stepper (a fleet replica) does not know", c.Name())
+	}
 	sim, err := newSimulation(p, s, c, opt, max(0, capacityHint))
 	if err != nil {
 		return nil, err
@@ -118,7 +121,7 @@ func (st *Stepper) Expired() bool { return st.expired }
 // Idle reports whether every request added so far has completed.
 func (st *Stepper) Idle() bool {
 	sim := st.sim
-	return sim.head == len(sim.records) && len(sim.active) == 0
+	return sim.head == len(sim.records) && len(sim.active) == 0 && sim.engine.waitingCount() == 0
 }
 
 // Steps is the number of steps simulated so far.
@@ -164,6 +167,7 @@ func (st *Stepper) rollback() {
 	sim.last = m.last
 	sim.stats = m.stats
 	sim.trace.truncate(m.samples)
+	sim.plans.truncate(m.samples)
 }
 
 // Load is what a load balancer sees of a replica: its queue and KV cache,
@@ -185,7 +189,7 @@ type Load struct {
 func (st *Stepper) Load() Load {
 	sim := st.sim
 	l := Load{
-		QueuedRequests: len(sim.records) - sim.head,
+		QueuedRequests: len(sim.records) - sim.head + sim.engine.waitingCount(),
 		ActiveDecodes:  len(sim.active),
 		KVTokens:       sim.occupancy(),
 		TemperatureC:   sim.temperatureC,
@@ -194,6 +198,7 @@ func (st *Stepper) Load() Load {
 	if sim.head < sim.pending {
 		l.QueuedPromptTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-sim.records[sim.head].PromptTokens)
 	}
+	l.QueuedPromptTokens += sim.waitingPrefill()
 	for i := max(sim.head, sim.pending); i < len(sim.records); i++ {
 		l.QueuedPromptTokens += float64(sim.records[i].PromptTokens)
 	}

@@ -2,7 +2,6 @@ package plant
 
 import (
 	"crypto/sha256"
-	"encoding/csv"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"servesim/internal/limits"
 	"servesim/internal/profile"
+	"servesim/internal/pycompat"
 )
 
 // Request is one request of an arrival trace (the reference's Request).
@@ -113,16 +114,28 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 	if err != nil {
 		return Workload{}, traceReadError(name, err)
 	}
+	if !utf8.ValidString(text) {
+		return Workload{}, utf8Error(name, text)
+	}
 	records := newRecordReader(text)
-	fail := func(line int, format string, args ...any) (Workload, error) {
-		return Workload{}, fmt.Errorf("trace %s line %d: %s", name, line, fmt.Sprintf(format, args...))
+	fail := func(line int, column, value, why string) (Workload, error) {
+		return Workload{}, &TraceError{File: name, Line: line, Column: column, Value: value, Why: why}
 	}
 	header, _, err := records.next()
 	if err == io.EOF {
-		return Workload{}, fmt.Errorf("trace %s: empty workload trace: expected a header %s,%s,%s and rows", name, columnTimestamp, columnContext, columnGenerated)
+		return Workload{}, &TraceError{File: name, Why: fmt.Sprintf("empty workload trace: expected a header %s,%s,%s and rows", columnTimestamp, columnContext, columnGenerated)}
 	}
 	if err != nil {
 		return Workload{}, csvError(name, err)
+	}
+	if len(header) == 0 {
+		// A blank first line is csv.DictReader's (empty) header: the
+		// reference finds no rows, or no Azure column.
+		if found, err := hasRecord(records); err != nil {
+			return Workload{}, csvError(name, err)
+		} else if !found {
+			return Workload{}, &TraceError{File: name, Why: "empty workload trace: no rows after the header"}
+		}
 	}
 	cols, err := traceColumns(name, header)
 	if err != nil {
@@ -143,8 +156,8 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		if err != nil {
 			return Workload{}, csvError(name, err)
 		}
-		if len(record) == 1 && record[0] == "" {
-			continue // a blank line, which Python's csv module skips
+		if len(record) == 0 {
+			continue // an empty line, which csv.DictReader skips
 		}
 		field := func(i int) (string, bool) {
 			if cols[i] < len(record) {
@@ -154,18 +167,18 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		}
 		stamp, ok := field(0)
 		if !ok {
-			return fail(line, "missing %s: expected %d fields as in the header", columnTimestamp, fieldsInHeader)
+			return fail(line, "", "", fmt.Sprintf("missing %s: expected %d fields as in the header", columnTimestamp, fieldsInHeader))
 		}
 		t, hasZone, err := parseISOTimestamp(stamp)
 		if err != nil {
-			return fail(line, "%s %q: %v", columnTimestamp, stamp, err)
+			return fail(line, columnTimestamp, stamp, err.Error())
 		}
 		if rows == 0 {
 			start, startHasZone = t, hasZone
 		} else if hasZone != startHasZone {
-			return fail(line, "%s %q: mixes timestamps with and without a UTC offset", columnTimestamp, stamp)
+			return fail(line, columnTimestamp, stamp, "mixes timestamps with and without a UTC offset")
 		} else if t.Before(prev) {
-			return fail(line, "%s %q: earlier than the previous row: the trace must be sorted by time", columnTimestamp, stamp)
+			return fail(line, columnTimestamp, stamp, "earlier than the previous row: the trace must be sorted by time")
 		}
 		prev = t
 		rows++
@@ -177,14 +190,14 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		for k, column := range []string{columnContext, columnGenerated} {
 			text, ok := field(k + 1)
 			if !ok {
-				return fail(line, "missing %s: expected %d fields as in the header", column, fieldsInHeader)
+				return fail(line, "", "", fmt.Sprintf("missing %s: expected %d fields as in the header", column, fieldsInHeader))
 			}
-			n, err := parsePythonInt(text)
+			n, err := tokenCount(text)
 			if err != nil {
-				return fail(line, "%s %q: expected an integer token count", column, text)
+				return fail(line, column, text, "expected an integer token count")
 			}
 			if n <= 0 {
-				return fail(line, "%s %q: token counts must be positive", column, text)
+				return fail(line, column, text, "token counts must be positive")
 			}
 			tokens[k] = n
 		}
@@ -197,12 +210,26 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 		})
 	}
 	if rows == 0 {
-		return Workload{}, fmt.Errorf("trace %s: empty workload trace: no rows after the header", name)
+		return Workload{}, &TraceError{File: name, Why: "empty workload trace: no rows after the header"}
 	}
 	if len(requests) == 0 {
-		return Workload{}, fmt.Errorf("trace %s: no workload rows remain after filtering to the first %g s", name, maxElapsedS)
+		return Workload{}, &TraceError{File: name, Why: fmt.Sprintf("no workload rows remain after filtering to the first %g s", maxElapsedS)}
 	}
 	return Workload{Requests: requests, Source: name, SHA256: sum}, nil
+}
+
+// hasRecord reports whether records holds a record with fields, or returns
+// its syntax error.
+func hasRecord(records recordReader) (bool, error) {
+	for {
+		fields, _, err := records.next()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil || len(fields) > 0 {
+			return err == nil, err
+		}
+	}
 }
 
 // traceColumns finds the three Azure columns in a header; a repeated name
@@ -215,7 +242,7 @@ func traceColumns(name string, header []string) ([3]int, error) {
 			c--
 		}
 		if c < 0 {
-			return cols, fmt.Errorf("trace %s line 1: missing column %s: trace must contain Azure columns %s, %s, %s", name, column, columnContext, columnGenerated, columnTimestamp)
+			return cols, &TraceError{File: name, Line: 1, Why: fmt.Sprintf("missing column %s: trace must contain Azure columns %s, %s, %s", column, columnContext, columnGenerated, columnTimestamp)}
 		}
 		cols[i] = c
 	}
@@ -256,68 +283,79 @@ func (h *headerWatch) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	text := h.text.String()
-	for {
-		end := strings.IndexByte(text[h.scanned:], '\n')
-		if end < 0 {
-			h.scanned = len(text)
-			return len(p), nil
-		}
-		line := strings.TrimSuffix(text[h.scanned:h.scanned+end], "\r")
-		h.scanned += end + 1
-		if line == "" {
-			continue // blank lines before the header are skipped
-		}
-		h.done = true
-		if strings.ContainsAny(line, "\"\r") {
-			return len(p), nil
-		}
-		if err := h.check(strings.Split(line, ",")); err != nil {
-			return 0, err
-		}
+	end := strings.IndexByte(text[h.scanned:], '\n')
+	if end < 0 {
+		h.scanned = len(text)
 		return len(p), nil
 	}
+	// The first line is the header, even an empty one (csv.DictReader's
+	// fieldnames are its first record); whether an empty one is an error
+	// depends on the rows, which the full parse reads.
+	line := strings.TrimSuffix(text[:h.scanned+end], "\r")
+	h.done = true
+	if line == "" || strings.ContainsAny(line, "\"\r") {
+		return len(p), nil
+	}
+	if err := h.check(strings.Split(line, ",")); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // traceReadError names the trace in an error from reading it.
 func traceReadError(name string, err error) error {
 	var lineErr *limits.LineError
 	if errors.As(err, &lineErr) {
-		return fmt.Errorf("trace %s line %d: %s", name, lineErr.Line, lineErr.Reason)
+		return &TraceError{File: name, Line: lineErr.Line, Why: lineErr.Reason}
 	}
 	return fmt.Errorf("trace %s: %w", name, err)
 }
 
-// csvError turns a CSV syntax error into a one-line message with its line.
+// csvError names the trace and the line in a CSV syntax error (Python's
+// csv.Error): "trace t.csv line 7: field larger than field limit (131072)".
 func csvError(name string, err error) error {
-	var parseErr *csv.ParseError
-	if errors.As(err, &parseErr) {
-		return fmt.Errorf("trace %s line %d: %v", name, parseErr.Line, parseErr.Err)
+	var syntax *pycompat.CSVError
+	if errors.As(err, &syntax) {
+		return fmt.Errorf("trace %s %w", name, err) // "line N: what"
 	}
 	return fmt.Errorf("trace %s: %w", name, err)
 }
 
-// parsePythonInt parses an integer the way Python's int(text) does for
-// ASCII input: surrounding whitespace, an optional sign, digits with single
-// underscores between them.
-func parsePythonInt(text string) (int, error) {
+// utf8Error names the line and byte of the first invalid UTF-8 sequence of
+// text: the reference opens traces with encoding="utf-8", which rejects it.
+func utf8Error(name, text string) error {
+	offset := 0
+	for offset < len(text) {
+		r, size := utf8.DecodeRuneInString(text[offset:])
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		offset += size
+	}
+	line := 1 + strings.Count(text[:offset], "\n")
+	return &TraceError{File: name, Line: line, Why: fmt.Sprintf("byte %d is not UTF-8: expected a UTF-8 text", offset)}
+}
+
+// tokenCount parses a token count the way the reference's int(text)
+// does (pycompat.Int: surrounding whitespace, an optional sign, digits
+// with single underscores between them); a count too large for an int is
+// an error.
+func tokenCount(text string) (int, error) {
 	if n, ok := plainDecimal(text); ok {
 		return n, nil
 	}
-	s := strings.TrimSpace(text)
-	body := strings.TrimLeft(s, "+-")
-	if len(s)-len(body) > 1 || body == "" || body[0] == '_' || body[len(body)-1] == '_' || strings.Contains(body, "__") {
-		return 0, strconv.ErrSyntax
+	n, err := pycompat.Int(text)
+	if err != nil {
+		return 0, err
 	}
-	for i := range len(body) {
-		if !isDigit(body[i]) && body[i] != '_' {
-			return 0, strconv.ErrSyntax
-		}
+	if n.Big != "" || n.Small > math.MaxInt || n.Small < math.MinInt {
+		return 0, strconv.ErrRange
 	}
-	return strconv.Atoi(s[:len(s)-len(body)] + strings.ReplaceAll(body, "_", ""))
+	return int(n.Small), nil
 }
 
 // plainDecimal parses 1 to 18 ASCII digits, the usual spelling of a token
-// count, without the general rules of parsePythonInt.
+// count, without the general rules of pycompat.Int.
 func plainDecimal(text string) (int, bool) {
 	if len(text) > 18 {
 		return 0, false
@@ -387,7 +425,7 @@ func NormalizeOfferedLoadInPlace(requests []Request, p *profile.Profile, targetU
 // max(1, rho/(replicas*target)).
 func NormalizeFleetOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64, replicas int) (float64, error) {
 	if !(targetUtilization > 0 && targetUtilization < 1) {
-		return 0, errors.New("target_utilization must lie strictly between zero and one")
+		return 0, &FieldError{Field: "target_utilization", Value: targetUtilization, Why: "must lie strictly between zero and one"}
 	}
 	if len(requests) == 0 {
 		return 0, errors.New("workload must contain at least one request")

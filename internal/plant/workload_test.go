@@ -2,6 +2,8 @@ package plant
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,7 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
-	"servesim/internal/shared"
+	"servesim/internal/pycompat"
+	"servesim/internal/sharedtest"
 )
 
 // TestParseISOTimestampMatchesPython checks the timestamp parser against
@@ -44,7 +47,7 @@ func TestParseISOTimestampMatchesPython(t *testing.T) {
 
 func TestLoadWorkloadMatchesTheReference(t *testing.T) {
 	// Numbers printed by the reference's load_workload on the code trace.
-	f, err := os.Open(shared.CodeTrace(t))
+	f, err := os.Open(sharedtest.CodeTrace(t))
 	require.NoError(t, err)
 	defer f.Close()
 	w, err := LoadWorkload(f, "code.csv", 300)
@@ -119,6 +122,10 @@ func TestLoadWorkloadErrorsNameFileLineAndField(t *testing.T) {
 		{"short row", header + row + "2023-11-16 18:17:04\n", "line 3: missing ContextTokens", NoElapsedLimit},
 		{"mixed zones", header + row + "2023-11-16 18:17:04+00:00,1,1\n", "line 3: TIMESTAMP \"2023-11-16 18:17:04+00:00\": mixes timestamps", NoElapsedLimit},
 		{"bad quote", header + "\"2023-11-16 18:17:04,1,1\n", "trace t.csv line 2:", NoElapsedLimit},
+		{"blank header line", "\n" + header + row, "trace t.csv line 1: missing column TIMESTAMP", NoElapsedLimit},
+		{"blank header line, no rows", "\n\r\n", "trace t.csv: empty workload trace: no rows after the header", NoElapsedLimit},
+		{"not UTF-8", header + row + "2023-11-16 18:17:04,1,1,\xff\n", "trace t.csv line 3: byte 97 is not UTF-8: expected a UTF-8 text", NoElapsedLimit},
+		{"quote then digits", header + "2023-11-16 18:17:04,\"1\"x,1\n", `trace t.csv line 2: ContextTokens "1x": expected an integer token count`, NoElapsedLimit},
 		{"nothing left", header + row, "no workload rows remain", -1},
 	}
 	for _, tt := range tests {
@@ -192,7 +199,7 @@ func TestParseISOTimestampRejectsCPythonQuirks(t *testing.T) {
 	}
 }
 
-func TestParsePythonInt(t *testing.T) {
+func TestTokenCount(t *testing.T) {
 	for _, tc := range []struct {
 		text string
 		want int
@@ -203,6 +210,7 @@ func TestParsePythonInt(t *testing.T) {
 		{" 1\t", 1, true},
 		{"+1_000", 1000, true},
 		{"-3", -3, true},
+		{"\u00a0\u0663", 3, true}, // Python's int() takes Unicode spaces and digits
 		{"999999999999999999", 999999999999999999, true},
 		{"1234567890123456789", 1234567890123456789, true},
 		{"99999999999999999999", 0, false},
@@ -213,7 +221,7 @@ func TestParsePythonInt(t *testing.T) {
 		{"", 0, false},
 		{"x", 0, false},
 	} {
-		got, err := parsePythonInt(tc.text)
+		got, err := tokenCount(tc.text)
 		if !tc.ok {
 			assert.Error(t, err, "%q", tc.text)
 			continue
@@ -232,4 +240,66 @@ func TestDaysInAgreesWithTheTimePackage(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLoadWorkloadReadsQuotesAsPython reads fields the way the reference's
+// csv.DictReader does: a quote that ends quoting lets the field go on, so
+// "12"3 is 123 (encoding/csv pulls the rest of the file into the field).
+func TestLoadWorkloadReadsQuotesAsPython(t *testing.T) {
+	body := "TIMESTAMP,ContextTokens,GeneratedTokens\n" +
+		"\"2023-11-16 18:17:03\",\"12\"3,4\n" +
+		"2023-11-16 18:17:04,\"5,\"\"\",6\n"
+	_, err := LoadWorkload(strings.NewReader(body), "t.csv", NoElapsedLimit)
+	require.EqualError(t, err, `trace t.csv line 3: ContextTokens "5,\"": expected an integer token count`)
+
+	w, err := LoadWorkload(strings.NewReader(body[:strings.LastIndex(body[:len(body)-1], "\n")+1]), "t.csv", NoElapsedLimit)
+	require.NoError(t, err)
+	require.Len(t, w.Requests, 1)
+	assert.Equal(t, 123, w.Requests[0].PromptTokens)
+	assert.Equal(t, "2023-11-16 18:17:03", w.Requests[0].OriginalTimestamp)
+}
+
+// TestLoadWorkloadStrayQuoteIsAShortError: one stray quote opens a field
+// that runs on over the following rows, as Python reads it, until it
+// passes the csv module's field limit (the 2023 code trace with one stray
+// quote once gave a 320 KB error line); the error names the line and the
+// limit in one short line. A long field within the limit is quoted in at
+// most 80 characters.
+func TestLoadWorkloadStrayQuoteIsAShortError(t *testing.T) {
+	rows := func(b *strings.Builder, bytes int) {
+		for i := 0; b.Len() < bytes; i++ {
+			fmt.Fprintf(b, "2023-11-16 18:%02d:%02d.0319600,3180,8\n", 18+i/60%40, i%60)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,\"4808,10\n")
+	rows(&b, 320<<10)
+	_, err := LoadWorkload(strings.NewReader(b.String()), "code.csv", NoElapsedLimit)
+	require.Error(t, err)
+	assert.Regexp(t, `^trace code\.csv line \d+: field larger than field limit \(131072\)$`, err.Error())
+
+	b.Reset()
+	b.WriteString("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,\"4808\n")
+	rows(&b, 100<<10)
+	b.WriteString("\",10\n")
+	_, err = LoadWorkload(strings.NewReader(b.String()), "code.csv", NoElapsedLimit)
+	require.Error(t, err)
+	assert.Regexp(t, `^trace code\.csv line 2: ContextTokens "4808\\n2023-11-16 18:18:00\.0319600,3180,8\\n2023[^"]*"\.\.\. \(\d+ bytes\): expected an integer token count$`, err.Error())
+	assert.Less(t, len(err.Error()), 200)
+}
+
+// TestCSVErrorNamesTheTraceAndLine: a syntax error of the CSV reader, on the
+// plain path and on Python's, reads "trace NAME line N: what".
+func TestCSVErrorNamesTheTraceAndLine(t *testing.T) {
+	long := strings.Repeat("x", pycompat.CSVFieldLimit+1)
+	for _, body := range []string{
+		"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03," + long + ",1\n",
+		"TIMESTAMP,ContextTokens,GeneratedTokens\n\"2023-11-16 18:17:03\"," + long + ",1\n",
+	} {
+		_, err := LoadWorkload(strings.NewReader(body), "t.csv", NoElapsedLimit)
+		require.EqualError(t, err, "trace t.csv line 2: field larger than field limit (131072)")
+		var syntax *pycompat.CSVError
+		assert.ErrorAs(t, err, &syntax)
+	}
+	assert.EqualError(t, csvError("t.csv", errors.New("disk gone")), "trace t.csv: disk gone")
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"servesim/internal/profile/profiletest"
+	"servesim/internal/pycompat"
 )
 
 // Size tiers of the validation benchmark: the realistic bundle has
@@ -32,7 +33,7 @@ func TestCountingTelemetryAllocatesNothingPerRow(t *testing.T) {
 	allocs := func(rows int) float64 {
 		data := profiletest.New(rows).Files()[profiletest.TelemetryCSV]
 		return testing.AllocsPerRun(5, func() {
-			if _, err := readCSVTable(profiletest.TelemetryCSV, data, true); err != nil {
+			if _, err := pycompat.ReadTable(profiletest.TelemetryCSV, data, true); err != nil {
 				t.Fatal(err)
 			}
 		})

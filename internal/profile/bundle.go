@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+
+	"servesim/internal/pycompat"
 )
 
 // The pinned measurement: what a measured_l4 bundle must declare.
@@ -49,7 +51,7 @@ var bundleFiles = []string{fileProfile, fileAllRequested, fileRaw, fileTelemetry
 // condition is one cell of the fixed measurement matrix.
 type condition struct {
 	Phase                       string
-	Prompt, Output, Concurrency pyInteger
+	Prompt, Output, Concurrency pycompat.Integer
 }
 
 // String describes the condition in messages.
@@ -64,12 +66,12 @@ var expectedConditions = func() []condition {
 	var out []condition
 	for _, prompt := range []int64{128, 512, 2048, 4096} {
 		for _, conc := range []int64{1, 4, 8} {
-			out = append(out, condition{"prefill", pyIntOf(prompt), pyIntOf(1), pyIntOf(conc)})
+			out = append(out, condition{"prefill", pycompat.IntOf(prompt), pycompat.IntOf(1), pycompat.IntOf(conc)})
 		}
 	}
 	for _, prompt := range []int64{128, 1024} {
 		for _, conc := range []int64{1, 4, 8} {
-			out = append(out, condition{"decode", pyIntOf(prompt), pyIntOf(128), pyIntOf(conc)})
+			out = append(out, condition{"decode", pycompat.IntOf(prompt), pycompat.IntOf(128), pycompat.IntOf(conc)})
 		}
 	}
 	return out
@@ -97,18 +99,18 @@ var bundlePatterns = sync.OnceValue(func() (p struct{ imageDigest, safeName, hex
 type bundle struct {
 	c        *checkList
 	folder   *profileFolder
-	table    *csvTable
-	manifest *jsonObject
+	table    *pycompat.Table
+	manifest *pycompat.Object
 	profile  profileFile             // the profile CSV as it was read
 	files    map[string]bundleResult // the bundle files read whole (the CSVs checked after their checksums)
 
 	sweep      []float64 // selected_graphics_clocks_mhz
 	modeled    []float64 // the aggregate table's clocks
 	sweepIndex []int     // for each modeled clock, its index in sweep
-	full       *csvTable
+	full       *pycompat.Table
 	fullValues [][]float64
-	raw        *csvTable
-	telemetry  *csvTable
+	raw        *pycompat.Table
+	telemetry  *pycompat.Table
 	batches    *rawBatches
 	realized   []float64 // batch-balanced medians of the modeled clocks
 	declared   []float64 // the manifest's realized-clock medians
@@ -126,7 +128,7 @@ type bundleResult struct {
 // declared realized-clock medians (nil when they could not be read). The
 // bundle's files are read from folder; profile is the profile CSV as it
 // was read.
-func validateBundle(c *checkList, folder *profileFolder, table *csvTable, manifest *jsonObject, profile profileFile) []float64 {
+func validateBundle(c *checkList, folder *profileFolder, table *pycompat.Table, manifest *pycompat.Object, profile profileFile) []float64 {
 	b := &bundle{c: c, folder: folder, table: table, manifest: manifest, profile: profile, files: map[string]bundleResult{}}
 	b.checkPinnedMetadata()
 	b.checkClocks()
@@ -136,8 +138,8 @@ func validateBundle(c *checkList, folder *profileFolder, table *csvTable, manife
 	b.checkRawProfile()
 	b.checkRealizedMedians()
 	for _, field := range []string{"measured_on", "completed_utc"} {
-		v, _ := manifest.get(field)
-		if s, ok := v.(string); ok && pyStrip(s) != "" {
+		v, _ := manifest.Get(field)
+		if s, ok := v.(string); ok && pycompat.Strip(s) != "" {
 			c.ok(field, s)
 		} else {
 			c.fail(field, "measured profile manifest lacks "+field)
@@ -147,13 +149,13 @@ func validateBundle(c *checkList, folder *profileFolder, table *csvTable, manife
 }
 
 func (b *bundle) get(key string) any {
-	v, _ := b.manifest.get(key)
+	v, _ := b.manifest.Get(key)
 	return v
 }
 
 // equalCheck records name as ok when the manifest's key equals want.
 func (b *bundle) equalCheck(name, key string, want any, message string) {
-	v, present := b.manifest.get(key)
+	v, present := b.manifest.Get(key)
 	if present && v == want {
 		b.c.ok(name, fmt.Sprint(want))
 		return
@@ -165,22 +167,22 @@ func reprOrAbsent(v any, present bool) string {
 	if !present {
 		return "absent"
 	}
-	return pyReprOf(v)
+	return pycompat.ReprOf(v)
 }
 
 func (b *bundle) checkPinnedMetadata() {
 	c := b.c
 	b.equalCheck("manifest_status", "status", "complete", "measured profile manifest status must be 'complete'")
 	b.equalCheck("manifest_profile_status", "profile_status", StatusMeasuredL4, "complete measured manifest must declare profile_status 'measured_l4'")
-	if v := b.get("schema_version"); pyEqualsInt(v, profileSchemaVersion) {
-		c.ok("schema_version", pyReprOf(v))
+	if v := b.get("schema_version"); pycompat.EqualsInt(v, profileSchemaVersion) {
+		c.ok("schema_version", pycompat.ReprOf(v))
 	} else {
-		c.fail("schema_version", "unsupported measured profile schema_version: "+pyReprOf(v))
+		c.fail("schema_version", "unsupported measured profile schema_version: "+pycompat.ReprOf(v))
 	}
 	b.columnsCheck("profile_columns", aggregateColumns, "measured profile manifest does not declare the expected aggregate schema")
 	b.columnsCheck("raw_profile_columns", rawProfileColumns, "measured profile manifest does not declare the expected raw schema")
 	if c.needs("aggregate_schema", "profile_csv") {
-		keys := b.table.keys(b.table.FirstRow)
+		keys := b.table.Keys(b.table.FirstRow)
 		same := len(keys) == len(aggregateColumns)
 		for i := 0; same && i < len(keys); i++ {
 			same = keys[i] != nil && *keys[i] == aggregateColumns[i]
@@ -191,15 +193,15 @@ func (b *bundle) checkPinnedMetadata() {
 			c.fail("aggregate_schema", fmt.Sprintf("measured aggregate profile has an unexpected column schema (%s has columns %s)", b.table.Name, describeKeys(keys)))
 		}
 	}
-	gpu, isMap := b.get("gpu").(*jsonObject)
+	gpu, isMap := b.get("gpu").(*pycompat.Object)
 	var name any = ""
 	if isMap {
-		if v, ok := gpu.get("name"); ok {
+		if v, ok := gpu.Get("name"); ok {
 			name = v
 		}
 	}
 	if isMap && strContainsASCIIFold(name, "nvidia l4") {
-		c.ok("gpu", pyStrOf(name))
+		c.ok("gpu", pycompat.Str(name))
 	} else {
 		c.fail("gpu", "measured profile hardware metadata must identify an NVIDIA L4")
 	}
@@ -207,15 +209,15 @@ func (b *bundle) checkPinnedMetadata() {
 	b.equalCheck("model_revision", "model_revision", measuredModelRevision, "measured profile model revision does not match the pinned revision")
 	b.equalCheck("vllm_image", "vllm_image", measuredVLLMImage, "measured profile container does not match the pinned vLLM image")
 	digest := ""
-	if v, ok := b.manifest.get("vllm_image_digest"); ok {
-		digest = pyStrOf(v)
+	if v, ok := b.manifest.Get("vllm_image_digest"); ok {
+		digest = pycompat.Str(v)
 	}
 	if bundlePatterns().imageDigest.MatchString(digest) {
 		c.ok("vllm_image_digest", digest)
 	} else {
 		c.fail("vllm_image_digest", "measured profile must record a resolved vLLM sha256 digest")
 	}
-	if v, ok := b.manifest.get("vllm_prefix_caching_enabled"); ok && v == false {
+	if v, ok := b.manifest.Get("vllm_prefix_caching_enabled"); ok && v == false {
 		c.ok("prefix_caching_disabled", "vllm_prefix_caching_enabled is false")
 	} else {
 		c.fail("prefix_caching_disabled", "measured profile must explicitly disable vLLM prefix caching")
@@ -229,14 +231,14 @@ func (b *bundle) checkPinnedMetadata() {
 	}
 }
 
-// columnsCheck compares tuple(manifest.get(key, ())) with want.
+// columnsCheck compares tuple(manifest.Get(key, ())) with want.
 func (b *bundle) columnsCheck(key string, want []string, message string) {
 	name := key
-	v, present := b.manifest.get(key)
+	v, present := b.manifest.Get(key)
 	items := []any{}
 	ok := true
 	if present {
-		items, ok = pyTuple(v)
+		items, ok = pycompat.Tuple(v)
 	}
 	same := ok && len(items) == len(want)
 	for i := 0; same && i < len(items); i++ {
@@ -267,16 +269,16 @@ func describeKeys(keys []*string) string {
 func strContainsASCIIFold(v any, needle string) bool {
 	switch x := v.(type) {
 	case string:
-		return strings.Contains(asciiLower(x), needle)
+		return strings.Contains(pycompat.ASCIILower(x), needle)
 	case []any:
 		for _, e := range x {
 			if strContainsASCIIFold(e, needle) {
 				return true
 			}
 		}
-	case *jsonObject:
-		for _, k := range x.keys {
-			if strContainsASCIIFold(k, needle) || strContainsASCIIFold(x.values[k], needle) {
+	case *pycompat.Object:
+		for _, k := range x.Keys {
+			if strContainsASCIIFold(k, needle) || strContainsASCIIFold(x.Values[k], needle) {
 				return true
 			}
 		}
@@ -312,12 +314,12 @@ func floatArray(key string, items []any) ([]float64, error) {
 			continue
 		}
 		switch v.(type) {
-		case []any, *jsonObject:
-			return nil, fmt.Errorf("manifest field %s item %d is %s, expected a number", key, i, pyTypeName(v))
+		case []any, *pycompat.Object:
+			return nil, fmt.Errorf("manifest field %s item %d is %s, expected a number", key, i, pycompat.TypeName(v))
 		}
-		f, err := pyFloatOf(v)
+		f, err := pycompat.FloatOf(v)
 		if err != nil {
-			return nil, fmt.Errorf("manifest field %s item %d %s: %w", key, i, pyReprOf(v), err)
+			return nil, fmt.Errorf("manifest field %s item %d %s: %w", key, i, pycompat.ReprOf(v), err)
 		}
 		out[i] = f
 	}
@@ -354,7 +356,7 @@ func allClose(a, b []float64, atol float64) bool {
 func formatLevels(values []float64) string {
 	parts := make([]string, len(values))
 	for i, v := range values {
-		parts[i] = pyFormatG(v)
+		parts[i] = pycompat.FormatG(v)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -396,14 +398,14 @@ func (b *bundle) checkClocks() {
 				}
 			}
 			if count != 1 {
-				problems = append(problems, fmt.Sprintf("measured aggregate clock levels must be an ordered subset of the completed measurement sweep (%s MHz matches %d sweep levels)", pyFormatG(clock), count))
+				problems = append(problems, fmt.Sprintf("measured aggregate clock levels must be an ordered subset of the completed measurement sweep (%s MHz matches %d sweep levels)", pycompat.FormatG(clock), count))
 			}
 			b.sweepIndex = append(b.sweepIndex, match)
 		}
 		c.result("modeled_subset", "every modeled level is a sweep level", problems)
 	}
 
-	if _, declared := b.manifest.get("modeled_graphics_clocks_mhz"); !declared {
+	if _, declared := b.manifest.Get("modeled_graphics_clocks_mhz"); !declared {
 		c.ok("modeled_graphics_clocks", "not declared")
 	} else if c.needs("modeled_graphics_clocks", "modeled_clocks") {
 		const message = "measured aggregate clock levels do not match modeled_graphics_clocks_mhz"
@@ -423,10 +425,10 @@ func (b *bundle) checkClocks() {
 }
 
 // tableClocks is [float(row["clock_mhz"]) for row in rows].
-func (b *bundle) tableClocks(t *csvTable) ([]float64, error) {
+func (b *bundle) tableClocks(t *pycompat.Table) ([]float64, error) {
 	out := make([]float64, len(t.Rows))
 	for i, row := range t.Rows {
-		v, err := t.floatAt(row, t.RowLines[i], "clock_mhz")
+		v, err := t.FloatAt(row, t.RowLines[i], "clock_mhz")
 		if err != nil {
 			return nil, err
 		}
@@ -437,15 +439,15 @@ func (b *bundle) tableClocks(t *csvTable) ([]float64, error) {
 
 func (b *bundle) checkProtocol() {
 	c := b.c
-	if v := b.get("measured_repeats_per_condition"); pyEqualsInt(v, measuredRepeats) {
-		c.ok("repeats", pyReprOf(v))
+	if v := b.get("measured_repeats_per_condition"); pycompat.EqualsInt(v, measuredRepeats) {
+		c.ok("repeats", pycompat.ReprOf(v))
 	} else {
-		c.fail("repeats", fmt.Sprintf("measured profile must record five repetitions per condition (measured_repeats_per_condition is %s)", pyReprOf(v)))
+		c.fail("repeats", fmt.Sprintf("measured profile must record five repetitions per condition (measured_repeats_per_condition is %s)", pycompat.ReprOf(v)))
 	}
-	if v := b.get("warmup_batches_per_condition"); pyEqualsInt(v, warmupBatches) {
-		c.ok("warmup", pyReprOf(v))
+	if v := b.get("warmup_batches_per_condition"); pycompat.EqualsInt(v, warmupBatches) {
+		c.ok("warmup", pycompat.ReprOf(v))
 	} else {
-		c.fail("warmup", fmt.Sprintf("measured profile must record one warmup batch per condition (warmup_batches_per_condition is %s)", pyReprOf(v)))
+		c.fail("warmup", fmt.Sprintf("measured profile must record one warmup batch per condition (warmup_batches_per_condition is %s)", pycompat.ReprOf(v)))
 	}
 	items, err := b.sequence("conditions")
 	if err != nil {
@@ -454,9 +456,9 @@ func (b *bundle) checkProtocol() {
 	}
 	declared := map[condition]bool{}
 	for i, item := range items {
-		obj, ok := item.(*jsonObject)
+		obj, ok := item.(*pycompat.Object)
 		if !ok {
-			c.fail("conditions", fmt.Sprintf("measured profile conditions must be mappings (item %d is %s)", i, pyTypeName(item)))
+			c.fail("conditions", fmt.Sprintf("measured profile conditions must be mappings (item %d is %s)", i, pycompat.TypeName(item)))
 			return
 		}
 		cond, err := manifestCondition(obj)
@@ -473,7 +475,7 @@ func (b *bundle) checkProtocol() {
 		}
 	}
 	for _, item := range items {
-		got, _ := manifestCondition(item.(*jsonObject))
+		got, _ := manifestCondition(item.(*pycompat.Object))
 		if !expectedConditionSet[got] {
 			problems = append(problems, "unexpected "+got.String())
 		}
@@ -487,24 +489,24 @@ func (b *bundle) checkProtocol() {
 
 // manifestCondition is the reference's (str(phase), int(prompt_tokens),
 // int(output_tokens), int(concurrency)) of a declared condition.
-func manifestCondition(obj *jsonObject) (condition, error) {
+func manifestCondition(obj *pycompat.Object) (condition, error) {
 	var cond condition
-	phase, ok := obj.get("phase")
+	phase, ok := obj.Get("phase")
 	if !ok {
 		phase = ""
 	}
-	cond.Phase = pyStrOf(phase)
+	cond.Phase = pycompat.Str(phase)
 	for _, f := range []struct {
 		key string
-		dst *pyInteger
+		dst *pycompat.Integer
 	}{{"prompt_tokens", &cond.Prompt}, {"output_tokens", &cond.Output}, {"concurrency", &cond.Concurrency}} {
-		v, ok := obj.get(f.key)
+		v, ok := obj.Get(f.key)
 		if !ok {
-			v = jsonInt("0")
+			v = pycompat.JSONInt("0")
 		}
-		n, err := pyIntOfValue(v)
+		n, err := pycompat.IntOfValue(v)
 		if err != nil {
-			return cond, fmt.Errorf("%s %s: %w", f.key, pyReprOf(v), err)
+			return cond, fmt.Errorf("%s %s: %w", f.key, pycompat.ReprOf(v), err)
 		}
 		*f.dst = n
 	}
@@ -513,25 +515,25 @@ func manifestCondition(obj *jsonObject) (condition, error) {
 
 func (b *bundle) checkChecksums() {
 	c := b.c
-	checksums, ok := b.get("sha256").(*jsonObject)
+	checksums, ok := b.get("sha256").(*pycompat.Object)
 	if !ok {
 		c.fail("checksums_listed", "measured profile manifest must contain file checksums")
 		return
 	}
 	var missing []string
 	for _, name := range bundleFiles {
-		if _, listed := checksums.get(name); !listed {
+		if _, listed := checksums.Get(name); !listed {
 			missing = append(missing, "measured profile manifest lacks a valid checksum for "+name)
 		}
 	}
 	c.result("checksums_listed", strings.Join(bundleFiles, ", "), missing)
-	for _, name := range checksums.keys {
+	for _, name := range checksums.Keys {
 		check := "sha256 " + name
 		if !bundlePatterns().safeName.MatchString(name) {
 			c.fail(check, fmt.Sprintf("measured profile manifest contains an unsafe checksum file name (%q)", name))
 			continue
 		}
-		expected := pyStrOf(checksums.values[name])
+		expected := pycompat.Str(checksums.Values[name])
 		if !bundlePatterns().hexDigest.MatchString(expected) {
 			c.fail(check, "measured profile manifest lacks a valid checksum for "+name)
 			continue
@@ -587,7 +589,7 @@ func (b *bundle) readBundleFile(name string) bundleResult {
 
 // readCSVChecked is _read_csv_checked: the file must exist, have exactly
 // the expected header and at least one row.
-func (b *bundle) readCSVChecked(name string, expected []string, countOnly bool) (*csvTable, error) {
+func (b *bundle) readCSVChecked(name string, expected []string, countOnly bool) (*pycompat.Table, error) {
 	f := b.readBundleFile(name)
 	if f.err != nil {
 		var fe *fileError
@@ -596,7 +598,7 @@ func (b *bundle) readCSVChecked(name string, expected []string, countOnly bool) 
 		}
 		return nil, fmt.Errorf("measured profile bundle is missing required file: %s (%v)", name, f.err)
 	}
-	t, err := readCSVTable(name, f.data, countOnly)
+	t, err := pycompat.ReadTable(name, f.data, countOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -607,7 +609,7 @@ func (b *bundle) readCSVChecked(name string, expected []string, countOnly bool) 
 	if !same {
 		quoted := make([]string, len(expected))
 		for i, e := range expected {
-			quoted[i] = pyRepr(e)
+			quoted[i] = pycompat.Repr(e)
 		}
 		return nil, fmt.Errorf("measured profile file %s has an unexpected schema; expected [%s]", name, strings.Join(quoted, ", "))
 	}
@@ -662,7 +664,7 @@ func (b *bundle) checkFullProfile() {
 				continue
 			}
 			if !allClose(values, b.fullValues[b.sweepIndex[i]], 1e-12) {
-				problems = append(problems, fmt.Sprintf("modeled aggregate rows must match the full aggregate profile (%s line %d, %s MHz)", b.table.Name, b.table.RowLines[i], pyFormatG(b.modeled[i])))
+				problems = append(problems, fmt.Sprintf("modeled aggregate rows must match the full aggregate profile (%s line %d, %s MHz)", b.table.Name, b.table.RowLines[i], pycompat.FormatG(b.modeled[i])))
 			}
 		}
 		c.result("modeled_rows_match", "equal to the full profile's rows", limitProblems(problems))
@@ -670,10 +672,10 @@ func (b *bundle) checkFullProfile() {
 }
 
 // rowValues parses the six aggregate columns of row i.
-func rowValues(t *csvTable, i int, row []string) ([]float64, error) {
+func rowValues(t *pycompat.Table, i int, row []string) ([]float64, error) {
 	values := make([]float64, len(aggregateColumns))
 	for j, name := range aggregateColumns {
-		v, err := t.floatAt(row, t.RowLines[i], name)
+		v, err := t.FloatAt(row, t.RowLines[i], name)
 		if err != nil {
 			return nil, err
 		}
@@ -682,17 +684,17 @@ func rowValues(t *csvTable, i int, row []string) ([]float64, error) {
 	return values, nil
 }
 
-// countCheck compares int(manifest.get(key, -1)) with a row count.
+// countCheck compares int(manifest.Get(key, -1)) with a row count.
 func (b *bundle) countCheck(name, key string, count int, message string) {
-	v, present := b.manifest.get(key)
+	v, present := b.manifest.Get(key)
 	if !present {
-		v = jsonInt("-1")
+		v = pycompat.JSONInt("-1")
 	}
-	n, err := pyIntOfValue(v)
+	n, err := pycompat.IntOfValue(v)
 	switch {
 	case err != nil:
-		b.c.fail(name, fmt.Sprintf("manifest field %s %s: %v", key, pyReprOf(v), err))
-	case n != pyIntOf(int64(count)):
+		b.c.fail(name, fmt.Sprintf("manifest field %s %s: %v", key, pycompat.ReprOf(v), err))
+	case n != pycompat.IntOf(int64(count)):
 		b.c.fail(name, fmt.Sprintf("%s (manifest %s, file %d)", message, n, count))
 	default:
 		b.c.ok(name, fmt.Sprint(count))
@@ -765,27 +767,27 @@ func (b *bundle) checkRealizedMedians() {
 }
 
 // manifestRealizedMedians is _manifest_realized_clock_medians.
-func manifestRealizedMedians(manifest *jsonObject, requested []float64) ([]float64, error) {
-	v, _ := manifest.get("clock_profile_selection")
-	selection, ok := v.(*jsonObject)
+func manifestRealizedMedians(manifest *pycompat.Object, requested []float64) ([]float64, error) {
+	v, _ := manifest.Get("clock_profile_selection")
+	selection, ok := v.(*pycompat.Object)
 	if !ok {
 		return nil, fmt.Errorf("measured profile manifest lacks clock_profile_selection metadata")
 	}
-	v, _ = selection.get("realized_clock_median_mhz_by_requested")
-	mapping, ok := v.(*jsonObject)
+	v, _ = selection.Get("realized_clock_median_mhz_by_requested")
+	mapping, ok := v.(*pycompat.Object)
 	if !ok {
 		return nil, fmt.Errorf("measured profile manifest lacks batch-balanced realized-clock medians")
 	}
 	type pair struct{ requested, realized float64 }
-	parsed := make([]pair, 0, len(mapping.keys))
-	for _, key := range mapping.keys {
-		req, err1 := pyFloat(key)
-		real, err2 := pyFloatOf(mapping.values[key])
+	parsed := make([]pair, 0, len(mapping.Keys))
+	for _, key := range mapping.Keys {
+		req, err1 := pycompat.Float(key)
+		real, err2 := pycompat.FloatOf(mapping.Values[key])
 		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("measured realized-clock mapping must contain numeric values (%s: %s)", pyRepr(key), pyReprOf(mapping.values[key]))
+			return nil, fmt.Errorf("measured realized-clock mapping must contain numeric values (%s: %s)", pycompat.Repr(key), pycompat.ReprOf(mapping.Values[key]))
 		}
 		if !allFinitePositive([]float64{req, real}) {
-			return nil, fmt.Errorf("measured realized-clock mapping must contain finite positive values (%s: %s)", pyRepr(key), pyReprOf(mapping.values[key]))
+			return nil, fmt.Errorf("measured realized-clock mapping must contain finite positive values (%s: %s)", pycompat.Repr(key), pycompat.ReprOf(mapping.Values[key]))
 		}
 		parsed = append(parsed, pair{req, real})
 	}
@@ -799,7 +801,7 @@ func manifestRealizedMedians(manifest *jsonObject, requested []float64) ([]float
 			}
 		}
 		if count != 1 {
-			return nil, fmt.Errorf("measured profile manifest must declare exactly one realized-clock median for requested level %s MHz", pyFormatG(r))
+			return nil, fmt.Errorf("measured profile manifest must declare exactly one realized-clock median for requested level %s MHz", pycompat.FormatG(r))
 		}
 	}
 	return medians, nil

@@ -15,8 +15,8 @@ func TestDefaultIsTheLabelledEngineeringProxy(t *testing.T) {
 	assert.Equal(t, []float64{420, 690, 960, 1230, 1500, 1770, 2040}, p.ClockMHz)
 	assert.Len(t, p.ProfileCSVSHA256, 64)
 	assert.Len(t, p.ManifestSHA256, 64)
-	assert.InDelta(t, 0.5, p.TTFTSLOS(), 1e-15)
-	assert.InDelta(t, 0.03, p.TPOTSLOS(), 1e-15)
+	assert.InDelta(t, 0.5, p.TTFTSLOSeconds(), 1e-15)
+	assert.InDelta(t, 0.03, p.TPOTSLOSeconds(), 1e-15)
 	// The top level exceeds the plant's default 64.8 W limit in prefill,
 	// so the proxy power governor matters.
 	assert.Greater(t, p.Power(PhasePrefill, p.MaxClockMHz()), 64.8)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"servesim/internal/pycompat"
 )
 
 // aggregateColumns are the columns of an aggregate profile table, in the
@@ -61,8 +63,8 @@ func Validate(path string) *Report {
 	manifest, manifestOK := readManifest(c, r, folder)
 	if manifestOK {
 		r.SourceLabel = "unspecified profile"
-		if v, ok := manifest.get("source_label"); ok {
-			r.SourceLabel = pyStrOf(v)
+		if v, ok := manifest.Get("source_label"); ok {
+			r.SourceLabel = pycompat.Str(v)
 		}
 	}
 	statusKnown := determineStatus(c, table, manifest, manifestOK)
@@ -108,7 +110,7 @@ type profileFile struct {
 
 // readProfileCSV reads the profile table (check profile_csv), once: its
 // digest serves as provenance and as the bundle's checksum of it.
-func readProfileCSV(c *checkList, folder *profileFolder, name string) (*csvTable, profileFile) {
+func readProfileCSV(c *checkList, folder *profileFolder, name string) (*pycompat.Table, profileFile) {
 	path := c.report.Path
 	data, sum, info, err := folder.read(name, MaxProfileBytes)
 	if err != nil {
@@ -117,7 +119,7 @@ func readProfileCSV(c *checkList, folder *profileFolder, name string) (*csvTable
 	}
 	c.report.ProfileCSVSHA256 = sum
 	file := profileFile{name: name, info: info, sha256: sum}
-	table, err := readCSVTable(name, data, false)
+	table, err := pycompat.ReadTable(name, data, false)
 	if err != nil {
 		c.failErr("profile_csv", err)
 		return nil, file
@@ -141,10 +143,10 @@ func fileReason(err error) string {
 }
 
 // readManifest reads the manifest when one exists (check manifest).
-func readManifest(c *checkList, r *Report, folder *profileFolder) (*jsonObject, bool) {
+func readManifest(c *checkList, r *Report, folder *profileFolder) (*pycompat.Object, bool) {
 	if _, err := os.Stat(r.ManifestPath); err != nil {
 		c.ok("manifest", "no manifest at "+r.ManifestPath)
-		return &jsonObject{values: map[string]any{}}, true
+		return &pycompat.Object{Values: map[string]any{}}, true
 	}
 	r.ManifestFound = true
 	data, sum, _, err := folder.read(filepath.Base(r.ManifestPath), MaxProfileBytes)
@@ -153,13 +155,13 @@ func readManifest(c *checkList, r *Report, folder *profileFolder) (*jsonObject, 
 		return nil, false
 	}
 	r.ManifestSHA256 = sum
-	v, err := parsePyJSON(data)
+	v, err := pycompat.ParseJSON(data)
 	if err == nil {
-		if obj, ok := v.(*jsonObject); ok {
+		if obj, ok := v.(*pycompat.Object); ok {
 			c.ok("manifest", r.ManifestPath)
 			return obj, true
 		}
-		err = fmt.Errorf("%w, not %s", errNotObject, pyTypeName(v))
+		err = fmt.Errorf("%w, not %s", errNotObject, pycompat.TypeName(v))
 	}
 	c.fail("manifest", fmt.Sprintf("manifest %s: %v", r.ManifestPath, err))
 	return nil, false
@@ -167,22 +169,22 @@ func readManifest(c *checkList, r *Report, folder *profileFolder) (*jsonObject, 
 
 // determineStatus sets the profile status (check profile_status): the
 // manifest's profile_status, else the CSV's first row's, else "unknown".
-func determineStatus(c *checkList, table *csvTable, manifest *jsonObject, manifestOK bool) bool {
+func determineStatus(c *checkList, table *pycompat.Table, manifest *pycompat.Object, manifestOK bool) bool {
 	r := c.report
 	if !manifestOK {
 		c.needs("profile_status", "manifest")
 		return false
 	}
-	if v, ok := manifest.get("profile_status"); ok {
-		r.Status = pyStrOf(v)
+	if v, ok := manifest.Get("profile_status"); ok {
+		r.Status = pycompat.Str(v)
 	} else {
 		if !c.needs("profile_status", "profile_csv") {
 			return false
 		}
 		r.Status = "unknown"
-		if _, ok := table.index["profile_status"]; ok {
+		if table.HasColumn("profile_status") {
 			r.Status = "None"
-			if v, ok := table.value(table.FirstRow, "profile_status"); ok {
+			if v, ok := table.Value(table.FirstRow, "profile_status"); ok {
 				r.Status = v
 			}
 		}
@@ -198,10 +200,10 @@ func determineStatus(c *checkList, table *csvTable, manifest *jsonObject, manife
 // readProfileTable fills the profile columns from an aggregate table (and
 // returns every unparsable field, in the reference's column-by-column order)
 // or from the profiler's raw schema.
-func readProfileTable(table *csvTable, manifest *jsonObject, p *Profile) []string {
+func readProfileTable(table *pycompat.Table, manifest *pycompat.Object, p *Profile) []string {
 	isAggregate := true
 	for _, name := range aggregateColumns {
-		isAggregate = isAggregate && table.hasColumn(name)
+		isAggregate = isAggregate && table.HasColumn(name)
 	}
 	if !isAggregate {
 		if err := aggregateRawProfile(table, manifest, p); err != nil {
@@ -214,7 +216,7 @@ func readProfileTable(table *csvTable, manifest *jsonObject, p *Profile) []strin
 	for c, name := range aggregateColumns {
 		values := make([]float64, len(table.Rows))
 		for i, row := range table.Rows {
-			v, err := table.floatAt(row, table.RowLines[i], name)
+			v, err := table.FloatAt(row, table.RowLines[i], name)
 			if err != nil {
 				problems = append(problems, err.Error())
 			}
@@ -226,7 +228,7 @@ func readProfileTable(table *csvTable, manifest *jsonObject, p *Profile) []strin
 }
 
 // finishProfile sets the baselines and provenance and validates p.
-func finishProfile(p *Profile, r *Report, manifest *jsonObject, measured bool, realized []float64) (*Profile, error) {
+func finishProfile(p *Profile, r *Report, manifest *pycompat.Object, measured bool, realized []float64) (*Profile, error) {
 	var err error
 	if p.BaselineTTFTS, err = manifestFloat(manifest, "baseline_ttft_s", DefaultBaselineTTFTS); err != nil {
 		return nil, err
@@ -236,7 +238,7 @@ func finishProfile(p *Profile, r *Report, manifest *jsonObject, measured bool, r
 	}
 	p.Status = r.Status
 	p.SourceLabel = r.SourceLabel
-	p.Manifest = plainJSON(manifest).(map[string]any)
+	p.Manifest = pycompat.Plain(manifest).(map[string]any)
 	p.MeasurementValid = measured
 	p.ProfileCSVSHA256 = r.ProfileCSVSHA256
 	p.ManifestSHA256 = r.ManifestSHA256
@@ -244,43 +246,17 @@ func finishProfile(p *Profile, r *Report, manifest *jsonObject, measured bool, r
 	return New(*p)
 }
 
-// manifestFloat is float(manifest.get(key, fallback)).
-func manifestFloat(manifest *jsonObject, key string, fallback float64) (float64, error) {
-	v, ok := manifest.get(key)
+// manifestFloat is float(manifest.Get(key, fallback)).
+func manifestFloat(manifest *pycompat.Object, key string, fallback float64) (float64, error) {
+	v, ok := manifest.Get(key)
 	if !ok {
 		return fallback, nil
 	}
-	f, err := pyFloatOf(v)
+	f, err := pycompat.FloatOf(v)
 	if err != nil {
-		return 0, fmt.Errorf("manifest field %s %s: %w", key, pyReprOf(v), err)
+		return 0, fmt.Errorf("manifest field %s %s: %w", key, pycompat.ReprOf(v), err)
 	}
 	return f, nil
-}
-
-// floatAt is float(row[name]) with the file, line and field in the error.
-func (t *csvTable) floatAt(row []string, line int, name string) (float64, error) {
-	s, ok := t.value(row, name)
-	if !ok {
-		return 0, fmt.Errorf("%s line %d: %s: missing field (float() argument must be a string or a real number, not 'NoneType')", t.Name, line, name)
-	}
-	v, err := pyFloat(s)
-	if err != nil {
-		return 0, fmt.Errorf("%s line %d: %s: %w", t.Name, line, name, err)
-	}
-	return v, nil
-}
-
-// intAt is int(row[name]) with the file, line and field in the error.
-func (t *csvTable) intAt(row []string, line int, name string) (pyInteger, error) {
-	s, ok := t.value(row, name)
-	if !ok {
-		return pyInteger{}, fmt.Errorf("%s line %d: %s: missing field (int() argument must be a string, a bytes-like object or a real number, not 'NoneType')", t.Name, line, name)
-	}
-	v, err := pyInt(s)
-	if err != nil {
-		return pyInteger{}, fmt.Errorf("%s line %d: %s: %w", t.Name, line, name, err)
-	}
-	return v, nil
 }
 
 func sha256Hex(data []byte) string {

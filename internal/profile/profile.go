@@ -207,11 +207,11 @@ func (p *Profile) RealizedClockForLevel(levelMHz float64) (float64, error) {
 	return p.realizedClockLevel[match], nil
 }
 
-// TTFTSLOS is the time-to-first-token objective: twice the baseline.
-func (p *Profile) TTFTSLOS() float64 { return 2.0 * p.BaselineTTFTS }
+// TTFTSLOSeconds is the time-to-first-token objective: twice the baseline.
+func (p *Profile) TTFTSLOSeconds() float64 { return 2.0 * p.BaselineTTFTS }
 
-// TPOTSLOS is the time-per-output-token objective: 1.5 times the baseline.
-func (p *Profile) TPOTSLOS() float64 { return 1.5 * p.BaselineTPOTS }
+// TPOTSLOSeconds is the time-per-output-token objective: 1.5 times the baseline.
+func (p *Profile) TPOTSLOSeconds() float64 { return 1.5 * p.BaselineTPOTS }
 
 // QuantizeClock maps a requested clock onto a supported level: the highest
 // level not above it (downward) or the nearest level (first on ties).

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // methodCases are the reference PerformanceProfile's answers
@@ -20,8 +20,8 @@ type methodCases struct {
 	RealizedLevels   []float64            `json:"realized_levels"`
 	RealizedForLevel []float64            `json:"realized_for_level"`
 	MinRealized      float64              `json:"min_realized"`
-	TTFTSLOS         float64              `json:"ttft_slo_s"`
-	TPOTSLOS         float64              `json:"tpot_slo_s"`
+	TTFTSLOSeconds   float64              `json:"ttft_slo_s"`
+	TPOTSLOSeconds   float64              `json:"tpot_slo_s"`
 	IsMeasured       bool                 `json:"is_measured"`
 }
 
@@ -30,7 +30,7 @@ func TestProfileMethodsMatchReference(t *testing.T) {
 	require.NoError(t, err)
 	var golden map[string]methodCases
 	require.NoError(t, json.Unmarshal(data, &golden))
-	root := shared.Dir(t)
+	root := sharedtest.Dir(t)
 	dir := t.TempDir()
 	variant := func(name string) string {
 		for _, v := range bundleVariants {
@@ -56,8 +56,8 @@ func TestProfileMethodsMatchReference(t *testing.T) {
 			assert.Equal(t, want.IsMeasured, p.IsMeasured())
 			assert.Equal(t, want.RealizedLevels, p.RealizedClockLevelsMHz())
 			assert.Equal(t, want.MinRealized, p.MinRealizedClockMHz())
-			assert.Equal(t, want.TTFTSLOS, p.TTFTSLOS())
-			assert.Equal(t, want.TPOTSLOS, p.TPOTSLOS())
+			assert.Equal(t, want.TTFTSLOSeconds, p.TTFTSLOSeconds())
+			assert.Equal(t, want.TPOTSLOSeconds, p.TPOTSLOSeconds())
 			for i, level := range p.ClockMHz {
 				got, err := p.RealizedClockForLevel(level)
 				require.NoError(t, err)

@@ -3,12 +3,12 @@ package profile
 import (
 	"fmt"
 	"math"
-	"math/big"
 	"slices"
 	"sort"
 	"strings"
 
 	"servesim/internal/numeric"
+	"servesim/internal/pycompat"
 )
 
 // matrixKey is one (requested clock, condition) cell of the raw profile.
@@ -20,13 +20,13 @@ type matrixKey struct {
 // batchKey is one measured batch: a cell and a repeat.
 type batchKey struct {
 	matrixKey
-	repeat pyInteger
+	repeat pycompat.Integer
 }
 
 // batch is what the bundle checks need of one batch's requests.
 type batch struct {
 	realized []float64
-	samples  pyInteger
+	samples  pycompat.Integer
 	fallback bool
 }
 
@@ -34,14 +34,14 @@ type batch struct {
 type rawBatches struct {
 	batches map[batchKey]*batch
 	order   []batchKey
-	repeats map[matrixKey]map[pyInteger]int
+	repeats map[matrixKey]map[pycompat.Integer]int
 }
 
 // collectRawBatches checks every raw row the way the reference's bundle
 // validation does and groups the rows by batch. It returns every row's
 // first problem.
-func collectRawBatches(t *csvTable, sweep []float64) (*rawBatches, []string) {
-	rb := &rawBatches{batches: map[batchKey]*batch{}, repeats: map[matrixKey]map[pyInteger]int{}}
+func collectRawBatches(t *pycompat.Table, sweep []float64) (*rawBatches, []string) {
+	rb := &rawBatches{batches: map[batchKey]*batch{}, repeats: map[matrixKey]map[pycompat.Integer]int{}}
 	inSweep := make(map[float64]bool, len(sweep))
 	for _, c := range sweep {
 		inSweep[c] = true
@@ -55,34 +55,34 @@ func collectRawBatches(t *csvTable, sweep []float64) (*rawBatches, []string) {
 	return rb, problems
 }
 
-func (rb *rawBatches) add(t *csvTable, row []string, line int, inSweep map[float64]bool) error {
-	requested, err := t.floatAt(row, line, "requested_clock_mhz")
+func (rb *rawBatches) add(t *pycompat.Table, row []string, line int, inSweep map[float64]bool) error {
+	requested, err := t.FloatAt(row, line, "requested_clock_mhz")
 	if err != nil {
 		return err
 	}
-	realized, err := t.floatAt(row, line, "realized_clock_mhz")
+	realized, err := t.FloatAt(row, line, "realized_clock_mhz")
 	if err != nil {
 		return err
 	}
-	repeat, err := t.intAt(row, line, "repeat")
+	repeat, err := t.IntAt(row, line, "repeat")
 	if err != nil {
 		return err
 	}
 	if !allFinitePositive([]float64{requested, realized}) {
-		return fmt.Errorf("%s line %d: measured requested/realized clocks must be finite and positive (requested %s, realized %s)", t.Name, line, pyFormatG(requested), pyFormatG(realized))
+		return fmt.Errorf("%s line %d: measured requested/realized clocks must be finite and positive (requested %s, realized %s)", t.Name, line, pycompat.FormatG(requested), pycompat.FormatG(realized))
 	}
 	if !inSweep[requested] {
-		return fmt.Errorf("%s line %d: raw profile contains a requested clock absent from the manifest (%s MHz)", t.Name, line, pyFormatG(requested))
+		return fmt.Errorf("%s line %d: raw profile contains a requested clock absent from the manifest (%s MHz)", t.Name, line, pycompat.FormatG(requested))
 	}
 	cond := condition{Phase: "None"}
-	if s, ok := t.value(row, "phase"); ok {
+	if s, ok := t.Value(row, "phase"); ok {
 		cond.Phase = s
 	}
 	for _, f := range []struct {
 		name string
-		dst  *pyInteger
+		dst  *pycompat.Integer
 	}{{"prompt_tokens", &cond.Prompt}, {"output_tokens", &cond.Output}, {"concurrency", &cond.Concurrency}} {
-		if *f.dst, err = t.intAt(row, line, f.name); err != nil {
+		if *f.dst, err = t.IntAt(row, line, f.name); err != nil {
 			return err
 		}
 	}
@@ -92,21 +92,21 @@ func (rb *rawBatches) add(t *csvTable, row []string, line int, inSweep map[float
 	cell := matrixKey{requested, cond}
 	reps := rb.repeats[cell]
 	if reps == nil {
-		reps = map[pyInteger]int{}
+		reps = map[pycompat.Integer]int{}
 		rb.repeats[cell] = reps
 	}
 	reps[repeat]++
 	key := batchKey{cell, repeat}
-	samples, err := t.intAt(row, line, "telemetry_sample_count")
+	samples, err := t.IntAt(row, line, "telemetry_sample_count")
 	if err != nil {
 		return err
 	}
-	text, ok := t.value(row, "telemetry_fallback_used")
+	text, ok := t.Value(row, "telemetry_fallback_used")
 	if !ok {
 		return fmt.Errorf("%s line %d: telemetry_fallback_used: missing field", t.Name, line)
 	}
-	text = asciiLower(pyStrip(text))
-	if !samples.positive() || (text != "false" && text != "true") {
+	text = pycompat.ASCIILower(pycompat.Strip(text))
+	if !samples.Positive() || (text != "false" && text != "true") {
 		return fmt.Errorf("%s line %d: raw profile contains invalid telemetry fallback metadata (telemetry_sample_count %s, telemetry_fallback_used %q)", t.Name, line, samples, text)
 	}
 	b := rb.batches[key]
@@ -131,16 +131,16 @@ func (rb *rawBatches) matrixProblems(sweep []float64) []string {
 			reps := rb.repeats[matrixKey{clock, cond}]
 			complete := len(reps) == measuredRepeats
 			for r := range int64(measuredRepeats) {
-				_, has := reps[pyIntOf(r)]
+				_, has := reps[pycompat.IntOf(r)]
 				complete = complete && has
 			}
-			where := fmt.Sprintf("%s MHz %s", pyFormatG(clock), cond)
+			where := fmt.Sprintf("%s MHz %s", pycompat.FormatG(clock), cond)
 			if !complete {
 				problems = append(problems, fmt.Sprintf("raw profile repetition matrix is incomplete (%s: repeats %s)", where, describeRepeats(reps)))
 				continue
 			}
 			for _, count := range reps {
-				if pyIntOf(int64(count)) != cond.Concurrency {
+				if pycompat.IntOf(int64(count)) != cond.Concurrency {
 					problems = append(problems, fmt.Sprintf("raw profile request multiplicity does not match concurrency (%s: %d requests in a batch)", where, count))
 					break
 				}
@@ -150,7 +150,7 @@ func (rb *rawBatches) matrixProblems(sweep []float64) []string {
 	return problems
 }
 
-func describeRepeats(reps map[pyInteger]int) string {
+func describeRepeats(reps map[pycompat.Integer]int) string {
 	names := make([]string, 0, len(reps))
 	for r := range reps {
 		names = append(names, r.String())
@@ -176,7 +176,7 @@ func (rb *rawBatches) balancedMedian(clock float64) float64 {
 	medians := make([]float64, 0, len(expectedConditions)*measuredRepeats)
 	for _, cond := range expectedConditions {
 		for r := range int64(measuredRepeats) {
-			b := rb.batches[batchKey{matrixKey{clock, cond}, pyIntOf(r)}]
+			b := rb.batches[batchKey{matrixKey{clock, cond}, pycompat.IntOf(r)}]
 			medians = append(medians, numeric.Median(b.realized))
 		}
 	}
@@ -194,7 +194,7 @@ var rawRequiredColumns = []string{
 type rawGroupKey struct {
 	clock                               float64
 	phase                               string
-	prompt, output, concurrency, repeat pyInteger
+	prompt, output, concurrency, repeat pycompat.Integer
 }
 
 type clockPhase struct {
@@ -205,11 +205,11 @@ type clockPhase struct {
 // aggregateRawProfile is the reference's _aggregate_raw_profile: it reduces
 // the profiler's per-request rows to per-clock medians, indexed and sorted
 // by the median realized clock.
-func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
+func aggregateRawProfile(t *pycompat.Table, manifest *pycompat.Object, p *Profile) error {
 	var missing []string
 	for _, name := range rawRequiredColumns {
-		if !t.hasColumn(name) {
-			missing = append(missing, pyRepr(name))
+		if !t.HasColumn(name) {
+			missing = append(missing, pycompat.Repr(name))
 		}
 	}
 	if len(missing) > 0 {
@@ -253,7 +253,7 @@ func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
 		rows := groups[g]
 		elapsed := 0.0
 		for j, i := range rows {
-			v, err := t.floatAt(t.Rows[i], t.RowLines[i], "total_s")
+			v, err := t.FloatAt(t.Rows[i], t.RowLines[i], "total_s")
 			if err != nil {
 				return err
 			}
@@ -264,16 +264,16 @@ func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
 		if elapsed <= 0 {
 			return fmt.Errorf("%s line %d: raw profile total_s must be positive", t.Name, t.RowLines[rows[0]])
 		}
-		var tokens pyInteger
+		var tokens pycompat.Integer
 		switch key.phase {
 		case "prefill":
-			tokens = multiply(key.prompt, key.concurrency)
+			tokens = pycompat.Mul(key.prompt, key.concurrency)
 		case "decode":
-			tokens = multiply(key.output, key.concurrency)
+			tokens = pycompat.Mul(key.output, key.concurrency)
 		}
 		cp := clockPhase{key.clock, key.phase}
 		if key.phase != "idle" {
-			n, err := tokens.float()
+			n, err := tokens.Float()
 			if err != nil {
 				return fmt.Errorf("%s line %d: %w", t.Name, t.RowLines[rows[0]], err)
 			}
@@ -281,7 +281,7 @@ func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
 		}
 		groupPowers := make([]float64, len(rows))
 		for j, i := range rows {
-			v, err := t.floatAt(t.Rows[i], t.RowLines[i], "mean_power_w")
+			v, err := t.FloatAt(t.Rows[i], t.RowLines[i], "mean_power_w")
 			if err != nil {
 				return err
 			}
@@ -292,7 +292,7 @@ func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
 	for _, clock := range clocks {
 		for _, phase := range []string{"prefill", "decode"} {
 			if _, ok := rates[clockPhase{clock, phase}]; !ok {
-				return fmt.Errorf("raw profile lacks %s measurements at %s MHz", missingPhase(clock, phase, keys), pyFormatG(clock))
+				return fmt.Errorf("raw profile lacks %s measurements at %s MHz", missingPhase(clock, phase, keys), pycompat.FormatG(clock))
 			}
 		}
 	}
@@ -316,10 +316,10 @@ func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
 		idlePower = medians(powers, "idle")
 	} else {
 		fill := 0.0
-		if v, ok := manifest.get("idle_power_w"); ok {
-			f, err := pyFloatOf(v)
+		if v, ok := manifest.Get("idle_power_w"); ok {
+			f, err := pycompat.FloatOf(v)
 			if err != nil {
-				return fmt.Errorf("manifest field idle_power_w %s: %w", pyReprOf(v), err)
+				return fmt.Errorf("manifest field idle_power_w %s: %w", pycompat.ReprOf(v), err)
 			}
 			fill = f
 		} else {
@@ -341,7 +341,7 @@ func aggregateRawProfile(t *csvTable, manifest *jsonObject, p *Profile) error {
 				continue
 			}
 			for _, i := range groups[g] {
-				v, err := t.floatAt(t.Rows[i], t.RowLines[i], "realized_clock_mhz")
+				v, err := t.FloatAt(t.Rows[i], t.RowLines[i], "realized_clock_mhz")
 				if err != nil {
 					return err
 				}
@@ -388,43 +388,29 @@ func missingPhase(clock float64, phase string, keys []rawGroupKey) string {
 
 // rawGroup parses the grouping key of a raw row; keep is false for rows of
 // other phases, which the reference skips.
-func rawGroup(t *csvTable, row []string, line int) (rawGroupKey, bool, error) {
+func rawGroup(t *pycompat.Table, row []string, line int) (rawGroupKey, bool, error) {
 	var key rawGroupKey
-	phase, ok := t.value(row, "phase")
+	phase, ok := t.Value(row, "phase")
 	if !ok {
 		return key, false, fmt.Errorf("%s line %d: phase: missing field", t.Name, line)
 	}
-	key.phase = asciiLower(pyStrip(phase))
+	key.phase = pycompat.ASCIILower(pycompat.Strip(phase))
 	if key.phase != "prefill" && key.phase != "decode" && key.phase != "idle" {
 		return key, false, nil
 	}
 	var err error
-	if key.clock, err = t.floatAt(row, line, "requested_clock_mhz"); err != nil {
+	if key.clock, err = t.FloatAt(row, line, "requested_clock_mhz"); err != nil {
 		return key, false, err
 	}
 	for _, f := range []struct {
 		name string
-		dst  *pyInteger
+		dst  *pycompat.Integer
 	}{{"prompt_tokens", &key.prompt}, {"output_tokens", &key.output}, {"concurrency", &key.concurrency}, {"repeat", &key.repeat}} {
-		if *f.dst, err = t.intAt(row, line, f.name); err != nil {
+		if *f.dst, err = t.IntAt(row, line, f.name); err != nil {
 			return key, false, err
 		}
 	}
 	return key, true, nil
-}
-
-// multiply is Python's exact integer product.
-func multiply(a, b pyInteger) pyInteger {
-	if a.Big == "" && b.Big == "" {
-		hi, lo := a.Small, b.Small
-		if p := hi * lo; hi == 0 || (p/hi == lo && !(hi == -1 && lo == math.MinInt64) && !(lo == -1 && hi == math.MinInt64)) {
-			return pyInteger{Small: p}
-		}
-	}
-	var x, y big.Int
-	x.SetString(a.String(), 10)
-	y.SetString(b.String(), 10)
-	return pyIntegerFromDigits(x.Mul(&x, &y).String())
 }
 
 // nanMedian is np.median: NaN when any value is NaN.

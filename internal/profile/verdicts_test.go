@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile/profiletest"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 var bundlesDir = flag.String("bundles-dir", "", "TestWriteBundles writes every synthetic bundle variant into this folder (input of the reference verdict script)")
@@ -122,7 +122,7 @@ func TestReferenceVerdicts(t *testing.T) {
 // shared profiles (the published L4 aggregate rows and the reference's own
 // profiles) with the reference's.
 func TestSharedProfilesMatchReference(t *testing.T) {
-	root := shared.Dir(t)
+	root := sharedtest.Dir(t)
 	data, err := os.ReadFile(filepath.Join("testdata", "refgen", "shared_index.json"))
 	require.NoError(t, err)
 	var index map[string]string

@@ -1,9 +1,9 @@
 // Package reqlog writes the request log of a simulated run: one row per
 // completed request in the schema `servesim diagnose` reads (the
 // reference seed000's RequestLog columns and arrival_s), plus ttft_ms,
-// e2e_ms and, for a fleet, replica. A fluid plant has no preemption and no
-// prefix cache, so preempted is false and recompute_penalty_ms and
-// prefix_cached_tokens are 0.
+// e2e_ms and, for a fleet, replica. Without the plant's engine features
+// (plant.EngineOptions) nothing is preempted or cached: preempted is false
+// and recompute_penalty_ms and prefix_cached_tokens are 0.
 package reqlog
 
 import (
@@ -64,8 +64,21 @@ type Row struct {
 	QueueWaitMs float64
 	// PrefillMs is first token minus prefill start.
 	PrefillMs float64
-	// DecodeTPOTMs is (completion - first token) / max(1, output tokens - 1).
+	// DecodeTPOTMs is (completion - first token - RecomputePenaltyMs) /
+	// max(1, output tokens - 1): the time per output token without the
+	// recomputation, which diagnose adds back, so that its end-to-end
+	// latency is completion minus arrival.
 	DecodeTPOTMs float64
+	// Preempted says the request was preempted at least once.
+	Preempted bool
+	// RecomputePenaltyMs is the time spent prefilling again after its
+	// first token (plant.EngineRecord.RecomputeAfterFirstTokenS);
+	// recomputation before the first token is part of PrefillMs.
+	RecomputePenaltyMs float64
+	// PrefixCachedTokens is its prompt tokens found in the prefix cache,
+	// rounded down (fractional only for a request preempted in the
+	// middle of a prefill).
+	PrefixCachedTokens int64
 	// KVOccupancyPct is 100 x the KV-cache occupancy at the start of the
 	// arrival step / the KV capacity, at most 100 (the plant may hold a
 	// partial prefill beyond its capacity; diagnose reads percentages up
@@ -77,21 +90,31 @@ type Row struct {
 	Replica        int     // the replica that served it; fleets only
 }
 
-// newRow is record's row; kvTokens is the occupancy at the start of its
-// arrival step and capacity the KV capacity of its plant.
-func newRow(r *plant.RequestRecord, kvTokens, capacity float64) Row {
-	return Row{
+// newRow is the row of request j of log l, a completed one.
+func newRow(l *plant.RequestLog, j int) Row {
+	r := &l.Records[j]
+	row := Row{
 		RequestID:      r.RequestID,
 		PromptTokens:   r.PromptTokens,
 		OutputTokens:   r.OutputTokens,
 		QueueWaitMs:    max(0, (r.PrefillStartS-r.ArrivalTimeS)*1000),
 		PrefillMs:      (r.FirstTokenTimeS - r.PrefillStartS) * 1000,
 		DecodeTPOTMs:   r.TPOTS() * 1000,
-		KVOccupancyPct: min(100, 100*kvTokens/capacity),
+		KVOccupancyPct: min(100, 100*l.ArrivalKVTokens[j]/l.KVCapacityTokens),
 		ArrivalS:       r.ArrivalTimeS,
 		TTFTMs:         r.TTFTS() * 1000,
 		E2EMs:          r.LatencyS() * 1000,
 	}
+	if l.Engine != nil {
+		e := &l.Engine[j]
+		row.Preempted = e.Preemptions > 0
+		row.RecomputePenaltyMs = e.RecomputeAfterFirstTokenS * 1000
+		row.PrefixCachedTokens = int64(e.PrefixCachedTokens)
+		if e.RecomputeAfterFirstTokenS > 0 {
+			row.DecodeTPOTMs = max(0, (r.CompletionTimeS-r.FirstTokenTimeS-e.RecomputeAfterFirstTokenS)*1000/float64(max(1, r.OutputTokens-1)))
+		}
+	}
+	return row
 }
 
 // Log is the request log of one run, ready to write.
@@ -111,7 +134,7 @@ func FromPlant(l *plant.RequestLog) (*Log, error) {
 	}
 	log := &Log{rows: func(yield func(Row) bool) {
 		for i := range l.Records {
-			if r := &l.Records[i]; r.Completed() && !yield(newRow(r, l.ArrivalKVTokens[i], l.KVCapacityTokens)) {
+			if l.Records[i].Completed() && !yield(newRow(l, i)) {
 				return
 			}
 		}
@@ -145,8 +168,8 @@ func FromFleet(res *fleet.Result) (*Log, error) {
 		for _, k := range res.Assignment {
 			l, j := logs[k], next[k]
 			next[k]++
-			if r := &l.Records[j]; r.Completed() {
-				row := newRow(r, l.ArrivalKVTokens[j], l.KVCapacityTokens)
+			if l.Records[j].Completed() {
+				row := newRow(l, j)
 				row.Replica = k
 				if !yield(row) {
 					return
@@ -233,9 +256,11 @@ func appendValue(b []byte, c int, row *Row) []byte {
 	case 5:
 		return appendNumber(b, row.DecodeTPOTMs)
 	case 6:
-		return append(b, "false"...) // preempted
-	case 7, 8:
-		return append(b, '0') // recompute_penalty_ms, prefix_cached_tokens
+		return strconv.AppendBool(b, row.Preempted)
+	case 7:
+		return appendNumber(b, row.RecomputePenaltyMs)
+	case 8:
+		return strconv.AppendInt(b, row.PrefixCachedTokens, 10)
 	case 9:
 		return appendNumber(b, row.KVOccupancyPct)
 	case 10:

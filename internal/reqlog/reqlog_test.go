@@ -240,3 +240,79 @@ func TestALogNeedsARunThatKeptOne(t *testing.T) {
 	_, err = FromFleet(res)
 	assert.ErrorContains(t, err, "RequestLog")
 }
+
+func TestEngineRecordsFillTheirColumns(t *testing.T) {
+	l := handLog()
+	l.Engine = []plant.EngineRecord{
+		// Preempted after its first token: 0.5 s of its 2 s of decoding
+		// were recomputation.
+		{Preemptions: 2, RecomputedTokens: 700, RecomputeS: 0.75, RecomputeAfterFirstTokenS: 0.5, PrefixCachedTokens: 64},
+		// Preempted before its first token: the recomputation is prefill.
+		{Preemptions: 1, RecomputedTokens: 7, RecomputeS: 0.25, PrefixCachedTokens: 3.5},
+		{},
+		{PrefixCachedTokens: 16},
+	}
+	log, err := FromPlant(l)
+	require.NoError(t, err)
+	var rows []Row
+	for r := range log.rows {
+		rows = append(rows, r)
+	}
+	require.Len(t, rows, 3)
+	assert.True(t, rows[0].Preempted)
+	assert.Equal(t, 500.0, rows[0].RecomputePenaltyMs)
+	assert.Equal(t, int64(64), rows[0].PrefixCachedTokens)
+	assert.Equal(t, 375.0, rows[0].DecodeTPOTMs, "(2000 - 500) ms over 4 tokens")
+	assert.True(t, rows[1].Preempted)
+	assert.Zero(t, rows[1].RecomputePenaltyMs)
+	assert.Equal(t, int64(3), rows[1].PrefixCachedTokens, "rounded down")
+	assert.Equal(t, 250.0, rows[1].DecodeTPOTMs)
+	assert.False(t, rows[2].Preempted)
+
+	var buf bytes.Buffer
+	require.NoError(t, log.Write(&buf, CSV))
+	assert.Contains(t, buf.String(), "\n0,100,5,250,500,375,true,500,64,0,0.5,750,2750\n")
+	got := readBack(t, buf.Bytes(), "log.csv")
+	// diagnose's end-to-end latency adds the penalty back.
+	assert.Equal(t, 2750.0, got[0].Log.E2EMs())
+}
+
+// TestDiagnoseReadsAKVStarvedLog: a run that preempts writes preempted
+// rows whose diagnose latencies are the run's, and prefix-cache hits.
+func TestDiagnoseReadsAKVStarvedLog(t *testing.T) {
+	requests := make([]plant.Request, 60)
+	for i := range requests {
+		requests[i] = plant.Request{ID: i, ArrivalTimeS: float64(i) * 0.5, PromptTokens: 500 + 37*i%1000, OutputTokens: 500 + 71*i%1500}
+	}
+	p := plant.NewPlant(profile.Default())
+	p.KVCapacityTokens = 16384
+	p.DecodeKVReserveTokensPerActive = 64
+	eo := plant.EngineOptions{PrefixCache: true, SharedPrefixTokens: 256, Preemption: plant.PreemptionRecompute}
+	res, err := plant.Simulate(requests, p, plant.ChunkedPrefill{}, plant.MaxClock{}, plant.Options{Summary: true, RequestLog: true, Engine: eo})
+	require.NoError(t, err)
+	log, err := FromPlant(res.Log)
+	require.NoError(t, err)
+	require.Equal(t, len(requests), log.Completed)
+	var buf bytes.Buffer
+	require.NoError(t, log.Write(&buf, JSONLines))
+	got := readBack(t, buf.Bytes(), "log.jsonl")
+	preempted, cached, penalty := 0, int64(0), 0.0
+	for i, g := range got {
+		r := &res.Log.Records[i]
+		e := &res.Log.Engine[i]
+		assert.Equal(t, e.Preemptions > 0, g.Log.Preempted)
+		assert.InDelta(t, r.LatencyS()*1000, g.Log.E2EMs(), 1e-6, "request %d: diagnose's e2e is the run's", i)
+		assert.LessOrEqual(t, g.Log.KVOccupancyPctAtArrival, 100.0)
+		if g.Log.Preempted {
+			preempted++
+		}
+		cached += g.Log.PrefixCachedTokens
+		penalty += g.Log.RecomputePenaltyMs
+	}
+	assert.Equal(t, res.Engine.PreemptedRequests, preempted)
+	assert.Positive(t, preempted)
+	assert.Positive(t, penalty)
+	assert.InDelta(t, res.Engine.PrefixCachedTokens, float64(cached), float64(len(got)), "whole tokens")
+	assert.Positive(t, cached)
+	assert.Equal(t, 16384.0, res.Log.KVCapacityTokens)
+}

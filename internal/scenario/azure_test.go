@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 // loadTrace reads an Azure-format trace with the plant's loader.
@@ -60,7 +60,7 @@ func TestFromPlantTrace(t *testing.T) {
 // codeTraceHead returns the header and the first rows of the Azure 2023 code trace.
 func codeTraceHead(t *testing.T, rows int) []byte {
 	t.Helper()
-	f, err := os.Open(shared.CodeTrace(t))
+	f, err := os.Open(sharedtest.CodeTrace(t))
 	require.NoError(t, err)
 	defer f.Close()
 	var head bytes.Buffer
@@ -90,7 +90,7 @@ func TestAzureReplayMatchesReference(t *testing.T) {
 	for _, c := range ref.Cases {
 		trace, err := FromPlantTrace(requests, c.SharedPrefixTokens)
 		require.NoError(t, err)
-		opts := BenchmarkOptions{WorkloadName: "AzureLLMInferenceTrace_code.csv", TTFTSLOMS: c.TTFTSLOMS, TPOTSLOMS: c.TPOTSLOMS, ClosedLoop: c.ClosedLoop}
+		opts := BenchmarkOptions{WorkloadName: "AzureLLMInferenceTrace_code.csv", TTFTSLOMilliseconds: c.TTFTSLOMilliseconds, TPOTSLOMilliseconds: c.TPOTSLOMilliseconds, ClosedLoop: c.ClosedLoop}
 		for i, p := range BuiltinProfiles() {
 			got, err := EvaluateEngineBenchmark(trace, p, opts)
 			require.NoError(t, err)

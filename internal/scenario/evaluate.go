@@ -11,9 +11,9 @@ import (
 
 // Defaults of the reference's evaluate_engine_benchmark.
 const (
-	DefaultWorkloadName = "agent-shared-prefix"
-	DefaultTTFTSLOMS    = 500.0
-	DefaultTPOTSLOMS    = 35.0
+	DefaultWorkloadName        = "agent-shared-prefix"
+	DefaultTTFTSLOMilliseconds = 500.0
+	DefaultTPOTSLOMilliseconds = 35.0
 )
 
 // prefillOverheadMS is the fixed cost of every prefill.
@@ -23,10 +23,10 @@ const prefillOverheadMS = 3.0
 type BenchmarkOptions struct {
 	// WorkloadName is reported as the summary's workload.
 	WorkloadName string
-	// TTFTSLOMS and TPOTSLOMS are the SLO thresholds: a request meets the
+	// TTFTSLOMilliseconds and TPOTSLOMilliseconds are the SLO thresholds: a request meets the
 	// SLO when its TTFT and its TPOT are both at most these.
-	TTFTSLOMS float64
-	TPOTSLOMS float64 // TPOT SLO threshold, ms
+	TTFTSLOMilliseconds float64
+	TPOTSLOMilliseconds float64 // TPOT SLO threshold, ms
 	// ClosedLoop makes each request arrive when the previous ones have all
 	// completed, instead of at its trace arrival time.
 	ClosedLoop bool
@@ -35,7 +35,7 @@ type BenchmarkOptions struct {
 // DefaultBenchmarkOptions returns the reference's defaults: workload
 // "agent-shared-prefix", TTFT SLO 500 ms, TPOT SLO 35 ms, open loop.
 func DefaultBenchmarkOptions() BenchmarkOptions {
-	return BenchmarkOptions{WorkloadName: DefaultWorkloadName, TTFTSLOMS: DefaultTTFTSLOMS, TPOTSLOMS: DefaultTPOTSLOMS}
+	return BenchmarkOptions{WorkloadName: DefaultWorkloadName, TTFTSLOMilliseconds: DefaultTTFTSLOMilliseconds, TPOTSLOMilliseconds: DefaultTPOTSLOMilliseconds}
 }
 
 // EvaluateEngineBenchmark is the reference's evaluate_engine_benchmark: it
@@ -107,7 +107,7 @@ func EvaluateEngineBenchmark(trace []WorkloadRequest, profile EngineProfile, opt
 		ttftSamples[i] = ttftMS
 		tpotSamples[i] = tpotMS
 		totalOutputTokens += req.OutputTokens
-		if ttftMS <= opts.TTFTSLOMS && tpotMS <= opts.TPOTSLOMS {
+		if ttftMS <= opts.TTFTSLOMilliseconds && tpotMS <= opts.TPOTSLOMilliseconds {
 			sloPassed++
 		}
 	}

@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"math/big"
+
+	"servesim/internal/jsonout"
 )
 
 // Fixed texts of the reference's report.
@@ -22,8 +24,8 @@ const (
 
 // SLOTargets are the SLO thresholds a report used.
 type SLOTargets struct {
-	TTFTSLOMS float64 `json:"ttft_slo_ms"` // time-to-first-token threshold
-	TPOTSLOMS float64 `json:"tpot_slo_ms"` // time-per-output-token threshold
+	TTFTSLOMilliseconds float64 `json:"ttft_slo_ms"` // time-to-first-token threshold
+	TPOTSLOMilliseconds float64 `json:"tpot_slo_ms"` // time-per-output-token threshold
 }
 
 // Diagnostics are the report's two fixed illustrations, computed the same
@@ -47,6 +49,29 @@ type Report struct {
 	TraceRequests       int                // trace_requests: requests in the replayed trace
 	ScenarioComparisons []BenchmarkSummary // scenario_comparisons: one summary per profile
 	Diagnostics         Diagnostics        // diagnostics: the reference's fixed diagnostic replays
+}
+
+// Document is the report as the reference prints it (scenarios' JSON),
+// keys in its order: the profiles and the comparisons are objects keyed by
+// engine name, in profile order.
+func (r Report) Document() any {
+	assumptions := make(jsonout.Object, len(r.ScenarioAssumptions))
+	for i, p := range r.ScenarioAssumptions {
+		assumptions[i] = jsonout.Member{Key: p.Name, Value: p}
+	}
+	comparisons := make(jsonout.Object, len(r.ScenarioComparisons))
+	for i, c := range r.ScenarioComparisons {
+		comparisons[i] = jsonout.Member{Key: c.Engine, Value: c}
+	}
+	return struct {
+		ExecutionMode       string         `json:"execution_mode"`
+		Experiment          string         `json:"experiment"`
+		ScenarioAssumptions jsonout.Object `json:"scenario_assumptions"`
+		SLOTargets          SLOTargets     `json:"slo_targets"`
+		TraceRequests       int            `json:"trace_requests"`
+		ScenarioComparisons jsonout.Object `json:"scenario_comparisons"`
+		Diagnostics         Diagnostics    `json:"diagnostics"`
+	}{r.ExecutionMode, r.Experiment, assumptions, r.SLOTargets, r.TraceRequests, comparisons, r.Diagnostics}
 }
 
 // DefaultReport is exactly the reference main's report: the built-in
@@ -86,7 +111,7 @@ func BuildReport(trace []WorkloadRequest, profiles []EngineProfile, opts Benchma
 		Experiment:          Experiment,
 		ExecutionMode:       ExecutionMode,
 		ScenarioAssumptions: profiles,
-		SLOTargets:          SLOTargets{TTFTSLOMS: opts.TTFTSLOMS, TPOTSLOMS: opts.TPOTSLOMS},
+		SLOTargets:          SLOTargets{TTFTSLOMilliseconds: opts.TTFTSLOMilliseconds, TPOTSLOMilliseconds: opts.TPOTSLOMilliseconds},
 		TraceRequests:       len(trace),
 		ScenarioComparisons: comparisons,
 		Diagnostics:         diagnostics,

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -30,14 +30,14 @@ type referenceCases struct {
 		ArrivalsMS []float64 `json:"arrivals_ms"`
 	} `json:"traces"`
 	Cases []struct {
-		Requests   int                `json:"requests"`
-		Seed       string             `json:"seed"`
-		RPS        float64            `json:"rps"`
-		TTFTSLOMS  float64            `json:"ttft_slo_ms"`
-		TPOTSLOMS  float64            `json:"tpot_slo_ms"`
-		ClosedLoop bool               `json:"closed_loop"`
-		Profiles   string             `json:"profiles"`
-		Summaries  []BenchmarkSummary `json:"summaries"`
+		Requests            int                `json:"requests"`
+		Seed                string             `json:"seed"`
+		RPS                 float64            `json:"rps"`
+		TTFTSLOMilliseconds float64            `json:"ttft_slo_ms"`
+		TPOTSLOMilliseconds float64            `json:"tpot_slo_ms"`
+		ClosedLoop          bool               `json:"closed_loop"`
+		Profiles            string             `json:"profiles"`
+		Summaries           []BenchmarkSummary `json:"summaries"`
 	} `json:"cases"`
 	Large100k []struct {
 		Requests       int                `json:"requests"`
@@ -49,12 +49,12 @@ type referenceCases struct {
 	AzureCodeFirst200 struct {
 		ArrivalsMS []float64 `json:"arrivals_ms"`
 		Cases      []struct {
-			Rows               int                `json:"rows"`
-			SharedPrefixTokens int                `json:"shared_prefix_tokens"`
-			ClosedLoop         bool               `json:"closed_loop"`
-			TTFTSLOMS          float64            `json:"ttft_slo_ms"`
-			TPOTSLOMS          float64            `json:"tpot_slo_ms"`
-			Summaries          []BenchmarkSummary `json:"summaries"`
+			Rows                int                `json:"rows"`
+			SharedPrefixTokens  int                `json:"shared_prefix_tokens"`
+			ClosedLoop          bool               `json:"closed_loop"`
+			TTFTSLOMilliseconds float64            `json:"ttft_slo_ms"`
+			TPOTSLOMilliseconds float64            `json:"tpot_slo_ms"`
+			Summaries           []BenchmarkSummary `json:"summaries"`
 		} `json:"cases"`
 	} `json:"azure_code_first200"`
 }
@@ -149,13 +149,13 @@ func TestEvaluateMatchesReference(t *testing.T) {
 		if c.Profiles == "custom" {
 			profiles = rc.CustomProfiles
 		}
-		opts := BenchmarkOptions{WorkloadName: DefaultWorkloadName, TTFTSLOMS: c.TTFTSLOMS, TPOTSLOMS: c.TPOTSLOMS, ClosedLoop: c.ClosedLoop}
+		opts := BenchmarkOptions{WorkloadName: DefaultWorkloadName, TTFTSLOMilliseconds: c.TTFTSLOMilliseconds, TPOTSLOMilliseconds: c.TPOTSLOMilliseconds, ClosedLoop: c.ClosedLoop}
 		require.Len(t, c.Summaries, len(profiles))
 		for i, p := range profiles {
 			got, err := EvaluateEngineBenchmark(trace, p, opts)
 			require.NoError(t, err)
 			require.Equal(t, c.Summaries[i], got, "n=%d seed=%s rps=%v slo=%v/%v closed=%v profile=%s",
-				c.Requests, c.Seed, c.RPS, c.TTFTSLOMS, c.TPOTSLOMS, c.ClosedLoop, p.Name)
+				c.Requests, c.Seed, c.RPS, c.TTFTSLOMilliseconds, c.TPOTSLOMilliseconds, c.ClosedLoop, p.Name)
 			summaries++
 		}
 	}
@@ -194,7 +194,7 @@ func TestLargeTraceMatchesReference(t *testing.T) {
 }
 
 func TestDefaultReportMatchesReferenceGolden(t *testing.T) {
-	data, err := os.ReadFile(shared.Reference(t, "golden", "seed001_main.json"))
+	data, err := os.ReadFile(sharedtest.Reference(t, "golden", "seed001_main.json"))
 	require.NoError(t, err)
 	var golden struct {
 		Experiment          string                      `json:"experiment"`

@@ -42,7 +42,7 @@ var tableColumns = []tableColumn{
 func (r Report) Table() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "scenario comparisons: %d requests, SLO TTFT <= %s ms and TPOT <= %s ms\n",
-		r.TraceRequests, strconv.FormatFloat(r.SLOTargets.TTFTSLOMS, 'f', -1, 64), strconv.FormatFloat(r.SLOTargets.TPOTSLOMS, 'f', -1, 64))
+		r.TraceRequests, strconv.FormatFloat(r.SLOTargets.TTFTSLOMilliseconds, 'f', -1, 64), strconv.FormatFloat(r.SLOTargets.TPOTSLOMilliseconds, 'f', -1, 64))
 	b.WriteString(summaryTable(r.ScenarioComparisons))
 	b.WriteString("\ndiagnostics (fixed definitions):\n")
 	b.WriteString(summaryTable([]BenchmarkSummary{r.Diagnostics.OverbatchedUnbounded, r.Diagnostics.ClosedLoopBaseline}))

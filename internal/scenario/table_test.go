@@ -30,7 +30,7 @@ func TestTableGolden(t *testing.T) {
 	trace, err := BuildAgentTrace(300, big.NewInt(7), 20)
 	require.NoError(t, err)
 	profiles := append(BuiltinProfiles(), EngineProfile{Name: "a_much_longer_engine_name", PrefillTokensPerMS: 90, PrefixCacheHitEfficiency: 0.9, BaseTPOTMS: 9, BatchTPOTSlopeMS: 0.2, MaxBatchSlots: 64})
-	r, err = BuildReport(trace, profiles, BenchmarkOptions{WorkloadName: "w", TTFTSLOMS: 250.5, TPOTSLOMS: 20, ClosedLoop: true})
+	r, err = BuildReport(trace, profiles, BenchmarkOptions{WorkloadName: "w", TTFTSLOMilliseconds: 250.5, TPOTSLOMilliseconds: 20, ClosedLoop: true})
 	require.NoError(t, err)
 	checkGolden(t, "custom_table.golden", r.Table())
 }

@@ -1,7 +1,10 @@
 // Package sweep expands a grid of configuration axes into cells, slices it
 // into shards, runs the cells in parallel while delivering results in grid
-// order, and finds Pareto fronts among the results. It knows nothing of what
-// a cell runs.
+// order, and finds Pareto fronts among the results. A Grid holds every axis
+// value parsed once and gives a cell's values by axis name (the axes of a
+// simulate sweep are named here); Pareto keeps the front and the best run
+// under the SLOs of each profile and trace. What a cell runs is the
+// caller's.
 package sweep
 
 import (
@@ -26,10 +29,12 @@ type Axis struct {
 }
 
 // Cell is one combination of axis values; Index is its place in the full
-// grid, Values holds one value per axis in axis order.
+// grid, Values holds one value per axis in axis order, and Choices the
+// place of each value in its axis's Values.
 type Cell struct {
-	Index  int      // place in the full grid
-	Values []string // one value per axis, in axis order
+	Index   int      // place in the full grid
+	Values  []string // one value per axis, in axis order
+	Choices []int    // Values[a] is Axes[a].Values[Choices[a]]
 }
 
 // Value returns the cell's value of the named axis, or "" if there is none.
@@ -172,13 +177,15 @@ func shardCells(sizes []int, i, n, maxCells int) (lo, hi int, err error) {
 // cellAt is cell index of the grid of axes.
 func cellAt(axes []Axis, index int) Cell {
 	values := make([]string, len(axes))
+	choices := make([]int, len(axes))
 	rest := index
 	for a := len(axes) - 1; a >= 0; a-- {
 		n := len(axes[a].Values)
-		values[a] = axes[a].Values[rest%n]
+		choices[a] = rest % n
+		values[a] = axes[a].Values[choices[a]]
 		rest /= n
 	}
-	return Cell{Index: index, Values: values}
+	return Cell{Index: index, Values: values, Choices: choices}
 }
 
 // ParseShard parses "I/N" (1 <= I <= N): the I-th of N shards.

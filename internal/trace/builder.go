@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"servesim/internal/limits"
 	"servesim/internal/plant"
 )
 
@@ -52,16 +53,7 @@ func (b *builder) errorf(line int, format string, args ...any) error {
 // fieldError is an error about a field of a row: its name, its text
 // (shortened when long) and the reason.
 func (b *builder) fieldError(line int, field string, text []byte, reason any) error {
-	return b.errorf(line, "%s %s: %v", field, quoteField(text), reason)
-}
-
-// quoteField quotes a field's text for a message, at most 64 bytes of it.
-func quoteField(text []byte) string {
-	const limit = 64
-	if len(text) > limit {
-		return fmt.Sprintf("%q...", text[:limit])
-	}
-	return fmt.Sprintf("%q", text)
+	return b.errorf(line, "%s %s: %v", field, limits.Quote(string(text)), reason)
 }
 
 // row records the time of the next row, in microseconds, and whether it

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
-	"servesim/internal/shared"
+	"servesim/internal/sharedtest"
 )
 
 func TestConvertWritesTheCanonicalForms(t *testing.T) {
@@ -95,7 +95,7 @@ func TestAppendMillis(t *testing.T) {
 // with detection (exactly as plant.LoadWorkload reads them) and converts
 // them both ways: the workload checksum is kept.
 func TestTheAzure2023TracesReadAndConvert(t *testing.T) {
-	for _, path := range []string{shared.CodeTrace(t), shared.ConvTrace(t)} {
+	for _, path := range []string{sharedtest.CodeTrace(t), sharedtest.ConvTrace(t)} {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
 		want, err := plant.LoadWorkload(bytes.NewReader(data), path, plant.NoElapsedLimit)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/limits"
 	"servesim/internal/plant"
 )
 
@@ -257,7 +258,7 @@ func TestLoadRejectsBadInput(t *testing.T) {
 		{"a NUL byte", burst + "1,a,1,1,2,b\n2,a\x00,1,1,2,b\n", Options{}, "trace t line 3: contains a NUL byte: expected text"},
 		{"a NUL byte in the first line", "TIME\x00STAMP\n", Options{}, "trace t line 1: contains a NUL byte: expected text"},
 		{"a long field is shortened", burst + strings.Repeat("9", 100) + "x,a,1,1,2,b\n", Options{},
-			`trace t line 2: Timestamp "` + strings.Repeat("9", 64) + `"...: expected a number of seconds`},
+			`trace t line 2: Timestamp "` + strings.Repeat("9", limits.MaxQuotedChars) + `"... (101 bytes): expected a number of seconds`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -17,7 +17,7 @@ func BenchmarkCompute(b *testing.B) {
 			FirstTokenTimeS: a + 0.2 + 0.01*float64(i%11), CompletionTimeS: a + 1.7 + 0.03*float64(i%13),
 			PromptTokens: 100 + i%2000, OutputTokens: 1 + i%300}
 	}
-	slo := plant.SLO{TTFTS: 0.25, TPOTS: 0.01}
+	slo := plant.SLO{TTFTSeconds: 0.25, TPOTSeconds: 0.01}
 	b.ReportAllocs()
 	for b.Loop() {
 		Compute(records, func(int) plant.SLO { return slo })

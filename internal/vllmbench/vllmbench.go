@@ -73,9 +73,9 @@ func FromPlant(res *plant.Result) (*Result, error) {
 	if records == nil {
 		return nil, errors.New("vllm-bench: the run kept no request records (plant.Options.RequestLog)")
 	}
-	slo := plant.SLO{TTFTS: res.SLO.TTFTSLOS, TPOTS: res.SLO.TPOTSLOS}
-	if res.SLO.E2ESLOS != nil {
-		slo.E2ES = *res.SLO.E2ESLOS
+	slo := plant.SLO{TTFTSeconds: res.SLO.TTFTSLOSeconds, TPOTSeconds: res.SLO.TPOTSLOSeconds}
+	if res.SLO.E2ESLOSeconds != nil {
+		slo.E2ESeconds = *res.SLO.E2ESLOSeconds
 	}
 	return Compute(records, func(int) plant.SLO { return slo }), nil
 }

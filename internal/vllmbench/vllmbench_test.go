@@ -29,7 +29,7 @@ func handRecords() []plant.RequestRecord {
 // (np.mean, np.median, np.std, np.percentile(v, 99) of each list, x 1000).
 func TestEveryStatisticByHand(t *testing.T) {
 	// A and B meet TTFT 0.6 s and TPOT 0.6 s (B's TPOT is 0 s); C does not.
-	slo := plant.SLO{TTFTS: 0.6, TPOTS: 0.6}
+	slo := plant.SLO{TTFTSeconds: 0.6, TPOTSeconds: 0.6}
 	got := Compute(handRecords(), func(int) plant.SLO { return slo })
 	const tol = 1e-9
 	// The benchmark runs from the first arrival (0 s) to the last
@@ -77,7 +77,7 @@ func TestEveryStatisticByHand(t *testing.T) {
 
 func TestNothingCompletedIsZerosAsInVLLM(t *testing.T) {
 	records := handRecords()[3:]
-	got := Compute(records, func(int) plant.SLO { return plant.SLO{TTFTS: 1, TPOTS: 1} })
+	got := Compute(records, func(int) plant.SLO { return plant.SLO{TTFTSeconds: 1, TPOTSeconds: 1} })
 	assert.Equal(t, &Result{
 		Failed:     2,
 		InputLens:  []int{50, 60},
@@ -92,13 +92,13 @@ func TestGoodputJudgesEachRequestByItsSLO(t *testing.T) {
 	// Request 2 alone gets an SLO it meets; 0 and 1 miss theirs.
 	got := Compute(records, func(i int) plant.SLO {
 		if i == 2 {
-			return plant.SLO{TTFTS: 1, TPOTS: 1, E2ES: 5}
+			return plant.SLO{TTFTSeconds: 1, TPOTSeconds: 1, E2ESeconds: 5}
 		}
-		return plant.SLO{TTFTS: 0.1, TPOTS: 1}
+		return plant.SLO{TTFTSeconds: 0.1, TPOTSeconds: 1}
 	})
 	assert.InDelta(t, 1.0/7, got.RequestGoodput, 1e-12)
 	// An end-to-end objective counts.
-	got = Compute(records, func(int) plant.SLO { return plant.SLO{TTFTS: 1, TPOTS: 1, E2ES: 1} })
+	got = Compute(records, func(int) plant.SLO { return plant.SLO{TTFTSeconds: 1, TPOTSeconds: 1, E2ESeconds: 1} })
 	assert.InDelta(t, 1.0/7, got.RequestGoodput, 1e-12, "only B's 0.25 s latency is within 1 s")
 }
 
@@ -109,7 +109,7 @@ func TestFromPlantAgreesWithTheSLOBlock(t *testing.T) {
 	for _, opt := range []plant.Options{
 		{Stride: 1},
 		{Summary: true, RequestLog: true},
-		{Summary: true, RequestLog: true, SLO: plant.SLO{TTFTS: 0.2, E2ES: 0.5}},
+		{Summary: true, RequestLog: true, SLO: plant.SLO{TTFTSeconds: 0.2, E2ESeconds: 0.5}},
 	} {
 		res, err := plant.Simulate(w.Requests, p, plant.ChunkedPrefill{}, plant.MaxClock{}, opt)
 		require.NoError(t, err)

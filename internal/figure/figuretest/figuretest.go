@@ -9,10 +9,25 @@ import (
 	"image/png"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/figure"
 )
+
+// RequirePanelsDrawn renders fig as PNG and checks its size and that every
+// panel holds at least minColored coloured pixels.
+func RequirePanelsDrawn(t testing.TB, fig figure.Figure, width, height, minColored int) {
+	t.Helper()
+	data, err := fig.Render("png")
+	require.NoError(t, err)
+	img := DecodePNG(t, data, width, height)
+	for c, col := range ColoredPixels(img, fig) {
+		for p, n := range col {
+			assert.GreaterOrEqual(t, n, minColored, "column %d panel %d is empty", c, p)
+		}
+	}
+}
 
 // DecodePNG decodes data as a PNG and checks its pixel size.
 func DecodePNG(t testing.TB, data []byte, width, height int) image.Image {

@@ -1,0 +1,82 @@
+package fleet
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"servesim/internal/texttable"
+)
+
+// Table renders a capacity study for terminals (capacity --format table):
+// the answer, every size simulated and the controllers compared at the
+// answer.
+func (d *CapacityDocument) Table() string {
+	var b strings.Builder
+	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
+	seconds := func(x *float64, none string) string {
+		if x == nil {
+			return none
+		}
+		return strconv.FormatFloat(*x, 'g', -1, 64) + " s"
+	}
+	fmt.Fprintf(&b, "capacity: trace %s (%d requests), router %s, search controller %s\n",
+		d.Provenance.TracePath, d.Provenance.RequestsLoaded, d.Router, d.SearchedWith)
+	fmt.Fprintf(&b, "SLO: TTFT %s, TPOT %s, end-to-end %s; target attainment %s%%\n",
+		seconds(d.SLO.TTFTSLOSeconds, "per profile"), seconds(d.SLO.TPOTSLOSeconds, "per profile"), seconds(d.SLO.E2ESLOSeconds, "none"),
+		pct(d.TargetAttainment))
+	perSize := ""
+	if d.ReplicasPerSize != 1 {
+		perSize = fmt.Sprintf(" (x %d replicas of the fleet file)", d.ReplicasPerSize)
+	}
+	if d.Replicas != nil {
+		fmt.Fprintf(&b, "answer: %d%s\n\n", *d.Replicas, perSize)
+	} else {
+		fmt.Fprintf(&b, "answer: none up to %d%s; best attainment %s%% with %d\n\n",
+			d.MaxReplicas, perSize, pct(d.Best.Attainment), d.Best.Replicas)
+	}
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "no"
+	}
+	sizeHeader := "replicas"
+	if d.ReplicasPerSize != 1 {
+		sizeHeader = "size"
+	}
+	t := texttable.Table{Columns: []texttable.Column{
+		{Header: sizeHeader}, {Header: "attainment (%)"}, {Header: "meets", Text: true}, {Header: "completed (%)"},
+		{Header: "p95 TTFT (s)"}, {Header: "p99 TTFT (s)"}, {Header: "energy/token (J)"}, {Header: "peak power (W)"},
+	}}
+	row := func(first string, e Evaluation) {
+		t.AddRow(first, pct(e.Attainment), yes(e.MeetsTarget), pct(e.CompletedFraction),
+			texttable.Fixed(e.P95TTFTS, 3), texttable.Fixed(e.P99TTFTS, 3),
+			texttable.Fixed(e.EnergyPerOutputTokenJ, 4), texttable.Fixed(e.PeakPowerW, 1))
+	}
+	for _, e := range d.Evaluations {
+		row(strconv.Itoa(e.Replicas), e)
+	}
+	b.WriteString(t.String())
+	for _, e := range d.NonMonotone {
+		fmt.Fprintf(&b, "non-monotone: %d replicas %s the target\n", e.Replicas, map[bool]string{true: "meets", false: "fails"}[e.MeetsTarget])
+	}
+	if len(d.Controllers) == 0 {
+		return b.String()
+	}
+	b.WriteByte('\n')
+	t = texttable.Table{Columns: []texttable.Column{
+		{Header: "controller", Text: true}, {Header: "attainment (%)"}, {Header: "meets", Text: true}, {Header: "completed (%)"},
+		{Header: "p95 TTFT (s)"}, {Header: "p99 TTFT (s)"}, {Header: "energy/token (J)"}, {Header: "peak power (W)"},
+	}}
+	for _, c := range d.Controllers {
+		row(c.Controller, c.Evaluation)
+	}
+	b.WriteString(t.String())
+	if d.EnergyMinimalController != nil {
+		fmt.Fprintf(&b, "energy-minimal controller meeting the target: %s\n", *d.EnergyMinimalController)
+	} else {
+		b.WriteString("no controller meets the target at the answer\n")
+	}
+	return b.String()
+}

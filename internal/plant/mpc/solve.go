@@ -1,0 +1,429 @@
+package mpc
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// maxItems is the most queued requests a solve follows one by one; those
+// behind them are counted as misses (they wait behind maxItems prompts).
+const maxItems = 256
+
+// tolerance is the share of the requests a solve decides for (in the
+// system or arriving in its first period) by which its predicted misses
+// may exceed those of the highest level's plan when the target is the
+// highest level's attainment.
+const tolerance = 0.001
+
+// slackSpent is the share of the slack a run has built up over its
+// attainment target that a solve may spend; slackMargin is the share of
+// the requests completed kept in reserve (congestion makes the misses of a
+// slower plan come in bursts the model does not foresee), at most a
+// quarter of the misses the target allows.
+const (
+	slackSpent  = 0.05
+	slackMargin = 0.01
+)
+
+// refinedPeriods is the number of leading periods whose level the search
+// refines one at a time after choosing the best constant plan.
+const refinedPeriods = 1
+
+// build fills the problem of a solve at the current step of period.
+func (c *Controller) build(s Server, period int) {
+	pr := &c.pr
+	now := s.TimeS()
+	dt := c.plant.TimeStepS
+	first := math.Max(float64(period+1)*c.set.PeriodS-now, dt)
+	if first != pr.firstS || len(pr.blocks) == 0 {
+		// Blocks of 1, 1, 2, 4, 8, ... periods (one for each refined period,
+		// then doubling).
+		pr.firstS = first
+		pr.blocks = pr.blocks[:0]
+		pr.horizonS = 0
+		size := 1
+		for k := 0; k < c.set.Horizon; k += size {
+			if k >= refinedPeriods+1 {
+				size = min(2*size, c.set.Horizon-k)
+			}
+			span := float64(size) * c.set.PeriodS
+			if k == 0 {
+				span = first
+			}
+			pr.blocks = append(pr.blocks, block{first: k, spanS: span, decay: math.Exp(-span / c.plant.ThermalTauS)})
+			pr.horizonS += span
+		}
+	}
+	pr.temperatureC = s.TemperatureC()
+	pr.kvTokens = s.KVTokens()
+	pr.certainMisses = 0
+
+	// The queue: requests that can no longer get their first token in
+	// time are at its head (it is in arrival order).
+	queued := s.Queued()
+	lo, hi := 0, queued
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if s.QueuedAt(mid).ArrivalS+c.slo.TTFTS < now+dt-1e-9 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	last := min(queued, lo+maxItems)
+	pr.certainMisses += float64(lo + queued - last)
+	pr.items = pr.items[:0]
+	work := 0.0
+	for i := lo; i < last; i++ {
+		q := s.QueuedAt(i)
+		work += q.PrefillLeft
+		pr.items = append(pr.items, item{
+			arrivalS:  q.ArrivalS - now,
+			deadlineS: q.ArrivalS + c.slo.TTFTS - now,
+			work:      work,
+			prompt:    float64(q.Prompt),
+			output:    c.knownOutput(q.ID),
+		})
+	}
+	behind := float64(queued-last) * c.learn.prompts.mean()
+	pr.lostWork = math.Max(0, s.QueuedPromptTokens()-work-behind)
+
+	// The decoding requests: how much each still has to generate, and the
+	// share of the decode throughput it needs to meet its objectives.
+	active := s.Active()
+	pr.active = float64(active)
+	pr.few = pr.few[:0]
+	if active <= maxFew {
+		pr.few = pr.fewBuf[:active]
+	}
+	pr.decodeLeft = 0
+	pr.needs = pr.needs[:0]
+	for i := range active {
+		a := s.ActiveAt(i)
+		g := a.Generated
+		left := c.learn.remaining(g)
+		if out := c.knownOutput(a.ID); out > 0 {
+			left = out - g
+		}
+		pr.decodeLeft += left
+		if i < len(pr.few) {
+			pr.few[i] = fewActive{generated: g, left: c.knownOutput(a.ID) - g}
+		}
+		need, ok := c.need(&a, left, now)
+		if !ok {
+			pr.certainMisses++
+			continue
+		}
+		pr.needs = append(pr.needs, need)
+	}
+	slices.Sort(pr.needs)
+
+	pr.firstPrefillWaitS = 0
+	if c.plant.Scheduler == Chunked && active > 0 && s.StepIndex()%2 == 1 {
+		pr.firstPrefillWaitS = dt
+	}
+	pr.tpot = &c.learn.tpot
+	pr.prompts = &c.learn.prompts
+	pr.outputs = &c.learn.outputs
+	pr.meanPrompt = math.Max(1, c.learn.prompts.mean())
+	pr.meanOutput = c.learn.meanOutput()
+	pr.rate = 0
+	if c.clairvoyant {
+		c.addFuture(now)
+	} else {
+		pr.rate = c.learn.rate(now)
+	}
+	c.stationaries()
+}
+
+// need returns the output tokens per step decoding request a needs from
+// now on to meet the TPOT (and end-to-end) objective with left tokens to
+// go, or false when it cannot meet them any more.
+func (c *Controller) need(a *Active, left, now float64) (float64, bool) {
+	dt := c.plant.TimeStepS
+	elapsed := 0.0 // since its first token
+	if !math.IsNaN(a.FirstTokenS) {
+		if a.FirstTokenS-a.ArrivalS > c.slo.TTFTS {
+			return 0, false
+		}
+		elapsed = now - a.FirstTokenS
+	} else if now+dt-a.ArrivalS > c.slo.TTFTS {
+		return 0, false
+	}
+	output := a.Generated + left
+	need := 0.0
+	if output > 1 {
+		steps := math.Floor((c.slo.TPOTS*(output-1)-elapsed)/dt + 1e-9)
+		if steps < 1 {
+			return 0, false
+		}
+		need = left / steps
+	}
+	if c.slo.E2ES > 0 {
+		steps := math.Floor((a.ArrivalS+c.slo.E2ES-now)/dt + 1e-9)
+		if steps < 1 {
+			return 0, false
+		}
+		need = math.Max(need, left/steps)
+	}
+	return need, true
+}
+
+// knownOutput is a request's output length if the controller is
+// clairvoyant, else 0.
+func (c *Controller) knownOutput(id int) float64 {
+	if !c.clairvoyant {
+		return 0
+	}
+	return float64(c.outputs[id])
+}
+
+// addFuture appends the requests arriving within the horizon to a
+// clairvoyant solve's items.
+func (c *Controller) addFuture(now float64) {
+	pr := &c.pr
+	span := pr.horizonS
+	i, _ := slices.BinarySearchFunc(c.future, now+1e-12, func(r Request, t float64) int {
+		if r.ArrivalS <= t {
+			return -1
+		}
+		return 1
+	})
+	work := 0.0
+	if n := len(pr.items); n > 0 {
+		work = pr.items[n-1].work
+	}
+	for ; i < len(c.future) && c.future[i].ArrivalS < now+span; i++ {
+		r := &c.future[i]
+		work += float64(r.Prompt)
+		pr.items = append(pr.items, item{
+			arrivalS:  r.ArrivalS - now,
+			deadlineS: r.ArrivalS + c.slo.TTFTS - now,
+			work:      work,
+			prompt:    float64(r.Prompt),
+			output:    float64(r.Output),
+		})
+	}
+}
+
+// stationaries computes each level's stationary outcome under the
+// predicted arrivals, unless they changed little since the last time.
+func (c *Controller) stationaries() {
+	pr := &c.pr
+	st := &c.stat
+	if st.valid && math.Abs(pr.rate-st.rate) <= 0.05*st.rate && c.learn.prompts.n < st.prompts*9/8 && c.learn.outputsSeen == st.outputs {
+		return
+	}
+	st.rate, st.prompts, st.outputs, st.valid = pr.rate, c.learn.prompts.n, c.learn.outputsSeen, true
+	p := &c.plant
+	dt := p.TimeStepS
+	meanSquare := 0.0
+	c.learn.prompts.bins(func(count, value float64) { meanSquare += count * value * value })
+	meanSquare /= math.Max(c.learn.prompts.n, 1)
+	for i := range pr.stationary {
+		pl := &c.levels.cool[i]
+		s := &pr.stationary[i]
+		if pr.rate == 0 {
+			*s = stationary{powerW: c.idleMinW, temperatureC: p.AmbientC + p.ThermalRCPerW*c.idleMinW}
+			continue
+		}
+		// A prefill step serves a chunk and decodes in the rest of the
+		// step; the other steps decode. The chunked scheduler alternates
+		// while requests decode (with probability rho, the decode load).
+		stepsPerRequest := pr.meanPrompt/pl.chunk + 0.5
+		prefillSteps := pr.rate * stepsPerRequest * dt
+		capacity := (1-prefillSteps)*pl.decodeRate + prefillSteps*math.Max(0, dt-pl.chunkTimeS)/dt*pl.leftDecodeRate
+		decodeLoad := pr.rate * pr.meanOutput / math.Max(capacity, 1e-9)
+		s.powerW = c.idleMinW + pr.rate*(pr.meanPrompt*pl.prefillJ+pr.meanOutput*pl.decodeJ)
+		if prefillSteps >= 1 || decodeLoad >= 1 {
+			// Overloaded: the queue grows and every arrival misses.
+			s.missShare = 1
+			s.spare, s.growth = 0, math.Max(prefillSteps, decodeLoad)-1
+			s.powerW = math.Max(s.powerW, math.Max(pl.prefillPowerW, pl.decodePowerW))
+		} else {
+			alone := 1.0
+			if p.Scheduler == Chunked {
+				alone = 1 - decodeLoad
+			}
+			prefillLoad := math.Min(0.95, pr.rate*stepsPerRequest*(alone*dt+(1-alone)*2*dt))
+			ahead := meanSquare / (2 * pr.meanPrompt) / (1 - prefillLoad)
+			ttftAt := func(cycle float64) float64 {
+				return (1-prefillLoad)*pr.ttftMet(c.slo.TTFTS, pl, 0, cycle) + prefillLoad*pr.ttftMet(c.slo.TTFTS, pl, ahead, cycle)
+			}
+			ttft := alone*ttftAt(dt) + (1-alone)*ttftAt(2*dt)
+			// Processor sharing: an arrival finds n decoding with
+			// probability (1-rho) rho^n.
+			tpot := pr.tpot.sharedAt(capacity*dt, decodeLoad/(1-decodeLoad))
+			s.missShare = 1 - ttft*tpot
+			s.decodeLeft = decodeLoad / (1 - decodeLoad) * pr.meanOutput
+			s.spare, s.growth = (1-decodeLoad)*capacity, 0
+		}
+		s.temperatureC = p.AmbientC + p.ThermalRCPerW*s.powerW
+	}
+}
+
+// search finds the cheapest plan whose predicted misses are within the
+// target: the highest level's plan sets the target, every constant plan is
+// tried, then the levels of the first periods are refined one at a time.
+// It reports false when the budget or the deadline ran out or no plan was
+// feasible.
+func (c *Controller) search(start time.Time) bool {
+	states := 0
+	eval := func(plan []int) (outcome, bool) {
+		o := c.pr.run(c, plan)
+		states += o.states
+		if states > c.set.Budget {
+			return o, false
+		}
+		if c.set.DeadlineS > 0 && time.Since(start).Seconds() > c.set.DeadlineS {
+			return o, false
+		}
+		return o, true
+	}
+	fill := func(plan []int, level int) {
+		for k := range plan {
+			plan[k] = level
+		}
+	}
+	// The reference plan holds the highest level: the plan chosen must do
+	// as well as it within a tolerance...
+	levels := c.levels.list
+	fill(c.plan, c.levels.top)
+	ref, ok := eval(c.plan)
+	if !ok {
+		return false
+	}
+	// The decision of a solve is its first period's: the tolerance is a
+	// share of the requests in the system and arriving in that period.
+	inSystem := ref.requests - c.predictedArrivals()
+	target := ref.misses + tolerance*(inSystem+c.pr.rate*c.pr.blocks[0].spanS)
+	if a := c.set.Attainment; a > 0 {
+		// ... or, with an attainment target, it may miss more as far as
+		// the run is ahead of it by more than slackMargin: a share
+		// slackSpent of the misses a share 1-A of the requests completed
+		// allows, less those they had and those already certain in the
+		// system.
+		margin := math.Min(slackMargin, (1-a)/4)
+		slack := (1-a-margin)*float64(c.seenCompleted) - float64(c.completedMisses) - c.pr.certainMisses
+		target += slackSpent * math.Max(0, slack)
+	}
+	// A plan may leave at most a step's worth of work more than the
+	// reference at the end of the horizon: a queue that outgrows the
+	// horizon would otherwise look free, and solve after solve the
+	// backlog would drift up.
+	feasible := func(o outcome) bool {
+		return o.misses <= target+1e-9 && o.peakTempC < c.plant.ThermalLimitC &&
+			o.leftoverS <= ref.leftoverS+c.plant.TimeStepS
+	}
+	bestEnergy := math.Inf(1)
+	consider := func(o outcome, plan []int) {
+		if feasible(o) && o.energyJ < bestEnergy {
+			bestEnergy = o.energyJ
+			copy(c.best, plan)
+		}
+	}
+	consider(ref, c.plan)
+
+	// Constant plans: the lowest feasible level (misses grow as the level
+	// falls), searched from the last solve's constant level down while
+	// feasible or up until feasible, then the levels above it while
+	// energy falls. Each constant plan is evaluated once.
+	for i := range c.uniform {
+		c.uniform[i].valid = false
+	}
+	c.uniform[len(levels)-1] = uniformOutcome{ref, true}
+	uniform := func(i int) (outcome, bool) {
+		if u := c.uniform[i]; u.valid {
+			return u.outcome, true
+		}
+		fill(c.plan, levels[i])
+		o, ok := eval(c.plan)
+		consider(o, c.plan)
+		c.uniform[i] = uniformOutcome{o, true}
+		return o, ok
+	}
+	lo := min(c.lastUniform, len(levels)-1)
+	o, ok := uniform(lo)
+	if !ok {
+		return false
+	}
+	if feasible(o) {
+		for lo > 0 {
+			o, ok := uniform(lo - 1)
+			if !ok {
+				return false
+			}
+			if !feasible(o) {
+				break
+			}
+			lo--
+		}
+	} else {
+		for lo < len(levels)-1 {
+			lo++
+			o, ok := uniform(lo)
+			if !ok {
+				return false
+			}
+			if feasible(o) {
+				break
+			}
+		}
+	}
+	c.lastUniform = lo
+	previous := math.Inf(1)
+	for i := lo; i < len(levels)-1; i++ {
+		o, ok := uniform(i)
+		if !ok {
+			return false
+		}
+		if !feasible(o) || o.energyJ >= previous {
+			break
+		}
+		previous = o.energyJ
+	}
+	if math.IsInf(bestEnergy, 1) {
+		return false
+	}
+
+	// The first periods, one at a time: lower while feasible and cheaper,
+	// then higher while cheaper (a faster start may allow a slower rest).
+	for k := range min(refinedPeriods, len(c.plan)) {
+		copy(c.plan, c.best)
+		base := slices.Index(levels, c.plan[k])
+		for _, step := range []int{-1, 1} {
+			previous := bestEnergy
+			for i := base + step; i >= 0 && i < len(levels); i += step {
+				c.plan[k] = levels[i]
+				o, ok := eval(c.plan)
+				if !ok {
+					return false
+				}
+				consider(o, c.plan)
+				if !feasible(o) && step < 0 || o.energyJ >= previous {
+					break
+				}
+				previous = o.energyJ
+			}
+			c.plan[k] = levels[base]
+		}
+	}
+	return true
+}
+
+// predictedArrivals is the number of arrivals a solve predicts over its
+// horizon.
+func (c *Controller) predictedArrivals() float64 {
+	pr := &c.pr
+	if c.clairvoyant {
+		n := 0
+		for i := range pr.items {
+			if pr.items[i].arrivalS > 0 {
+				n++
+			}
+		}
+		return float64(n)
+	}
+	return pr.rate * pr.horizonS
+}

@@ -1,0 +1,183 @@
+package sweep
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"servesim/internal/jsonout"
+	"servesim/internal/limits"
+	"servesim/internal/plant"
+	"servesim/internal/texttable"
+)
+
+// Record is one run of a sweep as its outputs write it: a JSON Lines
+// record (JSON), a CSV row (CSVRow) or a table row (Table), and a run of
+// the Pareto record (ParetoRun).
+type Record struct {
+	Cell    Cell
+	Axes    jsonout.Object // axis values, typed, keyed by their output names (CellAxes)
+	Summary *plant.Summary // nil when the run failed
+	Err     error          // why the run failed
+	// The identity of the run's inputs (nil: the input did not load) and
+	// the SLOs it is judged by (0: none), as the record writes them.
+	TraceSHA, ProfileCSVSHA, ManifestSHA any
+	TTFTSLOSeconds, TPOTSLOSeconds       float64
+}
+
+// CellAxes is a cell's axis values as a record writes them, keyed by
+// key(axis), typed as parsed: a number or null for normalize (null: none).
+func CellAxes(g *Grid, c Cell, key func(axis string) string) jsonout.Object {
+	obj := make(jsonout.Object, len(g.Axes))
+	for i, a := range g.Axes {
+		v := g.Parsed(c, a.Name)
+		if a.Name == AxisNormalize && v == 0.0 {
+			v = nil
+		}
+		obj[i] = jsonout.Member{Key: key(a.Name), Value: v}
+	}
+	return obj
+}
+
+// JSON is the record as a JSON Lines object, in the order of
+// RunRecordKeys with the axis values after the first four; gridSHA256 and
+// gridCells identify the grid.
+func (r Record) JSON(gridSHA256 string, gridCells int) jsonout.Object {
+	obj := make(jsonout.Object, 0, len(RunRecordKeys)+len(r.Axes))
+	obj = append(obj, jsonout.Member{Key: "kind", Value: "run"}, jsonout.Member{Key: "cell", Value: r.Cell.Index},
+		jsonout.Member{Key: "grid_sha256", Value: gridSHA256}, jsonout.Member{Key: "grid_cells", Value: gridCells})
+	obj = append(obj, r.Axes...)
+	var errMsg any
+	if r.Err != nil {
+		errMsg = limits.OneLine(r.Err.Error())
+	}
+	obj = append(obj, jsonout.Member{Key: "trace_sha256", Value: r.TraceSHA}, jsonout.Member{Key: "profile_csv_sha256", Value: r.ProfileCSVSHA},
+		jsonout.Member{Key: "manifest_sha256", Value: r.ManifestSHA},
+		jsonout.Member{Key: "ttft_slo_s", Value: nullIfZero(r.TTFTSLOSeconds)}, jsonout.Member{Key: "tpot_slo_s", Value: nullIfZero(r.TPOTSLOSeconds)},
+		jsonout.Member{Key: "error", Value: errMsg})
+	if r.Summary != nil {
+		return append(obj, jsonout.Member{Key: "metrics", Value: r.Summary.Metrics}, jsonout.Member{Key: "summary", Value: r.Summary})
+	}
+	return append(obj, jsonout.Member{Key: "metrics", Value: nil}, jsonout.Member{Key: "summary", Value: nil})
+}
+
+// ParetoRun is the record as the Pareto record sees it.
+func (r Record) ParetoRun(g *Grid) ParetoRun[Brief] {
+	p := ParetoRun[Brief]{Cell: r.Cell.Index, Profile: g.Text(r.Cell, AxisProfile), Trace: g.Text(r.Cell, AxisTrace),
+		OK: r.Summary != nil, TTFTSLOSeconds: r.TTFTSLOSeconds, TPOTSLOSeconds: r.TPOTSLOSeconds}
+	if !p.OK {
+		return p
+	}
+	m := r.Summary.Metrics
+	p.EnergyPerOutputTokenJ, p.P95TTFTS, p.P95TPOTS, p.UnfinishedRequests = m.EnergyPerOutputTokenJ, m.P95TTFTS, m.P95TPOTS, m.UnfinishedRequestsAtEnd
+	brief := jsonout.Object{{Key: "cell", Value: r.Cell.Index}}
+	var label []string
+	for i, a := range g.Axes {
+		if !slices.Contains(GroupAxes, a.Name) {
+			brief = append(brief, r.Axes[i])
+			label = append(label, r.Cell.Values[i])
+		}
+	}
+	brief = append(brief,
+		jsonout.Member{Key: "energy_per_output_token_j", Value: m.EnergyPerOutputTokenJ},
+		jsonout.Member{Key: "p95_ttft_s", Value: m.P95TTFTS},
+		jsonout.Member{Key: "p95_tpot_s", Value: m.P95TPOTS},
+		jsonout.Member{Key: "completed_fraction", Value: m.CompletedFraction})
+	p.Data = Brief{Record: brief, Label: strings.Join(label, " ")}
+	return p
+}
+
+// csvSummaryRenames gives the summary fields that share a name with an
+// axis of every sweep their simulate document's names (controller_name,
+// scheduler_name), so that every CSV column has its own name: the axis
+// holds the flag value ("chunked"), the summary field the scheduler's name
+// ("chunked_prefill_scheduler"). Another summary field named like an axis
+// (reporting_horizon_s, with a --horizon axis) is written as summary_NAME.
+var csvSummaryRenames = map[string]string{"controller": "controller_name", "scheduler": "scheduler_name"}
+
+// CSVHeader is the header of the CSV output: cell, axis values (keyed by
+// key(axis)), error, summary fields.
+func CSVHeader(axes []Axis, key func(axis string) string) []string {
+	header := []string{"cell"}
+	for _, a := range axes {
+		header = append(header, key(a.Name))
+	}
+	header = append(header, "error")
+	axisColumns := map[string]bool{}
+	for _, name := range header {
+		axisColumns[name] = true
+	}
+	for _, c := range plant.SummaryColumns() {
+		if renamed, ok := csvSummaryRenames[c]; ok {
+			c = renamed
+		} else if axisColumns[c] {
+			c = "summary_" + c
+		}
+		header = append(header, c)
+	}
+	return header
+}
+
+// CSVRow is the run's CSV row, in the columns of CSVHeader.
+func (r Record) CSVRow() []string {
+	row := append([]string{strconv.Itoa(r.Cell.Index)}, r.Cell.Values...)
+	errMsg := ""
+	if r.Err != nil {
+		errMsg = limits.OneLine(r.Err.Error())
+	}
+	row = append(row, errMsg)
+	if r.Summary != nil {
+		return append(row, r.Summary.CSVValues()...)
+	}
+	return append(row, make([]string, len(plant.SummaryColumns()))...)
+}
+
+// Table renders the runs and, for a complete sweep (pareto not nil), the
+// Pareto section, for terminals.
+func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
+	t := texttable.Table{Columns: []texttable.Column{{Header: "cell"}}}
+	for _, a := range axes {
+		t.Columns = append(t.Columns, texttable.Column{Header: a.Name, Text: true})
+	}
+	t.Columns = append(t.Columns,
+		texttable.Column{Header: "done (%)"}, texttable.Column{Header: "p95 TTFT (s)"},
+		texttable.Column{Header: "p95 TPOT (ms)"}, texttable.Column{Header: "output (tok/s)"},
+		texttable.Column{Header: "energy/token (J)"}, texttable.Column{Header: "peak power (W)"},
+		texttable.Column{Header: "peak temp (C)"}, texttable.Column{Header: "error", Text: true})
+	for _, r := range records {
+		row := append([]string{strconv.Itoa(r.Cell.Index)}, r.Cell.Values...)
+		if r.Summary != nil {
+			m := r.Summary.Metrics
+			row = append(row, texttable.Fixed(100*m.CompletedFraction, 1), texttable.Fixed(m.P95TTFTS, 3),
+				texttable.Fixed(1000*m.P95TPOTS, 2), texttable.Fixed(m.OutputThroughputTokensPerS, 1),
+				texttable.Fixed(m.EnergyPerOutputTokenJ, 3), texttable.Fixed(m.PeakPowerW, 1),
+				texttable.Fixed(m.PeakTemperatureC, 1), "")
+		} else {
+			row = append(row, "", "", "", "", "", "", "", limits.OneLine(r.Err.Error()))
+		}
+		t.AddRow(row...)
+	}
+	var b strings.Builder
+	b.WriteString(t.String())
+	if pareto == nil {
+		return b.String()
+	}
+	for _, g := range pareto.Groups() {
+		fmt.Fprintf(&b, "\nPareto front (energy per output token vs p95 TTFT), profile %s, trace %s:\n", g.Profile, g.Trace)
+		front := g.Front()
+		if len(front) == 0 {
+			b.WriteString("  no successful run\n")
+		}
+		for _, r := range front {
+			fmt.Fprintf(&b, "  cell %d: %s  %.3f J/token, p95 TTFT %.3f s\n", r.Cell, r.Data.Label, r.EnergyPerOutputTokenJ, r.P95TTFTS)
+		}
+		if g.Best != nil {
+			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): cell %d (%s), %.3f J/token\n",
+				g.TTFTSLOSeconds, g.TPOTSLOSeconds, g.Best.Cell, g.Best.Data.Label, g.Best.EnergyPerOutputTokenJ)
+		} else {
+			fmt.Fprintf(&b, "best under SLO (p95 TTFT <= %g s, p95 TPOT <= %g s, all completed): none meets it\n", g.TTFTSLOSeconds, g.TPOTSLOSeconds)
+		}
+	}
+	return b.String()
+}
