@@ -38,6 +38,7 @@ type capacityOptions struct {
 	Plant plant.Plant
 	// Engine holds the engine feature flags.
 	Engine engineFlags
+	capacityShardOptions
 }
 
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
@@ -61,10 +62,18 @@ fleet of at most --max-replicas replicas meets the target, the document
 carries the best attainment reached and the exit code is 1.
 
 With --fleet FILE (a list of groups, as for simulate --fleet) a size of N
-runs every group with N times its replicas.`,
+runs every group with N times its replicas.
+
+--shard I/N (or auto, in a Slurm job array or Kubernetes Indexed Job)
+simulates only shard I's share of the sizes the search doubles through (1,
+2, 4, ... up to --max-replicas) and writes one JSON Lines record per size;
+a final run given those files with --evaluations simulates only the sizes
+they lack, and writes the document a run without them would.`,
 		Example: `  servesim capacity --max-elapsed 600 --attainment 0.9
   servesim capacity --trace AzureLLMInferenceTrace_code.csv --profile l4_profile.csv \
-      --ttft-slo 2 --tpot-slo 0.2 --attainment 0.99 --controller max,reactive`,
+      --ttft-slo 2 --tpot-slo 0.2 --attainment 0.99 --controller max,reactive
+  servesim capacity --trace code.csv --ttft-slo 2 --max-replicas 256 --shard 1/4 -o cap-1.jsonl
+  servesim capacity --trace code.csv --ttft-slo 2 --max-replicas 256 --evaluations 'cap-*.jsonl'`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
 			runF, func(ctx context.Context, o *capacityOptions) error { return runCapacity(ctx, s, o) }),
@@ -90,6 +99,7 @@ runs every group with N times its replicas.`,
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
+	addCapacityShardFlags(cmd, &opts.capacityShardOptions)
 	return cmd
 }
 
@@ -127,7 +137,10 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
-	return o.Engine.check(cmd, o.Plant)
+	if err := o.Engine.check(cmd, o.Plant); err != nil {
+		return err
+	}
+	return o.checkShard(o.Format)
 }
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
@@ -160,6 +173,13 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 		Controllers: o.Controllers, SLO: o.SLO, Engine: o.Engine.options(),
 		Search: fleet.CapacitySearch{Target: o.Attainment, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs},
 	}
+	if o.Shard != "" {
+		return runCapacityShard(ctx, s, o, study, workload)
+	}
+	summary, err := o.useEvaluations(s, &study, workload)
+	if err != nil {
+		return err
+	}
 	var bar *progress.Bar
 	if s.ErrIsTerminal && !o.Quiet {
 		bar = progress.New(s.Err, "capacity", "simulations", study.MaxEvaluations())
@@ -168,6 +188,9 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	report, err := fleet.RunCapacity(ctx, workload.Requests, study)
 	if bar != nil {
 		bar.Finish() // before the result reaches a terminal
+	}
+	if summary != nil {
+		summary(report)
 	}
 	var unreachable *fleet.UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {

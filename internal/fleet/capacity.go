@@ -44,6 +44,11 @@ type CapacitySearch struct {
 	// use, in order, from the goroutine that called SearchCapacity (for a
 	// progress display). There are at most MaxSearchSteps(MaxReplicas).
 	Used func(Evaluation)
+	// Known are evaluations made beforehand (a capacity shard's, read
+	// back), at most one per size: the search takes them as the
+	// Evaluator's answers for their sizes and evaluates only the sizes it
+	// needs that are not among them. Their MeetsTarget is recomputed.
+	Known []Evaluation
 }
 
 // CapacityResult is the outcome of a capacity search.
@@ -134,6 +139,10 @@ func SearchCapacity(ctx context.Context, evaluate Evaluator, cfg CapacitySearch)
 		return nil, fmt.Errorf("jobs %d: expected at least 1", cfg.Jobs)
 	}
 	s := &searcher{cfg: cfg, jobs: max(1, cfg.Jobs), evaluate: evaluate, cache: map[int]outcome{}}
+	for _, e := range cfg.Known {
+		e.MeetsTarget = e.Meets(cfg.Target)
+		s.cache[e.Replicas] = outcome{eval: e}
+	}
 	var used []int
 	var b bracket
 	for {

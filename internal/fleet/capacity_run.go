@@ -37,6 +37,10 @@ type Capacity struct {
 	// Progress, when set, is called once per evaluation used (at most
 	// MaxEvaluations), never concurrently.
 	Progress func()
+	// Simulated, when set, is called after each fleet simulation, with its
+	// size and the controller it ran (maybe concurrently): evaluations
+	// that Search.Known supplies are not simulated.
+	Simulated func(size int, controller string)
 }
 
 // CapacityReport is the outcome of a capacity study.
@@ -88,11 +92,21 @@ func (c *Capacity) perSize() int {
 	return n
 }
 
-// RunCapacity runs the study on requests (sorted by arrival, unique IDs):
-// SearchCapacity over fleet sizes with the first controller, then the
-// answer with every other controller. With an unreachable target the
-// report (no answer, the best attainment) comes with an *UnreachableError.
-func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*CapacityReport, error) {
+// capacityRun is a study checked and ready to simulate fleet sizes.
+type capacityRun struct {
+	c        *Capacity
+	requests []plant.Request
+	router   string // the router's name
+	// sizeJobs sizes are simulated at once, each on fleetJobs goroutines.
+	// A state-free router simulates a fleet's replicas in parallel: the
+	// jobs go there, and sizes are simulated one at a time (nothing is
+	// simulated in vain). Otherwise sizes run in parallel.
+	sizeJobs, fleetJobs int
+}
+
+// prepare checks the study and the requests (sorted by arrival, unique
+// IDs) and shares out the jobs.
+func (c *Capacity) prepare(requests []plant.Request) (*capacityRun, error) {
 	if len(c.Controllers) == 0 {
 		return nil, errors.New("capacity: no controller given")
 	}
@@ -106,12 +120,49 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 	if err != nil {
 		return nil, err
 	}
-	// A state-free router simulates a fleet's replicas in parallel: the
-	// jobs go there, and the search runs one size at a time (nothing is
-	// simulated in vain). Otherwise the search runs sizes in parallel.
-	searchJobs, fleetJobs := max(1, c.Search.Jobs), 1
+	r := &capacityRun{c: c, requests: requests, router: router.Name(), sizeJobs: max(1, c.Search.Jobs), fleetJobs: 1}
 	if isStateFree(router) {
-		searchJobs, fleetJobs = 1, max(1, c.Search.Jobs)
+		r.sizeJobs, r.fleetJobs = 1, max(1, c.Search.Jobs)
+	}
+	return r, nil
+}
+
+// evaluate simulates the fleet of the given size, controller driving the
+// groups without a controller of their own, and judges it.
+func (r *capacityRun) evaluate(ctx context.Context, size int, controller string) (Evaluation, error) {
+	c := r.c
+	groups := slices.Clone(c.Unit)
+	for i := range groups {
+		groups[i].Replicas *= size
+		if groups[i].Controller == "" {
+			groups[i].Controller = controller
+		}
+	}
+	router, err := NewRouter(c.Router, c.RouterSeed)
+	if err != nil {
+		return Evaluation{}, err
+	}
+	res, err := SimulateContext(ctx, r.requests, Config{Plant: c.Plant, Groups: groups, Router: router,
+		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine}, Jobs: r.fleetJobs})
+	if c.Simulated != nil {
+		c.Simulated(size, controller)
+	}
+	if err != nil {
+		return Evaluation{}, err
+	}
+	e := Judge(res, groups, c.SLO)
+	e.Replicas = size
+	return e, nil
+}
+
+// RunCapacity runs the study on requests (sorted by arrival, unique IDs):
+// SearchCapacity over fleet sizes with the first controller, then the
+// answer with every other controller. With an unreachable target the
+// report (no answer, the best attainment) comes with an *UnreachableError.
+func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*CapacityReport, error) {
+	run, err := c.prepare(requests)
+	if err != nil {
+		return nil, err
 	}
 	var mu sync.Mutex
 	progress := func() {
@@ -121,45 +172,24 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 			c.Progress()
 		}
 	}
-	evaluate := func(ctx context.Context, size int, controller string) (Evaluation, error) {
-		groups := slices.Clone(c.Unit)
-		for i := range groups {
-			groups[i].Replicas *= size
-			if groups[i].Controller == "" {
-				groups[i].Controller = controller
-			}
-		}
-		router, err := NewRouter(c.Router, c.RouterSeed)
-		if err != nil {
-			return Evaluation{}, err
-		}
-		res, err := SimulateContext(ctx, requests, Config{Plant: c.Plant, Groups: groups, Router: router,
-			Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine}, Jobs: fleetJobs})
-		if err != nil {
-			return Evaluation{}, err
-		}
-		e := Judge(res, groups, c.SLO)
-		e.Replicas = size
-		return e, nil
-	}
 	search := c.Search
-	search.MaxReplicas, search.Jobs = c.maxSize(), searchJobs
+	search.MaxReplicas, search.Jobs = c.maxSize(), run.sizeJobs
 	search.Used = func(Evaluation) { progress() }
 	found, err := SearchCapacity(ctx, func(ctx context.Context, size int) (Evaluation, error) {
-		return evaluate(ctx, size, c.Controllers[0])
+		return run.evaluate(ctx, size, c.Controllers[0])
 	}, search)
 	var unreachable *UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {
 		return nil, err
 	}
-	report := &CapacityReport{CapacityResult: *found, ReplicasPerSize: c.perSize(), Router: router.Name(),
+	report := &CapacityReport{CapacityResult: *found, ReplicasPerSize: c.perSize(), Router: run.router,
 		SearchedWith: c.Controllers[0], Controllers: []ControllerEvaluation{}}
 	answer, ok := found.Answer()
 	if !ok {
 		return report, err
 	}
-	others, err := EvaluateEach(ctx, len(c.Controllers)-1, searchJobs, search.Target, func(ctx context.Context, i int) (Evaluation, error) {
-		e, err := evaluate(ctx, answer.Replicas, c.Controllers[i+1])
+	others, err := EvaluateEach(ctx, len(c.Controllers)-1, run.sizeJobs, search.Target, func(ctx context.Context, i int) (Evaluation, error) {
+		e, err := run.evaluate(ctx, answer.Replicas, c.Controllers[i+1])
 		progress()
 		return e, err
 	})

@@ -123,24 +123,12 @@ func RunContext(ctx context.Context, w plant.Workload, cfg RunConfig) (*Report, 
 		prof = cfg.Groups[0].Profile
 	}
 	r := &Report{
-		Metrics:  res.Metrics,
-		Fleet:    Info{Router: res.Router, Replicas: len(res.Replicas)},
-		Dilation: dilation,
-		Plant:    cfg.Plant,
-		Provenance: plant.Provenance{
-			ProfilePath:          cfg.ProfilePath,
-			ProfileCSVSHA256:     prof.ProfileCSVSHA256,
-			ManifestSHA256:       prof.ManifestSHA256,
-			ProfileStatus:        prof.Status,
-			SourceLabel:          prof.SourceLabel,
-			MeasurementValidated: prof.MeasurementValid,
-			TracePath:            w.Source,
-			TraceSHA256:          w.SHA256,
-			RequestsLoaded:       len(w.Requests),
-			ServesimVersion:      cfg.Version,
-			RequestsSkipped:      w.Skipped,
-		},
-		Result: res,
+		Metrics:    res.Metrics,
+		Fleet:      Info{Router: res.Router, Replicas: len(res.Replicas)},
+		Dilation:   dilation,
+		Plant:      cfg.Plant,
+		Provenance: plant.NewProvenance(prof, cfg.ProfilePath, w, cfg.Version, nil),
+		Result:     res,
 	}
 	var controllers, schedulers, statuses []string
 	for _, g := range cfg.Groups {

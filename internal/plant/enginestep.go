@@ -97,14 +97,7 @@ func (sim *simulation) engineDecode(budget, endS float64) float64 {
 			}
 		}
 		if finished > 0 {
-			kept := sim.active[:0]
-			for _, i := range sim.active {
-				if math.IsNaN(sim.records[i].CompletionTimeS) {
-					kept = append(kept, i)
-				}
-			}
-			sim.active = kept
-			sim.completed += finished
+			sim.dropCompleted(finished)
 		}
 		if progress <= 1e-12 {
 			break

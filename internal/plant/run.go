@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"slices"
+
+	"servesim/internal/profile"
 )
 
 // Config is one complete simulate configuration: what `servesim simulate`
@@ -63,6 +65,26 @@ type Provenance struct {
 	RequestsSkipped map[string]int `json:"requests_skipped,omitempty"`
 }
 
+// NewProvenance identifies a run's inputs: profile prof read from
+// profilePath, workload w, the servesim version and, for a fixed-clock
+// controller, the level it runs (nil otherwise).
+func NewProvenance(prof *profile.Profile, profilePath string, w Workload, version string, fixedLevel *float64) Provenance {
+	return Provenance{
+		ProfilePath:          profilePath,
+		ProfileCSVSHA256:     prof.ProfileCSVSHA256,
+		ManifestSHA256:       prof.ManifestSHA256,
+		ProfileStatus:        prof.Status,
+		SourceLabel:          prof.SourceLabel,
+		MeasurementValidated: prof.MeasurementValid,
+		TracePath:            w.Source,
+		TraceSHA256:          w.SHA256,
+		RequestsLoaded:       len(w.Requests),
+		ServesimVersion:      version,
+		FixedClockLevelMHz:   fixedLevel,
+		RequestsSkipped:      w.Skipped,
+	}
+}
+
 // Run normalizes w if asked, simulates it under cfg and returns the report.
 // It closes a controller that is an io.Closer (an ExecController) when it
 // returns or panics, and returns the controller's Close error, which says
@@ -116,24 +138,13 @@ func newReport(res *Result, dilation *float64, w Workload, loaded int, cfg Confi
 		level := f.Level(prof)
 		fixedLevel = &level
 	}
+	provenance := NewProvenance(prof, cfg.ProfilePath, w, cfg.Version, fixedLevel)
+	provenance.RequestsLoaded = loaded // a streamed workload has no Requests
 	return &Report{
-		Result:   *res,
-		Summary:  res.Summary(),
-		Dilation: dilation,
-		Plant:    cfg.Plant,
-		Provenance: Provenance{
-			ProfilePath:          cfg.ProfilePath,
-			ProfileCSVSHA256:     prof.ProfileCSVSHA256,
-			ManifestSHA256:       prof.ManifestSHA256,
-			ProfileStatus:        prof.Status,
-			SourceLabel:          prof.SourceLabel,
-			MeasurementValidated: prof.MeasurementValid,
-			TracePath:            w.Source,
-			TraceSHA256:          w.SHA256,
-			RequestsLoaded:       loaded,
-			ServesimVersion:      cfg.Version,
-			FixedClockLevelMHz:   fixedLevel,
-			RequestsSkipped:      w.Skipped,
-		},
+		Result:     *res,
+		Summary:    res.Summary(),
+		Dilation:   dilation,
+		Plant:      cfg.Plant,
+		Provenance: provenance,
 	}
 }

@@ -796,14 +796,7 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 			}
 		}
 		if finished > 0 {
-			kept := sim.active[:0]
-			for _, i := range sim.active {
-				if math.IsNaN(sim.records[i].CompletionTimeS) {
-					kept = append(kept, i)
-				}
-			}
-			sim.active = kept
-			sim.completed += finished
+			sim.dropCompleted(finished)
 		}
 		if progress <= 1e-12 {
 			break
@@ -857,4 +850,18 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 	dt := sim.planner.PlanDtS()
 	res.PlanDtS = &dt
 	return res
+}
+
+// dropCompleted removes the finished requests that completed in this
+// decode round from the active list, keeping admission order, and counts
+// them as completed.
+func (sim *simulation) dropCompleted(finished int) {
+	kept := sim.active[:0]
+	for _, i := range sim.active {
+		if math.IsNaN(sim.records[i].CompletionTimeS) {
+			kept = append(kept, i)
+		}
+	}
+	sim.active = kept
+	sim.completed += finished
 }
