@@ -65,7 +65,7 @@ run: build
 ## docs: regenerate the example figures shown in README.md (docs/*.png)
 docs: build
 	mkdir -p docs
-	./$(BIN) simulate --normalize 0.5 --max-elapsed 900 --scheduler continuous --controller reactive --summary --plot docs/simulate.png >/dev/null
+	./$(BIN) simulate --max-elapsed 900 --scheduler continuous --controller reactive --summary --plot docs/simulate.png >/dev/null
 	./$(BIN) scenarios --plot docs/scenarios.png >/dev/null
 	./$(BIN) diagnose --by-window 20 --plot docs/diagnose.png internal/diagnose/testdata/logs/kv_thrashing.csv >/dev/null
 
