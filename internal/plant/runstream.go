@@ -98,21 +98,7 @@ func RunStreamContext(ctx context.Context, src WorkloadSource, cfg Config) (rep 
 	if err := sim.feed(&checkedStream{stream: requests}, opt, expected, expectedLastS); err != nil {
 		return nil, err
 	}
-	for steps := 1; ; steps++ {
-		done, err := sim.advance()
-		if err != nil {
-			return nil, err
-		}
-		if done {
-			break
-		}
-		if steps%CancelCheckSteps == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if err := sim.drain(); err != nil {
+	if err := sim.runToEnd(ctx); err != nil {
 		return nil, err
 	}
 	// The reader has returned: its checksum, count and last arrival are

@@ -177,24 +177,31 @@ func SimulateContext(ctx context.Context, requests []Request, p Plant, s Schedul
 	if err != nil {
 		return nil, err
 	}
+	if err := sim.runToEnd(ctx); err != nil {
+		return nil, err
+	}
+	return sim.result(WorkloadChecksum(requests), opt), nil
+}
+
+// runToEnd steps the simulation until it is over, then drains what it
+// still holds; it returns ctx's error within CancelCheckSteps steps of ctx
+// being done.
+func (sim *simulation) runToEnd(ctx context.Context) error {
 	for steps := 1; ; steps++ {
 		done, err := sim.advance()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if done {
 			break
 		}
 		if steps%CancelCheckSteps == 0 {
 			if err := ctx.Err(); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	if err := sim.drain(); err != nil {
-		return nil, err
-	}
-	return sim.result(WorkloadChecksum(requests), opt), nil
+	return sim.drain()
 }
 
 // validateWorkload applies the reference's checks on a workload.
