@@ -195,14 +195,7 @@ func TestSlurmCapacityJobArray(t *testing.T) {
 	script := string(data)
 	assert.True(t, strings.HasPrefix(script, "#!/bin/bash\n"))
 	directives := sbatchDirectives(t, script)
-	array := regexp.MustCompile(`^(\d+)-(\d+)(?::(\d+))?(?:%\d+)?$`).FindStringSubmatch(directives["--array"])
-	require.NotNil(t, array, "--array is a range, which --shard auto can map onto shards, not %q", directives["--array"])
-	first, _ := strconv.Atoi(array[1])
-	last, _ := strconv.Atoi(array[2])
-	step := 1
-	if array[3] != "" {
-		step, _ = strconv.Atoi(array[3])
-	}
+	first, last, step := sbatchArray(t, directives["--array"])
 	assert.Regexp(t, `(?m)^srun servesim capacity --shard auto `, script)
 	assert.Regexp(t, `(?m)sbatch --dependency=afterany:"\$SLURM_ARRAY_JOB_ID" .*\\\n.*\\\n\s+--wrap="servesim capacity .*--evaluations `, script)
 
@@ -235,8 +228,8 @@ func TestSlurmCapacityJobArray(t *testing.T) {
 		cmd := exec.Command(bash, slurmCapacityPath)
 		cmd.Env = append(slices.Clone(env), "SERVESIM_RESULTS="+results,
 			"SERVESIM_TRACE="+filepath.Join(dir, "data", "code trace.csv"), "SERVESIM_PROFILE="+filepath.Join(dir, "data", "l4_profile.csv"),
-			"SLURM_ARRAY_JOB_ID=4242", "SLURM_ARRAY_TASK_ID="+strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN="+array[1],
-			"SLURM_ARRAY_TASK_MAX="+array[2], "SLURM_ARRAY_TASK_STEP="+strconv.Itoa(step), "SLURM_ARRAY_TASK_COUNT="+strconv.Itoa(n),
+			"SLURM_ARRAY_JOB_ID=4242", "SLURM_ARRAY_TASK_ID="+strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN="+strconv.Itoa(first),
+			"SLURM_ARRAY_TASK_MAX="+strconv.Itoa(last), "SLURM_ARRAY_TASK_STEP="+strconv.Itoa(step), "SLURM_ARRAY_TASK_COUNT="+strconv.Itoa(n),
 			"SLURM_CPUS_PER_TASK=1")
 		wg.Go(func() { outputs[k], errs[k] = cmd.CombinedOutput() })
 	}

@@ -328,14 +328,7 @@ func TestSlurmJobArray(t *testing.T) {
 	script := string(data)
 	assert.True(t, strings.HasPrefix(script, "#!/bin/bash\n"))
 	directives := sbatchDirectives(t, script)
-	array := regexp.MustCompile(`^(\d+)-(\d+)(?::(\d+))?(?:%\d+)?$`).FindStringSubmatch(directives["--array"])
-	require.NotNil(t, array, "--array is a range (FIRST-LAST[:STEP][%%MAX]), which --shard auto can map onto shards, not %q", directives["--array"])
-	first, _ := strconv.Atoi(array[1])
-	last, _ := strconv.Atoi(array[2])
-	step := 1
-	if array[3] != "" {
-		step, _ = strconv.Atoi(array[3])
-	}
+	first, last, step := sbatchArray(t, directives["--array"])
 	assert.Regexp(t, `(?m)^srun servesim sweep --shard auto `, script)
 	assert.Regexp(t, `(?m)sbatch --dependency=afterok:"\$SLURM_ARRAY_JOB_ID" .*\\\n.*\\\n\s+--wrap="servesim sweep merge `, script)
 
@@ -368,7 +361,7 @@ func TestSlurmJobArray(t *testing.T) {
 		env := servesimProcess(t, dir, nil).Env
 		cmd.Env = append(env, "PATH="+bin+":"+os.Getenv("PATH"), "SERVESIM_RESULTS="+filepath.Join(dir, "results"),
 			"SERVESIM_TRACE="+filepath.Join(dir, "AzureLLMInferenceTrace_code.csv"), "SLURM_ARRAY_JOB_ID=4242",
-			"SLURM_ARRAY_TASK_ID="+strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN="+array[1], "SLURM_ARRAY_TASK_MAX="+array[2],
+			"SLURM_ARRAY_TASK_ID="+strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN="+strconv.Itoa(first), "SLURM_ARRAY_TASK_MAX="+strconv.Itoa(last),
 			"SLURM_ARRAY_TASK_STEP="+strconv.Itoa(step), "SLURM_ARRAY_TASK_COUNT="+strconv.Itoa(n), "SLURM_CPUS_PER_TASK=1")
 		wg.Go(func() { outputs[k], errs[k] = cmd.CombinedOutput() })
 	}
@@ -403,7 +396,7 @@ func TestSlurmJobArray(t *testing.T) {
 	// Each task resolves to its own shard, and together they are all.
 	var shards []int
 	for _, id := range ids {
-		env := map[string]string{"SLURM_ARRAY_TASK_ID": strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN": array[1], "SLURM_ARRAY_TASK_MAX": array[2],
+		env := map[string]string{"SLURM_ARRAY_TASK_ID": strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN": strconv.Itoa(first), "SLURM_ARRAY_TASK_MAX": strconv.Itoa(last),
 			"SLURM_ARRAY_TASK_STEP": strconv.Itoa(step), "SLURM_ARRAY_TASK_COUNT": strconv.Itoa(n)}
 		i, count, err := sweep.ShardFromEnv(func(k string) string { return env[k] })
 		require.NoError(t, err)
@@ -412,4 +405,19 @@ func TestSlurmJobArray(t *testing.T) {
 	}
 	slices.Sort(shards)
 	assert.Equal(t, n, len(slices.Compact(shards)))
+}
+
+// sbatchArray parses an sbatch --array value, which must be a range
+// FIRST-LAST[:STEP][%MAX] (the form --shard auto can map onto shards).
+func sbatchArray(t *testing.T, spec string) (first, last, step int) {
+	t.Helper()
+	array := regexp.MustCompile(`^(\d+)-(\d+)(?::(\d+))?(?:%\d+)?$`).FindStringSubmatch(spec)
+	require.NotNil(t, array, "--array is a range (FIRST-LAST[:STEP][%%MAX]), which --shard auto can map onto shards, not %q", spec)
+	first, _ = strconv.Atoi(array[1])
+	last, _ = strconv.Atoi(array[2])
+	step = 1
+	if array[3] != "" {
+		step, _ = strconv.Atoi(array[3])
+	}
+	return first, last, step
 }
