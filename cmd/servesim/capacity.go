@@ -11,6 +11,7 @@ import (
 	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
 	"servesim/internal/trace"
@@ -19,7 +20,7 @@ import (
 // capacityOptions are the parsed flags of `servesim capacity`.
 type capacityOptions struct {
 	TracePath   string
-	Trace       traceOptions // how to read --trace
+	Trace       trace.Flags // how to read --trace
 	ProfilePath string
 	FleetPath   string
 	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
@@ -37,7 +38,7 @@ type capacityOptions struct {
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant plant.Plant
 	// Engine holds the engine feature flags.
-	Engine engineFlags
+	Engine plantflag.Engine
 	capacityShardOptions
 }
 
@@ -84,7 +85,7 @@ they lack, and writes the document a run without them would.`,
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV of every replica, or with --fleet of the groups without one (default: the embedded engineering proxy)")
 	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller}, a missing field taking the flag's value; size N multiplies every group's replicas")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
-	addSLOFlags(cmd, &opts.SLO)
+	plantflag.AddSLO(cmd, &opts.SLO)
 	f.Float64Var(&opts.Attainment, "attainment", 0.99, "target SLO attainment `A`, 0 < A <= 1: the share of all requests meeting every SLO")
 	f.StringVar(&opts.Router, "router", fleet.RoundRobinName, "round-robin, random, least-outstanding or least-tokens")
 	f.Uint64Var(&opts.RouterSeed, "router-seed", fleet.DefaultRouterSeed, "seed of the random router")
@@ -92,10 +93,8 @@ they lack, and writes the document a run without them would.`,
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
 	f.IntVar(&opts.MaxReplicas, "max-replicas", fleet.DefaultCapacityMaxReplicas, fmt.Sprintf("largest fleet tried, 1 to %d", fleet.MaxReplicas))
 	f.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "simulations (or replicas) at a time")
-	for _, pp := range plantParams {
-		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
-	}
-	addEngineFlags(cmd, &opts.Engine)
+	plantflag.AddPlant(cmd, &opts.Plant)
+	plantflag.AddEngine(cmd, &opts.Engine)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
 	addOutputFlag(cmd, &opts.Output)
@@ -105,10 +104,10 @@ they lack, and writes the document a run without them would.`,
 
 // check rejects flag values that cannot mean anything (usage errors).
 func (o *capacityOptions) check(cmd *cobra.Command) error {
-	if err := checkMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
+	if err := plantflag.CheckMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
 		return err
 	}
-	if err := checkSLOFlags(cmd, &o.SLO); err != nil {
+	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
 	}
 	if !(o.Attainment > 0 && o.Attainment <= 1) {
@@ -137,7 +136,7 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
-	if err := o.Engine.check(cmd, o.Plant); err != nil {
+	if err := o.Engine.Check(cmd, o.Plant); err != nil {
 		return err
 	}
 	return o.checkShard(o.Format)
@@ -150,7 +149,7 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	}
 	o.Plant.Profile = unit[0].Profile
 	if err := o.Plant.Validate(); err != nil {
-		return fmt.Errorf("plant: %w", flagNamed(err))
+		return fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
 	}
 	var workload plant.Workload
 	if o.TracePath == "" {
@@ -159,7 +158,7 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 		var t *trace.Trace
 		if t, err = openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace); err == nil {
 			workload = t.Workload
-			o.Engine.useHashIDs(t)
+			o.Engine.UseHashIDs(t.HashIDSource())
 		}
 	}
 	if err != nil {
@@ -170,7 +169,7 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 
 	study := fleet.Capacity{
 		Plant: o.Plant, Unit: unit, Router: o.Router, RouterSeed: o.RouterSeed,
-		Controllers: o.Controllers, SLO: o.SLO, Engine: o.Engine.options(),
+		Controllers: o.Controllers, SLO: o.SLO, Engine: o.Engine.Options(),
 		Search: fleet.CapacitySearch{Target: o.Attainment, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs},
 	}
 	if o.Shard != "" {

@@ -13,6 +13,7 @@ import (
 
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 	"servesim/internal/sharedtest"
 	"servesim/internal/trace"
@@ -33,7 +34,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	assert.Equal(t, &capacityOptions{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
-		Format: "json", Plant: plant.NewPlant(nil), Trace: traceOptions{TimeUnit: "s"}, Engine: engineFlags{Preemption: "none"},
+		Format: "json", Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: plantflag.Engine{Preemption: "none"},
 	}, o)
 }
 
@@ -53,9 +54,9 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 		Attainment: 0.9, Router: "random", RouterSeed: 7, Controllers: []string{"max", "reactive", "fixed:1500"},
 		Scheduler: "static", MaxReplicas: 64, Jobs: 3, Quiet: true, Format: "table",
 		Output: outputOptions{Path: "out.json"}, Plant: p,
-		Trace: traceOptions{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
+		Trace: trace.Flags{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
 			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
-		Engine: engineFlags{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
+		Engine: plantflag.Engine{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
 	}, o)
 }
 
@@ -99,10 +100,10 @@ func TestCapacityUsageErrors(t *testing.T) {
 // replica fewer does not.
 func TestCapacityOnTheCodeTrace(t *testing.T) {
 	t.Parallel()
-	trace := sharedtest.CodeTrace(t)
+	tracePath := sharedtest.CodeTrace(t)
 	prof := sharedtest.Reference(t, "data", "l4_proxy", "l4_profile.csv")
 	s, out, errOut := testStreams("")
-	code := run(context.Background(), []string{"capacity", "--trace", trace, "--profile", prof, "--max-elapsed", "900",
+	code := run(context.Background(), []string{"capacity", "--trace", tracePath, "--profile", prof, "--max-elapsed", "900",
 		"--ttft-slo", "60", "--attainment", "0.9", "--controller", "max,reactive"}, s)
 	require.Equal(t, exitOK, code, errOut.String())
 	assert.Empty(t, errOut.String(), "no progress off a terminal")
@@ -131,7 +132,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 	assert.Equal(t, 2598, doc.Provenance.RequestsLoaded)
 	require.Len(t, doc.Controllers, 2)
 
-	w, err := loadTraceFile(s, trace, 900, &traceOptions{})
+	w, err := (&trace.Source{Path: tracePath, MaxElapsedS: 900}).Load()
 	require.NoError(t, err)
 	p, err := profile.Load(prof)
 	require.NoError(t, err)

@@ -38,12 +38,12 @@ func TestNoSlowInitPackages(t *testing.T) {
 var (
 	helperPackages = []string{
 		"internal/pycompat", "internal/jsonout", "internal/numeric", "internal/limits",
-		"internal/figure", "internal/texttable", "internal/progress", "internal/outfile", "internal/cliflag",
+		"internal/figure", "internal/texttable", "internal/progress", "internal/outfile", "internal/cliflag", "internal/interrupt",
 		"internal/scenario/pyrand",
 	}
 	domainPackages = []string{
 		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",
-		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench",
+		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench", "internal/plantflag",
 	}
 	testPackages = []string{
 		"internal/sharedtest", "internal/paritytest", "internal/profile/profiletest",

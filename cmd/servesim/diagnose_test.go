@@ -52,7 +52,7 @@ func TestDiagnoseFlags(t *testing.T) {
 				assert.Equal(t, tt.wantErr, err.Error())
 				var coded codedError
 				require.ErrorAs(t, err, &coded)
-				assert.Equal(t, exitUsage, coded.exitCode())
+				assert.Equal(t, exitUsage, coded.ExitCode())
 				return
 			}
 			require.NoError(t, err)

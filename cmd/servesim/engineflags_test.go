@@ -8,14 +8,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 )
 
 func TestEngineFlagsDefaultToTheReference(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseSimulate(t)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, engineFlags{Preemption: "none"}, o.Engine)
-	assert.False(t, o.Engine.options().Enabled())
+	assert.Equal(t, plantflag.Engine{Preemption: "none"}, o.Engine)
+	assert.False(t, o.Engine.Options().Enabled())
 	assert.False(t, o.plantOptions().Engine.Enabled())
 }
 

@@ -13,10 +13,11 @@ const (
 	exitInternal = 3 // internal error, including a recovered panic
 )
 
-// codedError is an error that knows its exit code.
+// codedError is an error that knows its exit code (also interrupt.Stopped
+// and interrupt.Interruption).
 type codedError interface {
 	error
-	exitCode() int
+	ExitCode() int
 }
 
 // usageError marks a usage mistake (exit 2).
@@ -28,7 +29,7 @@ func (e usageError) Error() string { return e.err.Error() }
 // Unwrap returns the wrapped error.
 func (e usageError) Unwrap() error { return e.err }
 
-func (usageError) exitCode() int { return exitUsage }
+func (usageError) ExitCode() int { return exitUsage }
 
 // inputError marks bad input or a failed validation (exit 1).
 type inputError struct{ err error }
@@ -39,7 +40,7 @@ func (e inputError) Error() string { return e.err.Error() }
 // Unwrap returns the wrapped error.
 func (e inputError) Unwrap() error { return e.err }
 
-func (inputError) exitCode() int { return exitInput }
+func (inputError) ExitCode() int { return exitInput }
 
 // internalError marks a failure of servesim itself (exit 3).
 type internalError struct{ err error }
@@ -50,7 +51,17 @@ func (e internalError) Error() string { return "internal error: " + e.err.Error(
 // Unwrap returns the wrapped error.
 func (e internalError) Unwrap() error { return e.err }
 
-func (internalError) exitCode() int { return exitInternal }
+func (internalError) ExitCode() int { return exitInternal }
+
+// asUsage marks err as a usage error (exit 2) unless it is nil or knows
+// its exit code already.
+func asUsage(err error) error {
+	var coded codedError
+	if err == nil || errors.As(err, &coded) {
+		return err
+	}
+	return usageError{err}
+}
 
 // usageErrorf formats a usage error, e.g. an invalid flag value.
 func usageErrorf(format string, args ...any) error {

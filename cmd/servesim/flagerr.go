@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"servesim/internal/cliflag"
+	"servesim/internal/plantflag"
 )
 
 // flagError is every command's flag error function: it turns pflag's parse
@@ -42,7 +43,7 @@ var flagExpectations = map[string]string{
 	"max-elapsed":  "a nonnegative number of seconds",
 	"normalize":    "a number in (0, 1)",
 	"stride":       "a positive whole number",
-	"exec-timeout": "a positive number of seconds",
+	"exec-timeout": plantflag.ExecTimeoutExpected,
 	// simulate (fleet) and capacity
 	"replicas":    "a whole number from 1 to 4096",
 	"router-seed": "a whole number, 0 or more",

@@ -9,10 +9,10 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sync"
 	"syscall"
 	"time"
 
+	"servesim/internal/interrupt"
 	"servesim/internal/outfile"
 )
 
@@ -25,41 +25,15 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], newStreams()))
 }
 
-// signalNames are the signals servesim ends on by itself, with their names.
-var signalNames = map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}
-
 // interruptGrace is how long an interrupted run may take to stop by itself
 // (its loops look at the context every few thousand steps) before
 // servesim ends it.
 const interruptGrace = time.Second
 
-// interruption is the cause of an interrupted run's context: the signal,
-// and an error whose exit code is 128 plus the signal's number, as a shell
-// reports a process a signal killed (130, 143).
-type interruption struct {
-	sig  syscall.Signal
-	name string
-	// ending is held, until the process exits, by whichever ends the run
-	// first: the run itself (runCommands) or the grace timer, so that the
-	// run's one line is written once.
-	ending sync.Mutex
-}
-
-// Error reads "interrupted by SIGINT".
-func (i *interruption) Error() string { return "interrupted by " + i.name }
-
-func (i *interruption) exitCode() int { return 128 + int(i.sig) }
-
-// interruptionOf returns what interrupted ctx's run, or nil.
-func interruptionOf(ctx context.Context) *interruption {
-	in, _ := context.Cause(ctx).(*interruption)
-	return in
-}
-
 // exitOnSignal makes SIGINT (Ctrl-C) and SIGTERM end servesim cleanly. The
 // temporary file of an unfinished -o or --plot write is removed at once
 // (no file is replaced by it: a write still under way waits), and the
-// returned context is cancelled, with an *interruption as its cause, so
+// returned context is cancelled, with an *interrupt.Interruption as its cause, so
 // that the long loops (simulation steps, fleet runs, capacity searches)
 // stop and the run ends with one line on stderr naming the signal and the
 // exit code 128 plus its number (130, 143). A run that has not ended
@@ -70,21 +44,21 @@ func interruptionOf(ctx context.Context) *interruption {
 func exitOnSignal(stderr io.Writer) context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	signals := make(chan os.Signal, 2)
-	for sig := range signalNames {
+	for sig := range interrupt.Signals {
 		signal.Notify(signals, sig)
 	}
 	go func() {
 		sig := (<-signals).(syscall.Signal)
-		in := &interruption{sig: sig, name: signalNames[sig]}
+		in := interrupt.New(sig)
 		outfile.Abort()
 		cancel(in)
 		select {
 		case <-signals:
 		case <-time.After(interruptGrace):
 		}
-		in.ending.Lock()
+		in.End()
 		fmt.Fprintf(stderr, "servesim: %v\n", in)
-		os.Exit(in.exitCode())
+		os.Exit(in.ExitCode())
 	}()
 	return ctx
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/interrupt"
 	"servesim/internal/limits"
 )
 
@@ -70,12 +71,12 @@ Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
 }
 
 // checkThenRun returns a command's RunE: check validates the parsed
-// arguments and flags, then the options go to runF when a test supplied one
+// arguments and flags (its errors are usage errors), then the options go to runF when a test supplied one
 // (to see what was parsed), else to run with the command's context.
 func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF func(*O) error, run func(context.Context, *O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
-			return err
+			return asUsage(err)
 		}
 		if runF != nil {
 			return runF(opts)
@@ -167,8 +168,8 @@ func runCommands(ctx context.Context, args []string, s *streams, subs []subcomma
 	root := newRootCmd(s, args, subs)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if in := interruptionOf(ctx); in != nil {
-		in.ending.Lock() // held until the process exits
+	if in := interrupt.Of(ctx); in != nil {
+		in.End() // held until the process exits
 		err = in
 	}
 	if err == nil {
@@ -177,7 +178,7 @@ func runCommands(ctx context.Context, args []string, s *streams, subs []subcomma
 	fmt.Fprintf(s.Err, "servesim: %s\n", limits.OneLine(err.Error()))
 	var coded codedError
 	if errors.As(err, &coded) {
-		return coded.exitCode()
+		return coded.ExitCode()
 	}
 	return exitUsage
 }

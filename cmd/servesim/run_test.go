@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"servesim/internal/interrupt"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,7 +63,7 @@ func TestInterruptedRunEndsWithTheSignal(t *testing.T) {
 		{[]string{"capacity", "--max-replicas", "4", "--attainment", "0.5"}, syscall.SIGINT, "SIGINT", 130},
 	} {
 		ctx, cancel := context.WithCancelCause(context.Background())
-		cancel(&interruption{sig: tc.sig, name: tc.name})
+		cancel(interrupt.New(tc.sig))
 		s, out, errOut := testStreams("")
 		assert.Equal(t, tc.code, run(ctx, tc.args, s), "%v", tc.args)
 		assert.Equal(t, "servesim: interrupted by "+tc.name+"\n", errOut.String(), "%v", tc.args)

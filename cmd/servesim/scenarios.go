@@ -14,6 +14,7 @@ import (
 	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/scenario"
+	"servesim/internal/trace"
 )
 
 // scenariosOptions are the scenarios command's flags.
@@ -25,7 +26,7 @@ type scenariosOptions struct {
 	// TracePath, when set, replays an Azure-format trace instead; each
 	// context's first SharedPrefixTokens tokens are the shared prefix.
 	TracePath          string
-	Trace              traceOptions // how to read --trace
+	Trace              trace.Flags // how to read --trace
 	SharedPrefixTokens int
 	// ProfilesPath, when set, is a JSON list of engine profiles replacing
 	// the built-in ones.
@@ -125,7 +126,7 @@ func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 
 // runScenarios builds the report and writes it.
 func runScenarios(s *streams, o *scenariosOptions) error {
-	trace, err := o.loadTrace(s)
+	requests, err := o.loadTrace(s)
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func runScenarios(s *streams, o *scenariosOptions) error {
 			return err
 		}
 	}
-	report, err := scenario.BuildReport(trace, profiles, o.Benchmark)
+	report, err := scenario.BuildReport(requests, profiles, o.Benchmark)
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func (o *scenariosOptions) loadTrace(s *streams) ([]scenario.WorkloadRequest, er
 	}
 	defer in.Close()
 	o.Benchmark.WorkloadName = filepath.Base(name)
-	w, err := readTrace(in, name, plant.NoElapsedLimit, &o.Trace)
+	w, err := trace.Load(in, name, plant.NoElapsedLimit, o.Trace.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 	"servesim/internal/reqlog"
 	"servesim/internal/trace"
@@ -17,7 +17,7 @@ import (
 type simulateOptions struct {
 	ProfilePath string
 	TracePath   string
-	Trace       traceOptions
+	Trace       trace.Flags
 	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
 	Normalize   float64 // 0 when --normalize is not given
 	Scheduler   string
@@ -40,7 +40,7 @@ type simulateOptions struct {
 	// RequestLog is --request-log.
 	RequestLog requestLogOptions
 	// Engine holds the engine feature flags.
-	Engine engineFlags
+	Engine plantflag.Engine
 	// Verbose is --verbose: an mpc controller's solve times on stderr.
 	Verbose bool
 }
@@ -88,18 +88,16 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.Float64Var(&opts.Normalize, "normalize", 0, "dilate arrivals to offered utilization `U`, 0 < U < 1 (normalize_offered_load; default: off)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
 	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest), exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README), mpc[:KEY=VALUE,...] (model-predictive; keys period, horizon, budget, deadline, attainment) or mpc-clairvoyant[:...] (told the future: a bound, not realizable)")
-	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
+	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
 	addVerboseFlag(cmd, &opts.Verbose)
-	for _, pp := range plantParams {
-		f.Var(plantFlagValue{pp, &opts.Plant}, pp.flag, pp.usage)
-	}
-	addSLOFlags(cmd, &opts.SLO)
+	plantflag.AddPlant(cmd, &opts.Plant)
+	plantflag.AddSLO(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
 	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
 	addRequestLogFlag(cmd, &opts.RequestLog)
-	addEngineFlags(cmd, &opts.Engine)
-	addMaxStepsFlag(cmd, &opts.MaxSteps)
+	plantflag.AddEngine(cmd, &opts.Engine)
+	plantflag.AddMaxSteps(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
@@ -109,13 +107,13 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 // check rejects flag values that cannot mean anything (usage errors).
 // Plant values are checked with the plant (bad input, exit 1).
 func (o *simulateOptions) check(cmd *cobra.Command) error {
-	if err := checkMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
+	if err := plantflag.CheckMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
 		return err
 	}
 	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
 		return badFlagValue("normalize", o.Normalize)
 	}
-	if err := checkSLOFlags(cmd, &o.SLO); err != nil {
+	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
 	}
 	if o.Stride < 1 {
@@ -127,7 +125,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if _, err := plant.NewController(o.Controller); err != nil {
 		return usageErrorf("--controller: %v", err)
 	}
-	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
+	if err := plantflag.CheckExecTimeout(o.ExecTimeoutS); err != nil {
 		return err
 	}
 	if o.Format != "json" && o.Format != "table" && o.Format != formatVLLMBench {
@@ -136,10 +134,14 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := o.RequestLog.check(o.Output); err != nil {
 		return err
 	}
-	if err := o.Engine.check(cmd, o.Plant); err != nil {
+	if err := o.Engine.Check(cmd, o.Plant); err != nil {
 		return err
 	}
-	if err := checkSimulateWork(o); err != nil {
+	work := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps}
+	if o.Plot.Path != "" {
+		work = plant.Options{Stride: 1, MaxSteps: o.MaxSteps} // the figure keeps every step
+	}
+	if err := plantflag.CheckWork(o.Plant, work, o.Plot.Path != ""); err != nil {
 		return err
 	}
 	if err := o.Fleet.check(cmd, cmd.Flags().Changed("normalize")); err != nil {
@@ -159,7 +161,7 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	}
 	o.Plant.Profile = prof
 	if err := o.Plant.Validate(); err != nil {
-		return fmt.Errorf("plant: %w", flagNamed(err))
+		return fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
 	}
 	if o.Fleet.enabled {
 		workload, err := loadTrace(s, o)
@@ -169,7 +171,7 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 		return runFleetSimulate(ctx, s, o, prof, profilePath, workload)
 	}
 	sched, _ := plant.NewScheduler(o.Scheduler)
-	ctrl, _ := plant.NewControllerWith(o.Controller, controllerOptions(s, o.ExecTimeoutS))
+	ctrl, _ := plant.NewControllerWith(o.Controller, plantflag.ControllerOptions(o.ExecTimeoutS, s.Err))
 	warnFixedClock(s, o.Controller, ctrl, prof)
 	timeSolves(ctrl, o.Verbose)
 	report, err := o.run(ctx, s, plant.Config{
@@ -209,25 +211,11 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 // --stride and --summary ask), else what --stride and --summary say.
 func (o *simulateOptions) plantOptions() plant.Options {
 	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
-		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench, Engine: o.Engine.options()}
+		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench, Engine: o.Engine.Options()}
 	if o.Plot.Path != "" {
 		options.Stride, options.Summary = 1, false
 	}
 	return options
-}
-
-// flagNamed prefixes a plant validation error (*plant.FieldError) with the
-// flag that sets its field; other errors pass as they are.
-func flagNamed(err error) error {
-	var fe *plant.FieldError
-	if errors.As(err, &fe) {
-		for _, pp := range plantParams {
-			if pp.field == fe.Field {
-				return fmt.Errorf("--%s: %w", pp.flag, err)
-			}
-		}
-	}
-	return err
 }
 
 // run simulates the trace under cfg with the plant options of the flags. A
@@ -262,6 +250,6 @@ func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
 	if err != nil {
 		return plant.Workload{}, err
 	}
-	o.Engine.useHashIDs(t)
+	o.Engine.UseHashIDs(t.HashIDSource())
 	return t.Workload, nil
 }

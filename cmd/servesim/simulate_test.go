@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 	"servesim/internal/trace"
 )
 
@@ -64,13 +65,13 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 	}, o.Plant)
 	assert.Equal(t, &simulateOptions{
 		ProfilePath: "p.csv", TracePath: "-", MaxElapsedS: 300, Normalize: 0.8, Scheduler: "static",
-		Trace: traceOptions{Columns: []string{"arrival=a", "prompt=b", "output=c"}, TimeUnit: "ms",
+		Trace: trace.Flags{Columns: []string{"arrival=a", "prompt=b", "output=c"}, TimeUnit: "ms",
 			Options: trace.Options{Columns: &trace.Columns{Arrival: "a", Prompt: "b", Output: "c", Unit: trace.Milliseconds}}},
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
 		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9, ExecTimeoutS: 0.5,
 		SLO:    plant.SLO{TTFTSeconds: 2.5, TPOTSeconds: 0.1, E2ESeconds: 60},
 		Fleet:  fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1},
-		Engine: engineFlags{PrefixCache: true, KVBlockTokens: 32, SharedPrefixTokens: 512, Preemption: "recompute"},
+		Engine: plantflag.Engine{PrefixCache: true, KVBlockTokens: 32, SharedPrefixTokens: 512, Preemption: "recompute"},
 	}, o)
 }
 

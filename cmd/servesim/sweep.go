@@ -8,26 +8,25 @@ import (
 	"math"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/cliflag"
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
 	"servesim/internal/sweep"
 	"servesim/internal/trace"
 )
 
-// embeddedDefault names the embedded profile or trace in a sweep axis.
-const embeddedDefault = "embedded"
-
 // sweepOptions are the parsed flags of `servesim sweep`.
 type sweepOptions struct {
 	Profiles    []string
 	Traces      []string
-	Trace       traceOptions // how to read the --trace files
+	Trace       trace.Flags // how to read the --trace files
 	Schedulers  []string
 	Controllers []string
 	Normalize   []string
@@ -54,14 +53,14 @@ type sweepOptions struct {
 	// ExecTimeoutS is --exec-timeout: the patience with exec: controllers.
 	ExecTimeoutS float64
 	// Engine holds the engine feature flags, the same for every run.
-	Engine engineFlags
+	Engine plantflag.Engine
 }
 
 // newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
 // flag parsing; nil runs the sweep.
 func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	opts := &sweepOptions{PlantAxes: map[string][]string{}}
-	plantValues := make([][]string, len(plantParams))
+	plantValues := make([][]string, len(plantflag.Params))
 	cmd := &cobra.Command{
 		Use:   "sweep [flags]",
 		Short: "Run simulate over a grid of profiles, traces, schedulers, controllers, loads and plant values",
@@ -97,24 +96,24 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
   servesim sweep merge part*.jsonl -o runs.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error {
-			for i, pp := range plantParams {
-				if cmd.Flags().Changed(pp.flag) {
-					opts.PlantAxes[pp.flag] = plantValues[i]
+			for i, pp := range plantflag.Params {
+				if cmd.Flags().Changed(pp.Flag) {
+					opts.PlantAxes[pp.Flag] = plantValues[i]
 				}
 			}
 			return opts.check(cmd, s)
 		}, runF, func(ctx context.Context, o *sweepOptions) error { return runSweep(ctx, s, o) }),
 	}
 	f := cmd.Flags()
-	cliflag.AddList(cmd, &opts.Profiles, "profile", []string{embeddedDefault}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
-	cliflag.AddList(cmd, &opts.Traces, "trace", []string{embeddedDefault}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
+	cliflag.AddList(cmd, &opts.Profiles, "profile", []string{plantflag.Embedded}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
+	cliflag.AddList(cmd, &opts.Traces, "trace", []string{plantflag.Embedded}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
 	addTraceFlags(cmd, &opts.Trace)
 	cliflag.AddList(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
 	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run), mpc[:KEY=VALUE,...], mpc-clairvoyant[:KEY=VALUE,...] (double-quote a spec holding commas)")
-	addExecTimeoutFlag(cmd, &opts.ExecTimeoutS)
+	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
 	cliflag.AddList(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
-	for i, pp := range plantParams {
-		cliflag.AddList(cmd, &plantValues[i], pp.flag, nil, "values, each "+pp.expected, pp.usage+" (comma-separated values; default: simulate's)")
+	for i, pp := range plantflag.Params {
+		cliflag.AddList(cmd, &plantValues[i], pp.Flag, nil, "values, each "+pp.Expected, pp.Usage+" (comma-separated values; default: simulate's)")
 	}
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
 	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
@@ -126,8 +125,8 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 	_ = cmd.MarkFlagFilename("resume")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.IntVar(&opts.MaxCells, "max-cells", sweep.DefaultMaxCells, "refuse a sweep (or shard) of more than `N` runs")
-	addMaxStepsFlag(cmd, &opts.MaxSteps)
-	addEngineFlags(cmd, &opts.Engine)
+	plantflag.AddMaxSteps(cmd, &opts.MaxSteps)
+	plantflag.AddEngine(cmd, &opts.Engine)
 	addOutputFlag(cmd, &opts.Output)
 	cmd.AddCommand(newSweepMergeCmd(s))
 	return cmd
@@ -136,17 +135,17 @@ slice a Slurm job array or Kubernetes Indexed Job task is given), and
 // check parses every axis value and builds the grid before anything runs:
 // a bad value is a usage error (exit 2).
 func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
-	if err := checkMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
+	if err := plantflag.CheckMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
 		return err
 	}
 	if o.Jobs < 1 {
 		return usageErrorf("--jobs %d: expected at least 1", o.Jobs)
 	}
-	if err := checkExecTimeout(o.ExecTimeoutS); err != nil {
+	if err := plantflag.CheckExecTimeout(o.ExecTimeoutS); err != nil {
 		return err
 	}
 	// The block count is checked by each run, on its --kv-capacity.
-	if err := o.Engine.check(cmd, plant.Plant{}); err != nil {
+	if err := o.Engine.Check(cmd, plant.Plant{}); err != nil {
 		return err
 	}
 	switch o.Format {
@@ -169,9 +168,9 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 		{Name: sweep.AxisController, Values: o.Controllers},
 		{Name: sweep.AxisNormalize, Values: o.Normalize},
 	}
-	for _, pp := range plantParams {
-		if values, ok := o.PlantAxes[pp.flag]; ok {
-			o.axes = append(o.axes, sweep.Axis{Name: pp.flag, Values: values})
+	for _, pp := range plantflag.Params {
+		if values, ok := o.PlantAxes[pp.Flag]; ok {
+			o.axes = append(o.axes, sweep.Axis{Name: pp.Flag, Values: values})
 		}
 	}
 	for _, a := range o.axes {
@@ -216,9 +215,6 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 // over the smallest --time-step) could take more steps than --max-steps.
 // It runs after checkPlantValues, so every value parses and is positive.
 func (o *sweepOptions) checkWork() error {
-	if err := checkMaxSteps(o.MaxSteps); err != nil {
-		return err
-	}
 	p := plant.NewPlant(nil)
 	extreme := func(flag string, field *float64, pick func(a, b float64) float64) {
 		for i, v := range o.grid.Values(flag) {
@@ -231,7 +227,30 @@ func (o *sweepOptions) checkWork() error {
 	}
 	extreme("time-step", &p.TimeStepS, math.Min)
 	extreme("max-sim-time", &p.MaxSimulationTimeS, math.Max)
-	return workLimitError(plant.CheckWork(p, plant.Options{Summary: true, MaxSteps: o.MaxSteps}), false)
+	return plantflag.CheckWork(p, plant.Options{Summary: true, MaxSteps: o.MaxSteps}, false)
+}
+
+// sweepLimitError turns a *sweep.LimitError into a usage error naming the
+// axes' flags, their lengths and --max-cells. Other errors pass as they
+// are.
+func sweepLimitError(axes []sweep.Axis, err error) error {
+	var le *sweep.LimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	names := make([]string, len(axes))
+	for i, a := range axes {
+		names[i] = "--" + a.Name
+	}
+	grid := fmt.Sprintf("the grid of %s = %s", strings.Join(names, " x "), le.Grid())
+	switch {
+	case le.Max == 0:
+		return usageErrorf("sweep: %s: more than a sweep can index (%.2g)", grid, float64(math.MaxInt))
+	case le.ShardCount > 1:
+		return usageErrorf("sweep: shard %d/%d of %s holds %d runs: more than --max-cells %d (raise --max-cells or use more shards)",
+			le.Shard, le.ShardCount, grid, le.ShardCells, le.Max)
+	}
+	return usageErrorf("sweep: %s: more than --max-cells %d (raise --max-cells or run it in shards with --shard I/N)", grid, le.Max)
 }
 
 // parseAxisValue parses one value of a named axis, once: a path (profile,
@@ -241,7 +260,7 @@ func parseAxisValue(axis, v string) (any, error) {
 	switch axis {
 	case sweep.AxisProfile, sweep.AxisTrace:
 		if v == "" {
-			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, embeddedDefault)
+			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, plantflag.Embedded)
 		}
 		return v, nil
 	case sweep.AxisScheduler:
@@ -257,7 +276,8 @@ func parseAxisValue(axis, v string) (any, error) {
 	case sweep.AxisNormalize:
 		return parseNormalize(v)
 	}
-	x, err := paramByFlag(axis).parseValue(v)
+	pp, _ := plantflag.ByFlag(axis)
+	x, err := pp.ParseValue(v)
 	if err != nil {
 		return nil, fmt.Errorf("--%s %w", axis, err)
 	}
@@ -276,25 +296,16 @@ func parseNormalize(v string) (float64, error) {
 	return u, nil
 }
 
-func paramByFlag(flag string) plantParam {
-	for _, pp := range plantParams {
-		if pp.flag == flag {
-			return pp
-		}
-	}
-	panic("no plant flag " + flag)
-}
-
 // checkPlantValues validates every plant value given against the plant's
 // rules (with the other parameters at their defaults), so an impossible
 // value fails before anything runs.
 func (o *sweepOptions) checkPlantValues() error {
-	for _, pp := range plantParams {
-		for k, x := range o.grid.Values(pp.flag) {
+	for _, pp := range plantflag.Params {
+		for k, x := range o.grid.Values(pp.Flag) {
 			p := plant.NewPlant(profile.Default())
-			_ = pp.set(&p, x.(float64))
+			_ = pp.Set(&p, x.(float64))
 			if err := p.Validate(); err != nil {
-				return fmt.Errorf("--%s %s: %w", pp.flag, o.PlantAxes[pp.flag][k], err)
+				return fmt.Errorf("--%s %s: %w", pp.Flag, o.PlantAxes[pp.Flag][k], err)
 			}
 		}
 	}
@@ -319,7 +330,7 @@ func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 		hashIDs: map[string]plant.HashIDSource{},
 	}
 	for _, path := range o.Profiles {
-		if path == embeddedDefault {
+		if path == plantflag.Embedded {
 			in.profiles[path] = profile.Default()
 		} else if p, err := profile.Load(profile.ResolvePath(path)); err != nil {
 			in.profileErrs[path] = err
@@ -330,13 +341,13 @@ func loadSweepInputs(s *streams, o *sweepOptions) *sweepInputs {
 	for _, path := range o.Traces {
 		var w plant.Workload
 		var err error
-		if path == embeddedDefault {
+		if path == plantflag.Embedded {
 			w, err = plant.DefaultTrace(o.MaxElapsedS)
 		} else {
 			var t *trace.Trace
 			if t, err = openTrace(s, path, o.MaxElapsedS, &o.Trace); err == nil {
 				w = t.Workload
-				if ids := traceHashIDs(t); ids != nil {
+				if ids := t.HashIDSource(); ids != nil {
 					in.hashIDs[path] = ids
 				}
 			}
@@ -370,19 +381,19 @@ func (o *sweepOptions) runCell(ctx context.Context, s *streams, in *sweepInputs,
 	}
 	prof := in.profiles[profilePath]
 	p := plant.NewPlant(prof)
-	for _, pp := range plantParams {
-		if o.grid.Has(pp.flag) {
-			_ = pp.set(&p, o.grid.Parsed(c, pp.flag).(float64))
+	for _, pp := range plantflag.Params {
+		if o.grid.Has(pp.Flag) {
+			_ = pp.Set(&p, o.grid.Parsed(c, pp.Flag).(float64))
 		}
 	}
 	if err := p.Validate(); err != nil {
-		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", flagNamed(err))}
+		return sweepRun{prof: prof, err: fmt.Errorf("plant: %w", plantflag.FlagNamed(err))}
 	}
 	sched, _ := plant.NewScheduler(o.grid.Parsed(c, sweep.AxisScheduler).(string))
-	ctrl, _ := plant.NewControllerWith(o.grid.Parsed(c, sweep.AxisController).(string), controllerOptions(s, o.ExecTimeoutS))
+	ctrl, _ := plant.NewControllerWith(o.grid.Parsed(c, sweep.AxisController).(string), plantflag.ControllerOptions(o.ExecTimeoutS, s.Err))
 	normalize := o.grid.Parsed(c, sweep.AxisNormalize).(float64)
 	recordedPath := profilePath
-	if profilePath == embeddedDefault {
+	if profilePath == plantflag.Embedded {
 		recordedPath = profile.EmbeddedPath
 	}
 	report, err := plant.RunContext(ctx, in.workloads[tracePath], plant.Config{
@@ -390,7 +401,7 @@ func (o *sweepOptions) runCell(ctx context.Context, s *streams, in *sweepInputs,
 		Scheduler:   sched,
 		Controller:  ctrl,
 		Normalize:   normalize,
-		Options:     plant.Options{Summary: true, MaxSteps: o.MaxSteps, Engine: o.Engine.optionsFor(in.hashIDs[tracePath])},
+		Options:     plant.Options{Summary: true, MaxSteps: o.MaxSteps, Engine: o.Engine.OptionsFor(in.hashIDs[tracePath])},
 		ProfilePath: recordedPath,
 		Version:     resolvedVersion(),
 	})
@@ -446,7 +457,7 @@ func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 	}
 	var written, failed int
 	err := writeResult(s, o.Output, func(out io.Writer) error {
-		w, err := sweep.NewWriter(out, o.Format, o.grid, axisKey, grid.digest, grid.cells, resumed)
+		w, err := sweep.NewWriter(out, o.Format, o.grid, plantflag.AxisKey, grid.digest, grid.cells, resumed)
 		if err != nil {
 			return err
 		}

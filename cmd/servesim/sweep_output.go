@@ -1,24 +1,14 @@
 package main
 
 import (
+	"servesim/internal/plantflag"
 	"servesim/internal/sweep"
 )
-
-// axisKey is the output name of an axis: the plant field's JSON name for a
-// plant flag, else the flag name.
-func axisKey(axis string) string {
-	for _, pp := range plantParams {
-		if pp.flag == axis {
-			return pp.field
-		}
-	}
-	return axis
-}
 
 // newSweepRecord is the record of cell c's run r. The SLOs it is judged by
 // are the flags', else its profile's when it ran, else none.
 func newSweepRecord(o *sweepOptions, in *sweepInputs, c sweep.Cell, r sweepRun) sweep.Record {
-	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(o.grid, c, axisKey), Err: r.err, TTFTSLOSeconds: o.TTFTSLOSeconds, TPOTSLOSeconds: o.TPOTSLOSeconds}
+	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(o.grid, c, plantflag.AxisKey), Err: r.err, TTFTSLOSeconds: o.TTFTSLOSeconds, TPOTSLOSeconds: o.TPOTSLOSeconds}
 	if w, ok := in.workloads[o.grid.Text(c, sweep.AxisTrace)]; ok {
 		rec.TraceSHA = w.SHA256
 	}

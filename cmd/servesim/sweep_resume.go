@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"servesim/internal/plantflag"
 	"servesim/internal/sweep"
 
 	"servesim/internal/jsonout"
@@ -38,7 +39,7 @@ func (o *sweepOptions) checkResumed(r *sweep.RunLine, grid *sweepGrid, in *sweep
 		return fmt.Errorf("cell %d is not in this shard (cells %d to %d)", r.Cell, o.shard.Lo, o.shard.Hi-1)
 	}
 	c := o.shard.Cell(r.Cell)
-	want := sweep.CellAxes(o.grid, c, axisKey)
+	want := sweep.CellAxes(o.grid, c, plantflag.AxisKey)
 	if len(want) != len(r.Axes) {
 		return fmt.Errorf("cell %d has %d axis values, this grid's cells have %d", r.Cell, len(r.Axes), len(want))
 	}

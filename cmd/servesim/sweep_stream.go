@@ -131,4 +131,4 @@ func (e interruptedError) Error() string {
 	return msg
 }
 
-func (e interruptedError) exitCode() int { return 128 + int(e.sig) }
+func (e interruptedError) ExitCode() int { return 128 + int(e.sig) }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 	"servesim/internal/sharedtest"
 	"servesim/internal/sweep"
 )
@@ -244,9 +245,9 @@ func TestSweepCSVAndTable(t *testing.T) {
 func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 	t.Parallel()
 	args := []string{"sweep", "--max-elapsed", "10", "--format", "csv"}
-	for _, pp := range plantParams {
+	for _, pp := range plantflag.Params {
 		p := plant.NewPlant(nil)
-		args = append(args, "--"+pp.flag, strconv.FormatFloat(pp.get(&p), 'g', -1, 64))
+		args = append(args, "--"+pp.Flag, strconv.FormatFloat(pp.Get(&p), 'g', -1, 64))
 	}
 	code, out, errOut := runCLI(t, args...)
 	require.Equal(t, exitOK, code, errOut)
@@ -258,7 +259,7 @@ func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 		assert.False(t, seen[name], "column %q appears twice", name)
 		seen[name] = true
 	}
-	assert.Len(t, rows[0], 1+5+len(plantParams)+1+len(plant.SummaryColumns()))
+	assert.Len(t, rows[0], 1+5+len(plantflag.Params)+1+len(plant.SummaryColumns()))
 }
 
 func TestSweepRefusesGridsPastTheLimits(t *testing.T) {

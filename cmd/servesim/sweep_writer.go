@@ -47,7 +47,7 @@ func newSweepGrid(o *sweepOptions, in *sweepInputs) *sweepGrid {
 		{Key: "max_elapsed_s", Value: o.MaxElapsedS}, {Key: "max_steps", Value: o.MaxSteps}, {Key: "exec_timeout_s", Value: o.ExecTimeoutS},
 		{Key: "ttft_slo_s", Value: o.TTFTSLOSeconds}, {Key: "tpot_slo_s", Value: o.TPOTSLOSeconds},
 	}
-	if e := o.Engine.options(); e.Enabled() {
+	if e := o.Engine.Options(); e.Enabled() {
 		identity = append(identity, jsonout.Member{Key: "engine", Value: jsonout.Object{
 			{Key: "prefix_cache", Value: e.PrefixCache}, {Key: "kv_block_tokens", Value: e.BlockTokens()},
 			{Key: "shared_prefix_tokens", Value: e.SharedPrefixTokens}, {Key: "preemption", Value: string(e.Preemption)},

@@ -45,7 +45,7 @@ See README.md, "Traces", for the formats and their rules.`,
 // traceStatsOptions are the arguments and flags of `servesim trace stats`.
 type traceStatsOptions struct {
 	Path   string // the trace file; "-" is stdin
-	Trace  traceOptions
+	Trace  trace.Flags
 	Format string // "json" or "table"
 	Output outputOptions
 }
@@ -96,7 +96,7 @@ func runTraceStats(s *streams, o *traceStatsOptions) error {
 // convert`.
 type traceConvertOptions struct {
 	Path   string // the trace file; "-" is stdin
-	Trace  traceOptions
+	Trace  trace.Flags
 	To     string // the format written: azure or mooncake
 	Output outputOptions
 }
@@ -131,7 +131,7 @@ microseconds in every format.`,
 	}
 	addTraceFlags(cmd, &opts.Trace)
 	cmd.Flags().StringVar(&opts.To, "to", "", "format to write: azure or mooncake (required)")
-	_ = cmd.RegisterFlagCompletionFunc("to", cliflag.Choices(formatNames(trace.ConvertFormats)))
+	_ = cmd.RegisterFlagCompletionFunc("to", cliflag.Choices(trace.FormatNames(trace.ConvertFormats)))
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }

@@ -75,7 +75,7 @@ func TestTraceFlagUsageErrors(t *testing.T) {
 	}
 	// Without --trace the flags have nothing to apply to, in every command
 	// that has --trace.
-	for _, name := range traceFlagNames {
+	for _, name := range trace.FlagNames {
 		value := map[string]string{"trace-format": "azure", "trace-filter": "model=a", "trace-columns": "arrival=a,prompt=b,output=c", "time-unit": "s"}[name]
 		_, code, stderr := parseSimulate(t, "--"+name, value)
 		assert.Equal(t, exitUsage, code)
@@ -93,17 +93,17 @@ func TestTraceSubcommandFlags(t *testing.T) {
 	t.Parallel()
 	stats, _, code, stderr := parseTrace(t, "stats", "b.csv")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, &traceStatsOptions{Path: "b.csv", Format: "json", Trace: traceOptions{TimeUnit: "s"}}, stats)
+	assert.Equal(t, &traceStatsOptions{Path: "b.csv", Format: "json", Trace: trace.Flags{TimeUnit: "s"}}, stats)
 
 	stats, _, code, stderr = parseTrace(t, "stats", "--format", "table", "-o", "s.txt", "--trace-filter", "model=GPT-4", "-")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, &traceStatsOptions{Path: "-", Format: "table", Output: outputOptions{Path: "s.txt"},
-		Trace: traceOptions{Filter: []string{"model=GPT-4"}, TimeUnit: "s", Options: trace.Options{Filter: trace.Filter{Models: []string{"GPT-4"}}}}}, stats)
+		Trace: trace.Flags{Filter: []string{"model=GPT-4"}, TimeUnit: "s", Options: trace.Options{Filter: trace.Filter{Models: []string{"GPT-4"}}}}}, stats)
 
 	_, convert, code, stderr := parseTrace(t, "convert", "--to", "mooncake", "--trace-format", "burstgpt", "-o", "m.jsonl", "b.csv")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, &traceConvertOptions{Path: "b.csv", To: "mooncake", Output: outputOptions{Path: "m.jsonl"},
-		Trace: traceOptions{Format: "burstgpt", TimeUnit: "s", Options: trace.Options{Format: trace.BurstGPT}}}, convert)
+		Trace: trace.Flags{Format: "burstgpt", TimeUnit: "s", Options: trace.Options{Format: trace.BurstGPT}}}, convert)
 
 	for _, tt := range []struct {
 		args []string

@@ -57,10 +57,7 @@ func ParseFormat(name string) (Format, error) {
 
 // formatList writes formats as "a, b, c or d".
 func formatList(formats []Format, conjunction string) string {
-	names := make([]string, len(formats))
-	for i, f := range formats {
-		names[i] = string(f)
-	}
+	names := FormatNames(formats)
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

@@ -1,17 +1,17 @@
-package main
+package plantflag
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/plant"
-	"servesim/internal/trace"
 )
 
-// engineFlags are the engine feature flags: --prefix-cache,
+// Engine holds the engine feature flags: --prefix-cache,
 // --kv-block-tokens, --shared-prefix-tokens and --preemption.
-type engineFlags struct {
+type Engine struct {
 	PrefixCache        bool
 	KVBlockTokens      int // 0: plant.DefaultKVBlockTokens
 	SharedPrefixTokens int
@@ -21,8 +21,8 @@ type engineFlags struct {
 	hashIDs plant.HashIDSource
 }
 
-// addEngineFlags binds the engine flags to o.
-func addEngineFlags(cmd *cobra.Command, o *engineFlags) {
+// AddEngine binds the engine flags to o.
+func AddEngine(cmd *cobra.Command, o *Engine) {
 	f := cmd.Flags()
 	f.BoolVar(&o.PrefixCache, "prefix-cache", false, "keep prompt prefixes in a block KV cache for later requests (see README, \"Engine features\")")
 	f.IntVar(&o.KVBlockTokens, "kv-block-tokens", 0, "KV block size of --prefix-cache in `TOKENS` (default 16)")
@@ -30,13 +30,13 @@ func addEngineFlags(cmd *cobra.Command, o *engineFlags) {
 	f.StringVar(&o.Preemption, "preemption", string(plant.PreemptionNone), "when decoding runs out of KV: none (stall, as the reference) or recompute (preempt the latest admitted request and prefill it again later)")
 }
 
-// check rejects engine flags that cannot mean anything (usage errors),
-// including a block size that leaves the plant of flags p without a whole
-// block, or with more than plant.MaxKVBlocks.
-func (o *engineFlags) check(cmd *cobra.Command, p plant.Plant) error {
+// Check rejects engine flags that cannot mean anything, including a block
+// size that leaves the plant of flags p without a whole block, or with
+// more than plant.MaxKVBlocks.
+func (o *Engine) Check(cmd *cobra.Command, p plant.Plant) error {
 	flags := cmd.Flags()
 	if _, err := plant.ParsePreemption(o.Preemption); err != nil {
-		return usageErrorf("--preemption %q: expected none or recompute", o.Preemption)
+		return fmt.Errorf("--preemption %q: expected none or recompute", o.Preemption)
 	}
 	for _, f := range []struct {
 		name  string
@@ -47,42 +47,34 @@ func (o *engineFlags) check(cmd *cobra.Command, p plant.Plant) error {
 			continue
 		}
 		if !o.PrefixCache {
-			return usageErrorf("--%s %d: needs --prefix-cache", f.name, f.value)
+			return fmt.Errorf("--%s %d: needs --prefix-cache", f.name, f.value)
 		}
 		if f.value < f.min {
-			return usageErrorf("--%s %d: expected a whole number of tokens of at least %d", f.name, f.value, f.min)
+			return fmt.Errorf("--%s %d: expected a whole number of tokens of at least %d", f.name, f.value, f.min)
 		}
 	}
 	if !o.PrefixCache || !(p.KVCapacityTokens > 0) || math.IsInf(p.KVCapacityTokens, 0) {
 		return nil // a bad --kv-capacity is the plant's error
 	}
-	block := o.options().BlockTokens()
+	block := o.Options().BlockTokens()
 	if blocks := math.Floor(p.KVCapacityTokens / float64(block)); !(blocks >= 1 && blocks <= plant.MaxKVBlocks) {
-		return usageErrorf("--kv-block-tokens %d: --kv-capacity %g holds %g blocks of %d tokens: expected 1 to %d blocks",
+		return fmt.Errorf("--kv-block-tokens %d: --kv-capacity %g holds %g blocks of %d tokens: expected 1 to %d blocks",
 			block, p.KVCapacityTokens, blocks, block, plant.MaxKVBlocks)
 	}
 	return nil
 }
 
-// traceHashIDs is the hash ids of t's requests when t is a Mooncake trace
-// (which has them), else nil.
-func traceHashIDs(t *trace.Trace) plant.HashIDSource {
-	if t.Format == trace.Mooncake {
-		return t
-	}
-	return nil
-}
+// UseHashIDs gives the prefix cache the hash ids of the trace's requests
+// (nil for a trace without any).
+func (o *Engine) UseHashIDs(ids plant.HashIDSource) { o.hashIDs = ids }
 
-// useHashIDs gives the prefix cache the hash ids of t's requests, if any.
-func (o *engineFlags) useHashIDs(t *trace.Trace) { o.hashIDs = traceHashIDs(t) }
+// Options are the plant's engine options of the flags: with the prefix
+// cache, the trace's hash ids (UseHashIDs) when it has some.
+func (o *Engine) Options() plant.EngineOptions { return o.OptionsFor(o.hashIDs) }
 
-// options are the plant's engine options of the flags: with the prefix
-// cache, the trace's hash ids (useHashIDs) when it has some.
-func (o *engineFlags) options() plant.EngineOptions { return o.optionsFor(o.hashIDs) }
-
-// optionsFor are the plant's engine options of the flags for a trace whose
+// OptionsFor are the plant's engine options of the flags for a trace whose
 // requests have the hash ids ids (nil for none).
-func (o *engineFlags) optionsFor(ids plant.HashIDSource) plant.EngineOptions {
+func (o *Engine) OptionsFor(ids plant.HashIDSource) plant.EngineOptions {
 	opt := plant.EngineOptions{
 		PrefixCache:        o.PrefixCache,
 		KVBlockTokens:      o.KVBlockTokens,

@@ -1,6 +1,7 @@
-package main
+package plantflag
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -20,9 +21,9 @@ var sloFlags = []struct {
 	{"e2e-slo", "end-to-end latency objective in `seconds`, arrival to completion (default: none)", func(s *plant.SLO) *float64 { return &s.E2ESeconds }},
 }
 
-// addSLOFlags binds --ttft-slo, --tpot-slo and --e2e-slo to slo; a flag not
+// AddSLO binds --ttft-slo, --tpot-slo and --e2e-slo to slo; a flag not
 // given leaves its field zero (the profile's objective, or none for e2e).
-func addSLOFlags(cmd *cobra.Command, slo *plant.SLO) {
+func AddSLO(cmd *cobra.Command, slo *plant.SLO) {
 	for _, f := range sloFlags {
 		cmd.Flags().Var((*sloSeconds)(f.field(slo)), f.name, f.usage)
 	}
@@ -37,7 +38,7 @@ const sloExpected = "a finite positive number of seconds"
 // the flag name.)
 type sloSeconds float64
 
-// Set parses a number of seconds; the range is checked by checkSLOFlags.
+// Set parses a number of seconds; the range is checked by CheckSLO.
 func (v *sloSeconds) Set(s string) error {
 	x, err := strconv.ParseFloat(s, 64)
 	if err != nil {
@@ -56,13 +57,13 @@ func (v *sloSeconds) Type() string { return "seconds" }
 // Expected describes the accepted values for flag errors.
 func (v *sloSeconds) Expected() string { return sloExpected }
 
-// checkSLOFlags requires every SLO flag given to be a finite positive
-// number of seconds (a usage error otherwise).
-func checkSLOFlags(cmd *cobra.Command, slo *plant.SLO) error {
+// CheckSLO requires every SLO flag given to be a finite positive number of
+// seconds.
+func CheckSLO(cmd *cobra.Command, slo *plant.SLO) error {
 	for _, f := range sloFlags {
 		v := *f.field(slo)
 		if cmd.Flags().Changed(f.name) && !(v > 0 && !math.IsInf(v, 1)) {
-			return usageErrorf("--%s %v: expected %s", f.name, v, sloExpected)
+			return fmt.Errorf("--%s %v: expected %s", f.name, v, sloExpected)
 		}
 	}
 	return nil

@@ -1,0 +1,61 @@
+// Package interrupt is how servesim ends on SIGINT and SIGTERM: the
+// interruption a signal makes the cause of a run's context (Of), and the
+// watcher a sweep or a capacity shard uses instead, to finish the runs under
+// way and keep what it wrote (Watch, Stopped). Both end the process with the
+// exit code a shell reports for a process a signal ended: 128 plus the
+// signal's number (130 for SIGINT, 143 for SIGTERM). The package prints
+// nothing and never exits: the command does both.
+package interrupt
+
+import (
+	"context"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Signals are the signals servesim ends on by itself, with their names.
+var Signals = map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM"}
+
+// Interruption is the cause of an interrupted run's context: the signal,
+// and an error whose exit code is 128 plus the signal's number.
+type Interruption struct {
+	sig  syscall.Signal
+	name string
+	// ending is held, until the process exits, by whichever ends the run
+	// first: the run itself or the command's grace timer, so that the
+	// run's one line is written once.
+	ending sync.Mutex
+}
+
+// New is the interruption of a run by sig.
+func New(sig syscall.Signal) *Interruption {
+	name := Signals[sig]
+	if name == "" {
+		name = sig.String()
+	}
+	return &Interruption{sig: sig, name: name}
+}
+
+// Error reads "interrupted by SIGINT".
+func (i *Interruption) Error() string { return "interrupted by " + i.name }
+
+// ExitCode is 128 plus the signal's number.
+func (i *Interruption) ExitCode() int { return 128 + int(i.sig) }
+
+// End claims the ending of the run: the first caller returns at once, any
+// later one waits for ever (the process exits meanwhile).
+func (i *Interruption) End() { i.ending.Lock() }
+
+// Of returns what interrupted ctx's run, or nil.
+func Of(ctx context.Context) *Interruption {
+	in, _ := context.Cause(ctx).(*Interruption)
+	return in
+}
+
+// Grace is how long an interrupted sweep or capacity shard waits for the
+// runs under way: less than the time Kubernetes (30 s) and Slurm
+// (KillWait, 30 s) leave between SIGTERM and SIGKILL. A second signal ends
+// the wait.
+const Grace = 10 * time.Second
