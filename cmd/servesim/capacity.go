@@ -4,16 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/capacityrun"
 	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
-	"servesim/internal/profile"
-	"servesim/internal/progress"
+	"servesim/internal/sweep"
 	"servesim/internal/trace"
 )
 
@@ -143,67 +145,33 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 }
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
-	unit, prov, err := o.unitFleet()
+	study, err := capacityrun.Load(capacityrun.Config{
+		TracePath: o.TracePath, Trace: o.Trace.Options, Stdin: s.In, ProfilePath: o.ProfilePath, FleetPath: o.FleetPath,
+		MaxElapsedS: o.MaxElapsedS, SLO: o.SLO, Attainment: o.Attainment, Router: o.Router, RouterSeed: o.RouterSeed,
+		Controllers: o.Controllers, Scheduler: o.Scheduler, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs,
+		Plant: o.Plant, Engine: o.Engine, Version: resolvedVersion(),
+	})
 	if err != nil {
 		return err
 	}
-	o.Plant.Profile = unit[0].Profile
-	if err := o.Plant.Validate(); err != nil {
-		return fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
-	}
-	var workload plant.Workload
-	if o.TracePath == "" {
-		workload, err = plant.DefaultTrace(o.MaxElapsedS)
-	} else {
-		var t *trace.Trace
-		if t, err = openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace); err == nil {
-			workload = t.Workload
-			o.Engine.UseHashIDs(t.HashIDSource())
-		}
-	}
-	if err != nil {
-		return err
-	}
-	prov.TracePath, prov.TraceSHA256, prov.RequestsLoaded = workload.Source, workload.SHA256, len(workload.Requests)
-	prov.ServesimVersion, prov.RequestsSkipped = resolvedVersion(), workload.Skipped
-
-	study := fleet.Capacity{
-		Plant: o.Plant, Unit: unit, Router: o.Router, RouterSeed: o.RouterSeed,
-		Controllers: o.Controllers, SLO: o.SLO, Engine: o.Engine.Options(),
-		Search: fleet.CapacitySearch{Target: o.Attainment, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs},
-	}
+	progress := capacityrun.Progress{Stderr: s.Err, Bar: s.ErrIsTerminal && !o.Quiet, Quiet: o.Quiet}
 	if o.Shard != "" {
-		return runCapacityShard(ctx, s, o, study, workload)
+		return study.RunShard(ctx, o.shardI, o.shardN, o.Output.Path, progress, func(write func(io.Writer) error) error {
+			return encodingFailure(writeResult(s, o.Output, write))
+		})
 	}
-	summary, err := o.useEvaluations(s, &study, workload)
-	if err != nil {
-		return err
-	}
-	var bar *progress.Bar
-	if s.ErrIsTerminal && !o.Quiet {
-		bar = progress.New(s.Err, "capacity", "simulations", study.MaxEvaluations())
-		study.Progress = bar.Increment
-	}
-	report, err := fleet.RunCapacity(ctx, workload.Requests, study)
-	if bar != nil {
-		bar.Finish() // before the result reaches a terminal
-	}
-	if summary != nil {
-		summary(report)
-	}
+	doc, err := study.Run(ctx, o.Evaluations, progress)
 	var unreachable *fleet.UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {
 		return err
 	}
-	doc := fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(o.SLO, unit), Provenance: prov}
-	var werr error
 	if o.Format == "table" {
-		werr = writeBytes(s, o.Output, []byte(doc.Table()))
+		err = writeBytes(s, o.Output, []byte(doc.Table()))
 	} else {
-		werr = writeJSON(s, o.Output, &doc)
+		err = writeJSON(s, o.Output, doc)
 	}
-	if werr != nil {
-		return werr
+	if err != nil {
+		return err
 	}
 	if unreachable != nil {
 		return inputError{unreachable}
@@ -211,25 +179,45 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	return nil
 }
 
-// unitFleet returns the fleet of size 1: one replica of --profile, or the
-// groups of --fleet (whose missing fields take the command line's values,
-// one replica by default; a group without a controller takes each of
-// --controller in turn).
-func (o *capacityOptions) unitFleet() ([]fleet.Group, fleet.CapacityProvenance, error) {
-	prof, profilePath := profile.Default(), profile.EmbeddedPath
-	if o.ProfilePath != "" {
-		var err error
-		if prof, err = profile.Load(o.ProfilePath); err != nil {
-			return nil, fleet.CapacityProvenance{}, err
+// capacityShardOptions are the flags that spread a capacity study over
+// processes: --shard evaluates a share of the search's doubling sizes,
+// --evaluations hands such evaluations to the search.
+type capacityShardOptions struct {
+	Shard       string   // --shard: I/N, auto, or "" for a whole study
+	Evaluations []string // --evaluations: files or glob patterns
+
+	shardI, shardN int // the shard, once checked
+}
+
+// addCapacityShardFlags defines --shard and --evaluations on cmd.
+func addCapacityShardFlags(cmd *cobra.Command, o *capacityShardOptions) {
+	f := cmd.Flags()
+	f.StringVar(&o.Shard, "shard", "", "evaluate only shard `I/N` of the search's doubling sizes (auto: from a Slurm job array or Kubernetes Indexed Job), one JSON Lines record per size")
+	cliflag.AddList(cmd, &o.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
+	_ = cmd.MarkFlagFilename("evaluations")
+}
+
+// checkShard checks the shard flags against the output format.
+func (o *capacityShardOptions) checkShard(format string) error {
+	if o.Shard != "" && len(o.Evaluations) > 0 {
+		return usageErrorf("--shard evaluates sizes for a later run and --evaluations feeds that run's search: give one of them")
+	}
+	for _, name := range o.Evaluations {
+		if name == "" {
+			return usageErrorf("--evaluations: expected files or glob patterns, got an empty name")
 		}
-		profilePath = o.ProfilePath
 	}
-	prov := fleet.CapacityProvenance{ProfilePath: profilePath, FleetPath: o.FleetPath}
-	if o.FleetPath == "" {
-		return []fleet.Group{{Replicas: 1, Profile: prof, ProfilePath: profilePath, Scheduler: o.Scheduler}}, prov, nil
+	if o.Shard == "" {
+		return nil
 	}
-	groups, err := fleet.ReadFile(o.FleetPath, fleet.GroupDefaults{
-		Profile: prof, ProfilePath: profilePath, Replicas: 1, Scheduler: o.Scheduler,
-	}, profile.Load)
-	return groups, prov, err
+	if format != "json" {
+		return usageErrorf("--shard writes JSON Lines records: --format %s does not apply", format)
+	}
+	var err error
+	if o.Shard == "auto" {
+		o.shardI, o.shardN, err = sweep.ShardFromEnv(os.Getenv)
+	} else {
+		o.shardI, o.shardN, err = sweep.ParseShard(o.Shard)
+	}
+	return err
 }

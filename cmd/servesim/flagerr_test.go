@@ -128,5 +128,5 @@ func TestSweepAxesAcceptSpaces(t *testing.T) {
 	assert.Equal(t, []string{"max", "fixed:960"}, got.Controllers)
 	assert.Equal(t, []string{"none", "0.5"}, got.Normalize)
 	assert.Equal(t, []string{"55", "64.8"}, got.PlantAxes["power-limit"])
-	assert.Equal(t, 16, got.shard.Len())
+	assert.Equal(t, 16, got.sweep.Shard().Len())
 }

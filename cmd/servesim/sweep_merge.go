@@ -1,14 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"servesim/internal/jsonout"
 	"servesim/internal/sweep"
 )
 
@@ -42,54 +39,18 @@ a failed run, as for sweep, after the output is written.`,
 
 // mergeSweep joins the records of files into the output of their grid.
 func mergeSweep(s *streams, out outputOptions, files []string) error {
-	x, err := sweep.IndexRecords(files, s.Err, func(r *sweep.RunLine) error {
-		_, err := r.ParetoRun() // checked now, so that the output is never cut short
-		return err
-	})
+	x, err := sweep.OpenMerge(files, s.Err)
 	if err != nil {
 		return inputError{err}
 	}
 	defer x.Close()
-	if len(x.Refs) == 0 {
-		return inputError{fmt.Errorf("sweep merge: no run record in %s", strings.Join(files, ", "))}
-	}
-	if err := x.CheckCovers(); err != nil {
-		return inputError{err}
-	}
 	failed := 0
-	err = writeResult(s, out, func(w io.Writer) error {
-		bw := bufio.NewWriterSize(w, 64<<10)
-		var pareto sweep.Pareto[sweep.Brief]
-		var line []byte
-		for _, ref := range x.Refs {
-			var rec *sweep.RunLine
-			var err error
-			if line, rec, err = x.Read(ref, line[:0]); err != nil {
-				return err
-			}
-			p, err := rec.ParetoRun()
-			if err != nil {
-				return fmt.Errorf("%s: %w", x.Where(ref), err)
-			}
-			pareto.Add(p)
-			if rec.Failed {
-				failed++
-			}
-			if _, err := bw.Write(line); err != nil {
-				return err
-			}
-		}
-		line, err := jsonout.AppendLine(line[:0], sweep.ParetoRecord(&pareto))
-		if err != nil {
-			return internalError{fmt.Errorf("encoding the Pareto record: %w", err)}
-		}
-		if _, err := bw.Write(line); err != nil {
-			return err
-		}
-		return bw.Flush()
+	err = writeResult(s, out, func(w io.Writer) (err error) {
+		failed, err = x.WriteMerged(w)
+		return err
 	})
 	if err != nil {
-		return err
+		return encodingFailure(err)
 	}
 	if failed > 0 {
 		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(x.Refs))}

@@ -38,11 +38,12 @@ func TestSweepFlagParsing(t *testing.T) {
 	require.NoError(t, cmd.Execute())
 	require.NotNil(t, got)
 	var names []string
-	for _, a := range got.axes {
+	shard := got.sweep.Shard()
+	for _, a := range shard.Axes {
 		names = append(names, a.Name)
 	}
 	assert.Equal(t, []string{"profile", "trace", "scheduler", "controller", "normalize", "max-active", "power-limit"}, names)
-	assert.Equal(t, sweep.Shard{Axes: got.axes, Lo: 5, Hi: 10, Cells: 16}, got.shard, "cells 5 to 9 of 16: the second of three contiguous shards")
+	assert.Equal(t, sweep.Shard{Axes: shard.Axes, Lo: 5, Hi: 10, Cells: 16}, shard, "cells 5 to 9 of 16: the second of three contiguous shards")
 	assert.Equal(t, 3, got.Jobs)
 }
 

@@ -56,6 +56,39 @@ func (r *registry) create(dir, base string) (*os.File, error) {
 	}
 }
 
+// has reports whether name is a registered temporary file.
+func (r *registry) has(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.files[name]
+	return ok
+}
+
+// KeepPartial keeps what a write that is being abandoned has written so
+// far as path+".partial", itself written atomically. w is the writer that
+// Write gave the write to path: for a regular file, the temporary file that
+// was to become path (Write removes it when the write returns an error),
+// whose bytes are copied. A device, FIFO or stream received the bytes
+// already. It returns where the bytes are and whether that is the partial
+// file.
+func KeepPartial(w io.Writer, path string) (where string, kept bool, err error) {
+	tmp, ok := w.(*os.File)
+	if !ok || !pending.has(tmp.Name()) {
+		return path, false, nil
+	}
+	written, err := os.Open(tmp.Name())
+	if err != nil {
+		return "", false, err
+	}
+	defer written.Close()
+	partial := path + ".partial"
+	err = Write(partial, func(w io.Writer) error {
+		_, err := io.Copy(w, written)
+		return err
+	})
+	return partial, true, err
+}
+
 // rename moves the registered temporary file tmp onto path and forgets it.
 func (r *registry) rename(tmp, path string) error {
 	r.mu.Lock()

@@ -368,3 +368,32 @@ func TestAbortRacesWrites(t *testing.T) {
 		require.Equal(t, "complete", string(data))
 	}
 }
+
+// TestKeepPartialCopiesAnAbandonedWrite abandons an atomic write after a
+// first line: the line is kept in FILE.partial, FILE never appears, and a
+// write that went straight to its target keeps nothing.
+func TestKeepPartialCopiesAnAbandonedWrite(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "out.jsonl")
+	stop := errors.New("stopped")
+	err := Write(path, func(w io.Writer) error {
+		_, err := io.WriteString(w, "line 1\n")
+		require.NoError(t, err)
+		where, kept, err := KeepPartial(w, path)
+		require.NoError(t, err)
+		assert.True(t, kept)
+		assert.Equal(t, path+".partial", where)
+		return stop
+	})
+	require.ErrorIs(t, err, stop)
+	data, err := os.ReadFile(path + ".partial")
+	require.NoError(t, err)
+	assert.Equal(t, "line 1\n", string(data))
+	assert.Equal(t, []string{"out.jsonl.partial"}, names(t, dir))
+
+	where, kept, err := KeepPartial(io.Discard, path)
+	require.NoError(t, err)
+	assert.False(t, kept)
+	assert.Equal(t, path, where)
+}

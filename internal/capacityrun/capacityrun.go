@@ -1,0 +1,229 @@
+// Package capacityrun is servesim's capacity study as its flags give it:
+// the unit fleet (one replica of a profile, or the groups of a fleet file),
+// the trace, and either the whole search (Run), fed the records of earlier
+// shards when given (--evaluations), or one shard's share of the search's
+// sizes written as records while they finish (RunShard). The search, the
+// grid of sizes and the records are package fleet's.
+package capacityrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"servesim/internal/cliflag"
+	"servesim/internal/fleet"
+	"servesim/internal/plant"
+	"servesim/internal/plantflag"
+	"servesim/internal/profile"
+	"servesim/internal/progress"
+	"servesim/internal/trace"
+)
+
+// Config is a capacity study as its flags give it.
+type Config struct {
+	// TracePath is the trace file ("-": Stdin), empty for the embedded
+	// trace; Trace says how to read it.
+	TracePath string
+	Trace     trace.Options
+	Stdin     io.Reader
+	// ProfilePath is the profile of every replica, or with FleetPath of
+	// the groups without one; empty for the embedded proxy.
+	ProfilePath, FleetPath string
+	MaxElapsedS            float64
+	SLO                    plant.SLO
+	Attainment             float64
+	Router                 string
+	RouterSeed             uint64
+	Controllers            []string
+	Scheduler              string
+	MaxReplicas, Jobs      int
+	// Plant holds the plant flags; each group's profile replaces Profile.
+	Plant  plant.Plant
+	Engine plantflag.Engine
+	// Version is the servesim version the document records.
+	Version string
+}
+
+// Study is a capacity study ready to run: its fleet, its trace and its
+// provenance.
+type Study struct {
+	fleet.Capacity
+	workload plant.Workload
+	prov     fleet.CapacityProvenance
+	version  string
+}
+
+// Load reads the profiles, the fleet file and the trace of cfg.
+func Load(cfg Config) (*Study, error) {
+	unit, prov, err := unitFleet(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Plant.Profile = unit[0].Profile
+	if err := cfg.Plant.Validate(); err != nil {
+		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
+	}
+	var workload plant.Workload
+	if cfg.TracePath == "" {
+		workload, err = plant.DefaultTrace(cfg.MaxElapsedS)
+	} else {
+		var t *trace.Trace
+		if t, err = (&trace.Source{Path: cfg.TracePath, Stdin: cfg.Stdin, MaxElapsedS: cfg.MaxElapsedS, Options: cfg.Trace}).Load(); err == nil {
+			workload = t.Workload
+			cfg.Engine.UseHashIDs(t.HashIDSource())
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	prov.TracePath, prov.TraceSHA256, prov.RequestsLoaded = workload.Source, workload.SHA256, len(workload.Requests)
+	prov.ServesimVersion, prov.RequestsSkipped = cfg.Version, workload.Skipped
+	return &Study{
+		Capacity: fleet.Capacity{
+			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
+			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Engine.Options(),
+			Search: fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
+		},
+		workload: workload, prov: prov, version: cfg.Version,
+	}, nil
+}
+
+// unitFleet returns the fleet of size 1: one replica of --profile, or the
+// groups of --fleet (whose missing fields take the command line's values,
+// one replica by default; a group without a controller takes each of
+// --controller in turn).
+func unitFleet(cfg Config) ([]fleet.Group, fleet.CapacityProvenance, error) {
+	prof, profilePath := profile.Default(), profile.EmbeddedPath
+	if cfg.ProfilePath != "" {
+		var err error
+		if prof, err = profile.Load(cfg.ProfilePath); err != nil {
+			return nil, fleet.CapacityProvenance{}, err
+		}
+		profilePath = cfg.ProfilePath
+	}
+	prov := fleet.CapacityProvenance{ProfilePath: profilePath, FleetPath: cfg.FleetPath}
+	if cfg.FleetPath == "" {
+		return []fleet.Group{{Replicas: 1, Profile: prof, ProfilePath: profilePath, Scheduler: cfg.Scheduler}}, prov, nil
+	}
+	groups, err := fleet.ReadFile(cfg.FleetPath, fleet.GroupDefaults{
+		Profile: prof, ProfilePath: profilePath, Replicas: 1, Scheduler: cfg.Scheduler,
+	}, profile.Load)
+	return groups, prov, err
+}
+
+// Progress says where a study reports on stderr.
+type Progress struct {
+	Stderr io.Writer
+	// Bar draws a progress bar on Stderr (a terminal, without --quiet).
+	Bar bool
+	// Quiet leaves out the line on the sizes --evaluations supplied.
+	Quiet bool
+}
+
+// Run runs the search, taking the sizes that the records of the files or
+// glob patterns evaluations hold as simulated, and returns the document.
+// When no fleet of at most MaxReplicas replicas meets the target, it
+// returns the document and a *fleet.UnreachableError.
+func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fleet.CapacityDocument, error) {
+	summary, err := s.useEvaluations(evaluations, p)
+	if err != nil {
+		return nil, err
+	}
+	var bar *progress.Bar
+	if p.Bar {
+		bar = progress.New(p.Stderr, "capacity", "simulations", s.MaxEvaluations())
+		s.Progress = bar.Increment
+	}
+	report, err := fleet.RunCapacity(ctx, s.workload.Requests, s.Capacity)
+	if bar != nil {
+		bar.Finish() // before the result reaches a terminal
+	}
+	if summary != nil {
+		summary(report)
+	}
+	var unreachable *fleet.UnreachableError
+	if err != nil && !errors.As(err, &unreachable) {
+		return nil, err
+	}
+	return &fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(s.SLO, s.Unit), Provenance: s.prov}, err
+}
+
+// useEvaluations reads the records the evaluations name into the search,
+// and counts the fleets the study then simulates. The summary it returns
+// prints, unless p.Quiet, one line saying how many of the sizes the
+// search used came from the files; nil without evaluations.
+func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*fleet.CapacityReport), err error) {
+	if len(evaluations) == 0 {
+		return nil, nil
+	}
+	names, err := expandEvaluations(evaluations)
+	if err != nil {
+		return nil, err
+	}
+	grid, err := s.Grid(s.workload.Requests, s.workload.SHA256, s.version)
+	if err != nil {
+		return nil, err
+	}
+	known, err := grid.ReadEvaluations(names, p.Stderr)
+	if err != nil {
+		return nil, fmt.Errorf("--evaluations %w", err)
+	}
+	s.Search.Known = known.Evaluations
+	var simulated atomic.Int64
+	s.Simulated = func(int, string) { simulated.Add(1) }
+	return func(report *fleet.CapacityReport) {
+		if p.Quiet || report == nil {
+			return
+		}
+		read := 0
+		for _, e := range report.Evaluations {
+			for _, k := range known.Evaluations {
+				if k.Replicas == e.Replicas {
+					read++
+				}
+			}
+		}
+		fmt.Fprintf(p.Stderr, "servesim: capacity: %d of the %d sizes the search used came from --evaluations (%s in %s); %s simulated\n",
+			read, len(report.Evaluations), count(known.Records, "record"), count(len(names), "file"), count(int(simulated.Load()), "fleet"))
+	}, nil
+}
+
+// expandEvaluations turns the --evaluations names into files: a name
+// holding *, ? or [ that is not itself a file is a glob pattern (servesim
+// expands it, for containers without a shell), which must match a file.
+func expandEvaluations(names []string) ([]string, error) {
+	var files []string
+	for _, name := range names {
+		if !strings.ContainsAny(name, "*?[") {
+			files = append(files, name)
+			continue
+		}
+		if _, err := os.Stat(name); err == nil {
+			files = append(files, name)
+			continue
+		}
+		matches, err := filepath.Glob(name)
+		if err != nil {
+			return nil, &cliflag.LateUsageError{Err: fmt.Errorf("--evaluations %q: not a glob pattern (%v)", name, err)}
+		}
+		if len(matches) == 0 {
+			return nil, fmt.Errorf("--evaluations %s: no file matches", name)
+		}
+		files = append(files, matches...)
+	}
+	return files, nil
+}
+
+// count is "1 file", "2 files".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

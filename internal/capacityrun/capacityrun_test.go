@@ -1,0 +1,84 @@
+package capacityrun
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/cliflag"
+	"servesim/internal/plant"
+	"servesim/internal/plantflag"
+)
+
+func TestExpandEvaluations(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for _, name := range []string{"cap-1.jsonl", "cap-2.jsonl", "odd[1].jsonl"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), nil, 0o644))
+	}
+	files, err := expandEvaluations([]string{filepath.Join(dir, "cap-*.jsonl"), filepath.Join(dir, "odd[1].jsonl"), "plain.jsonl"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(dir, "cap-1.jsonl"), filepath.Join(dir, "cap-2.jsonl"), filepath.Join(dir, "odd[1].jsonl"), "plain.jsonl"}, files,
+		"a pattern expanded, a file whose name looks like one taken as it is, a plain name kept for the reader to report")
+
+	_, err = expandEvaluations([]string{filepath.Join(dir, "none-*.jsonl")})
+	assert.EqualError(t, err, "--evaluations "+filepath.Join(dir, "none-*.jsonl")+": no file matches")
+	var late *cliflag.LateUsageError
+	assert.NotErrorAs(t, err, &late, "bad input, not a usage error")
+
+	_, err = expandEvaluations([]string{"[x"})
+	require.ErrorAs(t, err, &late)
+	assert.Equal(t, 2, late.ExitCode())
+	assert.EqualError(t, err, `--evaluations "[x": not a glob pattern (syntax error in pattern)`)
+}
+
+func TestCount(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "1 file", count(1, "file"))
+	assert.Equal(t, "0 files", count(0, "file"))
+	assert.Equal(t, "3 records", count(3, "record"))
+}
+
+func config() Config {
+	return Config{
+		MaxElapsedS: 60, Attainment: 0.5, Router: "round-robin", RouterSeed: 1, Controllers: []string{"max"},
+		Scheduler: "chunked", MaxReplicas: 4, Jobs: 1, Plant: plant.NewPlant(nil),
+		Engine: plantflag.Engine{Preemption: "none"}, Version: "test",
+	}
+}
+
+func TestLoadNamesThePlantFlag(t *testing.T) {
+	t.Parallel()
+	cfg := config()
+	cfg.Plant.TimeStepS = -1
+	_, err := Load(cfg)
+	assert.ErrorContains(t, err, "plant: --time-step: ")
+}
+
+// TestRunAndShardAgree runs the search of a minute of the embedded trace,
+// and the one shard of its sizes: the document's evaluations are the
+// shard's records.
+func TestRunAndShardAgree(t *testing.T) {
+	t.Parallel()
+	study, err := Load(config())
+	require.NoError(t, err)
+	doc, err := study.Run(context.Background(), nil, Progress{})
+	require.NoError(t, err)
+	require.NotNil(t, doc.Replicas)
+	assert.Equal(t, "test", doc.Provenance.ServesimVersion)
+
+	shard, err := Load(config())
+	require.NoError(t, err)
+	var out bytes.Buffer
+	var stderr bytes.Buffer
+	err = shard.RunShard(context.Background(), 1, 1, "", Progress{Stderr: &stderr}, func(write func(w io.Writer) error) error { return write(&out) })
+	require.NoError(t, err)
+	assert.Equal(t, 3, bytes.Count(out.Bytes(), []byte("\n")), "sizes 1, 2 and 4")
+	assert.Empty(t, stderr.String())
+}

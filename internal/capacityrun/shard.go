@@ -1,0 +1,104 @@
+package capacityrun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"servesim/internal/fleet"
+	"servesim/internal/interrupt"
+	"servesim/internal/jsonout"
+	"servesim/internal/outfile"
+	"servesim/internal/progress"
+	"servesim/internal/sweep"
+)
+
+// shardOutcome is the evaluation of one cell of a shard.
+type shardOutcome struct {
+	eval fleet.Evaluation
+	err  error
+}
+
+// RunShard evaluates the sizes of the study's grid that shard i of n
+// holds, largest first, and writes each one's record as it finishes (in
+// that order) through write, which hands the function it is given the
+// output (stdout or the -o file path names, as outfile.Write does). SIGINT
+// or SIGTERM starts no further size and keeps the records written
+// (path.partial for a regular file), as a sweep does, and RunShard returns
+// an *interrupt.Stopped.
+func (s *Study) RunShard(ctx context.Context, i, n int, path string, p Progress, write func(func(io.Writer) error) error) error {
+	signals := interrupt.Watch(interrupt.Grace)
+	defer signals.Release()
+	grid, err := s.Grid(s.workload.Requests, s.workload.SHA256, s.version)
+	if err != nil {
+		return err
+	}
+	evaluator, err := s.SizeEvaluator(s.workload.Requests)
+	if err != nil {
+		return err
+	}
+	cells := grid.Shard(i, n)
+	if len(cells) == 0 {
+		fmt.Fprintf(p.Stderr, "servesim: warning: capacity shard %d/%d: the grid has %d sizes (1 to %d replicas), so this shard has none to evaluate\n",
+			i, n, len(grid.Sizes), grid.Sizes[len(grid.Sizes)-1])
+	}
+	var bar *progress.Bar
+	if p.Bar {
+		bar = progress.New(p.Stderr, "capacity shard", "sizes", len(cells))
+	}
+	toRun := func(yield func(sweep.Cell) bool) {
+		for _, cell := range cells {
+			if !yield(sweep.Cell{Index: cell}) {
+				return
+			}
+		}
+	}
+	written := 0
+	err = write(func(out io.Writer) error {
+		var line []byte
+		stop := sweep.Stop{Start: signals.Start(), Wait: signals.Wait()}
+		err := sweep.Run(toRun, evaluator.Jobs, stop, func(c sweep.Cell) shardOutcome {
+			e, err := evaluator.Evaluate(ctx, grid.Sizes[c.Index])
+			return shardOutcome{e, err}
+		}, func(c sweep.Cell, r shardOutcome) error {
+			if r.err != nil {
+				return r.err
+			}
+			var err error
+			if line, err = jsonout.AppendLine(line[:0], grid.Record(c.Index, r.eval)); err != nil {
+				return fmt.Errorf("encoding a record: %w", err)
+			}
+			if _, err := out.Write(line); err != nil {
+				return err
+			}
+			written++
+			if bar != nil {
+				bar.Increment()
+			}
+			return nil
+		})
+		if bar != nil {
+			bar.Finish()
+		}
+		if !errors.Is(err, sweep.ErrStopped) {
+			return err
+		}
+		e := &interrupt.Stopped{Signal: signals.Signal(), Task: "capacity shard", Written: written, Total: len(cells), Unit: "sizes", Where: "stdout"}
+		if path != "" && path != "-" {
+			kept := false
+			if e.Where, kept, err = outfile.KeepPartial(out, path); err != nil {
+				return fmt.Errorf("-o %w", err)
+			}
+			if kept {
+				e.Next = "--evaluations takes it as it is"
+			}
+		}
+		return e
+	})
+	var stop *interrupt.Stopped
+	if errors.As(err, &stop) {
+		return stop // not "-o FILE: capacity shard interrupted"
+	}
+	return err
+}

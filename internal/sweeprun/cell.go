@@ -1,0 +1,135 @@
+package sweeprun
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"servesim/internal/plant"
+	"servesim/internal/plantflag"
+	"servesim/internal/profile"
+	"servesim/internal/sweep"
+	"servesim/internal/trace"
+)
+
+// inputs are the profiles and traces of a sweep, each loaded once and
+// shared by the runs; a path that fails to load fails only its runs.
+type inputs struct {
+	profiles     map[string]*profile.Profile
+	profileErrs  map[string]error
+	workloads    map[string]plant.Workload
+	workloadErrs map[string]error
+	// hashIDs are the block hash ids of the Mooncake traces.
+	hashIDs map[string]plant.HashIDSource
+}
+
+// load reads every profile and trace of the sweep.
+func (s *Sweep) load() *inputs {
+	in := &inputs{
+		profiles: map[string]*profile.Profile{}, profileErrs: map[string]error{},
+		workloads: map[string]plant.Workload{}, workloadErrs: map[string]error{},
+		hashIDs: map[string]plant.HashIDSource{},
+	}
+	for _, path := range s.cfg.Profiles {
+		if path == plantflag.Embedded {
+			in.profiles[path] = profile.Default()
+		} else if p, err := profile.Load(profile.ResolvePath(path)); err != nil {
+			in.profileErrs[path] = err
+		} else {
+			in.profiles[path] = p
+		}
+	}
+	for _, path := range s.cfg.Traces {
+		var w plant.Workload
+		var err error
+		if path == plantflag.Embedded {
+			w, err = plant.DefaultTrace(s.cfg.MaxElapsedS)
+		} else {
+			var t *trace.Trace
+			src := &trace.Source{Path: path, Stdin: s.cfg.Stdin, MaxElapsedS: s.cfg.MaxElapsedS, Options: s.cfg.Trace}
+			if t, err = src.Load(); err == nil {
+				w = t.Workload
+				if ids := t.HashIDSource(); ids != nil {
+					in.hashIDs[path] = ids
+				}
+			}
+		}
+		if err != nil {
+			in.workloadErrs[path] = err
+		} else {
+			in.workloads[path] = w
+		}
+	}
+	return in
+}
+
+// outcome is the outcome of one cell.
+type outcome struct {
+	report *plant.Report
+	prof   *profile.Profile
+	err    error
+}
+
+// runCell runs the simulate configuration of one cell; an exec: controller
+// runs a child of its own, its stderr going to execStderr.
+func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStderr io.Writer) outcome {
+	profilePath := s.grid.Parsed(c, sweep.AxisProfile).(string)
+	tracePath := s.grid.Parsed(c, sweep.AxisTrace).(string)
+	if err := in.profileErrs[profilePath]; err != nil {
+		return outcome{err: err}
+	}
+	if err := in.workloadErrs[tracePath]; err != nil {
+		return outcome{err: err}
+	}
+	prof := in.profiles[profilePath]
+	p := plant.NewPlant(prof)
+	for _, pp := range plantflag.Params {
+		if s.grid.Has(pp.Flag) {
+			_ = pp.Set(&p, s.grid.Parsed(c, pp.Flag).(float64))
+		}
+	}
+	if err := p.Validate(); err != nil {
+		return outcome{prof: prof, err: fmt.Errorf("plant: %w", plantflag.FlagNamed(err))}
+	}
+	sched, _ := plant.NewScheduler(s.grid.Parsed(c, sweep.AxisScheduler).(string))
+	ctrl, _ := plant.NewControllerWith(s.grid.Parsed(c, sweep.AxisController).(string), plantflag.ControllerOptions(s.cfg.ExecTimeoutS, execStderr))
+	normalize := s.grid.Parsed(c, sweep.AxisNormalize).(float64)
+	recordedPath := profilePath
+	if profilePath == plantflag.Embedded {
+		recordedPath = profile.EmbeddedPath
+	}
+	report, err := plant.RunContext(ctx, in.workloads[tracePath], plant.Config{
+		Plant:       p,
+		Scheduler:   sched,
+		Controller:  ctrl,
+		Normalize:   normalize,
+		Options:     plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps, Engine: s.cfg.Engine.OptionsFor(in.hashIDs[tracePath])},
+		ProfilePath: recordedPath,
+		Version:     s.cfg.Version,
+	})
+	return outcome{report: report, prof: prof, err: err}
+}
+
+// record is the record of cell c's outcome r. The SLOs it is judged by
+// are the flags', else its profile's when it ran, else none.
+func (s *Sweep) record(in *inputs, c sweep.Cell, r outcome) sweep.Record {
+	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(s.grid, c, plantflag.AxisKey), Err: r.err,
+		TTFTSLOSeconds: s.cfg.TTFTSLOSeconds, TPOTSLOSeconds: s.cfg.TPOTSLOSeconds}
+	if w, ok := in.workloads[s.grid.Text(c, sweep.AxisTrace)]; ok {
+		rec.TraceSHA = w.SHA256
+	}
+	if p, ok := in.profiles[s.grid.Text(c, sweep.AxisProfile)]; ok {
+		rec.ProfileCSVSHA, rec.ManifestSHA = p.ProfileCSVSHA256, p.ManifestSHA256
+	}
+	if r.report != nil {
+		summary := r.report.Summary
+		rec.Summary = &summary
+		if rec.TTFTSLOSeconds == 0 {
+			rec.TTFTSLOSeconds = r.prof.TTFTSLOSeconds()
+		}
+		if rec.TPOTSLOSeconds == 0 {
+			rec.TPOTSLOSeconds = r.prof.TPOTSLOSeconds()
+		}
+	}
+	return rec
+}

@@ -1,0 +1,135 @@
+package sweeprun
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+
+	"servesim/internal/jsonout"
+	"servesim/internal/plantflag"
+	"servesim/internal/sweep"
+)
+
+// identity identifies the grid of a sweep: every record carries it, so
+// that shards, partial files and resumed runs can be checked against each
+// other.
+type identity struct {
+	digest string // grid_sha256
+	cells  int    // grid_cells: the cells of the whole grid
+}
+
+// identify identifies the grid of s run on the inputs in: its digest is
+// the SHA-256 of its axes, the SHA-256 of every profile and trace (null
+// for one that did not load), the options that change a run or the Pareto
+// record (--max-elapsed, --max-steps, --exec-timeout, --ttft-slo,
+// --tpot-slo, and the engine flags when a feature is on) and the servesim
+// version; not the shard, so every shard of a grid has the same.
+func (s *Sweep) identify(in *inputs) identity {
+	axes := make([]jsonout.Object, len(s.axes))
+	for i, a := range s.axes {
+		axes[i] = jsonout.Object{{Key: "name", Value: a.Name}, {Key: "values", Value: a.Values}}
+	}
+	profiles := make([]jsonout.Object, len(s.cfg.Profiles))
+	for i, path := range s.cfg.Profiles {
+		var csvSHA, manifestSHA any
+		if p, ok := in.profiles[path]; ok {
+			csvSHA, manifestSHA = p.ProfileCSVSHA256, p.ManifestSHA256
+		}
+		profiles[i] = jsonout.Object{{Key: "path", Value: path}, {Key: "profile_csv_sha256", Value: csvSHA}, {Key: "manifest_sha256", Value: manifestSHA}}
+	}
+	traces := make([]jsonout.Object, len(s.cfg.Traces))
+	for i, path := range s.cfg.Traces {
+		var sha any
+		if w, ok := in.workloads[path]; ok {
+			sha = w.SHA256
+		}
+		traces[i] = jsonout.Object{{Key: "path", Value: path}, {Key: "trace_sha256", Value: sha}}
+	}
+	c := s.cfg
+	doc := jsonout.Object{
+		{Key: "servesim_version", Value: c.Version}, {Key: "axes", Value: axes}, {Key: "profiles", Value: profiles}, {Key: "traces", Value: traces},
+		{Key: "max_elapsed_s", Value: c.MaxElapsedS}, {Key: "max_steps", Value: c.MaxSteps}, {Key: "exec_timeout_s", Value: c.ExecTimeoutS},
+		{Key: "ttft_slo_s", Value: c.TTFTSLOSeconds}, {Key: "tpot_slo_s", Value: c.TPOTSLOSeconds},
+	}
+	if e := c.Engine.Options(); e.Enabled() {
+		doc = append(doc, jsonout.Member{Key: "engine", Value: jsonout.Object{
+			{Key: "prefix_cache", Value: e.PrefixCache}, {Key: "kv_block_tokens", Value: e.BlockTokens()},
+			{Key: "shared_prefix_tokens", Value: e.SharedPrefixTokens}, {Key: "preemption", Value: string(e.Preemption)},
+		}})
+	}
+	line, _ := jsonout.AppendLine(nil, doc) // strings and numbers always encode
+	sum := sha256.Sum256(line)
+	return identity{digest: hex.EncodeToString(sum[:]), cells: s.shard.Cells}
+}
+
+// readResume indexes the records of the file path (--resume): each must be
+// a run of a cell of this shard, with the same axis values, run on the
+// same trace and profile (by SHA-256) by the same grid (grid_sha256), and
+// no cell may come twice. The sweep then skips those cells and copies
+// their records.
+func (s *Sweep) readResume(path string, warn io.Writer, id identity, in *inputs) (*sweep.RecordIndex, error) {
+	x, err := sweep.IndexRecords([]string{path}, warn, func(r *sweep.RunLine) error { return s.checkResumed(r, id, in) })
+	if err != nil {
+		return nil, fmt.Errorf("--resume %w", err)
+	}
+	for k := 1; k < len(x.Refs); k++ {
+		if x.Refs[k].Cell == x.Refs[k-1].Cell {
+			x.Close()
+			return nil, fmt.Errorf("--resume %s: cell %d is there twice, lines %d and %d", path, x.Refs[k].Cell, x.Refs[k-1].Line, x.Refs[k].Line)
+		}
+	}
+	return x, nil
+}
+
+// checkResumed checks a record read back against the cell of this grid it
+// names.
+func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
+	if r.GridCells != id.cells {
+		return fmt.Errorf("cell %d is of a grid of %d cells, this one has %d", r.Cell, r.GridCells, id.cells)
+	}
+	if r.Cell < s.shard.Lo || r.Cell >= s.shard.Hi {
+		return fmt.Errorf("cell %d is not in this shard (cells %d to %d)", r.Cell, s.shard.Lo, s.shard.Hi-1)
+	}
+	c := s.shard.Cell(r.Cell)
+	want := sweep.CellAxes(s.grid, c, plantflag.AxisKey)
+	if len(want) != len(r.Axes) {
+		return fmt.Errorf("cell %d has %d axis values, this grid's cells have %d", r.Cell, len(r.Axes), len(want))
+	}
+	for i, kv := range want {
+		if r.Axes[i].Key != kv.Key || !bytes.Equal(r.Axes[i].Value, compactJSON(kv.Value)) {
+			return fmt.Errorf("cell %d has %s %s, this grid's cell %d has %s %s", r.Cell, r.Axes[i].Key, r.Axes[i].Value, r.Cell, kv.Key, compactJSON(kv.Value))
+		}
+	}
+	var traceSHA, profileSHA any
+	tracePath, profilePath := s.grid.Text(c, sweep.AxisTrace), s.grid.Text(c, sweep.AxisProfile)
+	if w, ok := in.workloads[tracePath]; ok {
+		traceSHA = w.SHA256
+	}
+	if p, ok := in.profiles[profilePath]; ok {
+		profileSHA = p.ProfileCSVSHA256
+	}
+	for _, input := range []struct {
+		what, member, path string
+		now                any
+	}{
+		{"trace", "trace_sha256", tracePath, traceSHA},
+		{"profile", "profile_csv_sha256", profilePath, profileSHA},
+	} {
+		if was := r.Member(input.member); !bytes.Equal(was, compactJSON(input.now)) {
+			return fmt.Errorf("cell %d ran on %s %s with %s %s; it now has %s", r.Cell, input.what, input.path, input.member, was, compactJSON(input.now))
+		}
+	}
+	if r.Grid != id.digest {
+		return fmt.Errorf("the record is of another grid (grid_sha256 %.12s..., this grid's %.12s...): other axis values, "+
+			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, engine flag or profile manifest", r.Grid, id.digest)
+	}
+	return nil
+}
+
+// compactJSON is v as a record writes it.
+func compactJSON(v any) []byte {
+	line, _ := jsonout.AppendLine(nil, v) // the values compared are strings, numbers and null
+	return line[:len(line)-1]
+}

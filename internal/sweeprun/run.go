@@ -1,0 +1,129 @@
+package sweeprun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"servesim/internal/interrupt"
+	"servesim/internal/outfile"
+	"servesim/internal/plantflag"
+	"servesim/internal/progress"
+	"servesim/internal/sweep"
+)
+
+// Output says how a sweep runs and where its records go.
+type Output struct {
+	Format string // sweep.FormatJSONL, FormatCSV or FormatTable
+	Jobs   int    // runs at a time
+	// Resume is a sweep output (or FILE.partial) whose cells are not run
+	// again but copied; empty for none.
+	Resume string
+	// Path is -o: the file the records go to, empty or "-" for stdout. A
+	// sweep stopped by a signal keeps what it wrote to a regular file as
+	// Path.partial.
+	Path string
+	// Stderr receives warnings about skipped lines of Resume, exec:
+	// children's stderr and, when Progress, the progress bar.
+	Stderr   io.Writer
+	Progress bool
+}
+
+// Run is a sweep under way: its inputs loaded, its identity known, its
+// resumed records read, and SIGINT and SIGTERM taken over (interrupt.Watch)
+// until Close.
+type Run struct {
+	s       *Sweep
+	ctx     context.Context
+	out     Output
+	signals *interrupt.Watcher
+	in      *inputs
+	id      identity
+	resumed *sweep.RecordIndex
+	// Written and Failed count the records written and the failed runs
+	// among them, once Write returned.
+	Written, Failed int
+}
+
+// Start loads the sweep's profiles and traces and reads the records of
+// out.Resume; its error is bad input. Signals stop the sweep from the
+// start: the first starts no further run, and the runs under way are
+// waited for up to interrupt.Grace (a second signal: not at all). A
+// cancelled ctx ends the runs under way and those after them, whose
+// records carry its error.
+func (s *Sweep) Start(ctx context.Context, out Output) (*Run, error) {
+	r := &Run{s: s, ctx: ctx, out: out, signals: interrupt.Watch(interrupt.Grace)}
+	r.in = s.load()
+	r.id = s.identify(r.in)
+	if out.Resume != "" {
+		var err error
+		if r.resumed, err = s.readResume(out.Resume, out.Stderr, r.id, r.in); err != nil {
+			r.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Close gives the signals their default behaviour back and closes the
+// resumed records.
+func (r *Run) Close() {
+	r.signals.Release()
+	if r.resumed != nil {
+		r.resumed.Close()
+		r.resumed = nil
+	}
+}
+
+// Write runs the cells and writes each record to w as soon as it and the
+// records before it are done, in grid order, then the Pareto record. A
+// sweep stopped by a signal returns an *interrupt.Stopped, after keeping
+// what it wrote as Path.partial (outfile.KeepPartial; w is the writer
+// outfile.Write gave it).
+func (r *Run) Write(w io.Writer) error {
+	s, out := r.s, r.out
+	rw, err := sweep.NewWriter(w, out.Format, s.grid, plantflag.AxisKey, r.id.digest, r.id.cells, r.resumed)
+	if err != nil {
+		return err
+	}
+	toRun := s.shard.Len()
+	if r.resumed != nil {
+		toRun -= len(r.resumed.Refs)
+	}
+	var bar *progress.Bar
+	if out.Progress {
+		bar = progress.New(out.Stderr, "sweep", "runs", toRun)
+	}
+	stop := sweep.Stop{Start: r.signals.Start(), Wait: r.signals.Wait()}
+	err = sweep.Run(s.shard.Without(r.resumed), out.Jobs, stop, func(c sweep.Cell) outcome {
+		return s.runCell(r.ctx, r.in, c, out.Stderr)
+	}, func(c sweep.Cell, o outcome) error {
+		if bar != nil {
+			bar.Increment()
+		}
+		return rw.Add(s.record(r.in, c, o))
+	})
+	if bar != nil {
+		bar.Finish() // erased, also after a sweep that stopped early
+	}
+	stopped := errors.Is(err, sweep.ErrStopped)
+	if err == nil || stopped {
+		err = rw.Finish(!stopped)
+	}
+	r.Written, r.Failed = rw.Written, rw.Failed
+	if err != nil || !stopped {
+		return err
+	}
+	e := &interrupt.Stopped{Signal: r.signals.Signal(), Task: "sweep", Written: r.Written, Total: s.shard.Len(), Unit: "runs", Where: "stdout"}
+	if out.Path != "" && out.Path != "-" {
+		kept := false
+		if e.Where, kept, err = outfile.KeepPartial(w, out.Path); err != nil {
+			return fmt.Errorf("-o %w", err)
+		}
+		if kept && out.Format == sweep.FormatJSONL {
+			e.Next = "rerun with --resume " + e.Where
+		}
+	}
+	return e
+}

@@ -1,0 +1,198 @@
+// Package sweeprun is servesim's sweep of simulate runs: the grid of the
+// sweep's flags with every value parsed and checked before anything runs
+// (New, Plan), the profiles and traces loaded once, each cell run as the
+// same simulate --summary would run it, its record, the grid's identity
+// (grid_sha256), the records of --resume checked against it, and a sweep
+// stopped by a signal keeping what it wrote (Run). The grid itself, the
+// parallel runner, the records and the Pareto front are package sweep's.
+package sweeprun
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"servesim/internal/plant"
+	"servesim/internal/plantflag"
+	"servesim/internal/profile"
+	"servesim/internal/sweep"
+	"servesim/internal/trace"
+)
+
+// Config is a sweep as its flags give it.
+type Config struct {
+	// Profiles and Traces are paths; plantflag.Embedded names the built-in
+	// profile or trace.
+	Profiles, Traces []string
+	// Trace says how to read the trace files; Stdin is what "-" reads.
+	Trace trace.Options
+	Stdin io.Reader
+	// Schedulers and Controllers are specs as simulate takes them;
+	// Normalize utilizations, "none" for the raw trace.
+	Schedulers, Controllers, Normalize []string
+	// PlantAxes holds the values of every plant flag given, by flag name.
+	PlantAxes   map[string][]string
+	MaxElapsedS float64
+	MaxSteps    float64
+	// ExecTimeoutS is the patience with exec: controllers.
+	ExecTimeoutS float64
+	// TTFTSLOSeconds and TPOTSLOSeconds judge the best configuration; 0
+	// means each profile's own.
+	TTFTSLOSeconds, TPOTSLOSeconds float64
+	// Engine holds the engine feature flags, the same for every run.
+	Engine plantflag.Engine
+	// Version is the servesim version runs record.
+	Version string
+}
+
+// Sweep is a checked sweep: its axes, their parsed values and, once
+// planned, the shard this process runs.
+type Sweep struct {
+	cfg   Config
+	axes  []sweep.Axis
+	grid  *sweep.Grid
+	shard sweep.Shard
+}
+
+// New parses every axis value of cfg and checks the plant values and the
+// work of the longest run, before anything runs. Its errors name the flag.
+func New(cfg Config) (*Sweep, error) {
+	s := &Sweep{cfg: cfg, axes: []sweep.Axis{
+		{Name: sweep.AxisProfile, Values: cfg.Profiles},
+		{Name: sweep.AxisTrace, Values: cfg.Traces},
+		{Name: sweep.AxisScheduler, Values: cfg.Schedulers},
+		{Name: sweep.AxisController, Values: cfg.Controllers},
+		{Name: sweep.AxisNormalize, Values: cfg.Normalize},
+	}}
+	for _, pp := range plantflag.Params {
+		if values, ok := cfg.PlantAxes[pp.Flag]; ok {
+			s.axes = append(s.axes, sweep.Axis{Name: pp.Flag, Values: values})
+		}
+	}
+	for _, a := range s.axes {
+		if len(a.Values) == 0 {
+			return nil, fmt.Errorf("--%s: expected at least one value", a.Name)
+		}
+	}
+	var err error
+	if s.grid, err = sweep.NewGrid(s.axes, parseAxisValue); err != nil {
+		return nil, err
+	}
+	if err := s.checkPlantValues(); err != nil {
+		return nil, err
+	}
+	if err := s.checkWork(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Plan picks the i-th of n shards of the grid (1 of 1: the whole grid),
+// refusing one of more than maxCells runs with an error naming the axes'
+// flags, their lengths and --max-cells.
+func (s *Sweep) Plan(i, n, maxCells int) error {
+	var err error
+	s.shard, err = sweep.Plan(s.axes, i, n, maxCells)
+	var le *sweep.LimitError
+	if !errors.As(err, &le) {
+		return err
+	}
+	names := make([]string, len(s.axes))
+	for i, a := range s.axes {
+		names[i] = "--" + a.Name
+	}
+	grid := fmt.Sprintf("the grid of %s = %s", strings.Join(names, " x "), le.Grid())
+	switch {
+	case le.Max == 0:
+		return fmt.Errorf("sweep: %s: more than a sweep can index (%.2g)", grid, float64(math.MaxInt))
+	case le.ShardCount > 1:
+		return fmt.Errorf("sweep: shard %d/%d of %s holds %d runs: more than --max-cells %d (raise --max-cells or use more shards)",
+			le.Shard, le.ShardCount, grid, le.ShardCells, le.Max)
+	}
+	return fmt.Errorf("sweep: %s: more than --max-cells %d (raise --max-cells or run it in shards with --shard I/N)", grid, le.Max)
+}
+
+// Shard is the planned shard: the axes in grid order and the cells this
+// process runs.
+func (s *Sweep) Shard() sweep.Shard { return s.shard }
+
+// parseAxisValue parses one value of a named axis, once: a path (profile,
+// trace), a scheduler name or controller spec that builds, a utilization
+// (normalize: 0 for none) or a plant flag's number.
+func parseAxisValue(axis, v string) (any, error) {
+	switch axis {
+	case sweep.AxisProfile, sweep.AxisTrace:
+		if v == "" {
+			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, plantflag.Embedded)
+		}
+		return v, nil
+	case sweep.AxisScheduler:
+		if _, err := plant.NewScheduler(v); err != nil {
+			return nil, fmt.Errorf("--scheduler: %w", err)
+		}
+		return v, nil
+	case sweep.AxisController:
+		if _, err := plant.NewController(v); err != nil {
+			return nil, fmt.Errorf("--controller: %w", err)
+		}
+		return v, nil
+	case sweep.AxisNormalize:
+		return parseNormalize(v)
+	}
+	pp, _ := plantflag.ByFlag(axis)
+	x, err := pp.ParseValue(v)
+	if err != nil {
+		return nil, fmt.Errorf("--%s %w", axis, err)
+	}
+	return x, nil
+}
+
+// parseNormalize parses a --normalize axis value: 0 (none) or 0 < U < 1.
+func parseNormalize(v string) (float64, error) {
+	if v == "none" {
+		return 0, nil
+	}
+	u, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(u > 0 && u < 1) {
+		return 0, fmt.Errorf("--normalize %q: expected none or a utilization strictly between 0 and 1", v)
+	}
+	return u, nil
+}
+
+// checkPlantValues validates every plant value given against the plant's
+// rules (with the other parameters at their defaults), so an impossible
+// value fails before anything runs.
+func (s *Sweep) checkPlantValues() error {
+	for _, pp := range plantflag.Params {
+		for k, x := range s.grid.Values(pp.Flag) {
+			p := plant.NewPlant(profile.Default())
+			_ = pp.Set(&p, x.(float64))
+			if err := p.Validate(); err != nil {
+				return fmt.Errorf("--%s %s: %w", pp.Flag, s.cfg.PlantAxes[pp.Flag][k], err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkWork refuses a sweep whose longest run (the largest --max-sim-time
+// over the smallest --time-step) could take more steps than --max-steps.
+// It runs after checkPlantValues, so every value parses and is positive.
+func (s *Sweep) checkWork() error {
+	p := plant.NewPlant(nil)
+	extreme := func(flag string, field *float64, pick func(a, b float64) float64) {
+		for i, v := range s.grid.Values(flag) {
+			x := v.(float64)
+			if i == 0 {
+				*field = x
+			}
+			*field = pick(*field, x)
+		}
+	}
+	extreme("time-step", &p.TimeStepS, math.Min)
+	extreme("max-sim-time", &p.MaxSimulationTimeS, math.Max)
+	return plantflag.CheckWork(p, plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps}, false)
+}

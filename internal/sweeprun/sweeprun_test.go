@@ -1,0 +1,140 @@
+package sweeprun
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/plant"
+	"servesim/internal/plantflag"
+	"servesim/internal/sweep"
+)
+
+// config is a small sweep of the embedded profile and trace: 30 s of
+// arrivals, two controllers.
+func config() Config {
+	return Config{
+		Profiles: []string{plantflag.Embedded}, Traces: []string{plantflag.Embedded},
+		Schedulers: []string{"chunked"}, Controllers: []string{"max", "min"}, Normalize: []string{"none"},
+		PlantAxes: map[string][]string{}, MaxElapsedS: 30, MaxSteps: plant.DefaultMaxSteps,
+		ExecTimeoutS: 1, Engine: plantflag.Engine{Preemption: "none"}, Version: "test",
+	}
+}
+
+func TestNewOrdersTheAxesAndParsesEveryValue(t *testing.T) {
+	t.Parallel()
+	cfg := config()
+	cfg.PlantAxes = map[string][]string{"power-limit": {"55", "64.8"}, "max-active": {"32"}}
+	s, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Plan(2, 2, sweep.DefaultMaxCells))
+	var names []string
+	for _, a := range s.Shard().Axes {
+		names = append(names, a.Name)
+	}
+	assert.Equal(t, []string{"profile", "trace", "scheduler", "controller", "normalize", "max-active", "power-limit"}, names,
+		"plant axes in the order of plantflag.Params, whatever the map's")
+	assert.Equal(t, 2, s.Shard().Len())
+	assert.Equal(t, []any{55.0, 64.8}, s.grid.Values("power-limit"))
+}
+
+func TestNewNamesTheFlagOfABadValue(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no value", func(c *Config) { c.Schedulers = nil }, "--scheduler: expected at least one value"},
+		{"empty path", func(c *Config) { c.Traces = []string{""} }, "--trace: expected a path or embedded, got an empty value"},
+		{"scheduler", func(c *Config) { c.Schedulers = []string{"fifo"} }, "--scheduler: "},
+		{"controller", func(c *Config) { c.Controllers = []string{"fixed:abc"} }, "--controller: "},
+		{"normalize", func(c *Config) { c.Normalize = []string{"1"} }, `--normalize "1": expected none or a utilization strictly between 0 and 1`},
+		{"plant number", func(c *Config) { c.PlantAxes["power-limit"] = []string{"lots"} }, `--power-limit "lots": expected a positive number of W`},
+		{"plant rule", func(c *Config) { c.PlantAxes["time-step"] = []string{"-1"} }, "--time-step -1: "},
+		{"work", func(c *Config) { c.PlantAxes["max-sim-time"] = []string{"100"}; c.MaxSteps = 1000 }, "= 1001 simulation steps: more than --max-steps 1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := config()
+			tt.edit(&cfg)
+			_, err := New(cfg)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestPlanNamesTheAxesOfAGridPastTheLimit(t *testing.T) {
+	t.Parallel()
+	s, err := New(config())
+	require.NoError(t, err)
+	assert.EqualError(t, s.Plan(1, 1, 1), "sweep: the grid of --profile x --trace x --scheduler x --controller x --normalize = 1 x 1 x 1 x 2 x 1 = 2 cells: "+
+		"more than --max-cells 1 (raise --max-cells or run it in shards with --shard I/N)")
+	assert.NoError(t, s.Plan(1, 2, 1), "a shard of one cell")
+}
+
+// write runs the sweep s to a buffer.
+func write(t *testing.T, s *Sweep, out Output) ([]byte, *Run) {
+	t.Helper()
+	out.Stderr = io.Discard
+	run, err := s.Start(context.Background(), out)
+	require.NoError(t, err)
+	defer run.Close()
+	var buf bytes.Buffer
+	require.NoError(t, run.Write(&buf))
+	return buf.Bytes(), run
+}
+
+// TestResumeCopiesTheRecordsAndChecksTheirGrid resumes from the first
+// record of a sweep: the output is the whole sweep's; a record of another
+// grid is refused.
+func TestResumeCopiesTheRecordsAndChecksTheirGrid(t *testing.T) {
+	t.Parallel()
+	s, err := New(config())
+	require.NoError(t, err)
+	require.NoError(t, s.Plan(1, 1, sweep.DefaultMaxCells))
+	whole, run := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 2})
+	assert.Equal(t, 2, run.Written)
+	assert.Equal(t, 0, run.Failed)
+	lines := strings.SplitAfter(string(whole), "\n")
+	require.Len(t, lines, 4, "two runs, the Pareto record and nothing after the last newline")
+
+	partial := filepath.Join(t.TempDir(), "out.jsonl.partial")
+	require.NoError(t, os.WriteFile(partial, []byte(lines[0]), 0o644))
+	resumed, run := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 1, Resume: partial})
+	assert.Equal(t, string(whole), string(resumed))
+	assert.Equal(t, 2, run.Written)
+
+	other := config()
+	other.MaxSteps = 1e8
+	o, err := New(other)
+	require.NoError(t, err)
+	require.NoError(t, o.Plan(1, 1, sweep.DefaultMaxCells))
+	_, err = o.Start(context.Background(), Output{Format: sweep.FormatJSONL, Jobs: 1, Resume: partial, Stderr: io.Discard})
+	assert.ErrorContains(t, err, "--resume "+partial)
+	assert.ErrorContains(t, err, "the record is of another grid")
+}
+
+// TestAFailedInputFailsOnlyItsRuns gives a profile that does not load:
+// its runs carry the error, the others run.
+func TestAFailedInputFailsOnlyItsRuns(t *testing.T) {
+	t.Parallel()
+	cfg := config()
+	cfg.Profiles = []string{plantflag.Embedded, filepath.Join(t.TempDir(), "missing.csv")}
+	cfg.Controllers = []string{"max"}
+	s, err := New(cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Plan(1, 1, sweep.DefaultMaxCells))
+	out, run := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 2})
+	assert.Equal(t, 2, run.Written)
+	assert.Equal(t, 1, run.Failed)
+	assert.Contains(t, string(out), "missing.csv")
+}
