@@ -44,7 +44,7 @@ var (
 	domainPackages = []string{
 		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",
 		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench", "internal/plantflag",
-		"internal/sweeprun", "internal/capacityrun",
+		"internal/sweeprun", "internal/capacityrun", "internal/simrun",
 	}
 	testPackages = []string{
 		"internal/sharedtest", "internal/paritytest", "internal/profile/profiletest",

@@ -17,15 +17,14 @@ func TestEngineFlagsDefaultToTheReference(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, plantflag.Engine{Preemption: "none"}, o.Engine)
 	assert.False(t, o.Engine.Options().Enabled())
-	assert.False(t, o.plantOptions().Engine.Enabled())
 }
 
 func TestEngineFlagsReachThePlant(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseSimulate(t, "--prefix-cache", "--shared-prefix-tokens", "300", "--preemption", "recompute")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, plant.EngineOptions{PrefixCache: true, SharedPrefixTokens: 300, Preemption: plant.PreemptionRecompute}, o.plantOptions().Engine)
-	assert.Equal(t, plant.DefaultKVBlockTokens, o.plantOptions().Engine.BlockTokens())
+	assert.Equal(t, plant.EngineOptions{PrefixCache: true, SharedPrefixTokens: 300, Preemption: plant.PreemptionRecompute}, o.Engine.Options())
+	assert.Equal(t, plant.DefaultKVBlockTokens, o.Engine.Options().BlockTokens())
 }
 
 func TestEngineFlagUsageErrors(t *testing.T) {

@@ -2,16 +2,18 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
-	"servesim/internal/profile"
-	"servesim/internal/reqlog"
+	"servesim/internal/simrun"
 	"servesim/internal/trace"
 )
+
+// formatVLLMBench is simulate's --format for the keys of the result JSON
+// of `vllm bench serve` (see package vllmbench).
+const formatVLLMBench = "vllm-bench"
 
 // simulateOptions are the parsed flags of `servesim simulate`.
 type simulateOptions struct {
@@ -30,7 +32,7 @@ type simulateOptions struct {
 	Format string
 	Output outputOptions
 	Plot   plotOptions
-	Fleet  fleetOptions
+	Fleet  simrun.Fleet
 	// Plant holds the plant flags; its Profile is set once loaded.
 	Plant plant.Plant
 	// MaxSteps is --max-steps, the step limit of the run.
@@ -89,7 +91,7 @@ replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
 	f.StringVar(&opts.Controller, "controller", "max", "max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S] (period 1 s), race-to-idle[:MHZ] (busy at MHZ, default the top level; idle at the lowest), exec:COMMAND (your own: a /bin/sh -c COMMAND child answering JSON Lines, see the README), mpc[:KEY=VALUE,...] (model-predictive; keys period, horizon, budget, deadline, attainment) or mpc-clairvoyant[:...] (told the future: a bound, not realizable)")
 	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
-	addVerboseFlag(cmd, &opts.Verbose)
+	f.BoolVar(&opts.Verbose, "verbose", false, "report on stderr the wall-clock time of an mpc controller's solves (machine-dependent: never in the document)")
 	plantflag.AddPlant(cmd, &opts.Plant)
 	plantflag.AddSLO(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
@@ -144,112 +146,42 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := plantflag.CheckWork(o.Plant, work, o.Plot.Path != ""); err != nil {
 		return err
 	}
-	if err := o.Fleet.check(cmd, cmd.Flags().Changed("normalize")); err != nil {
+	if err := checkFleet(cmd, &o.Fleet, cmd.Flags().Changed("normalize")); err != nil {
 		return err
 	}
 	return o.Plot.check()
 }
 
 func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
-	prof, profilePath := profile.Default(), profile.EmbeddedPath
-	if o.ProfilePath != "" {
-		profilePath = profile.ResolvePath(o.ProfilePath)
-		var err error
-		if prof, err = profile.Load(profilePath); err != nil {
-			return err
-		}
-	}
-	o.Plant.Profile = prof
-	if err := o.Plant.Validate(); err != nil {
-		return fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
-	}
-	if o.Fleet.enabled {
-		workload, err := loadTrace(s, o)
-		if err != nil {
-			return err
-		}
-		return runFleetSimulate(ctx, s, o, prof, profilePath, workload)
-	}
-	sched, _ := plant.NewScheduler(o.Scheduler)
-	ctrl, _ := plant.NewControllerWith(o.Controller, plantflag.ControllerOptions(o.ExecTimeoutS, s.Err))
-	warnFixedClock(s, o.Controller, ctrl, prof)
-	timeSolves(ctrl, o.Verbose)
-	report, err := o.run(ctx, s, plant.Config{
-		Plant:       o.Plant,
-		Scheduler:   sched,
-		Controller:  ctrl,
-		Normalize:   o.Normalize,
-		ProfilePath: profilePath,
-		Version:     resolvedVersion(),
+	res, err := simrun.Run(ctx, simrun.Config{
+		ProfilePath: o.ProfilePath, TracePath: o.TracePath, Trace: o.Trace.Options, Stdin: s.In,
+		MaxElapsedS: o.MaxElapsedS, Normalize: o.Normalize, Scheduler: o.Scheduler, Controller: o.Controller,
+		Stride: o.Stride, Summary: o.Summary, SLO: o.SLO, Plant: o.Plant, MaxSteps: o.MaxSteps,
+		ExecTimeoutS: o.ExecTimeoutS, Engine: o.Engine, Verbose: o.Verbose, Fleet: o.Fleet,
+		Requests: o.RequestLog.Path != "" || o.Format == formatVLLMBench, Figure: o.Plot.Path != "",
+		Version: resolvedVersion(), Stderr: s.Err,
 	})
 	if err != nil {
 		return err
 	}
-	warnArrivalsPastMaxSimTime(s, report.LastArrivalS, report.Provenance.RequestsLoaded, o.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
-	reportSolveTimes(s, ctrl, o.Verbose)
-	if err := o.RequestLog.write(s, func() (*reqlog.Log, error) { return reqlog.FromPlant(report.Log) }); err != nil {
+	if err := o.RequestLog.write(s, res.RequestLog); err != nil {
 		return err
 	}
 	if o.Plot.Path != "" {
-		full := report.Result
-		if err := o.Plot.write(report.Figure(&full, o.Normalize, o.MaxElapsedS)); err != nil {
+		if err := o.Plot.write(res.Figure()); err != nil {
 			return err
 		}
-		report.Result = *full.Thinned(o.Stride, o.Summary)
+		res.Thin()
 	}
 	switch o.Format {
 	case "table":
-		return writeBytes(s, o.Output, []byte(report.Table()))
+		return writeBytes(s, o.Output, []byte(res.Table()))
 	case formatVLLMBench:
-		return writePlantVLLMBench(s, o.Output, report)
+		doc, err := res.VLLMBench()
+		if err != nil {
+			return internalError{err}
+		}
+		return writeJSON(s, o.Output, doc)
 	}
-	return writeJSON(s, o.Output, report)
-}
-
-// plantOptions are what each plant of the run keeps: with --plot every
-// step (the figure draws them all; the document is thinned afterwards as
-// --stride and --summary ask), else what --stride and --summary say.
-func (o *simulateOptions) plantOptions() plant.Options {
-	options := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps, SLO: o.SLO,
-		RequestLog: o.RequestLog.Path != "" || o.Format == formatVLLMBench, Engine: o.Engine.Options()}
-	if o.Plot.Path != "" {
-		options.Stride, options.Summary = 1, false
-	}
-	return options
-}
-
-// run simulates the trace under cfg with the plant options of the flags. A
-// trace file is read while it is simulated (plant.RunStream: memory does
-// not grow with the trace), and so is standard input without --normalize
-// (which reads the trace twice); the embedded trace, standard input with
-// --normalize, a trace whose hash ids the prefix cache needs and a
-// controller that must see the whole workload first (mpc-clairvoyant)
-// load it whole first.
-func (o *simulateOptions) run(ctx context.Context, s *streams, cfg plant.Config) (*plant.Report, error) {
-	_, clairvoyant := cfg.Controller.(plant.Clairvoyant)
-	if o.TracePath != "" && !o.Engine.PrefixCache && !clairvoyant && (o.TracePath != "-" || o.Normalize == 0) {
-		cfg.Options = o.plantOptions()
-		return plant.RunStreamContext(ctx, &trace.Source{Path: o.TracePath, Stdin: s.In, MaxElapsedS: o.MaxElapsedS, Options: o.Trace.Options}, cfg)
-	}
-	workload, err := loadTrace(s, o)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Options = o.plantOptions() // with the trace's hash ids
-	cfg.NormalizeInPlace = true    // the trace was loaded for this run alone
-	return plant.RunContext(ctx, workload, cfg)
-}
-
-// loadTrace reads --trace, or the embedded synthetic trace without it; a
-// Mooncake trace's hash ids go to the prefix cache.
-func loadTrace(s *streams, o *simulateOptions) (plant.Workload, error) {
-	if o.TracePath == "" {
-		return plant.DefaultTrace(o.MaxElapsedS)
-	}
-	t, err := openTrace(s, o.TracePath, o.MaxElapsedS, &o.Trace)
-	if err != nil {
-		return plant.Workload{}, err
-	}
-	o.Engine.UseHashIDs(t.HashIDSource())
-	return t.Workload, nil
+	return writeJSON(s, o.Output, res.Document())
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"servesim/internal/simrun"
 	"strings"
 	"testing"
 
@@ -14,21 +15,21 @@ func TestSimulateFleetFlags(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseSimulate(t)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1}, o.Fleet, "one GPU by default")
+	assert.Equal(t, simrun.Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1}, o.Fleet, "one GPU by default")
 
 	o, code, stderr = parseSimulate(t, "--replicas", "16", "--fleet", "f.json", "--router", "random", "--router-seed", "42", "--jobs", "3")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, fleetOptions{Replicas: 16, Path: "f.json", Router: "random", RouterSeed: 42, Jobs: 3, enabled: true}, o.Fleet)
+	assert.Equal(t, simrun.Fleet{Replicas: 16, Path: "f.json", Router: "random", RouterSeed: 42, Jobs: 3, Enabled: true}, o.Fleet)
 
 	for _, args := range [][]string{{"--replicas", "2"}, {"--fleet", "f.json"}, {"--router", "least-tokens"}, {"--router-seed", "3"}} {
 		o, code, stderr = parseSimulate(t, args...)
 		require.Equal(t, exitOK, code, stderr)
-		assert.True(t, o.Fleet.enabled, "%v asks for a fleet document", args)
+		assert.True(t, o.Fleet.Enabled, "%v asks for a fleet document", args)
 	}
 	for _, args := range [][]string{{"--replicas", "1"}, {"--jobs", "2"}} {
 		o, code, stderr = parseSimulate(t, args...)
 		require.Equal(t, exitOK, code, stderr)
-		assert.False(t, o.Fleet.enabled, "%v keeps the single-GPU document", args)
+		assert.False(t, o.Fleet.Enabled, "%v keeps the single-GPU document", args)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
+	"servesim/internal/simrun"
 	"servesim/internal/trace"
 )
 
@@ -70,7 +71,7 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Output: outputOptions{Path: "out.json"},
 		Format: "table", Plot: plotOptions{Path: "run.svg"}, Plant: o.Plant, MaxSteps: 5e9, ExecTimeoutS: 0.5,
 		SLO:    plant.SLO{TTFTSeconds: 2.5, TPOTSeconds: 0.1, E2ESeconds: 60},
-		Fleet:  fleetOptions{Replicas: 1, Router: "round-robin", RouterSeed: 1},
+		Fleet:  simrun.Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1},
 		Engine: plantflag.Engine{PrefixCache: true, KVBlockTokens: 32, SharedPrefixTokens: 512, Preemption: "recompute"},
 	}, o)
 }

@@ -67,7 +67,11 @@ func (e *engine) route(i int, states []ReplicaState) (int, error) {
 // newStepper builds replica k's stepper.
 func (e *engine) newStepper(k, capacityHint int) (*plant.Stepper, error) {
 	s := e.specs[k]
-	return s.newStepper(e.cfg.Groups[s.group], e.cfg.Options, capacityHint)
+	var built func(plant.ClockController)
+	if e.cfg.ControllerBuilt != nil {
+		built = func(c plant.ClockController) { e.cfg.ControllerBuilt(k, c) }
+	}
+	return s.newStepper(e.cfg.Groups[s.group], e.cfg.Options, capacityHint, built)
 }
 
 // finish stores replica k's result and copies its records (routed is the

@@ -58,6 +58,11 @@ type Config struct {
 	// Jobs caps the replicas simulated at once on the parallel path of a
 	// state-free router; 0 means GOMAXPROCS.
 	Jobs int
+	// ControllerBuilt, when not nil, is given each replica's clock
+	// controller as the replica is built, before it runs (on the parallel
+	// path from several goroutines at once): a caller's way to ask a
+	// controller to time its solves, and to read them afterwards.
+	ControllerBuilt func(replica int, c plant.ClockController)
 }
 
 // Result is a fleet run.
@@ -196,7 +201,8 @@ func groupName(i int, g Group) string {
 }
 
 // newStepper builds replica k's stepper with fresh policy instances.
-func (s replicaSpec) newStepper(g Group, opt plant.Options, capacityHint int) (*plant.Stepper, error) {
+// built, when not nil, is given its controller.
+func (s replicaSpec) newStepper(g Group, opt plant.Options, capacityHint int, built func(plant.ClockController)) (*plant.Stepper, error) {
 	sched, err := plant.NewScheduler(g.Scheduler)
 	if err != nil {
 		return nil, err
@@ -204,6 +210,9 @@ func (s replicaSpec) newStepper(g Group, opt plant.Options, capacityHint int) (*
 	ctrl, err := plant.NewController(g.Controller)
 	if err != nil {
 		return nil, err
+	}
+	if built != nil {
+		built(ctrl)
 	}
 	return plant.NewStepper(s.plant, sched, ctrl, opt, capacityHint)
 }

@@ -1,18 +1,45 @@
-package main
+package simrun
 
 import (
 	"fmt"
+	"io"
 	"math"
-	"strconv"
-
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"strconv"
+	"time"
 )
 
-// warnFixedClock says on stderr which level a fixed:MHZ controller (or a
+// timeSolves asks ctrl to measure its solves when Verbose and it can.
+func (c *Config) timeSolves(ctrl plant.ClockController) {
+	if t, ok := ctrl.(plant.SolveTimer); ok && c.Verbose {
+		t.TimeSolves()
+	}
+}
+
+// reportSolveTimes writes one line on Stderr with the solve times ctrl
+// measured (see timeSolves), after prefix ("replica 3: " in a fleet);
+// nothing for a controller that does not solve.
+func (c *Config) reportSolveTimes(prefix string, ctrl plant.ClockController) {
+	t, ok := ctrl.(plant.SolveTimer)
+	if !ok || !c.Verbose {
+		return
+	}
+	times := t.SolveTimes()
+	if times == nil || times.Count == 0 {
+		fmt.Fprintf(c.Stderr, "servesim: %s%s made no solve\n", prefix, ctrl.Name())
+		return
+	}
+	round := func(d time.Duration) time.Duration { return d.Round(100 * time.Nanosecond) }
+	fmt.Fprintf(c.Stderr, "servesim: %s%s: %d solves, wall clock on this machine: total %s, mean %s, p50 %s, p99 %s, max %s\n",
+		prefix, ctrl.Name(), times.Count, round(times.Total), round(times.Total/time.Duration(times.Count)),
+		round(times.Percentile(50)), round(times.Percentile(99)), round(times.Max))
+}
+
+// warnFixedClock says on w which level a fixed:MHZ controller (or a
 // race-to-idle:MHZ controller when busy) runs when the profile has no level
 // at MHz (the provenance records a fixed:MHZ one as fixed_clock_level_mhz).
-func warnFixedClock(s *streams, spec string, ctrl plant.ClockController, prof *profile.Profile) {
+func warnFixedClock(w io.Writer, spec string, ctrl plant.ClockController, prof *profile.Profile) {
 	var mhz float64
 	switch c := ctrl.(type) {
 	case plant.FixedClock:
@@ -34,7 +61,7 @@ func warnFixedClock(s *streams, spec string, ctrl plant.ClockController, prof *p
 	case mhz > prof.MaxClockMHz():
 		which = "its highest level"
 	}
-	fmt.Fprintf(s.Err, "servesim: --controller %s: the profile has no %s MHz level; using %s MHz (%s)\n",
+	fmt.Fprintf(w, "servesim: --controller %s: the profile has no %s MHz level; using %s MHz (%s)\n",
 		spec, formatMHz(mhz), formatMHz(level), which)
 }
 
@@ -43,11 +70,11 @@ func warnFixedClock(s *streams, spec string, ctrl plant.ClockController, prof *p
 // last requests to be served.
 const maxSimTimeMargin = 0.10
 
-// warnArrivalsPastMaxSimTime says on stderr, in one line, how many of the
+// warnArrivalsPastMaxSimTime says on w, in one line, how many of the
 // requests could not complete when arrivals (after --normalize, which
 // dilates them) run past --max-sim-time, to last, and a --max-sim-time that
 // covers them: the last arrival plus 10%, rounded up to a whole minute.
-func warnArrivalsPastMaxSimTime(s *streams, last float64, requests int, maxSimTimeS, unfinished float64) {
+func warnArrivalsPastMaxSimTime(w io.Writer, last float64, requests int, maxSimTimeS, unfinished float64) {
 	if !(last > maxSimTimeS) || unfinished == 0 {
 		return
 	}
@@ -55,7 +82,7 @@ func warnArrivalsPastMaxSimTime(s *streams, last float64, requests int, maxSimTi
 	// not 5940.000000000001 s and a minute more.
 	withMargin := math.Round(last*(1+maxSimTimeMargin)*1e6) / 1e6
 	cover := math.Ceil(withMargin/60) * 60
-	fmt.Fprintf(s.Err, "servesim: %.0f of %d requests could not complete: arrivals run to %.1f s, past --max-sim-time %s; "+
+	fmt.Fprintf(w, "servesim: %.0f of %d requests could not complete: arrivals run to %.1f s, past --max-sim-time %s; "+
 		"--max-sim-time %.0f covers them (the last arrival plus %.0f%%, rounded up to a minute)\n",
 		unfinished, requests, last, strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), cover, maxSimTimeMargin*100)
 }

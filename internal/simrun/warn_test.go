@@ -1,6 +1,7 @@
-package main
+package simrun
 
 import (
+	"bytes"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,8 +31,8 @@ func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _, errOut := testStreams("")
-			warnArrivalsPastMaxSimTime(s, tt.last, 2, tt.maxSimTime, tt.unfinished)
+			var errOut bytes.Buffer
+			warnArrivalsPastMaxSimTime(&errOut, tt.last, 2, tt.maxSimTime, tt.unfinished)
 			assert.Equal(t, tt.want, errOut.String())
 		})
 	}
@@ -52,8 +53,8 @@ func TestWarnFixedClock(t *testing.T) {
 	for _, tt := range tests {
 		ctrl, err := plant.NewController(tt.spec)
 		assert.NoError(t, err)
-		s, _, errOut := testStreams("")
-		warnFixedClock(s, tt.spec, ctrl, prof)
+		var errOut bytes.Buffer
+		warnFixedClock(&errOut, tt.spec, ctrl, prof)
 		assert.Equal(t, tt.want, errOut.String(), tt.spec)
 	}
 }

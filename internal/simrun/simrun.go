@@ -1,0 +1,218 @@
+// Package simrun is servesim's simulate as its flags give it: the profile
+// and the plant checked, the trace streamed or loaded, one GPU (plant) or a
+// fleet (fleet) simulated, the warnings a run earns on stderr (a fixed
+// clock the profile lacks, arrivals past --max-sim-time, an mpc
+// controller's solve times with --verbose), and the result in each of the
+// command's forms (document, table, vllm bench's JSON, request log,
+// figure). Writing them is the command's.
+package simrun
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"servesim/internal/figure"
+	"servesim/internal/fleet"
+	"servesim/internal/plant"
+	"servesim/internal/plantflag"
+	"servesim/internal/profile"
+	"servesim/internal/reqlog"
+	"servesim/internal/trace"
+	"servesim/internal/vllmbench"
+)
+
+// Config is a simulation as simulate's flags give it.
+type Config struct {
+	// ProfilePath is a profile CSV or bundle folder; empty for the
+	// embedded proxy.
+	ProfilePath string
+	// TracePath is a trace file ("-": Stdin); empty for the embedded
+	// trace. Trace says how to read it.
+	TracePath   string
+	Trace       trace.Options
+	Stdin       io.Reader
+	MaxElapsedS float64 // plant.NoElapsedLimit keeps every request
+	Normalize   float64 // 0: the arrivals as they are
+	Scheduler   string
+	Controller  string
+	Stride      int
+	Summary     bool
+	SLO         plant.SLO
+	// Plant holds the plant flags; its Profile is set once loaded.
+	Plant        plant.Plant
+	MaxSteps     float64
+	ExecTimeoutS float64
+	Engine       plantflag.Engine
+	// Verbose reports an mpc controller's solve times on Stderr.
+	Verbose bool
+	// Fleet, when Enabled, simulates a fleet.
+	Fleet Fleet
+	// Requests keeps every request's record (for a request log or vllm
+	// bench's JSON); Figure keeps every step (for the figure; Thin then
+	// leaves what Stride and Summary ask).
+	Requests, Figure bool
+	// Version is the servesim version the provenance records.
+	Version string
+	// Stderr receives the warnings and an exec: child's stderr.
+	Stderr io.Writer
+}
+
+// Fleet are the fleet settings of a simulation.
+type Fleet struct {
+	Enabled    bool
+	Replicas   int    // replicas of the command-line profile (a group's default with Path)
+	Path       string // fleet file
+	Router     string
+	RouterSeed uint64
+	Jobs       int // 0: GOMAXPROCS
+}
+
+// Result is a finished simulation: one GPU's report, or a fleet's.
+type Result struct {
+	cfg   Config
+	plant *plant.Report
+	fleet *fleet.Report
+}
+
+// Run runs the simulation of cfg.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	prof, profilePath := profile.Default(), profile.EmbeddedPath
+	if cfg.ProfilePath != "" {
+		profilePath = profile.ResolvePath(cfg.ProfilePath)
+		var err error
+		if prof, err = profile.Load(profilePath); err != nil {
+			return nil, err
+		}
+	}
+	cfg.Plant.Profile = prof
+	if err := cfg.Plant.Validate(); err != nil {
+		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
+	}
+	if cfg.Fleet.Enabled {
+		workload, err := cfg.loadTrace()
+		if err != nil {
+			return nil, err
+		}
+		return cfg.runFleet(ctx, prof, profilePath, workload)
+	}
+	sched, _ := plant.NewScheduler(cfg.Scheduler)
+	ctrl, _ := plant.NewControllerWith(cfg.Controller, plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr))
+	warnFixedClock(cfg.Stderr, cfg.Controller, ctrl, prof)
+	cfg.timeSolves(ctrl)
+	report, err := cfg.run(ctx, plant.Config{
+		Plant:       cfg.Plant,
+		Scheduler:   sched,
+		Controller:  ctrl,
+		Normalize:   cfg.Normalize,
+		ProfilePath: profilePath,
+		Version:     cfg.Version,
+	})
+	if err != nil {
+		return nil, err
+	}
+	warnArrivalsPastMaxSimTime(cfg.Stderr, report.LastArrivalS, report.Provenance.RequestsLoaded, cfg.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	cfg.reportSolveTimes("", ctrl)
+	return &Result{cfg: cfg, plant: report}, nil
+}
+
+// options are what each plant of the run keeps: with Figure every step
+// (the figure draws them all; Thin thins the document afterwards as Stride
+// and Summary ask), else what Stride and Summary say.
+func (c *Config) options() plant.Options {
+	options := plant.Options{Stride: c.Stride, Summary: c.Summary, MaxSteps: c.MaxSteps, SLO: c.SLO,
+		RequestLog: c.Requests, Engine: c.Engine.Options()}
+	if c.Figure {
+		options.Stride, options.Summary = 1, false
+	}
+	return options
+}
+
+// run simulates the trace under cfg with the plant options of c. A trace
+// file is read while it is simulated (plant.RunStream: memory does not
+// grow with the trace), and so is standard input without Normalize (which
+// reads the trace twice); the embedded trace, standard input with
+// Normalize, a trace whose hash ids the prefix cache needs and a
+// controller that must see the whole workload first (mpc-clairvoyant)
+// load it whole first.
+func (c *Config) run(ctx context.Context, cfg plant.Config) (*plant.Report, error) {
+	_, clairvoyant := cfg.Controller.(plant.Clairvoyant)
+	if c.TracePath != "" && !c.Engine.PrefixCache && !clairvoyant && (c.TracePath != "-" || c.Normalize == 0) {
+		cfg.Options = c.options()
+		return plant.RunStreamContext(ctx, &trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace}, cfg)
+	}
+	workload, err := c.loadTrace()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Options = c.options()   // with the trace's hash ids
+	cfg.NormalizeInPlace = true // the trace was loaded for this run alone
+	return plant.RunContext(ctx, workload, cfg)
+}
+
+// loadTrace reads the trace file, or the embedded synthetic trace without
+// one; a Mooncake trace's hash ids go to the prefix cache.
+func (c *Config) loadTrace() (plant.Workload, error) {
+	if c.TracePath == "" {
+		return plant.DefaultTrace(c.MaxElapsedS)
+	}
+	t, err := (&trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace}).Load()
+	if err != nil {
+		return plant.Workload{}, err
+	}
+	c.Engine.UseHashIDs(t.HashIDSource())
+	return t.Workload, nil
+}
+
+// Document is the result's JSON document: a *plant.Report or a
+// *fleet.Report.
+func (r *Result) Document() any {
+	if r.fleet != nil {
+		return r.fleet
+	}
+	return r.plant
+}
+
+// Table is the result's metrics table for terminals.
+func (r *Result) Table() string {
+	if r.fleet != nil {
+		return r.fleet.Table()
+	}
+	return r.plant.Table()
+}
+
+// VLLMBench is the result as vllm bench serve's result JSON; a fleet's
+// requests are judged by the SLO flags (a zero objective: the serving
+// replica's profile's).
+func (r *Result) VLLMBench() (any, error) {
+	if r.fleet != nil {
+		return vllmbench.FromFleet(r.fleet.Result, r.cfg.SLO), nil
+	}
+	return vllmbench.FromPlant(&r.plant.Result)
+}
+
+// RequestLog is the run as a request log.
+func (r *Result) RequestLog() (*reqlog.Log, error) {
+	if r.fleet != nil {
+		return reqlog.FromFleet(r.fleet.Result)
+	}
+	return reqlog.FromPlant(r.plant.Log)
+}
+
+// Figure draws the run; it needs every step (Config.Figure).
+func (r *Result) Figure() figure.Figure {
+	if r.fleet != nil {
+		return r.fleet.Figure()
+	}
+	return r.plant.Figure(&r.plant.Result, r.cfg.Normalize, r.cfg.MaxElapsedS)
+}
+
+// Thin leaves in the document the trajectory samples and records Stride
+// and Summary ask for, after Figure drew every step.
+func (r *Result) Thin() {
+	if r.fleet != nil {
+		r.fleet.Thin(r.cfg.Stride, r.cfg.Summary)
+		return
+	}
+	r.plant.Result = *r.plant.Result.Thinned(r.cfg.Stride, r.cfg.Summary)
+}
