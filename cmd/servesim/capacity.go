@@ -49,35 +49,11 @@ type capacityOptions struct {
 func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Command {
 	opts := &capacityOptions{Plant: plant.NewPlant(nil), Format: "json"}
 	cmd := &cobra.Command{
-		Use:   "capacity [flags]",
-		Short: "Find the smallest fleet that serves a trace within its SLOs",
-		Long: `Find the smallest number of replicas (GPUs of one profile behind a router)
-whose fleet meets the SLO attainment target on a trace: the share of all
-requests, unfinished ones counted as misses, meeting every SLO. The search
-doubles the fleet from 1 replica until it meets the target, bisects down to
-a size whose predecessor fails, and checks the size above. At the answer it
-compares the clock controllers given and names the one spending the least
-energy per output token among those meeting the target.
-
-Prints one JSON document: the answer, every size simulated, any size that
-contradicts a monotone attainment, and the controller comparison. When no
-fleet of at most --max-replicas replicas meets the target, the document
-carries the best attainment reached and the exit code is 1.
-
-With --fleet FILE (a list of groups, as for simulate --fleet) a size of N
-runs every group with N times its replicas.
-
---shard I/N (or auto, in a Slurm job array or Kubernetes Indexed Job)
-simulates only shard I's share of the sizes the search doubles through (1,
-2, 4, ... up to --max-replicas) and writes one JSON Lines record per size;
-a final run given those files with --evaluations simulates only the sizes
-they lack, and writes the document a run without them would.`,
-		Example: `  servesim capacity --max-elapsed 600 --attainment 0.9
-  servesim capacity --trace AzureLLMInferenceTrace_code.csv --profile l4_profile.csv \
-      --ttft-slo 2 --tpot-slo 0.2 --attainment 0.99 --controller max,reactive
-  servesim capacity --trace code.csv --ttft-slo 2 --max-replicas 256 --shard 1/4 -o cap-1.jsonl
-  servesim capacity --trace code.csv --ttft-slo 2 --max-replicas 256 --evaluations 'cap-*.jsonl'`,
-		Args: cobra.NoArgs,
+		Use:     "capacity [flags]",
+		Short:   "Find the smallest fleet that serves a trace within its SLOs",
+		Long:    help("capacity"),
+		Example: help("capacity.example"),
+		Args:    cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
 			runF, func(ctx context.Context, o *capacityOptions) error { return runCapacity(ctx, s, o) }),
 	}

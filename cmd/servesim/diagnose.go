@@ -47,26 +47,11 @@ var flagForOption = map[string]string{
 func newDiagnoseCmd(s *streams, runF func(*diagnoseOptions) error) *cobra.Command {
 	opts := &diagnoseOptions{Diagnosis: diagnose.DefaultOptions(), Format: "json"}
 	cmd := &cobra.Command{
-		Use:   "diagnose [FILE...|-]",
-		Short: "Name the likely cause of a p99 latency spike from request logs",
-		Long: `diagnose reads completed-request logs (CSV with a header row, or JSON Lines;
-the format is detected from the content) and prints a telemetry snapshot:
-latency percentiles, KV occupancy, preemptions, prefix-cache hit rate, a cost
-proxy and the diagnostic hypothesis the rules choose:
-
-  kv_cache_preemption_and_recompute_thrashing  a preemption and peak KV >= --kv-watermark-pct
-  head_of_line_prefill_queue_blocking          p99 TTFT > --hol-ttft-ratio x p50 TTFT, no preemption
-  cold_prefix_cache_miss_burst                 prefix hit % < --cold-prefix-hit-pct and p99 TTFT > --cold-ttft-ms
-  no_rule_matched
-
-Required columns (keys): request_id, prompt_tokens, output_tokens,
-queue_wait_ms, prefill_ms, decode_tpot_ms, preempted, recompute_penalty_ms,
-prefix_cached_tokens, kv_occupancy_pct_at_arrival. Several files are read as
-one log; "-" or no file reads stdin.`,
-		Example: `  servesim diagnose requests.csv
-  servesim diagnose --by-window 60 requests.jsonl
-  servesim diagnose --demo`,
-		Args: cobra.ArbitraryArgs,
+		Use:     "diagnose [FILE...|-]",
+		Short:   "Name the likely cause of a p99 latency spike from request logs",
+		Long:    help("diagnose"),
+		Example: help("diagnose.example"),
+		Args:    cobra.ArbitraryArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
 			opts.Files = args
 			return opts.check(cmd)

@@ -36,14 +36,9 @@ func resolvedVersion() string {
 // all.
 func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 	root := &cobra.Command{
-		Use:   "servesim",
-		Short: "Simulate and diagnose large-language-model inference serving",
-		Long: `servesim answers what happens to TTFT, TPOT, energy and temperature when an
-arrival trace hits a GPU under a scheduler and a clock policy; checks measured
-GPU profile bundles; explains p99 spikes; and measures goodput under an SLO.
-
-Results are JSON on stdout; diagnostics go to stderr. Exit codes: 0 ok,
-1 bad input or failed validation, 2 usage error, 3 internal error.`,
+		Use:           "servesim",
+		Short:         "Simulate and diagnose large-language-model inference serving",
+		Long:          help("servesim"),
 		Version:       resolvedVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

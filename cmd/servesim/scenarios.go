@@ -50,24 +50,11 @@ func newScenariosCmd(s *streams, runF func(*scenariosOptions) error) *cobra.Comm
 		Format:    "json",
 	}
 	cmd := &cobra.Command{
-		Use:   "scenarios",
-		Short: "Compare the goodput and SLO attainment of engine profiles on a trace",
-		Long: `scenarios replays a request trace against engine profiles (assumed
-coefficients: prefill rate, prefix-cache hit efficiency, TPOT per batch size,
-admission capacity) and reports, per engine, TTFT and TPOT percentiles,
-throughput, SLO goodput and SLO attainment, plus two fixed diagnostics (an
-over-batched engine and a closed-loop replay).
-
-Without flags it prints the reference report: the built-in profiles on the
-80-request bursty agent trace (seed 42, 8.5 requests/s), SLO TTFT <= 500 ms
-and TPOT <= 35 ms. The trace is either the synthetic agent trace
-(--requests, --seed, --rps) or an Azure-format CSV (--trace, with
---shared-prefix-tokens). No serving engine is executed.`,
-		Example: `  servesim scenarios
-  servesim scenarios --rps 12 --seed 7 --tpot-slo-ms 25 --format table
-  servesim scenarios --profiles engines.json --closed-loop
-  servesim scenarios --trace AzureLLMInferenceTrace_code.csv --shared-prefix-tokens 1024`,
-		Args: cobra.NoArgs,
+		Use:     "scenarios",
+		Short:   "Compare the goodput and SLO attainment of engine profiles on a trace",
+		Long:    help("scenarios"),
+		Example: help("scenarios.example"),
+		Args:    cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
 			runF, func(_ context.Context, o *scenariosOptions) error { return runScenarios(s, o) }),
 	}

@@ -52,33 +52,11 @@ type simulateOptions struct {
 func newSimulateCmd(s *streams, runF func(*simulateOptions) error) *cobra.Command {
 	opts := &simulateOptions{Plant: plant.NewPlant(nil), Format: "json"}
 	cmd := &cobra.Command{
-		Use:   "simulate [flags]",
-		Short: "Replay an arrival trace on the time-stepped serving plant",
-		Long: `Replay an Azure-format arrival trace on the time-stepped serving plant of the
-reference (seed003): a GPU whose prefill/decode rates and powers come from a
-clock profile, a scheduler choosing each 0.1 s step's phase and a clock
-controller choosing its clock. Prints one JSON document: the reference's
-as_dict(stride) keys plus summary, dilation, plant and provenance.
-
-Without --profile it uses the embedded engineering-proxy profile (status
-engineering_proxy_not_measured); without --trace, the embedded synthetic
-trace: 30 minutes of interactive requests at 1.2 per second, which the proxy
-serves within its SLOs.
-
---normalize U dilates the arrivals so that serving every request alone at the
-maximum clock would keep the GPU busy U of the time; chunking, the power
-governor and whole steps make the plant busier than that.
-
-With --replicas N (N > 1), --fleet FILE or --router it simulates a fleet:
-N plants on one time grid behind a router, and prints the fleet document
-(fleet metrics, the fleet, every replica's run, every request with its
-replica, summary, dilation, plant, provenance); see README.md, "Fleet".`,
-		Example: `  servesim simulate --summary
-  servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
-      --normalize 0.8 --scheduler chunked --controller reactive --stride 50 -o run.json
-  servesim simulate --profile l4_profile.csv --trace AzureLLMInferenceTrace_code.csv \
-      --replicas 16 --router least-outstanding --summary --format table`,
-		Args: cobra.NoArgs,
+		Use:     "simulate [flags]",
+		Short:   "Replay an arrival trace on the time-stepped serving plant",
+		Long:    help("simulate"),
+		Example: help("simulate.example"),
+		Args:    cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
 			runF, func(ctx context.Context, o *simulateOptions) error { return runSimulate(ctx, s, o) }),
 	}

@@ -56,39 +56,11 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	opts := &sweepOptions{PlantAxes: map[string][]string{}}
 	plantValues := make([][]string, len(plantflag.Params))
 	cmd := &cobra.Command{
-		Use:   "sweep [flags]",
-		Short: "Run simulate over a grid of profiles, traces, schedulers, controllers, loads and plant values",
-		Long: `sweep runs one simulate per combination of the axes, in parallel on all cores,
-and writes one record per run (its axis values, metrics and summary) in grid
-order whatever the parallelism, each as soon as it and the runs before it are
-done, then, per trace and profile, the Pareto front of energy per output token
-against p95 TTFT and the best configuration under the SLOs.
-
-Every axis is a comma-separated list: --profile and --trace take paths
-("embedded" is the built-in default), --scheduler and --controller take the
-simulate syntax, --normalize takes utilization targets ("none" keeps the raw
-trace), and every plant flag of simulate takes numbers. Each run is identical
-to the same servesim simulate --summary.
-
-The best configuration of a trace and profile is, among the runs in which every
-request completed and p95 TTFT and p95 TPOT meet the SLOs, the one with the
-lowest energy per output token (ties: the earlier run).
-
-With -o FILE the records go to a temporary file beside FILE that becomes FILE
-when the sweep completes. SIGINT (Ctrl-C) or SIGTERM starts no further run,
-waits up to 10 s for the runs under way (a second signal: not at all), keeps
-the records written as FILE.partial and exits 130 or 143; --resume
-FILE.partial then runs only the cells it lacks, to the same output as an
-uninterrupted sweep. --shard I/N runs a slice of the grid (--shard auto: the
-slice a Slurm job array or Kubernetes Indexed Job task is given), and
-"servesim sweep merge" joins the slices' outputs.`,
-		Example: `  servesim sweep --scheduler static,continuous,chunked --controller max,min,reactive \
-      --normalize none,0.5,0.8 --format table
-  servesim sweep --trace AzureLLMInferenceTrace_code.csv --power-limit 55,64.8 -o runs.jsonl
-  servesim sweep --trace AzureLLMInferenceTrace_code.csv --power-limit 55,64.8 -o runs.jsonl --resume runs.jsonl.partial
-  servesim sweep --controller fixed:660,max --shard 1/4 -o part1.jsonl
-  servesim sweep merge part*.jsonl -o runs.jsonl`,
-		Args: cobra.NoArgs,
+		Use:     "sweep [flags]",
+		Short:   "Run simulate over a grid of profiles, traces, schedulers, controllers, loads and plant values",
+		Long:    help("sweep"),
+		Example: help("sweep.example"),
+		Args:    cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error {
 			for i, pp := range plantflag.Params {
 				if cmd.Flags().Changed(pp.Flag) {

@@ -13,18 +13,10 @@ import (
 func newSweepMergeCmd(s *streams) *cobra.Command {
 	var out outputOptions
 	cmd := &cobra.Command{
-		Use:   "merge FILE...",
-		Short: "Join the outputs of a sweep's shards into the output of the whole grid",
-		Long: `merge reads the JSON Lines outputs of the shards of one sweep (or their
-FILE.partial files, or any mix), checks that every record belongs to the same
-grid (grid_sha256) and that together they hold every cell of the grid exactly
-once, and writes the records in grid order followed by the Pareto record,
-recomputed over the whole grid: byte for byte the output of one sweep run of
-the whole grid. The shards' own Pareto records are left out.
-
-A missing or repeated cell is an error (exit 1) listing them as ranges; so is
-a failed run, as for sweep, after the output is written.`,
-		Example: `  servesim sweep merge shard-*.jsonl -o sweep.jsonl`,
+		Use:     "merge FILE...",
+		Short:   "Join the outputs of a sweep's shards into the output of the whole grid",
+		Long:    help("sweep-merge"),
+		Example: help("sweep-merge.example"),
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErrorf("sweep merge: expected the sweep output files to join")

@@ -17,16 +17,8 @@ func newTraceCmd(s *streams, statsF func(*traceStatsOptions) error, convertF fun
 	cmd := &cobra.Command{
 		Use:   "trace",
 		Short: "Describe an arrival trace, or convert it to a canonical format",
-		Long: `trace reads an arrival trace in any format simulate reads (Azure 2023 and 2024,
-BurstGPT, Mooncake JSON Lines, or a CSV log named by --trace-columns; the
-format is detected from the first line unless --trace-format forces one):
-
-  stats    the format, request count, span, mean and peak rates, the
-           variation of inter-arrival times and token percentiles
-  convert  the same requests in the Azure or Mooncake format
-
-See README.md, "Traces", for the formats and their rules.`,
-		Args: cobra.ArbitraryArgs,
+		Long:  help("trace"),
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cmd.Help()
@@ -53,18 +45,11 @@ type traceStatsOptions struct {
 func newTraceStatsCmd(s *streams, runF func(*traceStatsOptions) error) *cobra.Command {
 	opts := &traceStatsOptions{Format: "json"}
 	cmd := &cobra.Command{
-		Use:   "stats [flags] FILE|-",
-		Short: "Describe a trace: format, requests, span, rates, token percentiles",
-		Long: `stats prints, as one JSON document (or a table with --format table), the
-format read, the request count, the span from the first to the last arrival,
-the mean rate (1 / the mean inter-arrival time), the peak rates over 1 s and
-60 s windows, the coefficient of variation of the inter-arrival times, the
-p50/p90/p99/max of the prompt and output tokens (numpy's linear percentile)
-and the rows the format's rules skipped.`,
-		Example: `  servesim trace stats BurstGPT_1.csv
-  servesim trace stats --trace-filter model=GPT-4 --format table BurstGPT_1.csv
-  servesim trace stats --trace-columns arrival=ts,prompt=in,output=out --time-unit ms gateway.csv`,
-		Args: exactlyOneFile,
+		Use:     "stats [flags] FILE|-",
+		Short:   "Describe a trace: format, requests, span, rates, token percentiles",
+		Long:    help("trace-stats"),
+		Example: help("trace-stats.example"),
+		Args:    exactlyOneFile,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
 			opts.Path = args[0]
 			if opts.Format != "json" && opts.Format != "table" {
@@ -104,23 +89,11 @@ type traceConvertOptions struct {
 func newTraceConvertCmd(s *streams, runF func(*traceConvertOptions) error) *cobra.Command {
 	opts := &traceConvertOptions{}
 	cmd := &cobra.Command{
-		Use:   "convert --to azure|mooncake [flags] FILE|-",
-		Short: "Write a trace's requests in the Azure or Mooncake format",
-		Long: `convert reads a trace and writes its requests (after the format's rules:
-skipped rows are gone, ids run from 0, arrivals start at 0) in a canonical
-format, to stdout or atomically to -o FILE:
-
-  azure     TIMESTAMP,ContextTokens,GeneratedTokens with TIMESTAMP the Unix
-            epoch (1970-01-01 00:00:00, no UTC offset) plus the arrival, to
-            the microsecond
-  mooncake  JSON Lines {"timestamp": ms, "input_length", "output_length",
-            "hash_ids"}, hash_ids [] for a trace without any
-
-Reading the result gives the same requests: arrival times are whole
-microseconds in every format.`,
-		Example: `  servesim trace convert --to azure BurstGPT_1.csv -o burstgpt_azure.csv
-  servesim trace convert --to mooncake AzureLLMInferenceTrace_conv.csv > conv.jsonl`,
-		Args: exactlyOneFile,
+		Use:     "convert --to azure|mooncake [flags] FILE|-",
+		Short:   "Write a trace's requests in the Azure or Mooncake format",
+		Long:    help("trace-convert"),
+		Example: help("trace-convert.example"),
+		Args:    exactlyOneFile,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
 			opts.Path = args[0]
 			if _, err := convertFormat(opts.To); err != nil {

@@ -22,20 +22,11 @@ type validateProfileOptions struct {
 func newValidateProfileCmd(s *streams, runF func(*validateProfileOptions) error) *cobra.Command {
 	opts := &validateProfileOptions{}
 	cmd := &cobra.Command{
-		Use:   "validate-profile PATH...",
-		Short: "Check GPU profiles and measured NVIDIA L4 bundles, fail-closed",
-		Long: `validate-profile loads each profile the way simulate does and reports every
-check: PATH is a profile CSV or a folder holding l4_profile.csv. A measured_l4
-profile must be a complete bundle (l4_profile.csv, l4_profile_all_requested.csv,
-l4_profile_raw.csv, l4_telemetry.csv and the manifest) that passes every check:
-pinned GPU, model, revision and vLLM image, SHA-256 of every listed file, the
-clock sweep, the condition and repetition matrix, telemetry metadata and the
-batch-balanced realized-clock medians.
-
-Exit codes: 0 every profile is valid, 1 any is not, 2 usage error.`,
-		Example: `  servesim validate-profile ./bundle
-  servesim validate-profile --require-measured --format text ./bundle/l4_profile.csv`,
-		Args: cobra.MinimumNArgs(1),
+		Use:     "validate-profile PATH...",
+		Short:   "Check GPU profiles and measured NVIDIA L4 bundles, fail-closed",
+		Long:    help("validate-profile"),
+		Example: help("validate-profile.example"),
+		Args:    cobra.MinimumNArgs(1),
 		RunE: checkThenRun(opts, func(_ *cobra.Command, args []string) error {
 			opts.Paths = args
 			if opts.Format != "json" && opts.Format != "text" {
