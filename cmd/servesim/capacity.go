@@ -16,38 +16,22 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 	"servesim/internal/sweep"
-	"servesim/internal/trace"
 )
 
-// capacityOptions are the parsed flags of `servesim capacity`.
+// capacityOptions are the parsed flags of `servesim capacity`: the
+// study's, and how to report it.
 type capacityOptions struct {
-	TracePath   string
-	Trace       trace.Flags // how to read --trace
-	ProfilePath string
-	FleetPath   string
-	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
-	SLO         plant.SLO
-	Attainment  float64
-	Router      string
-	RouterSeed  uint64
-	Controllers []string
-	Scheduler   string
-	MaxReplicas int
-	Jobs        int
-	Quiet       bool
-	Format      string // "json" or "table"
-	Output      outputOptions
-	// Plant holds the plant flags; each group's profile replaces Profile.
-	Plant plant.Plant
-	// Engine holds the engine feature flags.
-	Engine plantflag.Engine
+	capacityrun.Config
+	Quiet  bool
+	Format string // "json" or "table"
+	Output outputOptions
 	capacityShardOptions
 }
 
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
 // of flag parsing; nil runs the study.
 func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Command {
-	opts := &capacityOptions{Plant: plant.NewPlant(nil), Format: "json"}
+	opts := &capacityOptions{Config: capacityrun.Config{Plant: plant.NewPlant(nil)}, Format: "json"}
 	cmd := &cobra.Command{
 		Use:     "capacity [flags]",
 		Short:   "Find the smallest fleet that serves a trace within its SLOs",
@@ -88,28 +72,8 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
 	}
-	if !(o.Attainment > 0 && o.Attainment <= 1) {
-		return usageErrorf("--attainment %v: expected a share greater than 0 and at most 1", o.Attainment)
-	}
-	if _, err := fleet.NewRouter(o.Router, o.RouterSeed); err != nil {
-		return usageErrorf("--router: %v", err)
-	}
-	if len(o.Controllers) == 0 {
-		return usageErrorf("--controller: expected at least one controller")
-	}
-	for _, c := range o.Controllers {
-		if _, err := plant.NewController(c); err != nil {
-			return usageErrorf("--controller: %v", err)
-		}
-	}
-	if _, err := plant.NewScheduler(o.Scheduler); err != nil {
-		return usageErrorf("--scheduler: %v", err)
-	}
-	if o.MaxReplicas < 1 || o.MaxReplicas > fleet.MaxReplicas {
-		return usageErrorf("--max-replicas %d: expected 1 to %d", o.MaxReplicas, fleet.MaxReplicas)
-	}
-	if o.Jobs < 1 {
-		return usageErrorf("--jobs %d: expected a positive integer", o.Jobs)
+	if err := o.Config.Check(); err != nil {
+		return err
 	}
 	if o.Format != "json" && o.Format != "table" {
 		return usageErrorf("--format %q: expected json or table", o.Format)
@@ -121,12 +85,8 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 }
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
-	study, err := capacityrun.Load(capacityrun.Config{
-		TracePath: o.TracePath, Trace: o.Trace.Options, Stdin: s.In, ProfilePath: o.ProfilePath, FleetPath: o.FleetPath,
-		MaxElapsedS: o.MaxElapsedS, SLO: o.SLO, Attainment: o.Attainment, Router: o.Router, RouterSeed: o.RouterSeed,
-		Controllers: o.Controllers, Scheduler: o.Scheduler, MaxReplicas: o.MaxReplicas, Jobs: o.Jobs,
-		Plant: o.Plant, Engine: o.Engine, Version: resolvedVersion(),
-	})
+	o.Stdin, o.Version = s.In, resolvedVersion()
+	study, err := capacityrun.Load(o.Config)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/capacityrun"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
@@ -31,11 +32,11 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseCapacity(t)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, &capacityOptions{
+	assert.Equal(t, &capacityOptions{Config: capacityrun.Config{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
-		Format: "json", Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: plantflag.Engine{Preemption: "none"},
-	}, o)
+		Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: plantflag.Engine{Preemption: "none"},
+	}, Format: "json"}, o)
 }
 
 func TestCapacityFlagsSetEveryField(t *testing.T) {
@@ -49,15 +50,14 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	p := plant.NewPlant(nil)
 	p.PowerLimitW = 70
-	assert.Equal(t, &capacityOptions{
+	assert.Equal(t, &capacityOptions{Config: capacityrun.Config{
 		TracePath: "t.csv", FleetPath: "f.json", MaxElapsedS: 900, SLO: plant.SLO{TTFTSeconds: 2, TPOTSeconds: 0.2, E2ESeconds: 30},
 		Attainment: 0.9, Router: "random", RouterSeed: 7, Controllers: []string{"max", "reactive", "fixed:1500"},
-		Scheduler: "static", MaxReplicas: 64, Jobs: 3, Quiet: true, Format: "table",
-		Output: outputOptions{Path: "out.json"}, Plant: p,
+		Scheduler: "static", MaxReplicas: 64, Jobs: 3, Plant: p,
 		Trace: trace.Flags{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
 			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
 		Engine: plantflag.Engine{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
-	}, o)
+	}, Quiet: true, Format: "table", Output: outputOptions{Path: "out.json"}}, o)
 }
 
 func TestCapacityUsageErrors(t *testing.T) {

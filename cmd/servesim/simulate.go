@@ -8,49 +8,27 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 	"servesim/internal/simrun"
-	"servesim/internal/trace"
 )
 
 // formatVLLMBench is simulate's --format for the keys of the result JSON
 // of `vllm bench serve` (see package vllmbench).
 const formatVLLMBench = "vllm-bench"
 
-// simulateOptions are the parsed flags of `servesim simulate`.
+// simulateOptions are the parsed flags of `servesim simulate`: the
+// simulation's, and what to write.
 type simulateOptions struct {
-	ProfilePath string
-	TracePath   string
-	Trace       trace.Flags
-	MaxElapsedS float64 // math.Inf(1) when --max-elapsed is not given
-	Normalize   float64 // 0 when --normalize is not given
-	Scheduler   string
-	Controller  string
-	Stride      int
-	Summary     bool
-	// SLO holds --ttft-slo, --tpot-slo and --e2e-slo; zero where not given.
-	SLO plant.SLO
+	simrun.Config
 	// Format is "json", "table" or "vllm-bench".
-	Format string
-	Output outputOptions
-	Plot   plotOptions
-	Fleet  simrun.Fleet
-	// Plant holds the plant flags; its Profile is set once loaded.
-	Plant plant.Plant
-	// MaxSteps is --max-steps, the step limit of the run.
-	MaxSteps float64
-	// ExecTimeoutS is --exec-timeout: the patience with an exec: controller.
-	ExecTimeoutS float64
-	// RequestLog is --request-log.
-	RequestLog requestLogOptions
-	// Engine holds the engine feature flags.
-	Engine plantflag.Engine
-	// Verbose is --verbose: an mpc controller's solve times on stderr.
-	Verbose bool
+	Format     string
+	Output     outputOptions
+	Plot       plotOptions
+	RequestLog requestLogOptions // --request-log
 }
 
 // newSimulateCmd builds `servesim simulate`. runF replaces the run for tests
 // of flag parsing; nil runs the simulation.
 func newSimulateCmd(s *streams, runF func(*simulateOptions) error) *cobra.Command {
-	opts := &simulateOptions{Plant: plant.NewPlant(nil), Format: "json"}
+	opts := &simulateOptions{Config: simrun.Config{Plant: plant.NewPlant(nil)}, Format: "json"}
 	cmd := &cobra.Command{
 		Use:     "simulate [flags]",
 		Short:   "Replay an arrival trace on the time-stepped serving plant",
@@ -96,16 +74,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
 	}
-	if o.Stride < 1 {
-		return badFlagValue("stride", o.Stride)
-	}
-	if _, err := plant.NewScheduler(o.Scheduler); err != nil {
-		return usageErrorf("--scheduler: %v", err)
-	}
-	if _, err := plant.NewController(o.Controller); err != nil {
-		return usageErrorf("--controller: %v", err)
-	}
-	if err := plantflag.CheckExecTimeout(o.ExecTimeoutS); err != nil {
+	if err := o.Config.Check(); err != nil {
 		return err
 	}
 	if o.Format != "json" && o.Format != "table" && o.Format != formatVLLMBench {
@@ -131,14 +100,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 }
 
 func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
-	res, err := simrun.Run(ctx, simrun.Config{
-		ProfilePath: o.ProfilePath, TracePath: o.TracePath, Trace: o.Trace.Options, Stdin: s.In,
-		MaxElapsedS: o.MaxElapsedS, Normalize: o.Normalize, Scheduler: o.Scheduler, Controller: o.Controller,
-		Stride: o.Stride, Summary: o.Summary, SLO: o.SLO, Plant: o.Plant, MaxSteps: o.MaxSteps,
-		ExecTimeoutS: o.ExecTimeoutS, Engine: o.Engine, Verbose: o.Verbose, Fleet: o.Fleet,
-		Requests: o.RequestLog.Path != "" || o.Format == formatVLLMBench, Figure: o.Plot.Path != "",
-		Version: resolvedVersion(), Stderr: s.Err,
-	})
+	o.Stdin, o.Stderr, o.Version = s.In, s.Err, resolvedVersion()
+	o.Requests, o.Figure = o.RequestLog.Path != "" || o.Format == formatVLLMBench, o.Plot.Path != ""
+	res, err := simrun.Run(ctx, o.Config)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -15,45 +14,28 @@ import (
 	"servesim/internal/plantflag"
 	"servesim/internal/sweep"
 	"servesim/internal/sweeprun"
-	"servesim/internal/trace"
 )
 
-// sweepOptions are the parsed flags of `servesim sweep`.
+// sweepOptions are the parsed flags of `servesim sweep`: the sweep's, and
+// how to run it and write its records.
 type sweepOptions struct {
-	Profiles    []string
-	Traces      []string
-	Trace       trace.Flags // how to read the --trace files
-	Schedulers  []string
-	Controllers []string
-	Normalize   []string
-	// PlantAxes holds the values of every plant flag given, by flag name.
-	PlantAxes      map[string][]string
-	MaxElapsedS    float64
-	Jobs           int
-	Format         string
-	TTFTSLOSeconds float64 // 0 means each profile's own SLO
-	TPOTSLOSeconds float64
-	Shard          string // I/N, auto, or "" for the whole grid
-	Resume         string // --resume: a sweep output whose runs are not run again
-	Quiet          bool
-	Output         outputOptions
-	// MaxCells and MaxSteps are --max-cells and --max-steps: the runs of
-	// this process and the steps of each.
+	sweeprun.Config
+	Jobs   int
+	Format string
+	Shard  string // I/N, auto, or "" for the whole grid
+	Resume string // --resume: a sweep output whose runs are not run again
+	Quiet  bool
+	Output outputOptions
+	// MaxCells is --max-cells: the runs of this process.
 	MaxCells int
-	MaxSteps float64
 
 	sweep *sweeprun.Sweep // the grid, every value parsed, and the shard
-
-	// ExecTimeoutS is --exec-timeout: the patience with exec: controllers.
-	ExecTimeoutS float64
-	// Engine holds the engine feature flags, the same for every run.
-	Engine plantflag.Engine
 }
 
 // newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
 // flag parsing; nil runs the sweep.
 func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
-	opts := &sweepOptions{PlantAxes: map[string][]string{}}
+	opts := &sweepOptions{Config: sweeprun.Config{PlantAxes: map[string][]string{}}}
 	plantValues := make([][]string, len(plantflag.Params))
 	cmd := &cobra.Command{
 		Use:     "sweep [flags]",
@@ -118,22 +100,9 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	default:
 		return usageErrorf("--format %q: expected jsonl, csv or table", o.Format)
 	}
-	for _, slo := range []struct {
-		name string
-		v    float64
-	}{{"--ttft-slo", o.TTFTSLOSeconds}, {"--tpot-slo", o.TPOTSLOSeconds}} {
-		if math.IsNaN(slo.v) || slo.v < 0 || math.IsInf(slo.v, 0) {
-			return usageErrorf("%s %v: expected a positive number of seconds", slo.name, slo.v)
-		}
-	}
+	o.Stdin, o.Version = s.In, resolvedVersion()
 	var err error
-	o.sweep, err = sweeprun.New(sweeprun.Config{
-		Profiles: o.Profiles, Traces: o.Traces, Trace: o.Trace.Options, Stdin: s.In,
-		Schedulers: o.Schedulers, Controllers: o.Controllers, Normalize: o.Normalize, PlantAxes: o.PlantAxes,
-		MaxElapsedS: o.MaxElapsedS, MaxSteps: o.MaxSteps, ExecTimeoutS: o.ExecTimeoutS,
-		TTFTSLOSeconds: o.TTFTSLOSeconds, TPOTSLOSeconds: o.TPOTSLOSeconds, Engine: o.Engine, Version: resolvedVersion(),
-	})
-	if err != nil {
+	if o.sweep, err = sweeprun.New(o.Config); err != nil {
 		return err
 	}
 	i, n := 1, 1

@@ -28,9 +28,9 @@ import (
 // Config is a capacity study as its flags give it.
 type Config struct {
 	// TracePath is the trace file ("-": Stdin), empty for the embedded
-	// trace; Trace says how to read it.
+	// trace; Trace says how to read it (its Options parsed).
 	TracePath string
-	Trace     trace.Options
+	Trace     trace.Flags
 	Stdin     io.Reader
 	// ProfilePath is the profile of every replica, or with FleetPath of
 	// the groups without one; empty for the embedded proxy.
@@ -48,6 +48,35 @@ type Config struct {
 	Engine plantflag.Engine
 	// Version is the servesim version the document records.
 	Version string
+}
+
+// Check rejects settings that cannot mean anything; its errors name the
+// flag.
+func (cfg *Config) Check() error {
+	if !(cfg.Attainment > 0 && cfg.Attainment <= 1) {
+		return fmt.Errorf("--attainment %v: expected a share greater than 0 and at most 1", cfg.Attainment)
+	}
+	if _, err := fleet.NewRouter(cfg.Router, cfg.RouterSeed); err != nil {
+		return fmt.Errorf("--router: %v", err)
+	}
+	if len(cfg.Controllers) == 0 {
+		return errors.New("--controller: expected at least one controller")
+	}
+	for _, c := range cfg.Controllers {
+		if _, err := plant.NewController(c); err != nil {
+			return fmt.Errorf("--controller: %v", err)
+		}
+	}
+	if _, err := plant.NewScheduler(cfg.Scheduler); err != nil {
+		return fmt.Errorf("--scheduler: %v", err)
+	}
+	if cfg.MaxReplicas < 1 || cfg.MaxReplicas > fleet.MaxReplicas {
+		return fmt.Errorf("--max-replicas %d: expected 1 to %d", cfg.MaxReplicas, fleet.MaxReplicas)
+	}
+	if cfg.Jobs < 1 {
+		return fmt.Errorf("--jobs %d: expected a positive integer", cfg.Jobs)
+	}
+	return nil
 }
 
 // Study is a capacity study ready to run: its fleet, its trace and its
@@ -74,7 +103,7 @@ func Load(cfg Config) (*Study, error) {
 		workload, err = plant.DefaultTrace(cfg.MaxElapsedS)
 	} else {
 		var t *trace.Trace
-		if t, err = (&trace.Source{Path: cfg.TracePath, Stdin: cfg.Stdin, MaxElapsedS: cfg.MaxElapsedS, Options: cfg.Trace}).Load(); err == nil {
+		if t, err = (&trace.Source{Path: cfg.TracePath, Stdin: cfg.Stdin, MaxElapsedS: cfg.MaxElapsedS, Options: cfg.Trace.Options}).Load(); err == nil {
 			workload = t.Workload
 			cfg.Engine.UseHashIDs(t.HashIDSource())
 		}

@@ -28,9 +28,9 @@ type Config struct {
 	// embedded proxy.
 	ProfilePath string
 	// TracePath is a trace file ("-": Stdin); empty for the embedded
-	// trace. Trace says how to read it.
+	// trace. Trace says how to read it (its Options parsed).
 	TracePath   string
-	Trace       trace.Options
+	Trace       trace.Flags
 	Stdin       io.Reader
 	MaxElapsedS float64 // plant.NoElapsedLimit keeps every request
 	Normalize   float64 // 0: the arrivals as they are
@@ -66,6 +66,21 @@ type Fleet struct {
 	Router     string
 	RouterSeed uint64
 	Jobs       int // 0: GOMAXPROCS
+}
+
+// Check rejects a stride, scheduler, controller or --exec-timeout that
+// cannot mean anything; its errors name the flag.
+func (c *Config) Check() error {
+	if c.Stride < 1 {
+		return fmt.Errorf("--stride %d: expected a positive whole number", c.Stride)
+	}
+	if _, err := plant.NewScheduler(c.Scheduler); err != nil {
+		return fmt.Errorf("--scheduler: %v", err)
+	}
+	if _, err := plant.NewController(c.Controller); err != nil {
+		return fmt.Errorf("--controller: %v", err)
+	}
+	return plantflag.CheckExecTimeout(c.ExecTimeoutS)
 }
 
 // Result is a finished simulation: one GPU's report, or a fleet's.
@@ -139,7 +154,7 @@ func (c *Config) run(ctx context.Context, cfg plant.Config) (*plant.Report, erro
 	_, clairvoyant := cfg.Controller.(plant.Clairvoyant)
 	if c.TracePath != "" && !c.Engine.PrefixCache && !clairvoyant && (c.TracePath != "-" || c.Normalize == 0) {
 		cfg.Options = c.options()
-		return plant.RunStreamContext(ctx, &trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace}, cfg)
+		return plant.RunStreamContext(ctx, &trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace.Options}, cfg)
 	}
 	workload, err := c.loadTrace()
 	if err != nil {
@@ -156,7 +171,7 @@ func (c *Config) loadTrace() (plant.Workload, error) {
 	if c.TracePath == "" {
 		return plant.DefaultTrace(c.MaxElapsedS)
 	}
-	t, err := (&trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace}).Load()
+	t, err := (&trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace.Options}).Load()
 	if err != nil {
 		return plant.Workload{}, err
 	}

@@ -46,7 +46,7 @@ func (s *Sweep) load() *inputs {
 			w, err = plant.DefaultTrace(s.cfg.MaxElapsedS)
 		} else {
 			var t *trace.Trace
-			src := &trace.Source{Path: path, Stdin: s.cfg.Stdin, MaxElapsedS: s.cfg.MaxElapsedS, Options: s.cfg.Trace}
+			src := &trace.Source{Path: path, Stdin: s.cfg.Stdin, MaxElapsedS: s.cfg.MaxElapsedS, Options: s.cfg.Trace.Options}
 			if t, err = src.Load(); err == nil {
 				w = t.Workload
 				if ids := t.HashIDSource(); ids != nil {

@@ -27,8 +27,9 @@ type Config struct {
 	// Profiles and Traces are paths; plantflag.Embedded names the built-in
 	// profile or trace.
 	Profiles, Traces []string
-	// Trace says how to read the trace files; Stdin is what "-" reads.
-	Trace trace.Options
+	// Trace says how to read the trace files (its Options parsed); Stdin
+	// is what "-" reads.
+	Trace trace.Flags
 	Stdin io.Reader
 	// Schedulers and Controllers are specs as simulate takes them;
 	// Normalize utilizations, "none" for the raw trace.
@@ -57,9 +58,18 @@ type Sweep struct {
 	shard sweep.Shard
 }
 
-// New parses every axis value of cfg and checks the plant values and the
-// work of the longest run, before anything runs. Its errors name the flag.
+// New checks the SLOs, parses every axis value of cfg and checks the plant
+// values and the work of the longest run, before anything runs. Its errors
+// name the flag.
 func New(cfg Config) (*Sweep, error) {
+	for _, slo := range []struct {
+		name string
+		v    float64
+	}{{"--ttft-slo", cfg.TTFTSLOSeconds}, {"--tpot-slo", cfg.TPOTSLOSeconds}} {
+		if math.IsNaN(slo.v) || slo.v < 0 || math.IsInf(slo.v, 0) {
+			return nil, fmt.Errorf("%s %v: expected a positive number of seconds", slo.name, slo.v)
+		}
+	}
 	s := &Sweep{cfg: cfg, axes: []sweep.Axis{
 		{Name: sweep.AxisProfile, Values: cfg.Profiles},
 		{Name: sweep.AxisTrace, Values: cfg.Traces},
