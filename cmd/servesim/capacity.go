@@ -58,7 +58,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	plantflag.AddPlant(cmd, &opts.Plant)
 	plantflag.AddEngine(cmd, &opts.Engine)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
-	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
+	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or table", "json", "table")
 	addOutputFlag(cmd, &opts.Output)
 	addCapacityShardFlags(cmd, &opts.capacityShardOptions)
 	return cmd
@@ -74,9 +74,6 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	}
 	if err := o.Config.Check(); err != nil {
 		return err
-	}
-	if o.Format != "json" && o.Format != "table" {
-		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
 	if err := o.Engine.Check(cmd, o.Plant); err != nil {
 		return err
@@ -150,10 +147,6 @@ func (o *capacityShardOptions) checkShard(format string) error {
 		return usageErrorf("--shard writes JSON Lines records: --format %s does not apply", format)
 	}
 	var err error
-	if o.Shard == "auto" {
-		o.shardI, o.shardN, err = sweep.ShardFromEnv(os.Getenv)
-	} else {
-		o.shardI, o.shardN, err = sweep.ParseShard(o.Shard)
-	}
+	o.shardI, o.shardN, err = sweep.ParseShardFlag(o.Shard, os.Getenv)
 	return err
 }

@@ -4,22 +4,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"servesim/internal/cliflag"
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 )
-
-// formatsByCommand lists the --format values of each command, for shell
-// completion; each command's check accepts exactly these.
-var formatsByCommand = map[string][]string{
-	"simulate":         {"json", "table", "vllm-bench"},
-	"sweep":            {"jsonl", "csv", "table"},
-	"scenarios":        {"json", "table"},
-	"diagnose":         {"json", "table"},
-	"validate-profile": {"json", "text"},
-}
-
-// routerNames are the values of --router, where a command has it.
-var routerNames = []string{"round-robin", "random", "least-outstanding", "least-tokens"}
 
 // fileFlags are the flags that name files, with the extensions the shell
 // offers for them (none: any file). A folder is always offered, so a
@@ -35,8 +23,8 @@ var fileFlags = map[string][]string{
 }
 
 // registerCompletions makes the shell complete flag values for every
-// subcommand of root: the choices of --scheduler, --controller, --format
-// and --router, and file names for the file flags. A command completes only
+// subcommand of root: the choices of --scheduler, --controller and
+// --router, and file names for the file flags. A command completes only
 // the flags it has.
 func registerCompletions(root *cobra.Command) {
 	for _, cmd := range root.Commands() {
@@ -48,11 +36,8 @@ func registerCompletions(root *cobra.Command) {
 		if has("controller") {
 			_ = cmd.RegisterFlagCompletionFunc("controller", plantflag.CompleteController)
 		}
-		if formats, ok := formatsByCommand[cmd.Name()]; ok && has("format") {
-			_ = cmd.RegisterFlagCompletionFunc("format", cliflag.Choices(formats))
-		}
 		if has("router") {
-			_ = cmd.RegisterFlagCompletionFunc("router", cliflag.Choices(routerNames))
+			_ = cmd.RegisterFlagCompletionFunc("router", cliflag.Choices(fleet.RouterNames))
 		}
 		if has("preemption") {
 			_ = cmd.RegisterFlagCompletionFunc("preemption", cliflag.Choices(plant.PreemptionNames))

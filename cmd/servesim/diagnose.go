@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/diagnose"
 )
 
@@ -67,7 +68,7 @@ func newDiagnoseCmd(s *streams, runF func(*diagnoseOptions) error) *cobra.Comman
 	f.Float64Var(&opts.Diagnosis.ColdTTFTMs, "cold-ttft-ms", opts.Diagnosis.ColdTTFTMs, "cold-prefix rule: p99 TTFT (ms) above which a cold cache is the cause")
 	f.Float64Var(&opts.ByWindowS, "by-window", 0, "split the logs into windows of this many `SECONDS` by arrival_s or timestamp and diagnose each")
 	f.BoolVar(&opts.Demo, "demo", false, "print the reference's before/after remediation report on its controlled workload")
-	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
+	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or table", "json", "table")
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
 	cmd.MarkFlagsMutuallyExclusive("demo", "by-window")
@@ -89,9 +90,6 @@ func (o *diagnoseOptions) check(cmd *cobra.Command) error {
 			return usageErrorf("%s %v: %s", flagForOption[oe.Option], oe.Value, oe.Reason)
 		}
 		return usageError{err}
-	}
-	if o.Format != "json" && o.Format != "table" {
-		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
 	return o.Plot.check()
 }

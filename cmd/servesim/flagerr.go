@@ -1,36 +1,16 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"servesim/internal/cliflag"
 	"servesim/internal/plantflag"
 )
 
-// flagError is every command's flag error function: it turns pflag's parse
-// errors into one usage line that names the flag and what it expects
-// (`--normalize "abc": expected a number in (0, 1)`), and suggests the
-// nearest flags for an unknown one, as cobra does for an unknown command.
+// flagError is every command's flag error function: a usage error naming
+// the flag and what it expects (cliflag.ParseError).
 func flagError(cmd *cobra.Command, err error) error {
-	var invalid *pflag.InvalidValueError
-	var missing *pflag.ValueRequiredError
-	var unknown *pflag.NotExistError
-	switch {
-	case errors.As(err, &invalid):
-		f := invalid.GetFlag()
-		return usageErrorf("--%s %q: expected %s", f.Name, invalid.GetValue(), cliflag.Expected(f, flagExpectations))
-	case errors.As(err, &missing):
-		f := missing.GetFlag()
-		return usageErrorf("--%s needs a value: %s", f.Name, cliflag.Expected(f, flagExpectations))
-	case errors.As(err, &unknown):
-		if names := cliflag.Suggest(cmd, cliflag.TypedName(unknown)); len(names) > 0 {
-			return usageErrorf("%v; did you mean %s?", err, cliflag.OrList(names))
-		}
-	}
-	return usageError{err}
+	return usageError{cliflag.ParseError(cmd, err, flagExpectations)}
 }
 
 // flagExpectations describe what the plain typed flags (numbers, integers,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/interrupt"
 	"servesim/internal/limits"
 )
@@ -44,13 +45,10 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
-					return usageErrorf("unknown command %q for %q; did you mean %q?", args[0], cmd.CommandPath(), suggestions[0])
-				}
-				return usageErrorf("unknown command %q for %q", args[0], cmd.CommandPath())
+			if len(args) == 0 {
+				return cmd.Help()
 			}
-			return cmd.Help()
+			return usageError{cliflag.UnknownCommand(cmd, args[0], "")}
 		},
 	}
 	root.SetIn(s.In)
@@ -66,8 +64,9 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 }
 
 // checkThenRun returns a command's RunE: check validates the parsed
-// arguments and flags (its errors are usage errors), then the options go to runF when a test supplied one
-// (to see what was parsed), else to run with the command's context.
+// arguments and flags (its errors are usage errors), then the options go
+// to runF when a test supplied one (to see what was parsed), else to run
+// with the command's context.
 func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF func(*O) error, run func(context.Context, *O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {

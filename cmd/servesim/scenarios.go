@@ -69,7 +69,7 @@ func newScenariosCmd(s *streams, runF func(*scenariosOptions) error) *cobra.Comm
 	f.Float64Var(&opts.Benchmark.TTFTSLOMilliseconds, "ttft-slo-ms", opts.Benchmark.TTFTSLOMilliseconds, "time-to-first-token SLO, ms")
 	f.Float64Var(&opts.Benchmark.TPOTSLOMilliseconds, "tpot-slo-ms", opts.Benchmark.TPOTSLOMilliseconds, "time-per-output-token SLO, ms")
 	f.BoolVar(&opts.Benchmark.ClosedLoop, "closed-loop", false, "send each request when all earlier ones have completed (hides queueing)")
-	f.StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
+	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or table", "json", "table")
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
 	return cmd
@@ -103,8 +103,6 @@ func (o *scenariosOptions) check(cmd *cobra.Command) error {
 		return usageErrorf("--tpot-slo-ms %v: expected a positive, finite time", o.Benchmark.TPOTSLOMilliseconds)
 	case o.SharedPrefixTokens < 0:
 		return usageErrorf("--shared-prefix-tokens %d: expected 0 or more", o.SharedPrefixTokens)
-	case o.Format != "json" && o.Format != "table":
-		return usageErrorf("--format %q: expected json or table", o.Format)
 	}
 	return o.Plot.check()
 }

@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 	"servesim/internal/simrun"
@@ -52,7 +55,8 @@ func newSimulateCmd(s *streams, runF func(*simulateOptions) error) *cobra.Comman
 	plantflag.AddSLO(cmd, &opts.SLO)
 	f.IntVar(&opts.Stride, "stride", 1, "sample every `N`-th step of the trajectory (and always the last)")
 	f.BoolVar(&opts.Summary, "summary", false, "write metrics, summary and provenance only: no trajectory, no request records")
-	f.StringVar(&opts.Format, "format", opts.Format, "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)")
+	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json, table (a metrics summary for terminals) or vllm-bench (the keys of vllm bench serve's result JSON)",
+		"json", "table", formatVLLMBench)
 	addRequestLogFlag(cmd, &opts.RequestLog)
 	plantflag.AddEngine(cmd, &opts.Engine)
 	plantflag.AddMaxSteps(cmd, &opts.MaxSteps)
@@ -77,9 +81,6 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := o.Config.Check(); err != nil {
 		return err
 	}
-	if o.Format != "json" && o.Format != "table" && o.Format != formatVLLMBench {
-		return usageErrorf("--format %q: expected json, table or %s", o.Format, formatVLLMBench)
-	}
 	if err := o.RequestLog.check(o.Output); err != nil {
 		return err
 	}
@@ -93,7 +94,8 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := plantflag.CheckWork(o.Plant, work, o.Plot.Path != ""); err != nil {
 		return err
 	}
-	if err := checkFleet(cmd, &o.Fleet, cmd.Flags().Changed("normalize")); err != nil {
+	changed := cmd.Flags().Changed
+	if err := o.Fleet.Check(changed("normalize"), changed("router") || changed("router-seed")); err != nil {
 		return err
 	}
 	return o.Plot.check()
@@ -126,4 +128,14 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 		return writeJSON(s, o.Output, doc)
 	}
 	return writeJSON(s, o.Output, res.Document())
+}
+
+// addFleetFlags binds the fleet flags to o.
+func addFleetFlags(cmd *cobra.Command, o *simrun.Fleet) {
+	f := cmd.Flags()
+	f.IntVar(&o.Replicas, "replicas", 1, "simulate a fleet of `N` replicas of the profile behind --router, 1 to 4096 (with --fleet: the default of a group)")
+	f.StringVar(&o.Path, "fleet", "", "simulate the fleet of a JSON `FILE`: a list of groups {\"name\", \"profile\", \"replicas\", \"scheduler\", \"controller\"}; a missing field takes the flag's value")
+	f.StringVar(&o.Router, "router", fleet.RoundRobinName, "how a fleet routes requests: "+strings.Join(fleet.RouterNames, ", "))
+	f.Uint64Var(&o.RouterSeed, "router-seed", fleet.DefaultRouterSeed, "seed of the random router")
+	f.IntVar(&o.Jobs, "jobs", 0, "replicas simulated at once with a state-free router (round-robin, random; default: all cores)")
 }

@@ -65,7 +65,7 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	}
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
 	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
-	f.StringVar(&opts.Format, "format", "jsonl", "output format: jsonl, csv or table")
+	cliflag.AddChoice(cmd, &opts.Format, "format", sweep.FormatJSONL, "output format: jsonl, csv or table", sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable)
 	f.Float64Var(&opts.TTFTSLOSeconds, "ttft-slo", 0, "p95 TTFT objective in seconds for the best configuration (default: each profile's)")
 	f.Float64Var(&opts.TPOTSLOSeconds, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
 	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`, or auto: from a Slurm job array or Kubernetes Indexed Job")
@@ -95,24 +95,12 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if err := o.Engine.Check(cmd, plant.Plant{}); err != nil {
 		return err
 	}
-	switch o.Format {
-	case sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable:
-	default:
-		return usageErrorf("--format %q: expected jsonl, csv or table", o.Format)
-	}
 	o.Stdin, o.Version = s.In, resolvedVersion()
 	var err error
 	if o.sweep, err = sweeprun.New(o.Config); err != nil {
 		return err
 	}
-	i, n := 1, 1
-	switch o.Shard {
-	case "":
-	case "auto":
-		i, n, err = sweep.ShardFromEnv(s.env)
-	default:
-		i, n, err = sweep.ParseShard(o.Shard)
-	}
+	i, n, err := sweep.ParseShardFlag(o.Shard, s.env)
 	if err != nil {
 		return err
 	}

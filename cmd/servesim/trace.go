@@ -23,10 +23,7 @@ func newTraceCmd(s *streams, statsF func(*traceStatsOptions) error, convertF fun
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			if suggestions := cmd.SuggestionsFor(args[0]); len(suggestions) > 0 {
-				return usageErrorf("unknown command %q for %q; did you mean %q?", args[0], cmd.CommandPath(), suggestions[0])
-			}
-			return usageErrorf("unknown command %q for %q: expected stats or convert", args[0], cmd.CommandPath())
+			return usageError{cliflag.UnknownCommand(cmd, args[0], ": expected stats or convert")}
 		},
 	}
 	cmd.SuggestionsMinimumDistance = 2 // cobra's distance for the root's commands
@@ -52,15 +49,11 @@ func newTraceStatsCmd(s *streams, runF func(*traceStatsOptions) error) *cobra.Co
 		Args:    exactlyOneFile,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
 			opts.Path = args[0]
-			if opts.Format != "json" && opts.Format != "table" {
-				return usageErrorf("--format %q: expected json or table", opts.Format)
-			}
 			return nil
 		}, runF, func(_ context.Context, o *traceStatsOptions) error { return runTraceStats(s, o) }),
 	}
 	addTraceFlags(cmd, &opts.Trace)
-	cmd.Flags().StringVar(&opts.Format, "format", opts.Format, "output format: json or table")
-	_ = cmd.RegisterFlagCompletionFunc("format", cliflag.Choices([]string{"json", "table"}))
+	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or table", "json", "table")
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/profile"
 )
 
@@ -29,9 +30,6 @@ func newValidateProfileCmd(s *streams, runF func(*validateProfileOptions) error)
 		Args:    cobra.MinimumNArgs(1),
 		RunE: checkThenRun(opts, func(_ *cobra.Command, args []string) error {
 			opts.Paths = args
-			if opts.Format != "json" && opts.Format != "text" {
-				return usageErrorf("--format %q: expected json or text", opts.Format)
-			}
 			for _, p := range args {
 				if p == "-" {
 					return usageErrorf("validate-profile: PATH \"-\": a profile is read from files, not stdin (its manifest and bundle files sit beside it)")
@@ -40,7 +38,7 @@ func newValidateProfileCmd(s *streams, runF func(*validateProfileOptions) error)
 			return nil
 		}, runF, func(_ context.Context, o *validateProfileOptions) error { return runValidateProfile(s, o) }),
 	}
-	cmd.Flags().StringVar(&opts.Format, "format", "json", "output format: json or text (one sha256sum -c style line per check)")
+	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or text (one sha256sum -c style line per check)", "json", "text")
 	cmd.Flags().BoolVar(&opts.RequireMeasured, "require-measured", false, "count a profile that is not a validated measured_l4 bundle as invalid")
 	addOutputFlag(cmd, &opts.Output)
 	return cmd

@@ -1,6 +1,9 @@
 // Package cliflag holds what servesim's commands share about flags beyond
-// their definitions: the comma-separated List flag, the wording of what a
-// flag expects (Expected, Expecter), suggestions for a mistyped flag name
-// (Suggest) and shell-completion helpers (Choices, CompleteItems). It
-// knows cobra and pflag, nothing of servesim's domain.
+// their definitions: the comma-separated List flag, a string flag of fixed
+// choices (AddChoice), the wording of what a flag expects (Expected,
+// Expecter) and of a flag parse error (ParseError), suggestions for a
+// mistyped flag or command name (Suggest, UnknownCommand), a usage error
+// found only when a command runs (LateUsageError) and shell-completion
+// helpers (Choices, CompleteItems). It knows cobra and pflag, nothing of
+// servesim's domain.
 package cliflag

@@ -1,6 +1,8 @@
 package cliflag
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -138,3 +140,37 @@ func (e *LateUsageError) Unwrap() error { return e.Err }
 
 // ExitCode is 2, the exit code of a usage error.
 func (e *LateUsageError) ExitCode() int { return 2 }
+
+// ParseError turns a flag parse error of cmd into one line that names the
+// flag and what it expects (`--normalize "abc": expected a number in (0,
+// 1)`; byName as for Expected), and suggests the nearest flags for an
+// unknown one, as cobra does for an unknown command. Other errors pass as
+// they are.
+func ParseError(cmd *cobra.Command, err error, byName map[string]string) error {
+	var invalid *pflag.InvalidValueError
+	var missing *pflag.ValueRequiredError
+	var unknown *pflag.NotExistError
+	switch {
+	case errors.As(err, &invalid):
+		f := invalid.GetFlag()
+		return fmt.Errorf("--%s %q: expected %s", f.Name, invalid.GetValue(), Expected(f, byName))
+	case errors.As(err, &missing):
+		f := missing.GetFlag()
+		return fmt.Errorf("--%s needs a value: %s", f.Name, Expected(f, byName))
+	case errors.As(err, &unknown):
+		if names := Suggest(cmd, TypedName(unknown)); len(names) > 0 {
+			return fmt.Errorf("%v; did you mean %s?", err, OrList(names))
+		}
+	}
+	return err
+}
+
+// UnknownCommand is the error for a subcommand name of cmd that names none:
+// it suggests the nearest, else adds hint (": expected stats or
+// convert").
+func UnknownCommand(cmd *cobra.Command, name, hint string) error {
+	if suggestions := cmd.SuggestionsFor(name); len(suggestions) > 0 {
+		return fmt.Errorf("unknown command %q for %q; did you mean %q?", name, cmd.CommandPath(), suggestions[0])
+	}
+	return fmt.Errorf("unknown command %q for %q%s", name, cmd.CommandPath(), hint)
+}

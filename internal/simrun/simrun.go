@@ -9,8 +9,10 @@ package simrun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"servesim/internal/figure"
 	"servesim/internal/fleet"
@@ -81,6 +83,27 @@ func (c *Config) Check() error {
 		return fmt.Errorf("--controller: %v", err)
 	}
 	return plantflag.CheckExecTimeout(c.ExecTimeoutS)
+}
+
+// Check checks the fleet settings and decides whether the run is a
+// fleet's: one is asked for with a fleet file, more than one replica or
+// routerGiven (--router or --router-seed). normalize says that
+// --normalize was given, which a fleet file cannot take.
+func (f *Fleet) Check(normalize, routerGiven bool) error {
+	if f.Replicas < 1 || f.Replicas > fleet.MaxReplicas {
+		return fmt.Errorf("--replicas %d: expected a whole number from 1 to %d", f.Replicas, fleet.MaxReplicas)
+	}
+	if _, err := fleet.NewRouter(f.Router, f.RouterSeed); err != nil {
+		return fmt.Errorf("--router %q: expected %s", f.Router, strings.Join(fleet.RouterNames, ", "))
+	}
+	if f.Jobs < 0 {
+		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", f.Jobs)
+	}
+	if f.Path != "" && normalize {
+		return errors.New("--normalize cannot be combined with --fleet: a fleet of several profiles has no single capacity to normalize to (use --replicas)")
+	}
+	f.Enabled = f.Path != "" || f.Replicas > 1 || routerGiven
+	return nil
 }
 
 // Result is a finished simulation: one GPU's report, or a fleet's.

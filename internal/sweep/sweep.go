@@ -188,6 +188,19 @@ func cellAt(axes []Axis, index int) Cell {
 	return Cell{Index: index, Values: values, Choices: choices}
 }
 
+// ParseShardFlag parses the value of a --shard flag: "" for the whole grid
+// (1 of 1), "auto" for the shard a job array gives (ShardFromEnv, reading
+// the environment with getenv), else "I/N" (ParseShard).
+func ParseShardFlag(value string, getenv func(string) string) (i, n int, err error) {
+	switch value {
+	case "":
+		return 1, 1, nil
+	case "auto":
+		return ShardFromEnv(getenv)
+	}
+	return ParseShard(value)
+}
+
 // ParseShard parses "I/N" (1 <= I <= N): the I-th of N shards.
 func ParseShard(s string) (i, n int, err error) {
 	left, right, ok := strings.Cut(s, "/")

@@ -174,6 +174,23 @@ func TestParseShard(t *testing.T) {
 	}
 }
 
+func TestParseShardFlag(t *testing.T) {
+	env := map[string]string{EnvJobCompletionIndex: "2", EnvShardCount: "3"}
+	getenv := func(name string) string { return env[name] }
+	for _, tt := range []struct {
+		in   string
+		i, n int
+	}{{"", 1, 1}, {"auto", 3, 3}, {"2/5", 2, 5}} {
+		i, n, err := ParseShardFlag(tt.in, getenv)
+		require.NoError(t, err, tt.in)
+		assert.Equal(t, []int{tt.i, tt.n}, []int{i, n}, tt.in)
+	}
+	_, _, err := ParseShardFlag("auto", func(string) string { return "" })
+	assert.Error(t, err, "auto outside a job array")
+	_, _, err = ParseShardFlag("0/2", getenv)
+	assert.Error(t, err)
+}
+
 func TestRunEmitsInGridOrderWhateverTheParallelism(t *testing.T) {
 	cells := grid(t, []Axis{{"a", make([]string, 50)}})
 	for _, jobs := range []int{1, 2, 4, 16, 100} {

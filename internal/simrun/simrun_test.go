@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
@@ -56,5 +57,33 @@ func TestWarnFixedClock(t *testing.T) {
 		var errOut bytes.Buffer
 		warnFixedClock(&errOut, tt.spec, ctrl, prof)
 		assert.Equal(t, tt.want, errOut.String(), tt.spec)
+	}
+}
+
+func TestFleetCheckDecidesWhetherTheRunIsAFleets(t *testing.T) {
+	t.Parallel()
+	one := Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1}
+	f := one
+	require.NoError(t, f.Check(true, false))
+	assert.False(t, f.Enabled, "one replica, no router: one GPU")
+	f = one
+	require.NoError(t, f.Check(false, true))
+	assert.True(t, f.Enabled, "a router asks for a fleet")
+	f = one
+	f.Replicas = 2
+	require.NoError(t, f.Check(false, false))
+	assert.True(t, f.Enabled)
+	for _, tt := range []struct {
+		edit func(*Fleet)
+		want string
+	}{
+		{func(f *Fleet) { f.Replicas = 0 }, "--replicas 0: expected a whole number from 1 to 4096"},
+		{func(f *Fleet) { f.Router = "fastest" }, `--router "fastest": expected round-robin, random, least-outstanding, least-tokens`},
+		{func(f *Fleet) { f.Jobs = -1 }, "--jobs -1: expected a nonnegative number (0: all cores)"},
+		{func(f *Fleet) { f.Path = "fleet.json" }, "--normalize cannot be combined with --fleet"},
+	} {
+		f := one
+		tt.edit(&f)
+		assert.ErrorContains(t, f.Check(true, false), tt.want)
 	}
 }
