@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -100,47 +98,32 @@ var errDiagnoseNeedsInput = usageErrorf("diagnose: no request log given and stdi
 	"name the log files (servesim diagnose requests.csv), pipe a log in (... | servesim diagnose), " +
 	"give - to type it, or run --demo")
 
-// runDiagnose reads the logs, diagnoses them and writes the JSON result.
+// runDiagnose reads the logs (or runs the demo), diagnoses them and
+// writes the result.
 func runDiagnose(s *streams, o *diagnoseOptions) error {
+	var out diagnose.Outcome
+	var err error
 	if o.Demo {
-		report, err := diagnose.Demo(o.Diagnosis)
-		if err != nil {
+		if out, err = diagnose.DemoOutcome(o.Diagnosis); err != nil {
 			return internalError{err}
 		}
-		snapshots := []diagnose.Snapshot{report.BeforeRemediation, report.AfterRemediation}
-		if err := o.Plot.write(diagnose.Figure("demo: before and after remediation", snapshots)); err != nil {
+	} else {
+		files := o.Files
+		if len(files) == 0 {
+			if s.InIsTerminal {
+				return errDiagnoseNeedsInput
+			}
+			files = []string{"-"}
+		}
+		if out, err = diagnose.LogsOutcome(files, s.In, o.Window, o.ByWindowS, o.Diagnosis); err != nil {
 			return err
 		}
-		if o.Format == "table" {
-			return writeBytes(s, o.Output, []byte(report.Table()))
-		}
-		return writeJSON(s, o.Output, report)
 	}
-	files := o.Files
-	if len(files) == 0 {
-		if s.InIsTerminal {
-			return errDiagnoseNeedsInput
-		}
-		files = []string{"-"}
-	}
-	window := o.Window
-	if window == "" {
-		window = "stdin"
-		if files[0] != "-" {
-			window = filepath.Base(files[0])
-		}
-	}
-	res, snapshots, err := diagnose.Logs(files, func(path string) (io.ReadCloser, string, error) {
-		return openInput(path, s)
-	}, window, o.ByWindowS, o.Diagnosis)
-	if err != nil {
-		return err
-	}
-	if err := o.Plot.write(diagnose.Figure(window, snapshots)); err != nil {
+	if err := o.Plot.write(out.Figure); err != nil {
 		return err
 	}
 	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(diagnose.Table(snapshots)))
+		return writeBytes(s, o.Output, []byte(out.Table))
 	}
-	return writeJSON(s, o.Output, res)
+	return writeJSON(s, o.Output, out.Document)
 }

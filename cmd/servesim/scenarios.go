@@ -2,17 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"math"
+	"io"
 	"math/big"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/cliflag"
-	"servesim/internal/plant"
 	"servesim/internal/scenario"
 	"servesim/internal/trace"
 )
@@ -87,47 +82,22 @@ func (o *scenariosOptions) check(cmd *cobra.Command) error {
 	} else if changed("shared-prefix-tokens") {
 		return usageErrorf("--shared-prefix-tokens applies to a replayed trace: use it with --trace")
 	}
-	if o.TracePath == "-" && o.ProfilesPath == "-" {
-		return usageErrorf("--trace and --profiles cannot both read stdin")
-	}
-	switch {
-	case o.Requests < 1:
-		return usageErrorf("--requests %d: expected at least 1", o.Requests)
-	case o.Requests > scenario.MaxAgentRequests:
-		return usageErrorf("--requests %d: more than the limit of %d requests of the synthetic agent trace", o.Requests, scenario.MaxAgentRequests)
-	case !positiveFinite(o.RPS):
-		return usageErrorf("--rps %v: expected a positive, finite rate", o.RPS)
-	case !positiveFinite(o.Benchmark.TTFTSLOMilliseconds):
-		return usageErrorf("--ttft-slo-ms %v: expected a positive, finite time", o.Benchmark.TTFTSLOMilliseconds)
-	case !positiveFinite(o.Benchmark.TPOTSLOMilliseconds):
-		return usageErrorf("--tpot-slo-ms %v: expected a positive, finite time", o.Benchmark.TPOTSLOMilliseconds)
-	case o.SharedPrefixTokens < 0:
-		return usageErrorf("--shared-prefix-tokens %d: expected 0 or more", o.SharedPrefixTokens)
+	if err := o.inputs(nil).Check(o.Benchmark); err != nil {
+		return err
 	}
 	return o.Plot.check()
 }
 
-func positiveFinite(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+// inputs are the trace and profiles the flags name; stdin is what "-"
+// reads.
+func (o *scenariosOptions) inputs(stdin io.Reader) scenario.Inputs {
+	return scenario.Inputs{Requests: o.Requests, Seed: o.Seed.Int, RPS: o.RPS, TracePath: o.TracePath, Trace: o.Trace.Options,
+		SharedPrefixTokens: o.SharedPrefixTokens, ProfilesPath: o.ProfilesPath, Stdin: stdin}
+}
 
 // runScenarios builds the report and writes it.
 func runScenarios(s *streams, o *scenariosOptions) error {
-	requests, err := o.loadTrace(s)
-	if err != nil {
-		return err
-	}
-	profiles := scenario.BuiltinProfiles()
-	if o.ProfilesPath != "" {
-		in, name, err := openInput(o.ProfilesPath, s)
-		if err != nil {
-			return fmt.Errorf("profiles %s: %w", name, unwrapPath(err))
-		}
-		profiles, err = scenario.ParseProfiles(in, name)
-		in.Close()
-		if err != nil {
-			return err
-		}
-	}
-	report, err := scenario.BuildReport(requests, profiles, o.Benchmark)
+	report, err := o.inputs(s.In).Report(o.Benchmark)
 	if err != nil {
 		return err
 	}
@@ -138,34 +108,4 @@ func runScenarios(s *streams, o *scenariosOptions) error {
 		return writeBytes(s, o.Output, []byte(report.Table()))
 	}
 	return writeJSON(s, o.Output, report.Document())
-}
-
-// loadTrace returns the replayed trace (read by the plant's loader, so it
-// has the arrivals simulate sees), or the synthetic agent trace, and sets the
-// workload name accordingly.
-func (o *scenariosOptions) loadTrace(s *streams) ([]scenario.WorkloadRequest, error) {
-	if o.TracePath == "" {
-		return scenario.BuildAgentTrace(o.Requests, o.Seed.Int, o.RPS)
-	}
-	in, name, err := openInput(o.TracePath, s)
-	if err != nil {
-		return nil, fmt.Errorf("trace %s: %w", name, unwrapPath(err))
-	}
-	defer in.Close()
-	o.Benchmark.WorkloadName = filepath.Base(name)
-	w, err := trace.Load(in, name, plant.NoElapsedLimit, o.Trace.Options)
-	if err != nil {
-		return nil, err
-	}
-	return scenario.FromPlantTrace(w.Requests, o.SharedPrefixTokens)
-}
-
-// unwrapPath drops the operation and path of a file error, which the
-// message names already.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
 }

@@ -55,16 +55,3 @@ func isTerminal(f *os.File) bool {
 	info, err := f.Stat()
 	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
-
-// openInput opens path for reading; "-" means standard input. The returned
-// name is what error messages call the input.
-func openInput(path string, s *streams) (io.ReadCloser, string, error) {
-	if path == "-" {
-		return io.NopCloser(s.In), "stdin", nil
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, path, err
-	}
-	return f, path, nil
-}

@@ -1,0 +1,51 @@
+package diagnose
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+
+	"servesim/internal/figure"
+)
+
+// Outcome is a diagnosis in the forms the command writes: the JSON
+// document, the table for terminals and the figure.
+type Outcome struct {
+	Document any
+	Table    string
+	Figure   figure.Figure
+}
+
+// DemoOutcome is the reference's before/after remediation report on its
+// controlled workload (Demo).
+func DemoOutcome(opts Options) (Outcome, error) {
+	report, err := Demo(opts)
+	if err != nil {
+		return Outcome{}, err
+	}
+	snapshots := []Snapshot{report.BeforeRemediation, report.AfterRemediation}
+	return Outcome{Document: report, Table: report.Table(), Figure: Figure("demo: before and after remediation", snapshots)}, nil
+}
+
+// LogsOutcome diagnoses the request logs in files, read as one log ("-":
+// stdin), as Logs does; an empty window names the snapshot after the first
+// file (its base name, or stdin).
+func LogsOutcome(files []string, stdin io.Reader, window string, byWindowS float64, opts Options) (Outcome, error) {
+	if window == "" {
+		window = "stdin"
+		if files[0] != "-" {
+			window = filepath.Base(files[0])
+		}
+	}
+	doc, snapshots, err := Logs(files, func(path string) (io.ReadCloser, string, error) {
+		if path == "-" {
+			return io.NopCloser(stdin), "stdin", nil
+		}
+		f, err := os.Open(path)
+		return f, path, err
+	}, window, byWindowS, opts)
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Document: doc, Table: Table(snapshots), Figure: Figure(window, snapshots)}, nil
+}
