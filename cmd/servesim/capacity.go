@@ -15,7 +15,6 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
-	"servesim/internal/sweep"
 )
 
 // capacityOptions are the parsed flags of `servesim capacity`: the
@@ -25,7 +24,7 @@ type capacityOptions struct {
 	Quiet  bool
 	Format string // "json" or "table"
 	Output outputOptions
-	capacityShardOptions
+	capacityrun.ShardFlags
 }
 
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
@@ -60,7 +59,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or table", "json", "table")
 	addOutputFlag(cmd, &opts.Output)
-	addCapacityShardFlags(cmd, &opts.capacityShardOptions)
+	addCapacityShardFlags(cmd, &opts.ShardFlags)
 	return cmd
 }
 
@@ -78,7 +77,7 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if err := o.Engine.Check(cmd, o.Plant); err != nil {
 		return err
 	}
-	return o.checkShard(o.Format)
+	return o.ShardFlags.Check(o.Format, os.Getenv)
 }
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
@@ -89,7 +88,7 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	}
 	progress := capacityrun.Progress{Stderr: s.Err, Bar: s.ErrIsTerminal && !o.Quiet, Quiet: o.Quiet}
 	if o.Shard != "" {
-		return study.RunShard(ctx, o.shardI, o.shardN, o.Output.Path, progress, func(write func(io.Writer) error) error {
+		return study.RunShard(ctx, o.ShardFlags.I, o.ShardFlags.N, o.Output.Path, progress, func(write func(io.Writer) error) error {
 			return encodingFailure(writeResult(s, o.Output, write))
 		})
 	}
@@ -112,41 +111,10 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	return nil
 }
 
-// capacityShardOptions are the flags that spread a capacity study over
-// processes: --shard evaluates a share of the search's doubling sizes,
-// --evaluations hands such evaluations to the search.
-type capacityShardOptions struct {
-	Shard       string   // --shard: I/N, auto, or "" for a whole study
-	Evaluations []string // --evaluations: files or glob patterns
-
-	shardI, shardN int // the shard, once checked
-}
-
 // addCapacityShardFlags defines --shard and --evaluations on cmd.
-func addCapacityShardFlags(cmd *cobra.Command, o *capacityShardOptions) {
+func addCapacityShardFlags(cmd *cobra.Command, o *capacityrun.ShardFlags) {
 	f := cmd.Flags()
 	f.StringVar(&o.Shard, "shard", "", "evaluate only shard `I/N` of the search's doubling sizes (auto: from a Slurm job array or Kubernetes Indexed Job), one JSON Lines record per size")
 	cliflag.AddList(cmd, &o.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
 	_ = cmd.MarkFlagFilename("evaluations")
-}
-
-// checkShard checks the shard flags against the output format.
-func (o *capacityShardOptions) checkShard(format string) error {
-	if o.Shard != "" && len(o.Evaluations) > 0 {
-		return usageErrorf("--shard evaluates sizes for a later run and --evaluations feeds that run's search: give one of them")
-	}
-	for _, name := range o.Evaluations {
-		if name == "" {
-			return usageErrorf("--evaluations: expected files or glob patterns, got an empty name")
-		}
-	}
-	if o.Shard == "" {
-		return nil
-	}
-	if format != "json" {
-		return usageErrorf("--shard writes JSON Lines records: --format %s does not apply", format)
-	}
-	var err error
-	o.shardI, o.shardN, err = sweep.ParseShardFlag(o.Shard, os.Getenv)
-	return err
 }

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime/debug"
-	"syscall"
 	"time"
 
 	"servesim/internal/interrupt"
@@ -30,35 +28,18 @@ func main() {
 // servesim ends it.
 const interruptGrace = time.Second
 
-// exitOnSignal makes SIGINT (Ctrl-C) and SIGTERM end servesim cleanly. The
-// temporary file of an unfinished -o or --plot write is removed at once
-// (no file is replaced by it: a write still under way waits), and the
-// returned context is cancelled, with an *interrupt.Interruption as its cause, so
-// that the long loops (simulation steps, fleet runs, capacity searches)
-// stop and the run ends with one line on stderr naming the signal and the
-// exit code 128 plus its number (130, 143). A run that has not ended
-// interruptGrace later (a write blocked on a full pipe), or a second
-// signal, ends the process the same way at once. SIGPIPE keeps the Go
-// runtime's default: a write to a closed stdout pipe (`| head`) ends
-// servesim quietly.
+// exitOnSignal makes SIGINT (Ctrl-C) and SIGTERM end servesim cleanly
+// (interrupt.OnSignal): the temporary file of an unfinished -o or --plot
+// write is removed at once (no file is replaced by it: a write still under
+// way waits), the long loops stop, and the run ends with one line on
+// stderr naming the signal and the exit code 128 plus its number (130,
+// 143). A run that has not ended interruptGrace later (a write blocked on
+// a full pipe), or a second signal, ends the process the same way at once.
+// A write to a closed stdout pipe (`| head`) ends servesim quietly.
 func exitOnSignal(stderr io.Writer) context.Context {
-	ctx, cancel := context.WithCancelCause(context.Background())
-	signals := make(chan os.Signal, 2)
-	for sig := range interrupt.Signals {
-		signal.Notify(signals, sig)
-	}
-	go func() {
-		sig := (<-signals).(syscall.Signal)
-		in := interrupt.New(sig)
-		outfile.Abort()
-		cancel(in)
-		select {
-		case <-signals:
-		case <-time.After(interruptGrace):
-		}
+	return interrupt.OnSignal(interruptGrace, outfile.Abort, func(in *interrupt.Interruption) {
 		in.End()
 		fmt.Fprintf(stderr, "servesim: %v\n", in)
 		os.Exit(in.ExitCode())
-	}()
-	return ctx
+	})
 }

@@ -89,39 +89,24 @@ func newTraceConvertCmd(s *streams, runF func(*traceConvertOptions) error) *cobr
 		Args:    exactlyOneFile,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, args []string) error {
 			opts.Path = args[0]
-			if _, err := convertFormat(opts.To); err != nil {
-				return err
+			if opts.To == "" {
+				return usageErrorf("--to is required: azure or mooncake")
 			}
 			return nil
 		}, runF, func(_ context.Context, o *traceConvertOptions) error { return runTraceConvert(s, o) }),
 	}
 	addTraceFlags(cmd, &opts.Trace)
-	cmd.Flags().StringVar(&opts.To, "to", "", "format to write: azure or mooncake (required)")
-	_ = cmd.RegisterFlagCompletionFunc("to", cliflag.Choices(trace.FormatNames(trace.ConvertFormats)))
+	cliflag.AddChoice(cmd, &opts.To, "to", "", "format to write: azure or mooncake (required)", trace.FormatNames(trace.ConvertFormats)...)
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
 
-// convertFormat is the format --to names.
-func convertFormat(to string) (trace.Format, error) {
-	for _, f := range trace.ConvertFormats {
-		if string(f) == to {
-			return f, nil
-		}
-	}
-	if to == "" {
-		return "", usageErrorf("--to is required: azure or mooncake")
-	}
-	return "", usageErrorf("--to %q: expected azure or mooncake", to)
-}
-
 func runTraceConvert(s *streams, o *traceConvertOptions) error {
-	to, _ := convertFormat(o.To)
 	t, err := openTrace(s, o.Path, plant.NoElapsedLimit, &o.Trace)
 	if err != nil {
 		return err
 	}
-	return writeResult(s, o.Output, func(w io.Writer) error { return trace.Convert(w, t, to) })
+	return writeResult(s, o.Output, func(w io.Writer) error { return trace.Convert(w, t, trace.Format(o.To)) })
 }
 
 // exactlyOneFile accepts one argument, the trace file.

@@ -45,29 +45,15 @@ func newValidateProfileCmd(s *streams, runF func(*validateProfileOptions) error)
 }
 
 func runValidateProfile(s *streams, opts *validateProfileOptions) error {
-	var result profile.Verdicts
-	var failures []string
-	for _, arg := range opts.Paths {
-		v := profile.NewVerdict(profile.ResolvePath(arg), opts.RequireMeasured)
-		if !v.Valid {
-			failures = append(failures, *v.Error)
-		}
-		result.Bundles = append(result.Bundles, v)
-	}
+	result, failed := profile.NewVerdicts(opts.Paths, opts.RequireMeasured)
 	var err error
 	if opts.Format == "text" {
 		err = writeBytes(s, opts.Output, result.Text())
 	} else {
 		err = writeJSON(s, opts.Output, result)
 	}
-	if err != nil {
+	if err != nil || failed == nil {
 		return err
 	}
-	switch {
-	case len(failures) == 0:
-		return nil
-	case len(opts.Paths) == 1:
-		return fmt.Errorf("%w: %s", errValidationFailed, failures[0])
-	}
-	return fmt.Errorf("%w: %d of %d profiles are invalid; first: %s", errValidationFailed, len(failures), len(opts.Paths), failures[0])
+	return fmt.Errorf("%w: %w", errValidationFailed, failed)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"servesim/internal/fleet"
 	"servesim/internal/interrupt"
@@ -13,6 +14,36 @@ import (
 	"servesim/internal/progress"
 	"servesim/internal/sweep"
 )
+
+// ShardFlags spread a study over processes: --shard evaluates a share of
+// the search's doubling sizes, --evaluations hands such evaluations to the
+// search.
+type ShardFlags struct {
+	Shard       string   // --shard: I/N, auto, or "" for a whole study
+	Evaluations []string // --evaluations: files or glob patterns
+	I, N        int      // the shard, once checked
+}
+
+// Check checks the shard flags against the output format (a shard writes
+// JSON Lines records) and parses --shard; getenv reads a job array's
+// variables for --shard auto.
+func (f *ShardFlags) Check(format string, getenv func(string) string) error {
+	if f.Shard != "" && len(f.Evaluations) > 0 {
+		return errors.New("--shard evaluates sizes for a later run and --evaluations feeds that run's search: give one of them")
+	}
+	if slices.Contains(f.Evaluations, "") {
+		return errors.New("--evaluations: expected files or glob patterns, got an empty name")
+	}
+	if f.Shard == "" {
+		return nil
+	}
+	if format != "json" {
+		return fmt.Errorf("--shard writes JSON Lines records: --format %s does not apply", format)
+	}
+	var err error
+	f.I, f.N, err = sweep.ParseShardFlag(f.Shard, getenv)
+	return err
+}
 
 // shardOutcome is the evaluation of one cell of a shard.
 type shardOutcome struct {

@@ -10,6 +10,7 @@ package interrupt
 import (
 	"context"
 	"os"
+	"os/signal"
 	"sync"
 	"syscall"
 	"time"
@@ -59,3 +60,28 @@ func Of(ctx context.Context) *Interruption {
 // (KillWait, 30 s) leave between SIGTERM and SIGKILL. A second signal ends
 // the wait.
 const Grace = 10 * time.Second
+
+// OnSignal makes SIGINT and SIGTERM end a run: the first signal calls
+// abort (which removes unfinished output) and cancels the returned context
+// with an *Interruption as its cause, so that the run's loops stop; if the
+// run has not ended grace later, or on a second signal, end is called with
+// the interruption (to write the run's line and exit). SIGPIPE keeps the
+// Go runtime's default.
+func OnSignal(grace time.Duration, abort func(), end func(*Interruption)) context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 2)
+	for sig := range Signals {
+		signal.Notify(signals, sig)
+	}
+	go func() {
+		in := New((<-signals).(syscall.Signal))
+		abort()
+		cancel(in)
+		select {
+		case <-signals:
+		case <-time.After(grace):
+		}
+		end(in)
+	}()
+	return ctx
+}
