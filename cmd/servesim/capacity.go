@@ -106,7 +106,7 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 		return err
 	}
 	if unreachable != nil {
-		return inputError{unreachable}
+		return inputError(unreachable)
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func (o *diagnoseOptions) check(cmd *cobra.Command) error {
 		if errors.As(err, &oe) {
 			return usageErrorf("%s %v: %s", flagForOption[oe.Option], oe.Value, oe.Reason)
 		}
-		return usageError{err}
+		return usageError(err)
 	}
 	return o.Plot.check()
 }
@@ -105,7 +105,7 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 	var err error
 	if o.Demo {
 		if out, err = diagnose.DemoOutcome(o.Diagnosis); err != nil {
-			return internalError{err}
+			return internalError(err)
 		}
 	} else {
 		files := o.Files

@@ -20,54 +20,53 @@ type codedError interface {
 	ExitCode() int
 }
 
-// usageError marks a usage mistake (exit 2).
-type usageError struct{ err error }
+// exitError is an error with the exit code it ends servesim with.
+type exitError struct {
+	err  error
+	code int
+}
 
-// Error returns the message of the wrapped error.
-func (e usageError) Error() string { return e.err.Error() }
-
-// Unwrap returns the wrapped error.
-func (e usageError) Unwrap() error { return e.err }
-
-func (usageError) ExitCode() int { return exitUsage }
-
-// inputError marks bad input or a failed validation (exit 1).
-type inputError struct{ err error }
-
-// Error returns the message of the wrapped error.
-func (e inputError) Error() string { return e.err.Error() }
+// Error returns the wrapped error's message; an internal error's is marked
+// as such.
+func (e exitError) Error() string {
+	if e.code == exitInternal {
+		return "internal error: " + e.err.Error()
+	}
+	return e.err.Error()
+}
 
 // Unwrap returns the wrapped error.
-func (e inputError) Unwrap() error { return e.err }
+func (e exitError) Unwrap() error { return e.err }
 
-func (inputError) ExitCode() int { return exitInput }
+// ExitCode returns the exit code.
+func (e exitError) ExitCode() int { return e.code }
 
-// internalError marks a failure of servesim itself (exit 3).
-type internalError struct{ err error }
+// usageError marks a usage mistake (exit 2), inputError bad input or a
+// failed validation (exit 1), internalError a failure of servesim itself
+// (exit 3).
+func usageError(err error) error    { return exitError{err, exitUsage} }
+func inputError(err error) error    { return exitError{err, exitInput} }
+func internalError(err error) error { return exitError{err, exitInternal} }
 
-// Error returns the wrapped error's message, marked as internal.
-func (e internalError) Error() string { return "internal error: " + e.err.Error() }
-
-// Unwrap returns the wrapped error.
-func (e internalError) Unwrap() error { return e.err }
-
-func (internalError) ExitCode() int { return exitInternal }
-
-// asUsage marks err as a usage error (exit 2) unless it is nil or knows
-// its exit code already.
-func asUsage(err error) error {
+// withExitCode marks err with code unless it is nil or knows its exit code
+// already: a plain error from a command's checks is a usage error (asUsage),
+// one from its run bad input (markRunErrors).
+func withExitCode(err error, code int) error {
 	var coded codedError
 	if err == nil || errors.As(err, &coded) {
 		return err
 	}
-	return usageError{err}
+	return exitError{err, code}
 }
+
+// asUsage marks err as a usage error unless it knows its exit code.
+func asUsage(err error) error { return withExitCode(err, exitUsage) }
 
 // usageErrorf formats a usage error, e.g. an invalid flag value.
 func usageErrorf(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
+	return usageError(fmt.Errorf(format, args...))
 }
 
 // errValidationFailed is returned after a command has written a complete
 // result that reports a failed validation, so the process exits 1.
-var errValidationFailed = inputError{errors.New("validation failed")}
+var errValidationFailed = inputError(errors.New("validation failed"))

@@ -10,7 +10,7 @@ import (
 // flagError is every command's flag error function: a usage error naming
 // the flag and what it expects (cliflag.ParseError).
 func flagError(cmd *cobra.Command, err error) error {
-	return usageError{cliflag.ParseError(cmd, err, flagExpectations)}
+	return usageError(cliflag.ParseError(cmd, err, flagExpectations))
 }
 
 // flagExpectations describe what the plain typed flags (numbers, integers,

@@ -10,8 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/figure"
 	"servesim/internal/jsonout"
 	"servesim/internal/outfile"
+	"servesim/internal/reqlog"
 )
 
 // outputOptions is the destination every subcommand writes its result to.
@@ -47,7 +49,7 @@ func writeJSON(s *streams, out outputOptions, v any) error {
 func encodingFailure(err error) error {
 	var encErr *jsonout.EncodeError
 	if errors.As(err, &encErr) {
-		return internalError{err}
+		return internalError(err)
 	}
 	return err
 }
@@ -102,6 +104,93 @@ func chunksWriter(chunks [][]byte) func(io.Writer) error {
 func writeTarget(flag, path string, write func(io.Writer) error) error {
 	if err := outfile.Write(path, write); err != nil {
 		return fmt.Errorf("%s %w", flag, err)
+	}
+	return nil
+}
+
+// plotOptions is the optional figure a command draws besides its result.
+type plotOptions struct {
+	// Path is the .png or .svg file to write; empty means no figure.
+	Path string
+}
+
+// addPlotFlag binds --plot to opts.
+func addPlotFlag(cmd *cobra.Command, opts *plotOptions) {
+	cmd.Flags().StringVar(&opts.Path, "plot", "", "also draw a figure into this .png or .svg file (atomically)")
+}
+
+// check rejects a plot path whose extension names no supported format.
+func (o plotOptions) check() error {
+	if o.Path == "" {
+		return nil
+	}
+	if _, err := figure.Format(o.Path); err != nil {
+		return usageErrorf("--plot %q: expected a .png or .svg extension", o.Path)
+	}
+	return nil
+}
+
+// write renders fig in the format of the path's extension and writes it
+// as writeTarget does; without a path it does nothing.
+func (o plotOptions) write(fig figure.Figure) error {
+	if o.Path == "" {
+		return nil
+	}
+	format, err := figure.Format(o.Path)
+	if err != nil {
+		return usageError(err)
+	}
+	data, err := fig.Render(format)
+	if err != nil {
+		return internalError(fmt.Errorf("drawing %s: %w", o.Path, err))
+	}
+	return writeTarget("--plot", o.Path, chunksWriter([][]byte{data}))
+}
+
+// requestLogOptions is simulate's --request-log.
+type requestLogOptions struct {
+	Path   string        // --request-log: the log file; empty for none
+	format reqlog.Format // set by check, from the extension
+}
+
+// addRequestLogFlag binds --request-log to o.
+func addRequestLogFlag(cmd *cobra.Command, o *requestLogOptions) {
+	cmd.Flags().StringVar(&o.Path, "request-log", "", "also write one line per completed request to `FILE` (.csv or .jsonl), in the columns that servesim diagnose reads")
+}
+
+// check requires a .csv or .jsonl file other than -o's (usage errors).
+func (o *requestLogOptions) check(output outputOptions) error {
+	if o.Path == "" {
+		return nil
+	}
+	format, err := reqlog.FormatOf(o.Path)
+	if err != nil {
+		return usageErrorf("--request-log %v", err)
+	}
+	if o.Path == output.Path {
+		return usageErrorf("--request-log %q: -o writes the result to that file already", o.Path)
+	}
+	o.format = format
+	return nil
+}
+
+// write writes the log of a run to --request-log (atomically, like -o)
+// and says in one stderr line how many unfinished requests it leaves out.
+// log builds the log; it is called only when --request-log is given.
+func (o *requestLogOptions) write(s *streams, log func() (*reqlog.Log, error)) error {
+	if o.Path == "" {
+		return nil
+	}
+	l, err := log()
+	if err != nil {
+		return internalError(err)
+	}
+	if err := writeTarget("--request-log", o.Path, func(w io.Writer) error { return l.Write(w, o.format) }); err != nil {
+		return err
+	}
+	if l.Unfinished > 0 {
+		fmt.Fprintf(s.Err, "servesim: --request-log %s: %d of %d requests left out: unfinished when the run ended\n",
+			o.Path, l.Unfinished, l.Completed+l.Unfinished)
 	}
 	return nil
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +50,7 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			return usageError{cliflag.UnknownCommand(cmd, args[0], "")}
+			return usageError(cliflag.UnknownCommand(cmd, args[0], ""))
 		},
 	}
 	root.SetIn(s.In)
@@ -118,14 +120,7 @@ func subcommandsFor(subs []subcommand, args []string) []subcommand {
 // unmarked and count as usage errors.
 func markRunErrors(cmd *cobra.Command) {
 	if inner := cmd.RunE; inner != nil {
-		cmd.RunE = func(c *cobra.Command, args []string) error {
-			err := inner(c, args)
-			var coded codedError
-			if err == nil || errors.As(err, &coded) {
-				return err
-			}
-			return inputError{err}
-		}
+		cmd.RunE = func(c *cobra.Command, args []string) error { return withExitCode(inner(c, args), exitInput) }
 	}
 	for _, child := range cmd.Commands() {
 		markRunErrors(child)
@@ -175,4 +170,19 @@ func runCommands(ctx context.Context, args []string, s *streams, subs []subcomma
 		return coded.ExitCode()
 	}
 	return exitUsage
+}
+
+// helpFiles hold the long help and the examples of every command, as they
+// read in a terminal: help/COMMAND.txt and help/COMMAND.example.txt.
+//
+//go:embed help/*.txt
+var helpFiles embed.FS
+
+// help is the text of help/name.txt without its final newline.
+func help(name string) string {
+	text, err := helpFiles.ReadFile("help/" + name + ".txt")
+	if err != nil {
+		panic("no help file " + name) // the files are embedded: a test reads every one
+	}
+	return strings.TrimSuffix(string(text), "\n")
 }

@@ -81,7 +81,7 @@ func TestRunMapsCommandErrors(t *testing.T) {
 	}{
 		{"plain error is bad input", errors.New("trace x.csv line 3: bad"), nil, exitInput, "servesim: trace x.csv line 3: bad\n"},
 		{"usage error", usageErrorf("--scheduler %q: expected static, continuous or chunked", "x"), nil, exitUsage, "servesim: --scheduler \"x\": expected static, continuous or chunked\n"},
-		{"internal error", internalError{errors.New("boom")}, nil, exitInternal, "servesim: internal error: boom\n"},
+		{"internal error", internalError(errors.New("boom")), nil, exitInternal, "servesim: internal error: boom\n"},
 		{"panic is recovered", nil, "index out of range\nwith detail", exitInternal, "servesim: internal error: index out of range with detail\n"},
 		{"ok", nil, nil, exitOK, ""},
 	}

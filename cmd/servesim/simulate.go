@@ -123,7 +123,7 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	case formatVLLMBench:
 		doc, err := res.VLLMBench()
 		if err != nil {
-			return internalError{err}
+			return internalError(err)
 		}
 		return writeJSON(s, o.Output, doc)
 	}

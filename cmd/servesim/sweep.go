@@ -121,7 +121,7 @@ func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 	run, err := o.sweep.Start(ctx, sweeprun.Output{Format: o.Format, Jobs: o.Jobs, Resume: o.Resume, Path: o.Output.Path,
 		Stderr: s.Err, Progress: s.ErrIsTerminal && !o.Quiet})
 	if err != nil {
-		return inputError{err}
+		return inputError(err)
 	}
 	defer run.Close()
 	err = writeResult(s, o.Output, run.Write)
@@ -133,7 +133,7 @@ func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 		return encodingFailure(err)
 	}
 	if run.Failed > 0 {
-		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", run.Failed, run.Written)}
+		return inputError(fmt.Errorf("%d of %d runs failed (see their records' error)", run.Failed, run.Written))
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func newSweepMergeCmd(s *streams) *cobra.Command {
 func mergeSweep(s *streams, out outputOptions, files []string) error {
 	x, err := sweep.OpenMerge(files, s.Err)
 	if err != nil {
-		return inputError{err}
+		return inputError(err)
 	}
 	defer x.Close()
 	failed := 0
@@ -45,7 +45,7 @@ func mergeSweep(s *streams, out outputOptions, files []string) error {
 		return encodingFailure(err)
 	}
 	if failed > 0 {
-		return inputError{fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(x.Refs))}
+		return inputError(fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(x.Refs)))
 	}
 	return nil
 }
