@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -37,7 +36,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 		Long:    help("capacity"),
 		Example: help("capacity.example"),
 		Args:    cobra.NoArgs,
-		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd) },
+		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error { return opts.check(cmd, s) },
 			runF, func(ctx context.Context, o *capacityOptions) error { return runCapacity(ctx, s, o) }),
 	}
 	f := cmd.Flags()
@@ -59,12 +58,14 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or table", "json", "table")
 	addOutputFlag(cmd, &opts.Output)
-	addCapacityShardFlags(cmd, &opts.ShardFlags)
+	f.StringVar(&opts.Shard, "shard", "", "evaluate only shard `I/N` of the search's doubling sizes (auto: from a Slurm job array or Kubernetes Indexed Job), one JSON Lines record per size")
+	cliflag.AddList(cmd, &opts.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
+	_ = cmd.MarkFlagFilename("evaluations")
 	return cmd
 }
 
 // check rejects flag values that cannot mean anything (usage errors).
-func (o *capacityOptions) check(cmd *cobra.Command) error {
+func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 	if err := plantflag.CheckMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
 		return err
 	}
@@ -77,7 +78,7 @@ func (o *capacityOptions) check(cmd *cobra.Command) error {
 	if err := o.Engine.Check(cmd, o.Plant); err != nil {
 		return err
 	}
-	return o.ShardFlags.Check(o.Format, os.Getenv)
+	return o.ShardFlags.Check(o.Format, s.env)
 }
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
@@ -109,12 +110,4 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 		return inputError(unreachable)
 	}
 	return nil
-}
-
-// addCapacityShardFlags defines --shard and --evaluations on cmd.
-func addCapacityShardFlags(cmd *cobra.Command, o *capacityrun.ShardFlags) {
-	f := cmd.Flags()
-	f.StringVar(&o.Shard, "shard", "", "evaluate only shard `I/N` of the search's doubling sizes (auto: from a Slurm job array or Kubernetes Indexed Job), one JSON Lines record per size")
-	cliflag.AddList(cmd, &o.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
-	_ = cmd.MarkFlagFilename("evaluations")
 }

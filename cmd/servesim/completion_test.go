@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 )
 
@@ -69,7 +70,7 @@ func TestRouterIsCompletedOnlyWhereItExists(t *testing.T) {
 	with.Flags().String("router", "round-robin", "")
 	without := &cobra.Command{Use: "without", Run: func(*cobra.Command, []string) {}}
 	root.AddCommand(with, without)
-	registerCompletions(root)
+	cliflag.RegisterCompletions(root, flagCompletions, fileFlags)
 	fn, found := with.GetFlagCompletionFunc("router")
 	require.True(t, found)
 	got, _ := fn(with, nil, "least")

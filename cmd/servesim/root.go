@@ -60,7 +60,7 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 	for _, sub := range subcommandsFor(subs, args) {
 		root.AddCommand(sub.build(s))
 	}
-	registerCompletions(root)
+	cliflag.RegisterCompletions(root, flagCompletions, fileFlags)
 	markRunErrors(root)
 	return root
 }

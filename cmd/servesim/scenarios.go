@@ -72,17 +72,7 @@ func newScenariosCmd(s *streams, runF func(*scenariosOptions) error) *cobra.Comm
 
 // check validates flag values and combinations (usage errors, exit 2).
 func (o *scenariosOptions) check(cmd *cobra.Command) error {
-	changed := cmd.Flags().Changed
-	if o.TracePath != "" {
-		for _, name := range []string{"requests", "seed", "rps"} {
-			if changed(name) {
-				return usageErrorf("--%s shapes the synthetic agent trace: it cannot be combined with --trace", name)
-			}
-		}
-	} else if changed("shared-prefix-tokens") {
-		return usageErrorf("--shared-prefix-tokens applies to a replayed trace: use it with --trace")
-	}
-	if err := o.inputs(nil).Check(o.Benchmark); err != nil {
+	if err := o.inputs(nil).Check(o.Benchmark, cmd.Flags().Changed); err != nil {
 		return err
 	}
 	return o.Plot.check()

@@ -69,11 +69,12 @@ func newSimulateCmd(s *streams, runF func(*simulateOptions) error) *cobra.Comman
 // check rejects flag values that cannot mean anything (usage errors).
 // Plant values are checked with the plant (bad input, exit 1).
 func (o *simulateOptions) check(cmd *cobra.Command) error {
+	o.Requests, o.Figure = o.RequestLog.Path != "" || o.Format == formatVLLMBench, o.Plot.Path != ""
 	if err := plantflag.CheckMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
 		return err
 	}
 	if cmd.Flags().Changed("normalize") && !(o.Normalize > 0 && o.Normalize < 1) {
-		return badFlagValue("normalize", o.Normalize)
+		return usageErrorf("--normalize %v: expected %s", o.Normalize, flagExpectations["normalize"])
 	}
 	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
@@ -87,11 +88,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := o.Engine.Check(cmd, o.Plant); err != nil {
 		return err
 	}
-	work := plant.Options{Stride: o.Stride, Summary: o.Summary, MaxSteps: o.MaxSteps}
-	if o.Plot.Path != "" {
-		work = plant.Options{Stride: 1, MaxSteps: o.MaxSteps} // the figure keeps every step
-	}
-	if err := plantflag.CheckWork(o.Plant, work, o.Plot.Path != ""); err != nil {
+	if err := o.CheckWork(); err != nil {
 		return err
 	}
 	changed := cmd.Flags().Changed
@@ -103,7 +100,6 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 
 func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	o.Stdin, o.Stderr, o.Version = s.In, s.Err, resolvedVersion()
-	o.Requests, o.Figure = o.RequestLog.Path != "" || o.Format == formatVLLMBench, o.Plot.Path != ""
 	res, err := simrun.Run(ctx, o.Config)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -35,8 +36,8 @@ type sweepOptions struct {
 // newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
 // flag parsing; nil runs the sweep.
 func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
-	opts := &sweepOptions{Config: sweeprun.Config{PlantAxes: map[string][]string{}}}
-	plantValues := make([][]string, len(plantflag.Params))
+	opts := &sweepOptions{}
+	var plantAxes func() map[string][]string
 	cmd := &cobra.Command{
 		Use:     "sweep [flags]",
 		Short:   "Run simulate over a grid of profiles, traces, schedulers, controllers, loads and plant values",
@@ -44,11 +45,7 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 		Example: help("sweep.example"),
 		Args:    cobra.NoArgs,
 		RunE: checkThenRun(opts, func(cmd *cobra.Command, _ []string) error {
-			for i, pp := range plantflag.Params {
-				if cmd.Flags().Changed(pp.Flag) {
-					opts.PlantAxes[pp.Flag] = plantValues[i]
-				}
-			}
+			opts.PlantAxes = plantAxes()
 			return opts.check(cmd, s)
 		}, runF, func(ctx context.Context, o *sweepOptions) error { return runSweep(ctx, s, o) }),
 	}
@@ -60,9 +57,7 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run), mpc[:KEY=VALUE,...], mpc-clairvoyant[:KEY=VALUE,...] (double-quote a spec holding commas)")
 	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
 	cliflag.AddList(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
-	for i, pp := range plantflag.Params {
-		cliflag.AddList(cmd, &plantValues[i], pp.Flag, nil, "values, each "+pp.Expected, pp.Usage+" (comma-separated values; default: simulate's)")
-	}
+	plantAxes = plantflag.AddPlantAxes(cmd)
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
 	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
 	cliflag.AddChoice(cmd, &opts.Format, "format", sweep.FormatJSONL, "output format: jsonl, csv or table", sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable)
@@ -134,6 +129,47 @@ func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 	}
 	if run.Failed > 0 {
 		return inputError(fmt.Errorf("%d of %d runs failed (see their records' error)", run.Failed, run.Written))
+	}
+	return nil
+}
+
+// newSweepMergeCmd builds `servesim sweep merge`.
+func newSweepMergeCmd(s *streams) *cobra.Command {
+	var out outputOptions
+	cmd := &cobra.Command{
+		Use:     "merge FILE...",
+		Short:   "Join the outputs of a sweep's shards into the output of the whole grid",
+		Long:    help("sweep-merge"),
+		Example: help("sweep-merge.example"),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("sweep merge: expected the sweep output files to join")
+			}
+			return nil
+		},
+		RunE: func(_ *cobra.Command, files []string) error { return mergeSweep(s, out, files) },
+	}
+	addOutputFlag(cmd, &out)
+	return cmd
+}
+
+// mergeSweep joins the records of files into the output of their grid.
+func mergeSweep(s *streams, out outputOptions, files []string) error {
+	x, err := sweep.OpenMerge(files, s.Err)
+	if err != nil {
+		return inputError(err)
+	}
+	defer x.Close()
+	failed := 0
+	err = writeResult(s, out, func(w io.Writer) (err error) {
+		failed, err = x.WriteMerged(w)
+		return err
+	})
+	if err != nil {
+		return encodingFailure(err)
+	}
+	if failed > 0 {
+		return inputError(fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(x.Refs)))
 	}
 	return nil
 }

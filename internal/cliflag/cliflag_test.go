@@ -113,3 +113,21 @@ func TestBigIntTakesAnyInteger(t *testing.T) {
 	assert.EqualError(t, b.Set("1.5"), `"1.5": expected a whole number`)
 	assert.Equal(t, "int", b.Type())
 }
+
+func TestRegisterCompletionsOnlyWhereTheFlagExists(t *testing.T) {
+	t.Parallel()
+	root := &cobra.Command{Use: "servesim"}
+	with := &cobra.Command{Use: "with", Run: func(*cobra.Command, []string) {}}
+	with.Flags().String("color", "red", "")
+	with.Flags().String("out", "", "")
+	without := &cobra.Command{Use: "without", Run: func(*cobra.Command, []string) {}}
+	root.AddCommand(with, without)
+	RegisterCompletions(root, map[string]cobra.CompletionFunc{"color": Choices([]string{"red", "green"})}, map[string][]string{"out": {"csv"}})
+	fn, found := with.GetFlagCompletionFunc("color")
+	require.True(t, found)
+	got, _ := fn(with, nil, "g")
+	assert.Equal(t, []string{"green"}, got)
+	assert.Equal(t, []string{"csv"}, with.Flags().Lookup("out").Annotations[cobra.BashCompFilenameExt])
+	_, found = without.GetFlagCompletionFunc("color")
+	assert.False(t, found)
+}

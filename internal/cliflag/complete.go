@@ -29,3 +29,22 @@ func CompleteItems(toComplete string, values []string) []cobra.Completion {
 	}
 	return out
 }
+
+// RegisterCompletions makes the shell complete, in every subcommand of
+// root that has them, the flags of funcs by their function and the flags
+// of files as file names with the extensions listed (none: any file; a
+// folder is always offered).
+func RegisterCompletions(root *cobra.Command, funcs map[string]cobra.CompletionFunc, files map[string][]string) {
+	for _, cmd := range root.Commands() {
+		for name, fn := range funcs {
+			if cmd.Flags().Lookup(name) != nil {
+				_ = cmd.RegisterFlagCompletionFunc(name, fn)
+			}
+		}
+		for name, extensions := range files {
+			if cmd.Flags().Lookup(name) != nil {
+				_ = cmd.MarkFlagFilename(name, extensions...)
+			}
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 )
 
@@ -160,4 +161,23 @@ func CheckMaxElapsed(cmd *cobra.Command, maxElapsedS *float64) error {
 		return fmt.Errorf("--max-elapsed %v: expected a nonnegative number of seconds", *maxElapsedS)
 	}
 	return nil
+}
+
+// AddPlantAxes defines every plant flag on cmd as a comma-separated list
+// of values, a sweep's axis; the function it returns gives the values of
+// the flags given, by flag name.
+func AddPlantAxes(cmd *cobra.Command) func() map[string][]string {
+	values := make([][]string, len(Params))
+	for i, pp := range Params {
+		cliflag.AddList(cmd, &values[i], pp.Flag, nil, "values, each "+pp.Expected, pp.Usage+" (comma-separated values; default: simulate's)")
+	}
+	return func() map[string][]string {
+		axes := map[string][]string{}
+		for i, pp := range Params {
+			if cmd.Flags().Changed(pp.Flag) {
+				axes[pp.Flag] = values[i]
+			}
+		}
+		return axes
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -90,4 +91,13 @@ func TestCheckWorkNamesTheFlags(t *testing.T) {
 	assert.ErrorContains(t, err, "--plot draws every step: ")
 	err = CheckWork(p, plant.Options{Stride: 1, MaxSteps: plant.DefaultMaxSteps}, false)
 	assert.ErrorContains(t, err, "at --stride 1 keep ")
+}
+
+func TestAddPlantAxesGivesTheFlagsGiven(t *testing.T) {
+	t.Parallel()
+	cmd := &cobra.Command{Use: "sweep", RunE: func(*cobra.Command, []string) error { return nil }}
+	axes := AddPlantAxes(cmd)
+	cmd.SetArgs([]string{"--power-limit", "55, 64.8", "--max-active", "32"})
+	require.NoError(t, cmd.Execute())
+	assert.Equal(t, map[string][]string{"power-limit": {"55", "64.8"}, "max-active": {"32"}}, axes())
 }

@@ -30,9 +30,18 @@ type Inputs struct {
 	Stdin              io.Reader
 }
 
-// Check rejects inputs and SLOs that cannot mean anything; its errors name
-// the flag.
-func (in Inputs) Check(opt BenchmarkOptions) error {
+// Check rejects inputs and SLOs that cannot mean anything; given says
+// which flags were given. Its errors name the flag.
+func (in Inputs) Check(opt BenchmarkOptions, given func(flag string) bool) error {
+	if in.TracePath != "" {
+		for _, name := range []string{"requests", "seed", "rps"} {
+			if given(name) {
+				return fmt.Errorf("--%s shapes the synthetic agent trace: it cannot be combined with --trace", name)
+			}
+		}
+	} else if given("shared-prefix-tokens") {
+		return errors.New("--shared-prefix-tokens applies to a replayed trace: use it with --trace")
+	}
 	positiveFinite := func(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 	switch {
 	case in.TracePath == "-" && in.ProfilesPath == "-":

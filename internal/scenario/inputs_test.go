@@ -18,7 +18,8 @@ func agentInputs() Inputs {
 func TestInputsCheckNamesTheFlag(t *testing.T) {
 	t.Parallel()
 	opt := DefaultBenchmarkOptions()
-	require.NoError(t, agentInputs().Check(opt))
+	none := func(string) bool { return false }
+	require.NoError(t, agentInputs().Check(opt, none))
 	tests := []struct {
 		edit func(*Inputs, *BenchmarkOptions)
 		want string
@@ -34,8 +35,19 @@ func TestInputsCheckNamesTheFlag(t *testing.T) {
 	for _, tt := range tests {
 		in, o := agentInputs(), DefaultBenchmarkOptions()
 		tt.edit(&in, &o)
-		assert.ErrorContains(t, in.Check(o), tt.want)
+		assert.ErrorContains(t, in.Check(o, none), tt.want)
 	}
+}
+
+func TestInputsCheckRefusesFlagsOfTheOtherTrace(t *testing.T) {
+	t.Parallel()
+	given := func(name string) func(string) bool { return func(flag string) bool { return flag == name } }
+	in := agentInputs()
+	in.TracePath = "code.csv"
+	assert.EqualError(t, in.Check(DefaultBenchmarkOptions(), given("rps")), "--rps shapes the synthetic agent trace: it cannot be combined with --trace")
+	assert.NoError(t, in.Check(DefaultBenchmarkOptions(), given("shared-prefix-tokens")))
+	assert.EqualError(t, agentInputs().Check(DefaultBenchmarkOptions(), given("shared-prefix-tokens")),
+		"--shared-prefix-tokens applies to a replayed trace: use it with --trace")
 }
 
 func TestInputsReportIsTheAgentTracesByDefault(t *testing.T) {

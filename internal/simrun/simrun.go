@@ -85,6 +85,16 @@ func (c *Config) Check() error {
 	return plantflag.CheckExecTimeout(c.ExecTimeoutS)
 }
 
+// CheckWork refuses, before anything is read, a run whose steps or kept
+// trajectory would pass a limit (with Figure, every step is kept).
+func (c *Config) CheckWork() error {
+	work := plant.Options{Stride: c.Stride, Summary: c.Summary, MaxSteps: c.MaxSteps}
+	if c.Figure {
+		work = plant.Options{Stride: 1, MaxSteps: c.MaxSteps}
+	}
+	return plantflag.CheckWork(c.Plant, work, c.Figure)
+}
+
 // Check checks the fleet settings and decides whether the run is a
 // fleet's: one is asked for with a fleet file, more than one replica or
 // routerGiven (--router or --router-seed). normalize says that

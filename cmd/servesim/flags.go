@@ -4,6 +4,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"servesim/internal/cliflag"
+	"servesim/internal/fleet"
+	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 )
 
@@ -47,8 +49,24 @@ var flagExpectations = map[string]string{
 	"by-window":             "a positive number of seconds",
 }
 
-// badFlagValue is the usage error for a value of a flag listed in
-// flagExpectations that parsed but is out of range.
-func badFlagValue(flag string, value any) error {
-	return usageErrorf("--%s %v: expected %s", flag, value, flagExpectations[flag])
+// fileFlags are the flags that name files, with the extensions the shell
+// offers for them (none: any file). A folder is always offered, so a
+// profile bundle folder completes too.
+var fileFlags = map[string][]string{
+	"profile":  {"csv"},
+	"trace":    {"csv"},
+	"profiles": {"json"},
+	"output":   nil,
+	"plot":     {"png", "svg"},
+	// simulate's request log
+	"request-log": {"csv", "jsonl"},
+}
+
+// flagCompletions complete the values of the flags that name a policy, in
+// every command that has them.
+var flagCompletions = map[string]cobra.CompletionFunc{
+	"scheduler":  cliflag.Choices(plant.SchedulerNames),
+	"controller": plantflag.CompleteController,
+	"router":     cliflag.Choices(fleet.RouterNames),
+	"preemption": cliflag.Choices(plant.PreemptionNames),
 }
