@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/cliflag"
-	"servesim/internal/interrupt"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 	"servesim/internal/sweep"
@@ -113,24 +110,10 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 // regular file appears only when the sweep completes; an interrupted sweep
 // keeps what it wrote as FILE.partial).
 func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
-	run, err := o.sweep.Start(ctx, sweeprun.Output{Format: o.Format, Jobs: o.Jobs, Resume: o.Resume, Path: o.Output.Path,
-		Stderr: s.Err, Progress: s.ErrIsTerminal && !o.Quiet})
-	if err != nil {
-		return inputError(err)
-	}
-	defer run.Close()
-	err = writeResult(s, o.Output, run.Write)
-	var stop *interrupt.Stopped
-	if errors.As(err, &stop) {
-		return stop // not "-o FILE: sweep interrupted"
-	}
-	if err != nil {
-		return encodingFailure(err)
-	}
-	if run.Failed > 0 {
-		return inputError(fmt.Errorf("%d of %d runs failed (see their records' error)", run.Failed, run.Written))
-	}
-	return nil
+	out := sweeprun.Output{Format: o.Format, Jobs: o.Jobs, Resume: o.Resume, Path: o.Output.Path, Stderr: s.Err, Progress: s.ErrIsTerminal && !o.Quiet}
+	return o.sweep.Run(ctx, out, func(write func(io.Writer) error) error {
+		return encodingFailure(writeResult(s, o.Output, write))
+	})
 }
 
 // newSweepMergeCmd builds `servesim sweep merge`.
@@ -157,7 +140,7 @@ func newSweepMergeCmd(s *streams) *cobra.Command {
 func mergeSweep(s *streams, out outputOptions, files []string) error {
 	x, err := sweep.OpenMerge(files, s.Err)
 	if err != nil {
-		return inputError(err)
+		return err
 	}
 	defer x.Close()
 	failed := 0
@@ -168,8 +151,5 @@ func mergeSweep(s *streams, out outputOptions, files []string) error {
 	if err != nil {
 		return encodingFailure(err)
 	}
-	if failed > 0 {
-		return inputError(fmt.Errorf("%d of %d runs failed (see their records' error)", failed, len(x.Refs)))
-	}
-	return nil
+	return sweep.FailedRuns(failed, len(x.Refs))
 }

@@ -33,6 +33,15 @@ func OpenMerge(files []string, warn io.Writer) (*RecordIndex, error) {
 	return x, nil
 }
 
+// FailedRuns is the error of a sweep output of total runs of which failed
+// failed, written whole; nil when none did.
+func FailedRuns(failed, total int) error {
+	if failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d runs failed (see their records' error)", failed, total)
+}
+
 // WriteMerged writes the indexed records to w in grid order, followed by
 // the Pareto record recomputed over all of them: byte for byte the output
 // of one sweep of the whole grid. It returns how many of the runs failed.

@@ -30,10 +30,10 @@ type Output struct {
 	Progress bool
 }
 
-// Run is a sweep under way: its inputs loaded, its identity known, its
+// run is a sweep under way: its inputs loaded, its identity known, its
 // resumed records read, and SIGINT and SIGTERM taken over (interrupt.Watch)
-// until Close.
-type Run struct {
+// until close.
+type run struct {
 	s       *Sweep
 	ctx     context.Context
 	out     Output
@@ -41,34 +41,56 @@ type Run struct {
 	in      *inputs
 	id      identity
 	resumed *sweep.RecordIndex
-	// Written and Failed count the records written and the failed runs
-	// among them, once Write returned.
-	Written, Failed int
+	// written and failed count the records written and the failed runs
+	// among them, once write returned.
+	written, failed int
 }
 
-// Start loads the sweep's profiles and traces and reads the records of
-// out.Resume; its error is bad input. Signals stop the sweep from the
-// start: the first starts no further run, and the runs under way are
-// waited for up to interrupt.Grace (a second signal: not at all). A
-// cancelled ctx ends the runs under way and those after them, whose
-// records carry its error.
-func (s *Sweep) Start(ctx context.Context, out Output) (*Run, error) {
-	r := &Run{s: s, ctx: ctx, out: out, signals: interrupt.Watch(interrupt.Grace)}
+// Run runs the sweep: it loads its profiles and traces, reads the records
+// of out.Resume, and writes each record as soon as it and the records
+// before it are done (Write) through write, which hands the function it is
+// given the output (stdout or the -o file out.Path names, as
+// outfile.Write does). Signals stop the sweep from the start: the first
+// starts no further run, and the runs under way are waited for up to
+// interrupt.Grace (a second signal: not at all); Run then returns an
+// *interrupt.Stopped. A cancelled ctx ends the runs under way and those
+// after them, whose records carry its error. A sweep written whole with
+// failed runs returns sweep.FailedRuns.
+func (s *Sweep) Run(ctx context.Context, out Output, write func(func(io.Writer) error) error) error {
+	r, err := s.start(ctx, out)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	err = write(r.write)
+	var stop *interrupt.Stopped
+	if errors.As(err, &stop) {
+		return stop // not "-o FILE: sweep interrupted"
+	}
+	if err != nil {
+		return err
+	}
+	return sweep.FailedRuns(r.failed, r.written)
+}
+
+// start loads the sweep's inputs and reads the records of out.Resume.
+func (s *Sweep) start(ctx context.Context, out Output) (*run, error) {
+	r := &run{s: s, ctx: ctx, out: out, signals: interrupt.Watch(interrupt.Grace)}
 	r.in = s.load()
 	r.id = s.identify(r.in)
 	if out.Resume != "" {
 		var err error
 		if r.resumed, err = s.readResume(out.Resume, out.Stderr, r.id, r.in); err != nil {
-			r.Close()
+			r.close()
 			return nil, err
 		}
 	}
 	return r, nil
 }
 
-// Close gives the signals their default behaviour back and closes the
+// close gives the signals their default behaviour back and closes the
 // resumed records.
-func (r *Run) Close() {
+func (r *run) close() {
 	r.signals.Release()
 	if r.resumed != nil {
 		r.resumed.Close()
@@ -76,12 +98,12 @@ func (r *Run) Close() {
 	}
 }
 
-// Write runs the cells and writes each record to w as soon as it and the
+// write runs the cells and writes each record to w as soon as it and the
 // records before it are done, in grid order, then the Pareto record. A
 // sweep stopped by a signal returns an *interrupt.Stopped, after keeping
 // what it wrote as Path.partial (outfile.KeepPartial; w is the writer
 // outfile.Write gave it).
-func (r *Run) Write(w io.Writer) error {
+func (r *run) write(w io.Writer) error {
 	s, out := r.s, r.out
 	rw, err := sweep.NewWriter(w, out.Format, s.grid, plantflag.AxisKey, r.id.digest, r.id.cells, r.resumed)
 	if err != nil {
@@ -111,11 +133,11 @@ func (r *Run) Write(w io.Writer) error {
 	if err == nil || stopped {
 		err = rw.Finish(!stopped)
 	}
-	r.Written, r.Failed = rw.Written, rw.Failed
+	r.written, r.failed = rw.Written, rw.Failed
 	if err != nil || !stopped {
 		return err
 	}
-	e := &interrupt.Stopped{Signal: r.signals.Signal(), Task: "sweep", Written: r.Written, Total: s.shard.Len(), Unit: "runs", Where: "stdout"}
+	e := &interrupt.Stopped{Signal: r.signals.Signal(), Task: "sweep", Written: r.written, Total: s.shard.Len(), Unit: "runs", Where: "stdout"}
 	if out.Path != "" && out.Path != "-" {
 		kept := false
 		if e.Where, kept, err = outfile.KeepPartial(w, out.Path); err != nil {

@@ -81,16 +81,13 @@ func TestPlanNamesTheAxesOfAGridPastTheLimit(t *testing.T) {
 	assert.NoError(t, s.Plan(1, 2, 1), "a shard of one cell")
 }
 
-// write runs the sweep s to a buffer.
-func write(t *testing.T, s *Sweep, out Output) ([]byte, *Run) {
+// write runs the sweep s to a buffer, and returns its error.
+func write(t *testing.T, s *Sweep, out Output) ([]byte, error) {
 	t.Helper()
 	out.Stderr = io.Discard
-	run, err := s.Start(context.Background(), out)
-	require.NoError(t, err)
-	defer run.Close()
 	var buf bytes.Buffer
-	require.NoError(t, run.Write(&buf))
-	return buf.Bytes(), run
+	err := s.Run(context.Background(), out, func(write func(io.Writer) error) error { return write(&buf) })
+	return buf.Bytes(), err
 }
 
 // TestResumeCopiesTheRecordsAndChecksTheirGrid resumes from the first
@@ -101,24 +98,23 @@ func TestResumeCopiesTheRecordsAndChecksTheirGrid(t *testing.T) {
 	s, err := New(config())
 	require.NoError(t, err)
 	require.NoError(t, s.Plan(1, 1, sweep.DefaultMaxCells))
-	whole, run := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 2})
-	assert.Equal(t, 2, run.Written)
-	assert.Equal(t, 0, run.Failed)
+	whole, err := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 2})
+	require.NoError(t, err)
 	lines := strings.SplitAfter(string(whole), "\n")
 	require.Len(t, lines, 4, "two runs, the Pareto record and nothing after the last newline")
 
 	partial := filepath.Join(t.TempDir(), "out.jsonl.partial")
 	require.NoError(t, os.WriteFile(partial, []byte(lines[0]), 0o644))
-	resumed, run := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 1, Resume: partial})
+	resumed, err := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 1, Resume: partial})
+	require.NoError(t, err)
 	assert.Equal(t, string(whole), string(resumed))
-	assert.Equal(t, 2, run.Written)
 
 	other := config()
 	other.MaxSteps = 1e8
 	o, err := New(other)
 	require.NoError(t, err)
 	require.NoError(t, o.Plan(1, 1, sweep.DefaultMaxCells))
-	_, err = o.Start(context.Background(), Output{Format: sweep.FormatJSONL, Jobs: 1, Resume: partial, Stderr: io.Discard})
+	_, err = write(t, o, Output{Format: sweep.FormatJSONL, Jobs: 1, Resume: partial})
 	assert.ErrorContains(t, err, "--resume "+partial)
 	assert.ErrorContains(t, err, "the record is of another grid")
 }
@@ -133,8 +129,7 @@ func TestAFailedInputFailsOnlyItsRuns(t *testing.T) {
 	s, err := New(cfg)
 	require.NoError(t, err)
 	require.NoError(t, s.Plan(1, 1, sweep.DefaultMaxCells))
-	out, run := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 2})
-	assert.Equal(t, 2, run.Written)
-	assert.Equal(t, 1, run.Failed)
+	out, err := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 2})
+	assert.EqualError(t, err, "1 of 2 runs failed (see their records' error)")
 	assert.Contains(t, string(out), "missing.csv")
 }
