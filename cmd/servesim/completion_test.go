@@ -41,11 +41,7 @@ func TestEveryCompletedFormatIsAccepted(t *testing.T) {
 	t.Parallel()
 	s, _, _ := testStreams("")
 	var checked []string
-	var walk func(*cobra.Command)
-	walk = func(cmd *cobra.Command) {
-		for _, sub := range cmd.Commands() {
-			walk(sub)
-		}
+	walkCommands(newRootCmd(s, nil, commands()), func(cmd *cobra.Command) {
 		if cmd.Flags().Lookup("format") == nil {
 			return
 		}
@@ -58,8 +54,7 @@ func TestEveryCompletedFormatIsAccepted(t *testing.T) {
 		}
 		assert.Error(t, cmd.Flags().Set("format", "yaml"), "%s: a format not completed is refused", cmd.CommandPath())
 		checked = append(checked, cmd.Name())
-	}
-	walk(newRootCmd(s, nil, commands()))
+	})
 	assert.ElementsMatch(t, []string{"capacity", "diagnose", "scenarios", "simulate", "sweep", "stats", "validate-profile"}, checked)
 }
 
