@@ -123,7 +123,7 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 		return err
 	}
 	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(out.Table))
+		return writeBytes(s, o.Output, []byte(out.Table()))
 	}
 	return writeJSON(s, o.Output, out.Document)
 }

@@ -9,12 +9,15 @@ import (
 )
 
 // Outcome is a diagnosis in the forms the command writes: the JSON
-// document, the table for terminals and the figure.
+// document, the table for terminals (Table) and the figure.
 type Outcome struct {
 	Document any
-	Table    string
 	Figure   figure.Figure
+	table    func() string
 }
+
+// Table is the outcome's table for terminals.
+func (o Outcome) Table() string { return o.table() }
 
 // DemoOutcome is the reference's before/after remediation report on its
 // controlled workload (Demo).
@@ -24,7 +27,7 @@ func DemoOutcome(opts Options) (Outcome, error) {
 		return Outcome{}, err
 	}
 	snapshots := []Snapshot{report.BeforeRemediation, report.AfterRemediation}
-	return Outcome{Document: report, Table: report.Table(), Figure: Figure("demo: before and after remediation", snapshots)}, nil
+	return Outcome{Document: report, Figure: Figure("demo: before and after remediation", snapshots), table: report.Table}, nil
 }
 
 // LogsOutcome diagnoses the request logs in files, read as one log ("-":
@@ -47,5 +50,5 @@ func LogsOutcome(files []string, stdin io.Reader, window string, byWindowS float
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Document: doc, Table: Table(snapshots), Figure: Figure(window, snapshots)}, nil
+	return Outcome{Document: doc, Figure: Figure(window, snapshots), table: func() string { return Table(snapshots) }}, nil
 }

@@ -31,7 +31,7 @@ func TestLogsOutcomeNamesTheWindowAfterItsInput(t *testing.T) {
 	} {
 		out, err := LogsOutcome(tt.files, strings.NewReader(string(data)), tt.window, 0, DefaultOptions())
 		require.NoError(t, err, tt.files)
-		assert.Contains(t, out.Table, tt.want)
+		assert.Contains(t, out.Table(), tt.want)
 		assert.Equal(t, tt.want, out.Document.(Snapshot).WindowName)
 	}
 	_, err = LogsOutcome([]string{"testdata/missing.csv"}, nil, "", 0, DefaultOptions())
@@ -45,5 +45,5 @@ func TestDemoOutcomeIsTheDemo(t *testing.T) {
 	report, err := Demo(DefaultOptions())
 	require.NoError(t, err)
 	assert.Equal(t, report, out.Document)
-	assert.Equal(t, report.Table(), out.Table)
+	assert.Equal(t, report.Table(), out.Table())
 }

@@ -32,19 +32,23 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 	router, _ := fleet.NewRouter(c.Fleet.Router, c.Fleet.RouterSeed)
 	var mu sync.Mutex
 	controllers := map[int]plant.ClockController{}
+	var built func(int, plant.ClockController) // with --verbose: keeps each replica's controller, timing its solves
+	if c.Verbose {
+		built = func(k int, ctrl plant.ClockController) {
+			c.timeSolves(ctrl)
+			mu.Lock()
+			controllers[k] = ctrl
+			mu.Unlock()
+		}
+	}
 	report, err := fleet.RunContext(ctx, workload, fleet.RunConfig{
 		Config: fleet.Config{
-			Plant:   c.Plant,
-			Groups:  groups,
-			Router:  router,
-			Options: c.options(),
-			Jobs:    c.Fleet.Jobs,
-			ControllerBuilt: func(k int, ctrl plant.ClockController) {
-				c.timeSolves(ctrl)
-				mu.Lock()
-				controllers[k] = ctrl
-				mu.Unlock()
-			},
+			Plant:           c.Plant,
+			Groups:          groups,
+			Router:          router,
+			Options:         c.options(),
+			Jobs:            c.Fleet.Jobs,
+			ControllerBuilt: built,
 		},
 		Normalize:        c.Normalize,
 		NormalizeInPlace: true, // the trace was loaded for this run alone
