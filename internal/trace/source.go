@@ -62,10 +62,14 @@ func (s *Source) Read(emit func(plant.Request) error) (plant.Workload, error) {
 }
 
 // Estimate implements plant.WorkloadSource: the lines of the file's first
-// bytes scaled to its size; 0 for standard input.
+// bytes scaled to its size; 0 for standard input and for anything but a
+// regular file (a FIFO or a device would give Read what Estimate read).
 func (s *Source) Estimate() int {
 	if s.Path == "-" {
 		return 0
+	}
+	if info, err := os.Stat(s.Path); err != nil || !info.Mode().IsRegular() {
+		return 0 // Read says why, or reads the FIFO whole
 	}
 	f, err := os.Open(s.Path)
 	if err != nil {
