@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -94,20 +93,11 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 		})
 	}
 	doc, err := study.Run(ctx, o.Evaluations, progress)
-	var unreachable *fleet.UnreachableError
-	if err != nil && !errors.As(err, &unreachable) {
+	if doc == nil {
 		return err
 	}
-	if o.Format == "table" {
-		err = writeBytes(s, o.Output, []byte(doc.Table()))
-	} else {
-		err = writeJSON(s, o.Output, doc)
+	if werr := writeDocument(s, o.Output, o.Format, doc, doc.Table); werr != nil {
+		return werr
 	}
-	if err != nil {
-		return err
-	}
-	if unreachable != nil {
-		return inputError(unreachable)
-	}
-	return nil
+	return err // a *fleet.UnreachableError after its document: bad input
 }

@@ -122,8 +122,5 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 	if err := o.Plot.write(out.Figure); err != nil {
 		return err
 	}
-	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(out.Table()))
-	}
-	return writeJSON(s, o.Output, out.Document)
+	return writeDocument(s, o.Output, o.Format, out.Document, out.Table)
 }

@@ -44,6 +44,15 @@ func writeJSON(s *streams, out outputOptions, v any) error {
 	return writeBytes(s, out, chunks...)
 }
 
+// writeDocument writes table() for --format table, else doc as JSON
+// (writeJSON).
+func writeDocument(s *streams, out outputOptions, format string, doc any, table func() string) error {
+	if format == "table" {
+		return writeBytes(s, out, []byte(table()))
+	}
+	return writeJSON(s, out, doc)
+}
+
 // encodingFailure marks a *jsonout.EncodeError as an internal error: a
 // result servesim built that it cannot write.
 func encodingFailure(err error) error {

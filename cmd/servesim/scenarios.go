@@ -94,8 +94,5 @@ func runScenarios(s *streams, o *scenariosOptions) error {
 	if err := o.Plot.write(report.Figure()); err != nil {
 		return err
 	}
-	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(report.Table()))
-	}
-	return writeJSON(s, o.Output, report.Document())
+	return writeDocument(s, o.Output, o.Format, report.Document(), report.Table)
 }

@@ -113,17 +113,14 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 		}
 		res.Thin()
 	}
-	switch o.Format {
-	case "table":
-		return writeBytes(s, o.Output, []byte(res.Table()))
-	case formatVLLMBench:
+	if o.Format == formatVLLMBench {
 		doc, err := res.VLLMBench()
 		if err != nil {
 			return internalError(err)
 		}
 		return writeJSON(s, o.Output, doc)
 	}
-	return writeJSON(s, o.Output, res.Document())
+	return writeDocument(s, o.Output, o.Format, res.Document(), res.Table)
 }
 
 // addFleetFlags binds the fleet flags to o.

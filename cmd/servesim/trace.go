@@ -64,10 +64,7 @@ func runTraceStats(s *streams, o *traceStatsOptions) error {
 		return err
 	}
 	stats := trace.ComputeStats(t)
-	if o.Format == "table" {
-		return writeBytes(s, o.Output, []byte(stats.Table()))
-	}
-	return writeJSON(s, o.Output, &stats)
+	return writeDocument(s, o.Output, o.Format, &stats, stats.Table)
 }
 
 // traceConvertOptions are the arguments and flags of `servesim trace

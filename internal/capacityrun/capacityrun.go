@@ -158,7 +158,8 @@ type Progress struct {
 // Run runs the search, taking the sizes that the records of the files or
 // glob patterns evaluations hold as simulated, and returns the document.
 // When no fleet of at most MaxReplicas replicas meets the target, it
-// returns the document and a *fleet.UnreachableError.
+// returns the document and a *fleet.UnreachableError; on any other error,
+// no document.
 func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fleet.CapacityDocument, error) {
 	summary, err := s.useEvaluations(evaluations, p)
 	if err != nil {
