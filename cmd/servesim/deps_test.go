@@ -33,8 +33,9 @@ func TestNoSlowInitPackages(t *testing.T) {
 }
 
 // Layers of the module (docs/ARCHITECTURE.md): cmd/servesim on top, the
-// domain packages under it, the helpers at the bottom, and test helpers
-// beside them. Imports only go down.
+// run packages (a command's flags turned into a run) under it, the domain
+// packages under them, the helpers at the bottom, and test helpers beside
+// them. Imports only go down.
 var (
 	helperPackages = []string{
 		"internal/pycompat", "internal/jsonout", "internal/numeric", "internal/limits",
@@ -43,9 +44,9 @@ var (
 	}
 	domainPackages = []string{
 		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",
-		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench", "internal/plantflag",
-		"internal/sweeprun", "internal/capacityrun", "internal/simrun",
+		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench",
 	}
+	runPackages = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/plantflag"}
 	testPackages = []string{
 		"internal/sharedtest", "internal/paritytest", "internal/profile/profiletest",
 		"internal/figure/figuretest", "internal/plant/exectest",
@@ -67,13 +68,13 @@ func TestPackageLayers(t *testing.T) {
 		fields := strings.Fields(line)
 		deps[strings.TrimPrefix(fields[0], "servesim/")] = fields[1:]
 	}
-	for _, layer := range [][]string{helperPackages, domainPackages, testPackages} {
+	for _, layer := range [][]string{helperPackages, domainPackages, runPackages, testPackages} {
 		for _, pkg := range layer {
 			require.Contains(t, deps, pkg, "the layer lists a package that exists")
 		}
 	}
 	for pkg := range deps {
-		known := slices.Contains(helperPackages, pkg) || slices.Contains(domainPackages, pkg) ||
+		known := slices.Contains(helperPackages, pkg) || slices.Contains(domainPackages, pkg) || slices.Contains(runPackages, pkg) ||
 			slices.Contains(testPackages, pkg) || pkg == "cmd/servesim"
 		assert.True(t, known, "%s is in no layer: add it to docs/ARCHITECTURE.md and to this test", pkg)
 	}
@@ -82,8 +83,13 @@ func TestPackageLayers(t *testing.T) {
 		assert.False(t, imports(pkg, "cmd/servesim"), "%s imports the command", pkg)
 	}
 	for _, helper := range helperPackages {
-		for _, domain := range domainPackages {
-			assert.False(t, imports(helper, domain), "helper %s imports domain package %s", helper, domain)
+		for _, upper := range append(slices.Clone(domainPackages), runPackages...) {
+			assert.False(t, imports(helper, upper), "helper %s imports %s", helper, upper)
+		}
+	}
+	for _, domain := range domainPackages {
+		for _, r := range runPackages {
+			assert.False(t, imports(domain, r), "domain package %s imports run package %s", domain, r)
 		}
 	}
 	for _, test := range testPackages {
