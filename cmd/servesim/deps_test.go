@@ -46,7 +46,7 @@ var (
 		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",
 		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench",
 	}
-	runPackages = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/plantflag"}
+	runPackages  = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/plantflag"}
 	testPackages = []string{
 		"internal/sharedtest", "internal/paritytest", "internal/profile/profiletest",
 		"internal/figure/figuretest", "internal/plant/exectest",
