@@ -166,6 +166,7 @@ func New(p Plant, slo SLO, set Settings) (*Controller, error) {
 	c.lastUniform = len(c.levels.list) - 1
 
 	c.pr.dtS = p.TimeStepS
+	c.pr.layBlocks(set, p.ThermalTauS)
 	return c, nil
 }
 

@@ -20,9 +20,10 @@ type problem struct {
 	// the first partial when the solve is not at a period's start; a plan
 	// holds one level over each block (the search varies the first
 	// period's alone).
-	blocks   []block
-	horizonS float64
-	firstS   float64 // span of the first block
+	blocks      []block
+	horizonS    float64
+	firstS      float64 // span of the first block
+	afterFirstS float64 // span of the others
 	// The queue: items in service order, and lostWork the prompt tokens
 	// of the queued requests ahead of them already past their TTFT
 	// objective (at the head, the queue being in arrival order).
@@ -62,10 +63,12 @@ type problem struct {
 }
 
 // block is a run of periods of the horizon: the first, its span and the
-// thermal decay over it.
+// thermal decay over it, and the span from its start to the end of the
+// horizon and the decay over that.
 type block struct {
-	first        int
-	spanS, decay float64
+	first            int
+	spanS, decay     float64
+	restS, restDecay float64
 }
 
 // stationary is a level's long-run outcome under the predicted arrivals:
@@ -165,7 +168,7 @@ func (pr *problem) run(m *Controller, plan []int) outcome {
 		r.k = k
 		level := plan[b.first]
 		if r.settled() && constantFrom(plan, b.first) {
-			r.tail(level, pr.horizonS-r.t)
+			r.tail(level, pr.horizonS-r.t, b.restDecay)
 			break
 		}
 		r.block(level, b)
@@ -456,10 +459,11 @@ func (r *rollout) judgeTPOT() {
 	}
 }
 
-// tail follows the rest of the horizon (span seconds) at level in the
-// stationary regime: nothing is queued, the decoding requests finish their
-// expected outputs, and arrivals come at the predicted rate.
-func (r *rollout) tail(level int, span float64) {
+// tail follows the rest of the horizon (span seconds, over which the
+// thermal state decays by decay) at level in the stationary regime:
+// nothing is queued, the decoding requests finish their expected outputs,
+// and arrivals come at the predicted rate.
+func (r *rollout) tail(level int, span, decay float64) {
 	r.states++
 	pl := &r.m.levels.cool[level]
 	s := &r.pr.stationary[level]
@@ -473,8 +477,7 @@ func (r *rollout) tail(level int, span float64) {
 	arrivals := r.pr.rate * span
 	r.misses += arrivals * s.missShare
 	r.judged += arrivals
-	p := &r.m.plant
-	r.tempC = s.temperatureC + (r.tempC-s.temperatureC)*math.Exp(-span/p.ThermalTauS)
+	r.tempC = s.temperatureC + (r.tempC-s.temperatureC)*decay
 	r.peakTempC = math.Max(r.peakTempC, r.tempC)
 	r.t += span
 }

@@ -35,25 +35,13 @@ func (c *Controller) build(s Server, period int) {
 	pr := &c.pr
 	now := s.TimeS()
 	dt := c.plant.TimeStepS
-	first := math.Max(float64(period+1)*c.set.PeriodS-now, dt)
-	if first != pr.firstS || len(pr.blocks) == 0 {
-		// Blocks of 1, 1, 2, 4, 8, ... periods (one for each refined period,
-		// then doubling).
+	if first := math.Max(float64(period+1)*c.set.PeriodS-now, dt); first != pr.firstS {
+		// Only the first block changes from solve to solve.
 		pr.firstS = first
-		pr.blocks = pr.blocks[:0]
-		pr.horizonS = 0
-		size := 1
-		for k := 0; k < c.set.Horizon; k += size {
-			if k >= refinedPeriods+1 {
-				size = min(2*size, c.set.Horizon-k)
-			}
-			span := float64(size) * c.set.PeriodS
-			if k == 0 {
-				span = first
-			}
-			pr.blocks = append(pr.blocks, block{first: k, spanS: span, decay: math.Exp(-span / c.plant.ThermalTauS)})
-			pr.horizonS += span
-		}
+		pr.horizonS = first + pr.afterFirstS
+		b := &pr.blocks[0]
+		b.spanS, b.decay = first, math.Exp(-first/c.plant.ThermalTauS)
+		b.restS, b.restDecay = pr.horizonS, math.Exp(-pr.horizonS/c.plant.ThermalTauS)
 	}
 	pr.temperatureC = s.TemperatureC()
 	pr.kvTokens = s.KVTokens()
@@ -135,6 +123,29 @@ func (c *Controller) build(s Server, period int) {
 		pr.rate = c.learn.rate(now)
 	}
 	c.stationaries()
+}
+
+// layBlocks lays out the horizon in blocks of 1, 1, 2, 4, 8, ... periods
+// (one for each refined period, then doubling) with the span of each but
+// the first, whose span (from the solve to the end of its period) build
+// sets at each solve.
+func (pr *problem) layBlocks(set Settings, thermalTauS float64) {
+	pr.blocks = pr.blocks[:0]
+	size := 1
+	for k := 0; k < set.Horizon; k += size {
+		if k >= refinedPeriods+1 {
+			size = min(2*size, set.Horizon-k)
+		}
+		pr.blocks = append(pr.blocks, block{first: k, spanS: float64(size) * set.PeriodS})
+	}
+	rest := 0.0
+	for k := len(pr.blocks) - 1; k >= 1; k-- {
+		b := &pr.blocks[k]
+		b.decay = math.Exp(-b.spanS / thermalTauS)
+		rest += b.spanS
+		b.restS, b.restDecay = rest, math.Exp(-rest/thermalTauS)
+	}
+	pr.afterFirstS = rest
 }
 
 // need returns the output tokens per step decoding request a needs from
