@@ -60,6 +60,9 @@ type problem struct {
 	// maxFew (fewBuf holds them).
 	few    []fewActive
 	fewBuf [maxFew]fewActive
+	// alone caches aloneSoon by level (at the solve every rollout runs a
+	// level with the same thermal state); negative until computed.
+	alone []float64
 }
 
 // block is a run of periods of the horizon: the first, its span and the
@@ -103,6 +106,7 @@ type rollout struct {
 	pr         *problem
 	t          float64
 	k          int     // current block
+	level      int     // level of the current block
 	backlog    float64 // prompt tokens queued (followed items and predicted arrivals)
 	prefilled  float64 // prompt tokens prefilled since the solve, from the queue head (after the lost ones)
 	next       int     // first item not yet admitted
@@ -201,6 +205,7 @@ func (r *rollout) settled() bool {
 // block follows one block of periods at level.
 func (r *rollout) block(level int, b *block) {
 	r.states++
+	r.level = level
 	pl := &r.m.levels.cool[level]
 	if r.tempC >= r.m.plant.ThermalLimitC {
 		pl = &r.m.levels.hot[level]
@@ -316,7 +321,10 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		// and end the alternation.
 		itemsAlone = 1
 		if pr.active > 0 && cycle > dt {
-			itemsAlone = pr.aloneSoon(pl, r.m.slo.TTFTS)
+			if pr.alone[r.level] < 0 {
+				pr.alone[r.level] = pr.aloneSoon(pl, r.m.slo.TTFTS)
+			}
+			itemsAlone = pr.alone[r.level]
 		}
 	}
 	for r.next < r.arrivedTo && pr.items[r.next].work <= r.prefilled+1e-9 {
