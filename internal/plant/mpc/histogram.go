@@ -127,7 +127,7 @@ func (h *histogram) above(g float64) (count, sum float64) {
 
 // bins calls f with the count and mean value of each nonempty bin.
 func (h *histogram) bins(f func(count, value float64)) {
-	for i := range histogramBins {
+	for i := range h.top + 1 {
 		if h.count[i] > 0 {
 			f(h.count[i], h.sum[i]/h.count[i])
 		}

@@ -28,6 +28,7 @@ type problem struct {
 	// of the queued requests ahead of them already past their TTFT
 	// objective (at the head, the queue being in arrival order).
 	items    []item
+	arrived  int // items arrived at the solve (the others are clairvoyant futures)
 	lostWork float64
 	// The decoding requests: their count, expected output tokens still to
 	// generate, KV occupancy, and the shares the savable ones need
@@ -157,11 +158,7 @@ func (pr *problem) run(m *Controller, plan []int) outcome {
 	}
 	pr.trace = pr.trace[:0]
 	pr.admitted = pr.admitted[:0]
-	for i := range pr.items {
-		if pr.items[i].arrivalS <= 0 {
-			r.arrivedTo = i + 1
-		}
-	}
+	r.arrivedTo = pr.arrived
 	r.backlog = pr.lostWork
 	if r.arrivedTo > 0 {
 		r.backlog += pr.items[r.arrivedTo-1].work

@@ -135,6 +135,10 @@ func (c *Controller) build(s Server, period int) {
 	} else {
 		pr.rate = c.learn.rate(now)
 	}
+	pr.arrived = 0
+	for pr.arrived < len(pr.items) && pr.items[pr.arrived].arrivalS <= 0 {
+		pr.arrived++
+	}
 	c.stationaries()
 }
 
@@ -450,13 +454,7 @@ func (c *Controller) search(start time.Time) bool {
 func (c *Controller) predictedArrivals() float64 {
 	pr := &c.pr
 	if c.clairvoyant {
-		n := 0
-		for i := range pr.items {
-			if pr.items[i].arrivalS > 0 {
-				n++
-			}
-		}
-		return float64(n)
+		return float64(len(pr.items) - pr.arrived)
 	}
 	return pr.rate * pr.horizonS
 }
