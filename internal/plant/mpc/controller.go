@@ -162,10 +162,12 @@ func New(p Plant, slo SLO, set Settings) (*Controller, error) {
 		best:     make([]int, set.Horizon),
 	}
 	c.pr.stationary = make([]stationary, len(p.Levels))
+	c.pr.alone = make([]float64, len(p.Levels))
 	c.uniform = make([]uniformOutcome, len(c.levels.list))
 	c.lastUniform = len(c.levels.list) - 1
 
 	c.pr.dtS = p.TimeStepS
+	c.pr.layBlocks(set, p.ThermalTauS)
 	return c, nil
 }
 

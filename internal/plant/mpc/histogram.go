@@ -21,12 +21,13 @@ type histogram struct {
 	sum   [histogramBins]float64
 	n     float64
 	total float64
-	// cumCount[i] and cumSum[i] are the counts and sums of bins below i.
+	// cumCount[i] and cumSum[i] are the counts and sums of bins below i,
+	// for i up to top+1.
 	cumCount [histogramBins + 1]float64
 	cumSum   [histogramBins + 1]float64
 	// The prefix sums are valid up to bin dirtyFrom (all of them when it
-	// is histogramBins).
-	dirtyFrom int
+	// is histogramBins), and top is the highest bin counted.
+	dirtyFrom, top int
 }
 
 // binOf returns the bin of value v >= 1; bin i holds values in
@@ -58,12 +59,16 @@ func (h *histogram) add(v int) {
 	h.n++
 	h.total += float64(v)
 	h.dirtyFrom = min(h.dirtyFrom, b)
+	h.top = max(h.top, b)
 }
 
 // prepare rebuilds the prefix sums after updates, from the lowest bin
-// updated.
+// updated to the highest bin counted.
 func (h *histogram) prepare() {
-	for i := h.dirtyFrom; i < histogramBins; i++ {
+	if h.dirtyFrom > h.top {
+		return
+	}
+	for i := h.dirtyFrom; i <= h.top; i++ {
 		h.cumCount[i+1] = h.cumCount[i] + h.count[i]
 		h.cumSum[i+1] = h.cumSum[i] + h.sum[i]
 	}
@@ -88,6 +93,9 @@ func (h *histogram) cdf(x float64) float64 {
 		return 1
 	}
 	b := binOf(int(x))
+	if b > h.top {
+		return 1
+	}
 	lo, hi := binLow(b), binLow(b+1)
 	frac := (x - lo + 1) / (hi - lo)
 	return (h.cumCount[b] + math.Min(frac, 1)*h.count[b]) / h.n
@@ -104,6 +112,9 @@ func (h *histogram) above(g float64) (count, sum float64) {
 		return 0, 0
 	}
 	b := binOf(int(g))
+	if b > h.top {
+		return 0, 0
+	}
 	count = h.n - h.cumCount[b+1]
 	sum = h.total - h.cumSum[b+1]
 	lo, hi := binLow(b), binLow(b+1)
@@ -116,7 +127,7 @@ func (h *histogram) above(g float64) (count, sum float64) {
 
 // bins calls f with the count and mean value of each nonempty bin.
 func (h *histogram) bins(f func(count, value float64)) {
-	for i := range histogramBins {
+	for i := range h.top + 1 {
 		if h.count[i] > 0 {
 			f(h.count[i], h.sum[i]/h.count[i])
 		}

@@ -22,8 +22,11 @@ const defaultOutputTokens = 64.0
 type learner struct {
 	ring     [rateRing]float64 // arrival times, a circular buffer
 	arrivals int               // arrivals seen
-	prompts  histogram
-	outputs  histogram
+	// windowStart is the first arrival within the rate window at the last
+	// call of rate.
+	windowStart int
+	prompts     histogram
+	outputs     histogram
 	// outputsSeen is outputs.n when the derived tables were last built.
 	outputsSeen float64
 	tpot        tpotTable
@@ -42,7 +45,7 @@ func (l *learner) complete(outputTokens int) { l.outputs.add(outputTokens) }
 // rate is the arrival rate at nowS, requests/s: the arrivals of the last
 // rateWindowS seconds over the window (over the time since the first
 // arrival early in a run, plus ratePriorS so that a first burst does not
-// look like a flood).
+// look like a flood). Calls must come with nowS nondecreasing.
 func (l *learner) rate(nowS float64) float64 {
 	if l.arrivals == 0 {
 		return 0
@@ -55,13 +58,14 @@ func (l *learner) rate(nowS float64) float64 {
 	if span <= 0 {
 		return 0
 	}
-	n := 0
-	for i := l.arrivals - 1; i >= max(0, l.arrivals-rateRing); i-- {
-		if l.ring[i%rateRing] < nowS-span {
-			break
-		}
-		n++
+	// The window's start, nowS-span, never moves back (nowS grows, and so
+	// does the oldest arrival remembered): windowStart moves on from the
+	// last call.
+	l.windowStart = max(l.windowStart, l.arrivals-rateRing)
+	for l.windowStart < l.arrivals && l.ring[l.windowStart%rateRing] < nowS-span {
+		l.windowStart++
 	}
+	n := l.arrivals - l.windowStart
 	if l.arrivals > rateRing && n == rateRing {
 		// More arrivals in the window than remembered.
 		span = nowS - first

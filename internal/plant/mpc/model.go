@@ -20,13 +20,15 @@ type problem struct {
 	// the first partial when the solve is not at a period's start; a plan
 	// holds one level over each block (the search varies the first
 	// period's alone).
-	blocks   []block
-	horizonS float64
-	firstS   float64 // span of the first block
+	blocks      []block
+	horizonS    float64
+	firstS      float64 // span of the first block
+	afterFirstS float64 // span of the others
 	// The queue: items in service order, and lostWork the prompt tokens
 	// of the queued requests ahead of them already past their TTFT
 	// objective (at the head, the queue being in arrival order).
 	items    []item
+	arrived  int // items arrived at the solve (the others are clairvoyant futures)
 	lostWork float64
 	// The decoding requests: their count, expected output tokens still to
 	// generate, KV occupancy, and the shares the savable ones need
@@ -59,13 +61,18 @@ type problem struct {
 	// maxFew (fewBuf holds them).
 	few    []fewActive
 	fewBuf [maxFew]fewActive
+	// alone caches aloneSoon by level (at the solve every rollout runs a
+	// level with the same thermal state); negative until computed.
+	alone []float64
 }
 
 // block is a run of periods of the horizon: the first, its span and the
-// thermal decay over it.
+// thermal decay over it, and the span from its start to the end of the
+// horizon and the decay over that.
 type block struct {
-	first        int
-	spanS, decay float64
+	first            int
+	spanS, decay     float64
+	restS, restDecay float64
 }
 
 // stationary is a level's long-run outcome under the predicted arrivals:
@@ -100,6 +107,7 @@ type rollout struct {
 	pr         *problem
 	t          float64
 	k          int     // current block
+	level      int     // level of the current block
 	backlog    float64 // prompt tokens queued (followed items and predicted arrivals)
 	prefilled  float64 // prompt tokens prefilled since the solve, from the queue head (after the lost ones)
 	next       int     // first item not yet admitted
@@ -150,11 +158,7 @@ func (pr *problem) run(m *Controller, plan []int) outcome {
 	}
 	pr.trace = pr.trace[:0]
 	pr.admitted = pr.admitted[:0]
-	for i := range pr.items {
-		if pr.items[i].arrivalS <= 0 {
-			r.arrivedTo = i + 1
-		}
-	}
+	r.arrivedTo = pr.arrived
 	r.backlog = pr.lostWork
 	if r.arrivedTo > 0 {
 		r.backlog += pr.items[r.arrivedTo-1].work
@@ -165,7 +169,7 @@ func (pr *problem) run(m *Controller, plan []int) outcome {
 		r.k = k
 		level := plan[b.first]
 		if r.settled() && constantFrom(plan, b.first) {
-			r.tail(level, pr.horizonS-r.t)
+			r.tail(level, pr.horizonS-r.t, b.restDecay)
 			break
 		}
 		r.block(level, b)
@@ -198,6 +202,7 @@ func (r *rollout) settled() bool {
 // block follows one block of periods at level.
 func (r *rollout) block(level int, b *block) {
 	r.states++
+	r.level = level
 	pl := &r.m.levels.cool[level]
 	if r.tempC >= r.m.plant.ThermalLimitC {
 		pl = &r.m.levels.hot[level]
@@ -313,7 +318,10 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		// and end the alternation.
 		itemsAlone = 1
 		if pr.active > 0 && cycle > dt {
-			itemsAlone = pr.aloneSoon(pl, r.m.slo.TTFTS)
+			if pr.alone[r.level] < 0 {
+				pr.alone[r.level] = pr.aloneSoon(pl, r.m.slo.TTFTS)
+			}
+			itemsAlone = pr.alone[r.level]
 		}
 	}
 	for r.next < r.arrivedTo && pr.items[r.next].work <= r.prefilled+1e-9 {
@@ -456,10 +464,11 @@ func (r *rollout) judgeTPOT() {
 	}
 }
 
-// tail follows the rest of the horizon (span seconds) at level in the
-// stationary regime: nothing is queued, the decoding requests finish their
-// expected outputs, and arrivals come at the predicted rate.
-func (r *rollout) tail(level int, span float64) {
+// tail follows the rest of the horizon (span seconds, over which the
+// thermal state decays by decay) at level in the stationary regime:
+// nothing is queued, the decoding requests finish their expected outputs,
+// and arrivals come at the predicted rate.
+func (r *rollout) tail(level int, span, decay float64) {
 	r.states++
 	pl := &r.m.levels.cool[level]
 	s := &r.pr.stationary[level]
@@ -473,8 +482,7 @@ func (r *rollout) tail(level int, span float64) {
 	arrivals := r.pr.rate * span
 	r.misses += arrivals * s.missShare
 	r.judged += arrivals
-	p := &r.m.plant
-	r.tempC = s.temperatureC + (r.tempC-s.temperatureC)*math.Exp(-span/p.ThermalTauS)
+	r.tempC = s.temperatureC + (r.tempC-s.temperatureC)*decay
 	r.peakTempC = math.Max(r.peakTempC, r.tempC)
 	r.t += span
 }
