@@ -227,11 +227,16 @@ func (Reactive) Name() string { return "reactive_clock_controller" }
 // RequestClock implements ClockController.
 func (c Reactive) RequestClock(obs Observation) float64 { return c.clock(&obs) }
 
-func (Reactive) clock(obs *Observation) float64 {
-	clocks := obs.ClockLevelsMHz
+func (c Reactive) clock(obs *Observation) float64 {
+	return c.clockFrom(c.previousLevel(obs), obs)
+}
+
+// previousLevel is the index of the level whose realized clock is nearest
+// the previous one (the first of equally near levels).
+func (Reactive) previousLevel(obs *Observation) int {
 	observed := obs.RealizedClockLevelsMHz
 	if len(observed) == 0 {
-		observed = clocks
+		observed = obs.ClockLevelsMHz
 	}
 	previous := 0
 	for i, level := range observed {
@@ -239,6 +244,12 @@ func (Reactive) clock(obs *Observation) float64 {
 			previous = i
 		}
 	}
+	return previous
+}
+
+// clockFrom is the request from level index previous (previousLevel).
+func (Reactive) clockFrom(previous int, obs *Observation) float64 {
+	clocks := obs.ClockLevelsMHz
 	pressure := obs.PrefillQueue + 2*obs.DecodeActive
 	index := previous
 	switch {

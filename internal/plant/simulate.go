@@ -56,6 +56,12 @@ type clockLevel struct {
 	// idleStepPower is the power of a step that idles throughout:
 	// stepPower(0, 0, time step).
 	idleStepPower float64
+	// governed is, for each phase a scheduler chooses (idle, prefill,
+	// decode), the index of the level the power governor runs instead
+	// of this one: the highest level not above it whose power in that
+	// phase is within the power limit (the lowest if none is), this
+	// level itself for a measured profile.
+	governed [phaseDecode + 1]int
 }
 
 // power is the profile power of phase at this level.
@@ -84,14 +90,22 @@ type simulation struct {
 	measured   bool
 	decay      float64
 
-	// builtinScheduler and builtinController are the scheduler and the
-	// controller when they are built in (nil otherwise): the step loop
-	// asks them without copying the observation, and without the sum of
-	// GeneratedDecodeTokens, which only other policies read
-	// (fullObservation).
-	builtinScheduler  builtinScheduler
+	// schedulerKind and clockKind say how the step loop asks the
+	// scheduler and the controller: the built-in ones without copying the
+	// observation, and without the sum of GeneratedDecodeTokens, which
+	// only other policies read (fullObservation). builtinController is the
+	// controller when it is built in (nil otherwise), constantMHz the
+	// request of a clockConstant controller, and reactive the level
+	// nearest the previous clock for a clockReactive one.
+	schedulerKind     schedulerKind
+	clockKind         clockKind
 	builtinController builtinController
-	fullObservation   bool
+	constantMHz       float64
+	reactive          struct {
+		previousMHz float64
+		index       int
+	}
+	fullObservation bool
 	// idleFast says that a step with nothing queued or decoding may take
 	// the idle path (advanceIdle): the policies are built in.
 	idleFast bool
@@ -344,13 +358,15 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	}
 	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
-	sim.builtinScheduler = builtinSchedule(s)
-	sim.builtinController = builtinClock(c)
-	sim.fullObservation = sim.builtinScheduler == nil || sim.builtinController == nil
-	sim.idleFast = !sim.fullObservation
 	sim.obs.KVCapacityTokens = p.KVCapacityTokens
 	sim.obs.ClockLevelsMHz = sim.clockMHz
 	sim.obs.RealizedClockLevelsMHz = sim.realized
+	sim.schedulerKind = schedulerKindOf(s)
+	sim.clockKind, sim.constantMHz = clockKindOf(c, &sim.obs)
+	sim.builtinController = builtinClock(c)
+	sim.reactive.previousMHz = math.NaN()
+	sim.fullObservation = sim.schedulerKind == schedulerOther || sim.builtinController == nil
+	sim.idleFast = !sim.fullObservation
 	sim.planner, _ = c.(Planner)
 	if observer, ok := c.(ServerStateController); ok {
 		sim.observer = observer
@@ -375,6 +391,15 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		})
 		level := &sim.levels[len(sim.levels)-1]
 		level.idleStepPower = level.stepPower(0, 0, p.TimeStepS)
+	}
+	for i := range sim.levels {
+		for phase := range sim.levels[i].governed {
+			index := i
+			for !sim.measured && index > 0 && sim.levels[index].power(stepPhase(phase)) > p.PowerLimitW+1e-12 {
+				index--
+			}
+			sim.levels[i].governed[phase] = index
+		}
 	}
 	return sim, nil
 }
@@ -680,18 +705,13 @@ func (sim *simulation) heat(power float64) {
 // realizeClock resolves a requested clock to the profile level the plant
 // runs (the reference's _realized_clock): quantized down, one level lower at
 // or above the thermal limit, and for an unmeasured profile lowered further
-// while the scheduled phase's power exceeds the power limit.
+// while the scheduled phase's power exceeds the power limit (governed).
 func (sim *simulation) realizeClock(requested float64, phase stepPhase) (*clockLevel, error) {
 	index := sim.quantizedLevel(requested)
 	if sim.temperatureC >= sim.plant.ThermalLimitC {
 		index = max(0, index-1)
 	}
-	if !sim.measured {
-		for index > 0 && sim.levels[index].power(phase) > sim.plant.PowerLimitW+1e-12 {
-			index--
-		}
-	}
-	level := &sim.levels[index]
+	level := &sim.levels[sim.levels[index].governed[phase]]
 	if level.realizedErr != nil {
 		return nil, level.realizedErr
 	}
@@ -705,6 +725,11 @@ func (sim *simulation) quantizedLevel(requested float64) int {
 	if sim.quantized.requestedMHz == requested {
 		return sim.quantized.index
 	}
+	return sim.quantize(requested)
+}
+
+// quantize is quantizedLevel for a request other than the last.
+func (sim *simulation) quantize(requested float64) int {
 	applied := sim.plant.Profile.QuantizeClock(requested, true)
 	index := 0
 	for i := range sim.levels {
