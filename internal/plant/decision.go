@@ -205,11 +205,7 @@ func (sim *simulation) requestClock(obs *Observation) (float64, error) {
 	case clockConstant:
 		return sim.constantMHz, nil
 	case clockReactive:
-		if sim.reactive.previousMHz != obs.PreviousClockMHz {
-			sim.reactive.previousMHz = obs.PreviousClockMHz
-			sim.reactive.index = Reactive{}.previousLevel(obs)
-		}
-		return Reactive{}.clockFrom(sim.reactive.index, obs), nil
+		return sim.reactiveClock(obs), nil
 	case clockBuiltin:
 		requested = sim.builtinController.clock(obs)
 	default:

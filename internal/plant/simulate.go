@@ -109,6 +109,11 @@ type simulation struct {
 	// idleFast says that a step with nothing queued or decoding may take
 	// the idle path (advanceIdle): the policies are built in.
 	idleFast bool
+	// plainPolicies says that the policies are a built-in scheduler and a
+	// clockConstant or clockReactive controller, without the engine
+	// features: the step loop asks them in place with the fields they read
+	// (observeLoad) and nothing else.
+	plainPolicies bool
 	// obs is the observation of the current step.
 	obs Observation
 
@@ -170,6 +175,11 @@ type simulation struct {
 	state    ServerState
 	finished []int
 	plans    planTrace
+	// plan is the planner's plan for the current step.
+	plan struct {
+		clocks []float64
+		startS float64
+	}
 }
 
 // Simulate replays requests (sorted by arrival, unique IDs) on plant p under
@@ -367,6 +377,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	sim.reactive.previousMHz = math.NaN()
 	sim.fullObservation = sim.schedulerKind == schedulerOther || sim.builtinController == nil
 	sim.idleFast = !sim.fullObservation
+	sim.plainPolicies = sim.schedulerKind != schedulerOther && (sim.clockKind == clockConstant || sim.clockKind == clockReactive) && sim.engine == nil
 	sim.planner, _ = c.(Planner)
 	if observer, ok := c.(ServerStateController); ok {
 		sim.observer = observer
@@ -444,11 +455,17 @@ func (sim *simulation) reserveTrajectory(lastArrivalS float64) {
 // occupancy is the KV-cache occupancy: the reference's sum over every queued
 // and active request, formed over the only ones that can hold tokens (the
 // queue head and the active requests) in the same order, which gives the
-// same floating-point sum since the others add exactly 0.0.
+// same floating-point sum since the others add exactly 0.0. Under the
+// engine features it is counted the engine's way.
 func (sim *simulation) occupancy() float64 {
 	if sim.engine != nil {
 		return sim.engineOccupancy()
 	}
+	return sim.plainOccupancy()
+}
+
+// plainOccupancy is occupancy without the engine features.
+func (sim *simulation) plainOccupancy() float64 {
 	total := 0.0
 	if sim.head < sim.pending {
 		r := &sim.progress[sim.head]
@@ -474,6 +491,7 @@ func (sim *simulation) activeOccupancy(total float64) float64 {
 // The fields that never change (the capacity and the levels) are set once,
 // by newSimulation.
 func (sim *simulation) observe(obs *Observation) {
+	sim.observeLoad(obs)
 	generated := 0.0
 	if sim.fullObservation {
 		for _, i := range sim.active {
@@ -481,24 +499,34 @@ func (sim *simulation) observe(obs *Observation) {
 		}
 	}
 	obs.TimeS = sim.timeS
+	obs.PreviousPowerW = sim.previousPowerW
+	obs.ArrivedRequests = sim.dropped + sim.pending
+	obs.CompletedRequests = sim.completed
+	obs.GeneratedDecodeTokens = generated
+	obs.PrefillRemainingTokens = 0
+	if sim.head < sim.pending {
+		// Only the head can be partly prefilled; the rest are whole prompts.
+		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-sim.records[sim.head].PromptTokens)
+	}
+	sim.observeWaiting(obs)
+}
+
+// observeLoad fills the fields of obs that the built-in schedulers and the
+// plain controllers read (plainPolicies): the step, the queue and the
+// decoding requests, the KV occupancy, the temperature, the previous
+// clock and the age of the oldest queued request, without the engine's
+// waiting requests (observeWaiting adds them).
+func (sim *simulation) observeLoad(obs *Observation) {
 	obs.StepIndex = sim.step
 	obs.PrefillQueue = sim.pending - sim.head
 	obs.DecodeActive = len(sim.active)
 	obs.KVTokens = sim.kvAtEnd
 	obs.TemperatureC = sim.temperatureC
 	obs.PreviousClockMHz = sim.previousClockMHz
-	obs.PreviousPowerW = sim.previousPowerW
-	obs.ArrivedRequests = sim.dropped + sim.pending
-	obs.CompletedRequests = sim.completed
-	obs.GeneratedDecodeTokens = generated
-	obs.PrefillRemainingTokens, obs.OldestPrefillAgeS = 0, 0
+	obs.OldestPrefillAgeS = 0
 	if sim.head < sim.pending {
-		head := &sim.records[sim.head]
-		// Only the head can be partly prefilled; the rest are whole prompts.
-		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-head.PromptTokens)
-		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.ArrivalTimeS)
+		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-sim.records[sim.head].ArrivalTimeS)
 	}
-	sim.observeWaiting(obs)
 }
 
 // advance simulates one step. It reports whether the run is over.
@@ -519,24 +547,34 @@ func (sim *simulation) advance() (bool, error) {
 	if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
 		return sim.advanceIdle()
 	}
-	obs := &sim.obs
-	sim.observe(obs)
-	sim.noteArrivals(arrived, obs.KVTokens)
-	action, err := sim.schedule(obs)
-	if err != nil {
-		return true, err
-	}
-	if sim.observer != nil {
-		sim.observer.Observe(&sim.state)
-	}
-	requested, err := sim.requestClock(obs)
-	if err != nil {
-		return true, err
-	}
-	var plan []float64
-	planStartS, planned := math.NaN(), false
-	if sim.planner != nil {
-		plan, planStartS, planned = sim.planner.StepPlan()
+	sim.noteArrivals(arrived, sim.kvAtEnd)
+	var (
+		action    decision
+		requested float64
+		planned   bool
+	)
+	if sim.plainPolicies {
+		// The built-in scheduler and a plain controller, asked in place
+		// with the fields they read.
+		obs := &sim.obs
+		sim.observeLoad(obs)
+		switch sim.schedulerKind {
+		case schedulerChunked:
+			action = ChunkedPrefill{}.decide(obs)
+		case schedulerStatic:
+			action = StaticBatch{}.decide(obs)
+		default:
+			action = ContinuousBatch{}.decide(obs)
+		}
+		requested = sim.constantMHz
+		if sim.clockKind == clockReactive {
+			requested = sim.reactiveClock(obs)
+		}
+	} else {
+		var err error
+		if action, requested, planned, err = sim.askPolicies(); err != nil {
+			return true, err
+		}
 	}
 
 	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
@@ -554,9 +592,9 @@ func (sim *simulation) advance() (bool, error) {
 			phase = phasePrefill
 		}
 	}
-	level, err := sim.realizeClock(requested, phase)
-	if err != nil {
-		return true, err
+	level := sim.realizedLevel(sim.quantizedLevel(requested), phase)
+	if level.realizedErr != nil {
+		return true, level.realizedErr
 	}
 
 	endS := sim.timeS + dt
@@ -594,13 +632,59 @@ func (sim *simulation) advance() (bool, error) {
 	}
 
 	power := level.stepPower(prefillTime, decodeTime, dt)
-	sim.heat(power)
-	sim.kvAtEnd = sim.occupancy()
+	if sim.engine == nil {
+		sim.kvAtEnd = sim.plainOccupancy()
+	} else {
+		sim.kvAtEnd = sim.engineOccupancy()
+	}
+	sim.endStep(power, requested, level, phase, planned)
+	finished := sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
+	return finished, nil
+}
 
+// askPolicies observes the step in full and asks the scheduler, the
+// controller and, when the controller is one, the server-state observer
+// and the planner (whose plan it keeps in plan): any policies, as their
+// interfaces say. It returns the scheduler's decision, the requested
+// clock, and whether the planner made a plan.
+func (sim *simulation) askPolicies() (action decision, requested float64, planned bool, err error) {
+	obs := &sim.obs
+	sim.observe(obs)
+	if action, err = sim.schedule(obs); err != nil {
+		return action, 0, false, err
+	}
+	if sim.observer != nil {
+		sim.observer.Observe(&sim.state)
+	}
+	if requested, err = sim.requestClock(obs); err != nil {
+		return action, 0, false, err
+	}
+	if sim.planner != nil {
+		sim.plan.clocks, sim.plan.startS, planned = sim.planner.StepPlan()
+	}
+	return action, requested, planned, nil
+}
+
+// reactiveClock is Reactive's request for obs, from the level nearest the
+// previous clock, remembered for each previous clock.
+func (sim *simulation) reactiveClock(obs *Observation) float64 {
+	if sim.reactive.previousMHz != obs.PreviousClockMHz {
+		sim.reactive.previousMHz = obs.PreviousClockMHz
+		sim.reactive.index = Reactive{}.previousLevel(obs)
+	}
+	return Reactive{}.clockFrom(sim.reactive.index, obs)
+}
+
+// endStep records the step that drew power at the requested clock, run at
+// level, in phase (planned: its planner made a plan): the sample, the
+// statistics and, when sampled, the trajectory; then the clock, power,
+// time and index of the next step.
+func (sim *simulation) endStep(power, requested float64, level *clockLevel, phase stepPhase, planned bool) {
+	sim.heat(power)
 	// Field by field: a composite literal would be built aside and copied.
 	last := &sim.last
 	last.index = sim.step
-	last.timeS = endS
+	last.timeS = sim.timeS + sim.plant.TimeStepS
 	last.prefillQueue = sim.pending - sim.head + sim.engine.waitingCount()
 	last.decodeActive = len(sim.active)
 	last.completed = sim.completed
@@ -617,21 +701,18 @@ func (sim *simulation) advance() (bool, error) {
 	// The stride rule of as_dict: every stride-th step, and every step
 	// holding a plan.
 	if sim.keep && (sim.step%sim.trace.Stride == 0 || planned) {
-		sim.trace.append(&sim.last)
+		sim.trace.append(last)
 		if sim.planner != nil {
 			if !planned {
-				plan, planStartS = nil, math.NaN()
+				sim.plan.clocks, sim.plan.startS = nil, math.NaN()
 			}
-			sim.plans.append(plan, planStartS)
+			sim.plans.append(sim.plan.clocks, sim.plan.startS)
 		}
 	}
-
 	sim.previousClockMHz = level.realizedMHz
 	sim.previousPowerW = power
-	sim.timeS += dt
+	sim.timeS += sim.plant.TimeStepS
 	sim.step++
-	finished := sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
-	return finished, nil
 }
 
 // advanceIdle is advance for a step in which nothing is queued or
@@ -643,46 +724,30 @@ func (sim *simulation) advance() (bool, error) {
 // reference's bit for bit.
 func (sim *simulation) advanceIdle() (bool, error) {
 	obs := &sim.obs
-	sim.observe(obs)
-	requested, err := sim.requestClock(obs)
-	if err != nil {
-		return true, err
+	var requested float64
+	if sim.plainPolicies {
+		requested = sim.constantMHz
+		if sim.clockKind == clockReactive {
+			sim.observeLoad(obs)
+			requested = sim.reactiveClock(obs)
+		}
+	} else {
+		sim.observe(obs)
+		var err error
+		if requested, err = sim.requestClock(obs); err != nil {
+			return true, err
+		}
 	}
-	level, err := sim.realizeClock(requested, phaseIdle)
-	if err != nil {
-		return true, err
+	level := sim.realizedLevel(sim.quantizedLevel(requested), phaseIdle)
+	if level.realizedErr != nil {
+		return true, level.realizedErr
 	}
-	dt := sim.plant.TimeStepS
-	power := level.idleStepPower
-	sim.heat(power)
 	if sim.engine != nil {
-		sim.kvAtEnd = sim.occupancy() // counted the engine's way
+		sim.kvAtEnd = sim.engineOccupancy()
 	} else {
 		sim.kvAtEnd = 0 // nothing holds KV
 	}
-	// Field by field: a composite literal would be built aside and copied.
-	last := &sim.last
-	last.index = sim.step
-	last.timeS = sim.timeS + dt
-	last.prefillQueue, last.decodeActive = 0, 0
-	last.completed = sim.completed
-	last.kvTokens = 0
-	last.temperatureC = sim.temperatureC
-	last.powerW = power
-	last.requestedClockMHz = requested
-	last.realizedClockMHz = level.realizedMHz
-	last.energyJ = sim.cumulativeEnergyJ
-	last.phase = phaseIdle
-	last.cumulativePrefill = sim.cumulativePrefill
-	last.cumulativeDecode = sim.cumulativeDecode
-	sim.stats.add(last)
-	if sim.keep && sim.step%sim.trace.Stride == 0 {
-		sim.trace.append(&sim.last)
-	}
-	sim.previousClockMHz = level.realizedMHz
-	sim.previousPowerW = power
-	sim.timeS += dt
-	sim.step++
+	sim.endStep(level.idleStepPower, requested, level, phaseIdle, false)
 	return sim.pending == len(sim.records) && sim.stream == nil, nil
 }
 
@@ -702,20 +767,16 @@ func (sim *simulation) heat(power float64) {
 	sim.cumulativeEnergyJ += power * p.TimeStepS
 }
 
-// realizeClock resolves a requested clock to the profile level the plant
-// runs (the reference's _realized_clock): quantized down, one level lower at
-// or above the thermal limit, and for an unmeasured profile lowered further
-// while the scheduled phase's power exceeds the power limit (governed).
-func (sim *simulation) realizeClock(requested float64, phase stepPhase) (*clockLevel, error) {
-	index := sim.quantizedLevel(requested)
+// realizedLevel is the profile level the plant runs for a request
+// quantized down to level index (the reference's _realized_clock): one
+// level lower at or above the thermal limit, and for an unmeasured profile
+// lowered further while the scheduled phase's power exceeds the power
+// limit (governed).
+func (sim *simulation) realizedLevel(index int, phase stepPhase) *clockLevel {
 	if sim.temperatureC >= sim.plant.ThermalLimitC {
 		index = max(0, index-1)
 	}
-	level := &sim.levels[sim.levels[index].governed[phase]]
-	if level.realizedErr != nil {
-		return nil, level.realizedErr
-	}
-	return level, nil
+	return &sim.levels[sim.levels[index].governed[phase]]
 }
 
 // quantizedLevel is the index of the level QuantizeClock(requested, true)

@@ -311,8 +311,8 @@ func TestRealizeClock(t *testing.T) {
 			sim, err := startSimulation([]Request{{PromptTokens: 1, OutputTokens: 1}}, p, StaticBatch{}, MaxClock{}, Options{Summary: true})
 			require.NoError(t, err)
 			sim.temperatureC = tt.temperatureC
-			level, err := sim.realizeClock(tt.requested, tt.phase)
-			require.NoError(t, err)
+			level := sim.realizedLevel(sim.quantizedLevel(tt.requested), tt.phase)
+			require.NoError(t, level.realizedErr)
 			assert.Equal(t, tt.wantMHz, level.mhz)
 			assert.Equal(t, tt.wantRealized, level.realizedMHz)
 		})
