@@ -552,6 +552,7 @@ func (sim *simulation) advance() (bool, error) {
 		action    decision
 		requested float64
 		planned   bool
+		err       error
 	)
 	if sim.plainPolicies {
 		// The built-in scheduler and a plain controller, asked in place
@@ -570,11 +571,8 @@ func (sim *simulation) advance() (bool, error) {
 		if sim.clockKind == clockReactive {
 			requested = sim.reactiveClock(obs)
 		}
-	} else {
-		var err error
-		if action, requested, planned, err = sim.askPolicies(); err != nil {
-			return true, err
-		}
+	} else if action, requested, planned, err = sim.askPolicies(); err != nil {
+		return true, err
 	}
 
 	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
@@ -631,54 +629,20 @@ func (sim *simulation) advance() (bool, error) {
 		}
 	}
 
-	power := level.stepPower(prefillTime, decodeTime, dt)
 	if sim.engine == nil {
 		sim.kvAtEnd = sim.plainOccupancy()
 	} else {
 		sim.kvAtEnd = sim.engineOccupancy()
 	}
+	power := level.stepPower(prefillTime, decodeTime, dt)
 	sim.endStep(power, requested, level, phase, planned)
-	finished := sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
-	return finished, nil
+	return sim.over(), nil
 }
 
-// askPolicies observes the step in full and asks the scheduler, the
-// controller and, when the controller is one, the server-state observer
-// and the planner (whose plan it keeps in plan): any policies, as their
-// interfaces say. It returns the scheduler's decision, the requested
-// clock, and whether the planner made a plan.
-func (sim *simulation) askPolicies() (action decision, requested float64, planned bool, err error) {
-	obs := &sim.obs
-	sim.observe(obs)
-	if action, err = sim.schedule(obs); err != nil {
-		return action, 0, false, err
-	}
-	if sim.observer != nil {
-		sim.observer.Observe(&sim.state)
-	}
-	if requested, err = sim.requestClock(obs); err != nil {
-		return action, 0, false, err
-	}
-	if sim.planner != nil {
-		sim.plan.clocks, sim.plan.startS, planned = sim.planner.StepPlan()
-	}
-	return action, requested, planned, nil
-}
-
-// reactiveClock is Reactive's request for obs, from the level nearest the
-// previous clock, remembered for each previous clock.
-func (sim *simulation) reactiveClock(obs *Observation) float64 {
-	if sim.reactive.previousMHz != obs.PreviousClockMHz {
-		sim.reactive.previousMHz = obs.PreviousClockMHz
-		sim.reactive.index = Reactive{}.previousLevel(obs)
-	}
-	return Reactive{}.clockFrom(sim.reactive.index, obs)
-}
-
-// endStep records the step that drew power at the requested clock, run at
-// level, in phase (planned: its planner made a plan): the sample, the
-// statistics and, when sampled, the trajectory; then the clock, power,
-// time and index of the next step.
+// endStep records a step that drew power at the requested clock, run at
+// level, in phase (planned: its planner made a plan): the temperature and
+// energy, the sample, the statistics and, when sampled, the trajectory;
+// then the clock, power, time and index of the next step.
 func (sim *simulation) endStep(power, requested float64, level *clockLevel, phase stepPhase, planned bool) {
 	sim.heat(power)
 	// Field by field: a composite literal would be built aside and copied.
@@ -715,6 +679,45 @@ func (sim *simulation) endStep(power, requested float64, level *clockLevel, phas
 	sim.step++
 }
 
+// over reports whether the run is over after a step: every request
+// has arrived and completed.
+func (sim *simulation) over() bool {
+	return sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
+}
+
+// askPolicies observes the step in full and asks the scheduler, the
+// controller and, when the controller is one, the server-state observer
+// and the planner (whose plan it keeps in plan): any policies, as their
+// interfaces say. It returns the scheduler's decision, the requested
+// clock, and whether the planner made a plan.
+func (sim *simulation) askPolicies() (action decision, requested float64, planned bool, err error) {
+	obs := &sim.obs
+	sim.observe(obs)
+	if action, err = sim.schedule(obs); err != nil {
+		return action, 0, false, err
+	}
+	if sim.observer != nil {
+		sim.observer.Observe(&sim.state)
+	}
+	if requested, err = sim.requestClock(obs); err != nil {
+		return action, 0, false, err
+	}
+	if sim.planner != nil {
+		sim.plan.clocks, sim.plan.startS, planned = sim.planner.StepPlan()
+	}
+	return action, requested, planned, nil
+}
+
+// reactiveClock is Reactive's request for obs, from the level nearest the
+// previous clock, remembered for each previous clock.
+func (sim *simulation) reactiveClock(obs *Observation) float64 {
+	if sim.reactive.previousMHz != obs.PreviousClockMHz {
+		sim.reactive.previousMHz = obs.PreviousClockMHz
+		sim.reactive.index = Reactive{}.previousLevel(obs)
+	}
+	return Reactive{}.clockFrom(sim.reactive.index, obs)
+}
+
 // advanceIdle is advance for a step in which nothing is queued or
 // decoding, under built-in policies (idleFast): their scheduler would
 // choose the idle phase, so it is not asked, nothing is served and the
@@ -724,19 +727,17 @@ func (sim *simulation) endStep(power, requested float64, level *clockLevel, phas
 // reference's bit for bit.
 func (sim *simulation) advanceIdle() (bool, error) {
 	obs := &sim.obs
-	var requested float64
-	if sim.plainPolicies {
-		requested = sim.constantMHz
-		if sim.clockKind == clockReactive {
-			sim.observeLoad(obs)
-			requested = sim.reactiveClock(obs)
-		}
-	} else {
+	requested := sim.constantMHz
+	switch {
+	case !sim.plainPolicies:
 		sim.observe(obs)
 		var err error
 		if requested, err = sim.requestClock(obs); err != nil {
 			return true, err
 		}
+	case sim.clockKind == clockReactive:
+		sim.observeLoad(obs)
+		requested = sim.reactiveClock(obs)
 	}
 	level := sim.realizedLevel(sim.quantizedLevel(requested), phaseIdle)
 	if level.realizedErr != nil {
@@ -748,7 +749,7 @@ func (sim *simulation) advanceIdle() (bool, error) {
 		sim.kvAtEnd = 0 // nothing holds KV
 	}
 	sim.endStep(level.idleStepPower, requested, level, phaseIdle, false)
-	return sim.pending == len(sim.records) && sim.stream == nil, nil
+	return sim.over(), nil
 }
 
 // stepPower is the power drawn over a step of dt at this level that
