@@ -544,111 +544,112 @@ func (sim *simulation) advance() (bool, error) {
 		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 		sim.pending++
 	}
-	if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
-		return sim.advanceIdle()
-	}
-	sim.noteArrivals(arrived, sim.kvAtEnd)
 	var (
-		action    decision
-		requested float64
-		planned   bool
-		err       error
+		requested, power float64
+		level            *clockLevel
+		phase            stepPhase
+		planned          bool
+		err              error
 	)
-	if sim.plainPolicies {
-		// The built-in scheduler and a plain controller, asked in place
-		// with the fields they read.
-		obs := &sim.obs
-		sim.observeLoad(obs)
-		switch sim.schedulerKind {
-		case schedulerChunked:
-			action = ChunkedPrefill{}.decide(obs)
-		case schedulerStatic:
-			action = StaticBatch{}.decide(obs)
-		default:
-			action = ContinuousBatch{}.decide(obs)
+	if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
+		if requested, level, err = sim.idleStep(); err != nil {
+			return true, err
 		}
-		requested = sim.constantMHz
-		if sim.clockKind == clockReactive {
-			requested = sim.reactiveClock(obs)
+		power, phase = level.idleStepPower, phaseIdle
+	} else {
+		sim.noteArrivals(arrived, sim.kvAtEnd)
+		var action decision
+		if sim.plainPolicies {
+			// The built-in scheduler and a plain controller, asked in place
+			// with the fields they read.
+			obs := &sim.obs
+			sim.observeLoad(obs)
+			switch sim.schedulerKind {
+			case schedulerChunked:
+				action = ChunkedPrefill{}.decide(obs)
+			case schedulerStatic:
+				action = StaticBatch{}.decide(obs)
+			default:
+				action = ContinuousBatch{}.decide(obs)
+			}
+			requested = sim.constantMHz
+			if sim.clockKind == clockReactive {
+				requested = sim.reactiveClock(obs)
+			}
+		} else if action, requested, planned, err = sim.askPolicies(); err != nil {
+			return true, err
 		}
-	} else if action, requested, planned, err = sim.askPolicies(); err != nil {
-		return true, err
-	}
 
-	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
-	decoding := len(sim.active) > 0
-	phase := action.phase
-	if phase == phasePrefill && !queued {
-		phase = phaseIdle
-		if decoding {
-			phase = phaseDecode
+		queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
+		decoding := len(sim.active) > 0
+		phase = action.phase
+		if phase == phasePrefill && !queued {
+			phase = phaseIdle
+			if decoding {
+				phase = phaseDecode
+			}
 		}
-	}
-	if phase == phaseDecode && !decoding {
-		phase = phaseIdle
-		if queued {
-			phase = phasePrefill
+		if phase == phaseDecode && !decoding {
+			phase = phaseIdle
+			if queued {
+				phase = phasePrefill
+			}
 		}
-	}
-	level := sim.realizedLevel(sim.quantizedLevel(requested), phase)
-	if level.realizedErr != nil {
-		return true, level.realizedErr
-	}
+		level = sim.realizedLevel(sim.quantizedLevel(requested), phase)
+		if level.realizedErr != nil {
+			return true, level.realizedErr
+		}
 
-	endS := sim.timeS + dt
-	prefillTime, decodeTime := 0.0, 0.0
-	switch phase {
-	case phasePrefill:
-		budget := pyMin(level.prefillRate*dt, action.prefillCap)
-		served := sim.servePrefill(budget)
-		sim.cumulativePrefill += served
-		prefillTime = served / pyMax(level.prefillRate, 1e-12)
-		sim.engine.chargeRecompute(level.prefillRate, sim.records)
-		remaining := pyMax(0, dt-prefillTime)
-		if len(sim.active) > 0 && remaining > 1e-12 {
-			decoded := sim.serveDecode(level.decodeRate*remaining, endS)
+		endS := sim.timeS + dt
+		prefillTime, decodeTime := 0.0, 0.0
+		switch phase {
+		case phasePrefill:
+			budget := pyMin(level.prefillRate*dt, action.prefillCap)
+			served := sim.servePrefill(budget)
+			sim.cumulativePrefill += served
+			prefillTime = served / pyMax(level.prefillRate, 1e-12)
+			sim.engine.chargeRecompute(level.prefillRate, sim.records)
+			remaining := pyMax(0, dt-prefillTime)
+			if len(sim.active) > 0 && remaining > 1e-12 {
+				decoded := sim.serveDecode(level.decodeRate*remaining, endS)
+				sim.cumulativeDecode += decoded
+				decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
+			}
+			switch {
+			case served > 1e-12 && decodeTime > 1e-12:
+				phase = phaseInterleaved
+			case served > 1e-12:
+				phase = phasePrefill
+			case decodeTime > 1e-12:
+				phase = phaseDecode
+			default:
+				phase = phaseIdle
+			}
+		case phaseDecode:
+			decoded := sim.serveDecode(level.decodeRate*dt, endS)
 			sim.cumulativeDecode += decoded
 			decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
+			if decoded <= 1e-12 {
+				phase = phaseIdle
+			}
 		}
-		switch {
-		case served > 1e-12 && decodeTime > 1e-12:
-			phase = phaseInterleaved
-		case served > 1e-12:
-			phase = phasePrefill
-		case decodeTime > 1e-12:
-			phase = phaseDecode
-		default:
-			phase = phaseIdle
+
+		if sim.engine == nil {
+			sim.kvAtEnd = sim.plainOccupancy()
+		} else {
+			sim.kvAtEnd = sim.engineOccupancy()
 		}
-	case phaseDecode:
-		decoded := sim.serveDecode(level.decodeRate*dt, endS)
-		sim.cumulativeDecode += decoded
-		decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
-		if decoded <= 1e-12 {
-			phase = phaseIdle
-		}
+		power = level.stepPower(prefillTime, decodeTime, dt)
 	}
 
-	if sim.engine == nil {
-		sim.kvAtEnd = sim.plainOccupancy()
-	} else {
-		sim.kvAtEnd = sim.engineOccupancy()
-	}
-	power := level.stepPower(prefillTime, decodeTime, dt)
-	sim.endStep(power, requested, level, phase, planned)
-	return sim.over(), nil
-}
-
-// endStep records a step that drew power at the requested clock, run at
-// level, in phase (planned: its planner made a plan): the temperature and
-// energy, the sample, the statistics and, when sampled, the trajectory;
-// then the clock, power, time and index of the next step.
-func (sim *simulation) endStep(power, requested float64, level *clockLevel, phase stepPhase, planned bool) {
+	// The step's record: the temperature and energy, the sample, the
+	// statistics and, when sampled, the trajectory; then the clock,
+	// power, time and index of the next step.
 	sim.heat(power)
 	// Field by field: a composite literal would be built aside and copied.
 	last := &sim.last
 	last.index = sim.step
-	last.timeS = sim.timeS + sim.plant.TimeStepS
+	last.timeS = sim.timeS + dt
 	last.prefillQueue = sim.pending - sim.head + sim.engine.waitingCount()
 	last.decodeActive = len(sim.active)
 	last.completed = sim.completed
@@ -675,14 +676,15 @@ func (sim *simulation) endStep(power, requested float64, level *clockLevel, phas
 	}
 	sim.previousClockMHz = level.realizedMHz
 	sim.previousPowerW = power
-	sim.timeS += sim.plant.TimeStepS
+	sim.timeS += dt
 	sim.step++
+	return sim.over(), nil
 }
 
 // over reports whether the run is over after a step: every request
 // has arrived and completed.
 func (sim *simulation) over() bool {
-	return sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
+	return len(sim.active) == 0 && sim.head == sim.pending && sim.pending == len(sim.records) && sim.stream == nil && sim.engine.waitingCount() == 0
 }
 
 // askPolicies observes the step in full and asks the scheduler, the
@@ -718,38 +720,37 @@ func (sim *simulation) reactiveClock(obs *Observation) float64 {
 	return Reactive{}.clockFrom(sim.reactive.index, obs)
 }
 
-// advanceIdle is advance for a step in which nothing is queued or
-// decoding, under built-in policies (idleFast): their scheduler would
-// choose the idle phase, so it is not asked, nothing is served and the
-// step's power is its level's idle power, computed once (idleStepPower).
-// The clock, the temperature, the energy and time itself still advance
-// step by step with the arithmetic of a busy step, so the run stays the
-// reference's bit for bit.
-func (sim *simulation) advanceIdle() (bool, error) {
+// idleStep is the clock request and the level of a step in which nothing
+// is queued or decoding, under built-in policies (idleFast), and it sets
+// the KV occupancy at the step's end: their scheduler would choose the
+// idle phase, so it is not asked, nothing is served and the step's power
+// is its level's idle power, computed once (idleStepPower). The clock, the
+// temperature, the energy and time itself still advance step by step with
+// the arithmetic of a busy step, so the run stays the reference's bit for
+// bit.
+func (sim *simulation) idleStep() (requested float64, level *clockLevel, err error) {
 	obs := &sim.obs
-	requested := sim.constantMHz
+	requested = sim.constantMHz
 	switch {
 	case !sim.plainPolicies:
 		sim.observe(obs)
-		var err error
 		if requested, err = sim.requestClock(obs); err != nil {
-			return true, err
+			return 0, nil, err
 		}
 	case sim.clockKind == clockReactive:
 		sim.observeLoad(obs)
 		requested = sim.reactiveClock(obs)
 	}
-	level := sim.realizedLevel(sim.quantizedLevel(requested), phaseIdle)
+	level = sim.realizedLevel(sim.quantizedLevel(requested), phaseIdle)
 	if level.realizedErr != nil {
-		return true, level.realizedErr
+		return 0, nil, level.realizedErr
 	}
 	if sim.engine != nil {
 		sim.kvAtEnd = sim.engineOccupancy()
 	} else {
 		sim.kvAtEnd = 0 // nothing holds KV
 	}
-	sim.endStep(level.idleStepPower, requested, level, phaseIdle, false)
-	return sim.over(), nil
+	return requested, level, nil
 }
 
 // stepPower is the power drawn over a step of dt at this level that
@@ -862,27 +863,33 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 	freeKV := pyMax(0, sim.plant.KVCapacityTokens-sim.activeOccupancy(0))
 	remaining := pyMin(budget, freeKV)
 	total := 0.0
-	for remaining > 1e-10 && len(sim.active) > 0 {
-		share := remaining / float64(len(sim.active))
-		progress := 0.0
+	active, progress := sim.active, sim.progress
+	for remaining > 1e-10 && len(active) > 0 {
+		share := remaining
+		if n := len(active); n > 1 {
+			// Dividing by one is exact: a lone request skips the division.
+			share = remaining / float64(n)
+		}
+		progressed := 0.0
 		finished := 0
-		for _, i := range sim.active {
-			item := &sim.progress[i]
+		for _, i := range active {
+			item := &progress[i]
 			served := pyMin(share, item.outputTokens-item.generated)
 			if served <= 0 {
 				continue
 			}
-			record := &sim.records[i]
-			if math.IsNaN(record.FirstTokenTimeS) {
-				record.FirstTokenTimeS = endS
+			if item.generated == 0 {
+				// The first token (without the engine features, a
+				// request's first token time is NaN until then).
+				sim.records[i].FirstTokenTimeS = endS
 			}
 			item.generated += served
 			total += served
 			remaining -= served
-			progress += served
+			progressed += served
 			if item.generated >= item.outputTokens-1e-8 {
 				item.generated = item.outputTokens
-				record.CompletionTimeS = endS
+				sim.records[i].CompletionTimeS = endS
 				finished++
 				if sim.observer != nil {
 					sim.finished = append(sim.finished, i)
@@ -891,8 +898,9 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 		}
 		if finished > 0 {
 			sim.dropCompleted(finished)
+			active = sim.active
 		}
-		if progress <= 1e-12 {
+		if progressed <= 1e-12 {
 			break
 		}
 	}
