@@ -66,8 +66,8 @@ type stepStats struct {
 	peakPowerW        float64
 	peakTemperatureC  float64
 	peakKVTokens      float64
-	peakQueued        float64
-	peakQueuedAtMin   float64
+	peakQueued        int // requests queued or decoding (the reference's sum of the two as floats, exact)
+	peakQueuedAtMin   int
 	activeSteps       int
 	stalledSteps      int
 	minimumClockMHz   float64 // realized clocks at or below this count as minimum
@@ -81,30 +81,33 @@ func newStepStats(p Plant) stepStats {
 	}
 }
 
-// add accounts for one step.
-func (a *stepStats) add(s *stepSample) {
+// add accounts for one step that ended at timeS with energyJ used and
+// cumulativeDecode tokens generated so far, drew powerW, reached
+// temperatureC, held kvTokens of KV and queued requests (waiting for or
+// in prefill, or decoding: decodeActive of them), at a realized clock of
+// realizedClockMHz.
+func (a *stepStats) add(timeS, energyJ, cumulativeDecode, powerW, temperatureC, kvTokens, realizedClockMHz float64, queued, decodeActive int) {
 	if a.steps == 0 {
-		a.firstTimeS = s.timeS
+		a.firstTimeS = timeS
 	}
 	a.steps++
-	a.lastTimeS = s.timeS
-	a.lastEnergyJ = s.energyJ
-	increment := s.cumulativeDecode - a.previousDecode
-	a.previousDecode = s.cumulativeDecode
-	if s.decodeActive > 0 {
+	a.lastTimeS = timeS
+	a.lastEnergyJ = energyJ
+	increment := cumulativeDecode - a.previousDecode
+	a.previousDecode = cumulativeDecode
+	if decodeActive > 0 {
 		a.activeSteps++
 		if increment <= 1e-12 {
 			a.stalledSteps++
 		}
 	}
-	a.peakPowerW = pyMax(a.peakPowerW, s.powerW)
-	a.peakTemperatureC = pyMax(a.peakTemperatureC, s.temperatureC)
-	a.peakKVTokens = pyMax(a.peakKVTokens, s.kvTokens)
-	queued := float64(s.prefillQueue) + float64(s.decodeActive)
-	a.peakQueued = pyMax(a.peakQueued, queued)
-	if s.realizedClockMHz <= a.minimumClockMHz {
+	a.peakPowerW = pyMax(a.peakPowerW, powerW)
+	a.peakTemperatureC = pyMax(a.peakTemperatureC, temperatureC)
+	a.peakKVTokens = pyMax(a.peakKVTokens, kvTokens)
+	a.peakQueued = max(a.peakQueued, queued)
+	if realizedClockMHz <= a.minimumClockMHz {
 		a.anyAtMinimumClock = true
-		a.peakQueuedAtMin = pyMax(a.peakQueuedAtMin, queued)
+		a.peakQueuedAtMin = max(a.peakQueuedAtMin, queued)
 	}
 }
 
@@ -120,7 +123,7 @@ func (a *stepStats) metrics(requests *requestStats, p Plant) (Metrics, SLOReport
 	}
 	peakQueuedAtMin := 0.0
 	if a.anyAtMinimumClock {
-		peakQueuedAtMin = a.peakQueuedAtMin
+		peakQueuedAtMin = float64(a.peakQueuedAtMin)
 	}
 	m.OutputThroughputTokensPerS /= duration
 	m.EnergyJ = a.lastEnergyJ
@@ -132,7 +135,7 @@ func (a *stepStats) metrics(requests *requestStats, p Plant) (Metrics, SLOReport
 	m.ThermalViolationC = pyMax(0, a.peakTemperatureC-p.ThermalLimitC)
 	m.KVViolationTokens = pyMax(0, a.peakKVTokens-p.KVCapacityTokens)
 	m.DecodeStallFraction = stall
-	m.PeakQueuedRequests = a.peakQueued
+	m.PeakQueuedRequests = float64(a.peakQueued)
 	m.PeakQueuedRequestsAtMinimumClock = peakQueuedAtMin
 	return m, requests.sloReport(duration)
 }
@@ -168,8 +171,7 @@ func ComputeMetrics(r *Result, p Plant) (Metrics, error) {
 	}
 	stats := newStepStats(p)
 	for i := range r.Len() {
-		s := r.sample(i)
-		stats.add(&s)
+		stats.add(r.TimeS[i], r.EnergyJ[i], r.CumulativeDecodeTokens[i], r.PowerW[i], r.TemperatureC[i], r.KVTokens[i], r.RealizedClockMHz[i], r.PrefillQueue[i]+r.DecodeActive[i], r.DecodeActive[i])
 	}
 	requests := newRequestStats(p.ReportingHorizonS, ProfileSLO(p.Profile), len(r.Requests))
 	requests.addAll(r.Requests)

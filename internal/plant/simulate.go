@@ -161,10 +161,13 @@ type simulation struct {
 		index        int
 	}
 
-	last  stepSample
-	stats stepStats
-	keep  bool
-	trace Trajectory
+	// lastRequestedMHz and lastPhase are what the last step requested and
+	// served; the rest of its sample is the state at its end (last).
+	lastRequestedMHz float64
+	lastPhase        stepPhase
+	stats            stepStats
+	keep             bool
+	trace            Trajectory
 
 	// observer and planner are the controller, when it implements
 	// ServerStateController or Planner. An observer sees state, and
@@ -642,31 +645,21 @@ func (sim *simulation) advance() (bool, error) {
 		power = level.stepPower(prefillTime, decodeTime, dt)
 	}
 
-	// The step's record: the temperature and energy, the sample, the
-	// statistics and, when sampled, the trajectory; then the clock,
-	// power, time and index of the next step.
+	// The step's end: the temperature and energy, the state of the next
+	// step, the statistics and, when sampled, the trajectory.
 	sim.heat(power)
-	// Field by field: a composite literal would be built aside and copied.
-	last := &sim.last
-	last.index = sim.step
-	last.timeS = sim.timeS + dt
-	last.prefillQueue = sim.pending - sim.head + sim.engine.waitingCount()
-	last.decodeActive = len(sim.active)
-	last.completed = sim.completed
-	last.kvTokens = sim.kvAtEnd
-	last.temperatureC = sim.temperatureC
-	last.powerW = power
-	last.requestedClockMHz = requested
-	last.realizedClockMHz = level.realizedMHz
-	last.energyJ = sim.cumulativeEnergyJ
-	last.phase = phase
-	last.cumulativePrefill = sim.cumulativePrefill
-	last.cumulativeDecode = sim.cumulativeDecode
-	sim.stats.add(last)
+	sim.previousClockMHz = level.realizedMHz
+	sim.previousPowerW = power
+	sim.lastRequestedMHz, sim.lastPhase = requested, phase
+	sim.timeS += dt
+	sim.step++
+	sim.stats.add(sim.timeS, sim.cumulativeEnergyJ, sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
+		sim.pending-sim.head+sim.engine.waitingCount()+len(sim.active), len(sim.active))
 	// The stride rule of as_dict: every stride-th step, and every step
 	// holding a plan.
-	if sim.keep && (sim.step%sim.trace.Stride == 0 || planned) {
-		sim.trace.append(last)
+	if sim.keep && ((sim.step-1)%sim.trace.Stride == 0 || planned) {
+		last := sim.last()
+		sim.trace.append(&last)
 		if sim.planner != nil {
 			if !planned {
 				sim.plan.clocks, sim.plan.startS = nil, math.NaN()
@@ -674,11 +667,28 @@ func (sim *simulation) advance() (bool, error) {
 			sim.plans.append(sim.plan.clocks, sim.plan.startS)
 		}
 	}
-	sim.previousClockMHz = level.realizedMHz
-	sim.previousPowerW = power
-	sim.timeS += dt
-	sim.step++
 	return sim.over(), nil
+}
+
+// last is the sample of the last step: the state at its end, which only
+// the next step changes, and what it requested and served.
+func (sim *simulation) last() stepSample {
+	return stepSample{
+		index:             sim.step - 1,
+		timeS:             sim.timeS,
+		prefillQueue:      sim.pending - sim.head + sim.engine.waitingCount(),
+		decodeActive:      len(sim.active),
+		completed:         sim.completed,
+		kvTokens:          sim.kvAtEnd,
+		temperatureC:      sim.temperatureC,
+		powerW:            sim.previousPowerW,
+		requestedClockMHz: sim.lastRequestedMHz,
+		realizedClockMHz:  sim.previousClockMHz,
+		energyJ:           sim.cumulativeEnergyJ,
+		phase:             sim.lastPhase,
+		cumulativePrefill: sim.cumulativePrefill,
+		cumulativeDecode:  sim.cumulativeDecode,
+	}
 }
 
 // over reports whether the run is over after a step: every request
@@ -935,8 +945,9 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 	if opt.Summary {
 		return res
 	}
-	if n := sim.trace.Len(); n == 0 || sim.trace.StepIndex[n-1] != sim.last.index {
-		sim.trace.append(&sim.last)
+	if n := sim.trace.Len(); n == 0 || sim.trace.StepIndex[n-1] != sim.step-1 {
+		last := sim.last()
+		sim.trace.append(&last)
 		if sim.planner != nil {
 			sim.plans.append(nil, math.NaN())
 		}
