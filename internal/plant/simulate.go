@@ -61,7 +61,7 @@ type clockLevel struct {
 	// of this one: the highest level not above it whose power in that
 	// phase is within the power limit (the lowest if none is), this
 	// level itself for a measured profile.
-	governed [phaseDecode + 1]int
+	governed [phaseDecode + 1]*clockLevel
 }
 
 // power is the profile power of phase at this level.
@@ -412,7 +412,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 			for !sim.measured && index > 0 && sim.levels[index].power(stepPhase(phase)) > p.PowerLimitW+1e-12 {
 				index--
 			}
-			sim.levels[i].governed[phase] = index
+			sim.levels[i].governed[phase] = &sim.levels[index]
 		}
 	}
 	return sim, nil
@@ -614,7 +614,7 @@ func (sim *simulation) advance() (bool, error) {
 			sim.engine.chargeRecompute(level.prefillRate, sim.records)
 			remaining := pyMax(0, dt-prefillTime)
 			if len(sim.active) > 0 && remaining > 1e-12 {
-				decoded := sim.serveDecode(level.decodeRate*remaining, endS)
+				decoded := sim.serveDecode(level.decodeRate*remaining, endS, false)
 				sim.cumulativeDecode += decoded
 				decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
 			}
@@ -629,7 +629,7 @@ func (sim *simulation) advance() (bool, error) {
 				phase = phaseIdle
 			}
 		case phaseDecode:
-			decoded := sim.serveDecode(level.decodeRate*dt, endS)
+			decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
 			sim.cumulativeDecode += decoded
 			decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
 			if decoded <= 1e-12 {
@@ -788,7 +788,7 @@ func (sim *simulation) realizedLevel(index int, phase stepPhase) *clockLevel {
 	if sim.temperatureC >= sim.plant.ThermalLimitC {
 		index = max(0, index-1)
 	}
-	return &sim.levels[sim.levels[index].governed[phase]]
+	return sim.levels[index].governed[phase]
 }
 
 // quantizedLevel is the index of the level QuantizeClock(requested, true)
@@ -862,15 +862,26 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 // serveDecode is the reference's _serve_decode: it shares budget tokens
 // (at most the free KV room) equally among the active requests, round after
 // round, until it is spent or nobody progresses. Requests that reach their
-// output length complete at endS. It returns the tokens served.
-func (sim *simulation) serveDecode(budget, endS float64) float64 {
+// output length complete at endS. It returns the tokens served. unserved
+// says that nothing was served earlier in the step.
+func (sim *simulation) serveDecode(budget, endS float64, unserved bool) float64 {
 	if sim.engine != nil {
 		return sim.engineDecode(budget, endS)
 	}
 	if len(sim.active) == 0 || budget <= 0 {
 		return 0
 	}
-	freeKV := pyMax(0, sim.plant.KVCapacityTokens-sim.activeOccupancy(0))
+	var occupied float64
+	if head := sim.head; unserved && (head == sim.pending || sim.progress[head].promptProcessed+sim.progress[head].generated == 0) {
+		// Since the end of the last step only arrivals, which hold no
+		// KV, have changed the state, and the queue head holds none:
+		// the last step's occupancy is the active requests' KV, summed
+		// in the same order from the same +0.
+		occupied = sim.kvAtEnd
+	} else {
+		occupied = sim.activeOccupancy(0)
+	}
+	freeKV := pyMax(0, sim.plant.KVCapacityTokens-occupied)
 	remaining := pyMin(budget, freeKV)
 	total := 0.0
 	active, progress := sim.active, sim.progress
