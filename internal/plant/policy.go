@@ -141,7 +141,8 @@ func (ChunkedPrefill) decide(obs *Observation) decision {
 		return decideChunk
 	}
 	kvPressure := obs.KVTokens / obs.KVCapacityTokens
-	if obs.DecodeActive > 0 && (kvPressure >= 0.7 || obs.StepIndex%2 == 1) {
+	// Odd steps: Python's step_index % 2 == 1, for any integer.
+	if obs.DecodeActive > 0 && (kvPressure >= 0.7 || obs.StepIndex&1 == 1) {
 		return decideDecode
 	}
 	if obs.PrefillQueue > 0 {

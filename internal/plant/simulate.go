@@ -62,6 +62,9 @@ type clockLevel struct {
 	// phase is within the power limit (the lowest if none is), this
 	// level itself for a measured profile.
 	governed [phaseDecode + 1]*clockLevel
+	// lower is the level one below (the lowest level itself), where the
+	// thermal protection moves.
+	lower *clockLevel
 }
 
 // power is the profile power of phase at this level.
@@ -155,10 +158,10 @@ type simulation struct {
 	cumulativeDecode  float64
 
 	// quantized is the last requested clock (NaN before the first) and
-	// its level index.
+	// the level it is quantized down to.
 	quantized struct {
 		requestedMHz float64
-		index        int
+		level        *clockLevel
 	}
 
 	// lastRequestedMHz and lastPhase are what the last step requested and
@@ -407,6 +410,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		level.idleStepPower = level.stepPower(0, 0, p.TimeStepS)
 	}
 	for i := range sim.levels {
+		sim.levels[i].lower = &sim.levels[max(0, i-1)]
 		for phase := range sim.levels[i].governed {
 			index := i
 			for !sim.measured && index > 0 && sim.levels[index].power(stepPhase(phase)) > p.PowerLimitW+1e-12 {
@@ -583,18 +587,17 @@ func (sim *simulation) advance() (bool, error) {
 			return true, err
 		}
 
-		queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
-		decoding := len(sim.active) > 0
+		// A phase with nothing to serve gives way to the other one.
 		phase = action.phase
-		if phase == phasePrefill && !queued {
+		switch {
+		case phase == phasePrefill && !sim.queued():
 			phase = phaseIdle
-			if decoding {
+			if len(sim.active) > 0 {
 				phase = phaseDecode
 			}
-		}
-		if phase == phaseDecode && !decoding {
+		case phase == phaseDecode && len(sim.active) == 0:
 			phase = phaseIdle
-			if queued {
+			if sim.queued() {
 				phase = phasePrefill
 			}
 		}
@@ -691,6 +694,11 @@ func (sim *simulation) last() stepSample {
 	}
 }
 
+// queued reports whether any request waits for prefill.
+func (sim *simulation) queued() bool {
+	return sim.head < sim.pending || sim.engine.waitingCount() > 0
+}
+
 // over reports whether the run is over after a step: every request
 // has arrived and completed.
 func (sim *simulation) over() bool {
@@ -780,39 +788,38 @@ func (sim *simulation) heat(power float64) {
 }
 
 // realizedLevel is the profile level the plant runs for a request
-// quantized down to level index (the reference's _realized_clock): one
-// level lower at or above the thermal limit, and for an unmeasured profile
+// quantized down to level (the reference's _realized_clock): one level
+// lower at or above the thermal limit, and for an unmeasured profile
 // lowered further while the scheduled phase's power exceeds the power
 // limit (governed).
-func (sim *simulation) realizedLevel(index int, phase stepPhase) *clockLevel {
+func (sim *simulation) realizedLevel(level *clockLevel, phase stepPhase) *clockLevel {
 	if sim.temperatureC >= sim.plant.ThermalLimitC {
-		index = max(0, index-1)
+		level = level.lower
 	}
-	return sim.levels[index].governed[phase]
+	return level.governed[phase]
 }
 
-// quantizedLevel is the index of the level QuantizeClock(requested, true)
-// picks. Controllers mostly repeat their request, so the last answer is
-// kept.
-func (sim *simulation) quantizedLevel(requested float64) int {
+// quantizedLevel is the level QuantizeClock(requested, true) picks.
+// Controllers mostly repeat their request, so the last answer is kept.
+func (sim *simulation) quantizedLevel(requested float64) *clockLevel {
 	if sim.quantized.requestedMHz == requested {
-		return sim.quantized.index
+		return sim.quantized.level
 	}
 	return sim.quantize(requested)
 }
 
 // quantize is quantizedLevel for a request other than the last.
-func (sim *simulation) quantize(requested float64) int {
+func (sim *simulation) quantize(requested float64) *clockLevel {
 	applied := sim.plant.Profile.QuantizeClock(requested, true)
-	index := 0
+	level := &sim.levels[0]
 	for i := range sim.levels {
 		if sim.levels[i].mhz == applied {
-			index = i
+			level = &sim.levels[i]
 			break
 		}
 	}
-	sim.quantized.requestedMHz, sim.quantized.index = requested, index
-	return index
+	sim.quantized.requestedMHz, sim.quantized.level = requested, level
+	return level
 }
 
 // servePrefill is the reference's _serve_prefill: it prefills the queue
