@@ -58,10 +58,6 @@ type Metrics struct {
 // at a time, with the reference's arithmetic (np.max with an initial value,
 // decode increments as differences of the cumulative decode tokens).
 type stepStats struct {
-	steps             int
-	firstTimeS        float64
-	lastTimeS         float64
-	lastEnergyJ       float64
 	previousDecode    float64
 	peakPowerW        float64
 	peakTemperatureC  float64
@@ -81,18 +77,11 @@ func newStepStats(p Plant) stepStats {
 	}
 }
 
-// add accounts for one step that ended at timeS with energyJ used and
-// cumulativeDecode tokens generated so far, drew powerW, reached
-// temperatureC, held kvTokens of KV and queued requests (waiting for or
-// in prefill, or decoding: decodeActive of them), at a realized clock of
-// realizedClockMHz.
-func (a *stepStats) add(timeS, energyJ, cumulativeDecode, powerW, temperatureC, kvTokens, realizedClockMHz float64, queued, decodeActive int) {
-	if a.steps == 0 {
-		a.firstTimeS = timeS
-	}
-	a.steps++
-	a.lastTimeS = timeS
-	a.lastEnergyJ = energyJ
+// add accounts for one step with cumulativeDecode tokens generated so far,
+// which drew powerW, reached temperatureC, held kvTokens of KV and queued
+// requests (waiting for or in prefill, or decoding: decodeActive of them),
+// at a realized clock of realizedClockMHz.
+func (a *stepStats) add(cumulativeDecode, powerW, temperatureC, kvTokens, realizedClockMHz float64, queued, decodeActive int) {
 	increment := cumulativeDecode - a.previousDecode
 	a.previousDecode = cumulativeDecode
 	if decodeActive > 0 {
@@ -111,12 +100,19 @@ func (a *stepStats) add(timeS, energyJ, cumulativeDecode, powerW, temperatureC, 
 	}
 }
 
-// metrics combines the step statistics with the request statistics (the
-// reference's _metrics, its violation rates judged by the SLO the requests
-// were added with) and the slo block.
-func (a *stepStats) metrics(requests *requestStats, p Plant) (Metrics, SLOReport) {
+// stepSpan is what the metrics take from a run's steps besides their
+// statistics: the end of the first step and of the last (0 without
+// steps), and the energy at the last.
+type stepSpan struct {
+	firstTimeS, lastTimeS, energyJ float64
+}
+
+// metrics combines the step statistics of the steps spanning span with
+// the request statistics (the reference's _metrics, its violation rates
+// judged by the SLO the requests were added with) and the slo block.
+func (a *stepStats) metrics(span stepSpan, requests *requestStats, p Plant) (Metrics, SLOReport) {
 	m := requests.metrics()
-	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
+	duration := pyMax(span.lastTimeS-span.firstTimeS, p.TimeStepS)
 	stall := 0.0
 	if a.activeSteps > 0 {
 		stall = float64(a.stalledSteps) / float64(a.activeSteps)
@@ -126,8 +122,8 @@ func (a *stepStats) metrics(requests *requestStats, p Plant) (Metrics, SLOReport
 		peakQueuedAtMin = float64(a.peakQueuedAtMin)
 	}
 	m.OutputThroughputTokensPerS /= duration
-	m.EnergyJ = a.lastEnergyJ
-	m.EnergyPerOutputTokenJ = a.lastEnergyJ / m.EnergyPerOutputTokenJ
+	m.EnergyJ = span.energyJ
+	m.EnergyPerOutputTokenJ = span.energyJ / m.EnergyPerOutputTokenJ
 	m.PeakPowerW = a.peakPowerW
 	m.PeakTemperatureC = a.peakTemperatureC
 	m.PeakKVTokens = a.peakKVTokens
@@ -170,11 +166,16 @@ func ComputeMetrics(r *Result, p Plant) (Metrics, error) {
 		return Metrics{}, err
 	}
 	stats := newStepStats(p)
+	var span stepSpan
 	for i := range r.Len() {
-		stats.add(r.TimeS[i], r.EnergyJ[i], r.CumulativeDecodeTokens[i], r.PowerW[i], r.TemperatureC[i], r.KVTokens[i], r.RealizedClockMHz[i], r.PrefillQueue[i]+r.DecodeActive[i], r.DecodeActive[i])
+		stats.add(r.CumulativeDecodeTokens[i], r.PowerW[i], r.TemperatureC[i], r.KVTokens[i], r.RealizedClockMHz[i], r.PrefillQueue[i]+r.DecodeActive[i], r.DecodeActive[i])
+		span.lastTimeS, span.energyJ = r.TimeS[i], r.EnergyJ[i]
+	}
+	if r.Len() > 0 {
+		span.firstTimeS = r.TimeS[0]
 	}
 	requests := newRequestStats(p.ReportingHorizonS, ProfileSLO(p.Profile), len(r.Requests))
 	requests.addAll(r.Requests)
-	m, _ := stats.metrics(requests, p)
+	m, _ := stats.metrics(span, requests, p)
 	return m, nil
 }

@@ -656,7 +656,7 @@ func (sim *simulation) advance() (bool, error) {
 	sim.lastRequestedMHz, sim.lastPhase = requested, phase
 	sim.timeS += dt
 	sim.step++
-	sim.stats.add(sim.timeS, sim.cumulativeEnergyJ, sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
+	sim.stats.add(sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
 		sim.pending-sim.head+sim.engine.waitingCount()+len(sim.active), len(sim.active))
 	// The stride rule of as_dict: every stride-th step, and every step
 	// holding a plan.
@@ -671,6 +671,15 @@ func (sim *simulation) advance() (bool, error) {
 		}
 	}
 	return sim.over(), nil
+}
+
+// span is the span of the steps simulated: the first ends at 0 + the
+// time step, the last at the current time.
+func (sim *simulation) span() stepSpan {
+	if sim.step == 0 {
+		return stepSpan{}
+	}
+	return stepSpan{firstTimeS: sim.plant.TimeStepS, lastTimeS: sim.timeS, energyJ: sim.cumulativeEnergyJ}
 }
 
 // last is the sample of the last step: the state at its end, which only
@@ -944,7 +953,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), len(records))
 	}
 	requests.addAll(records)
-	metrics, slo := sim.stats.metrics(requests, sim.plant)
+	metrics, slo := sim.stats.metrics(sim.span(), requests, sim.plant)
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),
@@ -952,7 +961,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		ProfileStatus:    sim.plant.Profile.Status,
 		WorkloadChecksum: checksum,
 		SLO:              slo,
-		Steps:            sim.stats.steps,
+		Steps:            sim.step,
 		Engine:           sim.engineReport(),
 		Log:              sim.requestLog(),
 	}

@@ -244,13 +244,12 @@ func (st *Stepper) Result() (*Result, Totals) {
 		st.rollback()
 	}
 	sim := st.sim
+	span := sim.span()
 	totals := Totals{
-		Steps:        sim.stats.steps,
+		Steps:        sim.step,
 		ActiveSteps:  sim.stats.activeSteps,
 		StalledSteps: sim.stats.stalledSteps,
-	}
-	if sim.stats.steps > 0 {
-		totals.DurationS = sim.stats.lastTimeS - sim.stats.firstTimeS
+		DurationS:    span.lastTimeS - span.firstTimeS,
 	}
 	records := sim.records
 	var sum Checksum
@@ -259,7 +258,7 @@ func (st *Stepper) Result() (*Result, Totals) {
 		sum.Add(Request{ID: r.RequestID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens})
 	}
 	checksum := sum.Sum()
-	if sim.stats.steps == 0 {
+	if sim.step == 0 {
 		// No step: nothing sampled, not even a last step.
 		res := sim.result(checksum, Options{Summary: true, SLO: st.opt.SLO})
 		if !st.opt.Summary {
