@@ -205,7 +205,7 @@ func (sim *simulation) requestClock(obs *Observation) (float64, error) {
 	case clockConstant:
 		return sim.constantMHz, nil
 	case clockReactive:
-		return sim.reactiveClock(obs), nil
+		return Reactive{}.clockFrom(sim.reactivePrevious(obs), obs), nil
 	case clockBuiltin:
 		requested = sim.builtinController.clock(obs)
 	default:

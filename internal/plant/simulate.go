@@ -581,7 +581,7 @@ func (sim *simulation) advance() (bool, error) {
 			}
 			requested = sim.constantMHz
 			if sim.clockKind == clockReactive {
-				requested = sim.reactiveClock(obs)
+				requested = Reactive{}.clockFrom(sim.reactivePrevious(obs), obs)
 			}
 		} else if action, requested, planned, err = sim.askPolicies(); err != nil {
 			return true, err
@@ -737,14 +737,19 @@ func (sim *simulation) askPolicies() (action decision, requested float64, planne
 	return action, requested, planned, nil
 }
 
-// reactiveClock is Reactive's request for obs, from the level nearest the
-// previous clock, remembered for each previous clock.
-func (sim *simulation) reactiveClock(obs *Observation) float64 {
+// reactivePrevious is Reactive's previous level for obs, remembered for
+// each previous clock (the request is Reactive{}.clockFrom(it, obs)).
+func (sim *simulation) reactivePrevious(obs *Observation) int {
 	if sim.reactive.previousMHz != obs.PreviousClockMHz {
-		sim.reactive.previousMHz = obs.PreviousClockMHz
-		sim.reactive.index = Reactive{}.previousLevel(obs)
+		sim.rememberReactivePrevious(obs)
 	}
-	return Reactive{}.clockFrom(sim.reactive.index, obs)
+	return sim.reactive.index
+}
+
+// rememberReactivePrevious finds Reactive's previous level for obs.
+func (sim *simulation) rememberReactivePrevious(obs *Observation) {
+	sim.reactive.previousMHz = obs.PreviousClockMHz
+	sim.reactive.index = Reactive{}.previousLevel(obs)
 }
 
 // idleStep is the clock request and the level of a step in which nothing
@@ -766,7 +771,7 @@ func (sim *simulation) idleStep() (requested float64, level *clockLevel, err err
 		}
 	case sim.clockKind == clockReactive:
 		sim.observeLoad(obs)
-		requested = sim.reactiveClock(obs)
+		requested = Reactive{}.clockFrom(sim.reactivePrevious(obs), obs)
 	}
 	level = sim.realizedLevel(sim.quantizedLevel(requested), phaseIdle)
 	if level.realizedErr != nil {
