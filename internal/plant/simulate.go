@@ -65,6 +65,11 @@ type clockLevel struct {
 	// lower is the level one below (the lowest level itself), where the
 	// thermal protection moves.
 	lower *clockLevel
+	// decode is the last decode-only step at this level: the tokens it
+	// decoded (NaN before the first) and its power (decodeStepPower).
+	decode struct {
+		tokens, powerW float64
+	}
 }
 
 // power is the profile power of phase at this level.
@@ -408,6 +413,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		})
 		level := &sim.levels[len(sim.levels)-1]
 		level.idleStepPower = level.stepPower(0, 0, p.TimeStepS)
+		level.decode.tokens = math.NaN()
 	}
 	for i := range sim.levels {
 		sim.levels[i].lower = &sim.levels[max(0, i-1)]
@@ -607,13 +613,12 @@ func (sim *simulation) advance() (bool, error) {
 		}
 
 		endS := sim.timeS + dt
-		prefillTime, decodeTime := 0.0, 0.0
 		switch phase {
 		case phasePrefill:
 			budget := pyMin(level.prefillRate*dt, action.prefillCap)
 			served := sim.servePrefill(budget)
 			sim.cumulativePrefill += served
-			prefillTime = served / pyMax(level.prefillRate, 1e-12)
+			prefillTime, decodeTime := served/pyMax(level.prefillRate, 1e-12), 0.0
 			sim.engine.chargeRecompute(level.prefillRate, sim.records)
 			remaining := pyMax(0, dt-prefillTime)
 			if len(sim.active) > 0 && remaining > 1e-12 {
@@ -631,13 +636,16 @@ func (sim *simulation) advance() (bool, error) {
 			default:
 				phase = phaseIdle
 			}
+			power = level.stepPower(prefillTime, decodeTime, dt)
 		case phaseDecode:
 			decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
 			sim.cumulativeDecode += decoded
-			decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
 			if decoded <= 1e-12 {
 				phase = phaseIdle
 			}
+			power = level.decodeStepPower(decoded, dt)
+		default:
+			power = level.idleStepPower
 		}
 
 		if sim.engine == nil {
@@ -645,7 +653,6 @@ func (sim *simulation) advance() (bool, error) {
 		} else {
 			sim.kvAtEnd = sim.engineOccupancy()
 		}
-		power = level.stepPower(prefillTime, decodeTime, dt)
 	}
 
 	// The step's end: the temperature and energy, the state of the next
@@ -791,6 +798,17 @@ func (l *clockLevel) stepPower(prefillTime, decodeTime, dt float64) float64 {
 	idleTime := pyMax(0, dt-prefillTime-decodeTime)
 	energy := l.prefillPower*prefillTime + l.decodePower*decodeTime + l.idlePower*idleTime
 	return energy / dt
+}
+
+// decodeStepPower is the power of a step of dt that only decodes decoded
+// tokens at this level: stepPower(0, decoded / rate, dt), remembered for
+// the last tokens decoded, which a steady decode repeats step after step.
+func (l *clockLevel) decodeStepPower(decoded, dt float64) float64 {
+	if decoded != l.decode.tokens {
+		l.decode.tokens = decoded
+		l.decode.powerW = l.stepPower(0, decoded/pyMax(l.decodeRate, 1e-12), dt)
+	}
+	return l.decode.powerW
 }
 
 // heat advances the temperature and the energy over a step drawing power.
