@@ -907,9 +907,8 @@ func (sim *simulation) serveDecode(budget, endS float64, unserved bool) float64 
 	if sim.engine != nil {
 		return sim.engineDecode(budget, endS)
 	}
-	if len(sim.active) == 0 || budget <= 0 {
-		return 0
-	}
+	// Without active requests or budget, nothing is served (the rounds
+	// below do not start).
 	var occupied float64
 	if head := sim.head; unserved && (head == sim.pending || sim.progress[head].promptProcessed+sim.progress[head].generated == 0) {
 		// Since the end of the last step only arrivals, which hold no
