@@ -222,18 +222,16 @@ func SimulateContext(ctx context.Context, requests []Request, p Plant, s Schedul
 // still holds; it returns ctx's error within CancelCheckSteps steps of ctx
 // being done.
 func (sim *simulation) runToEnd(ctx context.Context) error {
-	for steps := 1; ; steps++ {
-		done, err := sim.advance()
+	for {
+		done, err := sim.steps(CancelCheckSteps)
 		if err != nil {
 			return err
 		}
 		if done {
 			break
 		}
-		if steps%CancelCheckSteps == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 	return sim.drain()
@@ -543,141 +541,151 @@ func (sim *simulation) observeLoad(obs *Observation) {
 }
 
 // advance simulates one step. It reports whether the run is over.
-func (sim *simulation) advance() (bool, error) {
-	p := &sim.plant
-	dt := p.TimeStepS
-	if !(sim.timeS <= p.MaxSimulationTimeS+1e-12) {
-		return true, nil
-	}
-	if err := sim.pull(); err != nil {
-		return true, err
-	}
-	arrived := sim.pending
-	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
-		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
-		sim.pending++
-	}
-	var (
-		requested, power float64
-		level            *clockLevel
-		phase            stepPhase
-		planned          bool
-		err              error
-	)
-	if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
-		if requested, level, err = sim.idleStep(); err != nil {
+func (sim *simulation) advance() (bool, error) { return sim.steps(1) }
+
+// steps simulates up to n steps, fewer when the run is over (it reports
+// whether it is). The step loop runs here, so that its state stays at
+// hand from one step to the next.
+func (sim *simulation) steps(n int) (bool, error) {
+	dt := sim.plant.TimeStepS
+	lastStartS := sim.plant.MaxSimulationTimeS + 1e-12
+	for range n {
+		if !(sim.timeS <= lastStartS) {
+			return true, nil
+		}
+		if err := sim.pull(); err != nil {
 			return true, err
 		}
-		power, phase = level.idleStepPower, phaseIdle
-	} else {
-		sim.noteArrivals(arrived, sim.kvAtEnd)
-		var action decision
-		if sim.plainPolicies {
-			// The built-in scheduler and a plain controller, asked in place
-			// with the fields they read.
-			obs := &sim.obs
-			sim.observeLoad(obs)
-			switch sim.schedulerKind {
-			case schedulerChunked:
-				action = ChunkedPrefill{}.decide(obs)
-			case schedulerStatic:
-				action = StaticBatch{}.decide(obs)
-			default:
-				action = ContinuousBatch{}.decide(obs)
-			}
-			requested = sim.constantMHz
-			if sim.clockKind == clockReactive {
-				requested = Reactive{}.clockFrom(sim.reactivePrevious(obs), obs)
-			}
-		} else if action, requested, planned, err = sim.askPolicies(); err != nil {
-			return true, err
+		arrived := sim.pending
+		for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
+			sim.queuedPrompt += sim.records[sim.pending].PromptTokens
+			sim.pending++
 		}
-
-		// A phase with nothing to serve gives way to the other one.
-		phase = action.phase
-		switch {
-		case phase == phasePrefill && !sim.queued():
-			phase = phaseIdle
-			if len(sim.active) > 0 {
-				phase = phaseDecode
+		var (
+			requested, power float64
+			level            *clockLevel
+			phase            stepPhase
+			planned          bool
+			err              error
+		)
+		if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
+			if requested, level, err = sim.idleStep(); err != nil {
+				return true, err
 			}
-		case phase == phaseDecode && len(sim.active) == 0:
-			phase = phaseIdle
-			if sim.queued() {
-				phase = phasePrefill
-			}
-		}
-		level = sim.realizedLevel(sim.quantizedLevel(requested), phase)
-		if level.realizedErr != nil {
-			return true, level.realizedErr
-		}
-
-		endS := sim.timeS + dt
-		switch phase {
-		case phasePrefill:
-			budget := pyMin(level.prefillRate*dt, action.prefillCap)
-			served := sim.servePrefill(budget)
-			sim.cumulativePrefill += served
-			prefillTime, decodeTime := served/pyMax(level.prefillRate, 1e-12), 0.0
-			sim.engine.chargeRecompute(level.prefillRate, sim.records)
-			remaining := pyMax(0, dt-prefillTime)
-			if len(sim.active) > 0 && remaining > 1e-12 {
-				decoded := sim.serveDecode(level.decodeRate*remaining, endS, false)
-				sim.cumulativeDecode += decoded
-				decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
-			}
-			switch {
-			case served > 1e-12 && decodeTime > 1e-12:
-				phase = phaseInterleaved
-			case served > 1e-12:
-				phase = phasePrefill
-			case decodeTime > 1e-12:
-				phase = phaseDecode
-			default:
-				phase = phaseIdle
-			}
-			power = level.stepPower(prefillTime, decodeTime, dt)
-		case phaseDecode:
-			decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
-			sim.cumulativeDecode += decoded
-			if decoded <= 1e-12 {
-				phase = phaseIdle
-			}
-			power = level.decodeStepPower(decoded, dt)
-		default:
-			power = level.idleStepPower
-		}
-
-		if sim.engine == nil {
-			sim.kvAtEnd = sim.plainOccupancy()
+			power, phase = level.idleStepPower, phaseIdle
 		} else {
-			sim.kvAtEnd = sim.engineOccupancy()
-		}
-	}
-
-	// The step's end: the temperature and energy, the state of the next
-	// step, the statistics and, when sampled, the trajectory.
-	sim.heat(power)
-	sim.previousClockMHz = level.realizedMHz
-	sim.previousPowerW = power
-	sim.lastRequestedMHz, sim.lastPhase = requested, phase
-	sim.timeS += dt
-	sim.step++
-	sim.stats.add(sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
-		sim.pending-sim.head+sim.engine.waitingCount()+len(sim.active), len(sim.active))
-	// The stride rule of as_dict: every stride-th step, and every step
-	// holding a plan.
-	if sim.keep && ((sim.step-1)%sim.trace.Stride == 0 || planned) {
-		last := sim.last()
-		sim.trace.append(&last)
-		if sim.planner != nil {
-			if !planned {
-				sim.plan.clocks, sim.plan.startS = nil, math.NaN()
+			sim.noteArrivals(arrived, sim.kvAtEnd)
+			var action decision
+			if sim.plainPolicies {
+				// The built-in scheduler and a plain controller, asked in place
+				// with the fields they read.
+				obs := &sim.obs
+				sim.observeLoad(obs)
+				switch sim.schedulerKind {
+				case schedulerChunked:
+					action = ChunkedPrefill{}.decide(obs)
+				case schedulerStatic:
+					action = StaticBatch{}.decide(obs)
+				default:
+					action = ContinuousBatch{}.decide(obs)
+				}
+				requested = sim.constantMHz
+				if sim.clockKind == clockReactive {
+					requested = Reactive{}.clockFrom(sim.reactivePrevious(obs), obs)
+				}
+			} else if action, requested, planned, err = sim.askPolicies(); err != nil {
+				return true, err
 			}
-			sim.plans.append(sim.plan.clocks, sim.plan.startS)
+
+			// A phase with nothing to serve gives way to the other one.
+			phase = action.phase
+			switch {
+			case phase == phasePrefill && !sim.queued():
+				phase = phaseIdle
+				if len(sim.active) > 0 {
+					phase = phaseDecode
+				}
+			case phase == phaseDecode && len(sim.active) == 0:
+				phase = phaseIdle
+				if sim.queued() {
+					phase = phasePrefill
+				}
+			}
+			level = sim.realizedLevel(sim.quantizedLevel(requested), phase)
+			if level.realizedErr != nil {
+				return true, level.realizedErr
+			}
+
+			endS := sim.timeS + dt
+			switch phase {
+			case phasePrefill:
+				budget := pyMin(level.prefillRate*dt, action.prefillCap)
+				served := sim.servePrefill(budget)
+				sim.cumulativePrefill += served
+				prefillTime, decodeTime := served/pyMax(level.prefillRate, 1e-12), 0.0
+				sim.engine.chargeRecompute(level.prefillRate, sim.records)
+				remaining := pyMax(0, dt-prefillTime)
+				if len(sim.active) > 0 && remaining > 1e-12 {
+					decoded := sim.serveDecode(level.decodeRate*remaining, endS, false)
+					sim.cumulativeDecode += decoded
+					decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
+				}
+				switch {
+				case served > 1e-12 && decodeTime > 1e-12:
+					phase = phaseInterleaved
+				case served > 1e-12:
+					phase = phasePrefill
+				case decodeTime > 1e-12:
+					phase = phaseDecode
+				default:
+					phase = phaseIdle
+				}
+				power = level.stepPower(prefillTime, decodeTime, dt)
+			case phaseDecode:
+				decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
+				sim.cumulativeDecode += decoded
+				if decoded <= 1e-12 {
+					phase = phaseIdle
+				}
+				power = level.decodeStepPower(decoded, dt)
+			default:
+				power = level.idleStepPower
+			}
+
+			if sim.engine == nil {
+				sim.kvAtEnd = sim.plainOccupancy()
+			} else {
+				sim.kvAtEnd = sim.engineOccupancy()
+			}
+		}
+
+		// The step's end: the temperature and energy, the state of the next
+		// step, the statistics and, when sampled, the trajectory.
+		sim.heat(power)
+		sim.previousClockMHz = level.realizedMHz
+		sim.previousPowerW = power
+		sim.lastRequestedMHz, sim.lastPhase = requested, phase
+		sim.timeS += dt
+		sim.step++
+		sim.stats.add(sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
+			sim.pending-sim.head+sim.engine.waitingCount()+len(sim.active), len(sim.active))
+		// The stride rule of as_dict: every stride-th step, and every step
+		// holding a plan.
+		if sim.keep && ((sim.step-1)%sim.trace.Stride == 0 || planned) {
+			last := sim.last()
+			sim.trace.append(&last)
+			if sim.planner != nil {
+				if !planned {
+					sim.plan.clocks, sim.plan.startS = nil, math.NaN()
+				}
+				sim.plans.append(sim.plan.clocks, sim.plan.startS)
+			}
+		}
+		if sim.over() {
+			return true, nil
 		}
 	}
-	return sim.over(), nil
+	return false, nil
 }
 
 // span is the span of the steps simulated: the first ends at 0 + the
