@@ -698,7 +698,8 @@ func (sim *simulation) span() stepSpan {
 }
 
 // last is the sample of the last step: the state at its end, which only
-// the next step changes, and what it requested and served.
+// the next step changes (or the drain of a run that drops its records,
+// which keeps no trajectory), and what it requested and served.
 func (sim *simulation) last() stepSample {
 	return stepSample{
 		index:             sim.step - 1,
@@ -909,14 +910,13 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 // serveDecode is the reference's _serve_decode: it shares budget tokens
 // (at most the free KV room) equally among the active requests, round after
 // round, until it is spent or nobody progresses. Requests that reach their
-// output length complete at endS. It returns the tokens served. unserved
+// output length complete at endS. It returns the tokens served (none
+// without active requests or budget: the rounds do not start). unserved
 // says that nothing was served earlier in the step.
 func (sim *simulation) serveDecode(budget, endS float64, unserved bool) float64 {
 	if sim.engine != nil {
 		return sim.engineDecode(budget, endS)
 	}
-	// Without active requests or budget, nothing is served (the rounds
-	// below do not start).
 	var occupied float64
 	if head := sim.head; unserved && (head == sim.pending || sim.progress[head].promptProcessed+sim.progress[head].generated == 0) {
 		// Since the end of the last step only arrivals, which hold no
