@@ -397,6 +397,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 			return nil, fmt.Errorf("clock controller %s: %w", c.Name(), err)
 		}
 	}
+	sim.levels = make([]clockLevel, 0, len(prof.ClockMHz))
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
 		sim.levels = append(sim.levels, clockLevel{
