@@ -115,14 +115,15 @@ type simulation struct {
 	}
 	fullObservation bool
 	// idleFast says that a step with nothing queued or decoding may take
-	// the idle path (advanceIdle): the policies are built in.
+	// the idle path (idleStep): the policies are built in.
 	idleFast bool
 	// plainPolicies says that the policies are a built-in scheduler and a
 	// clockConstant or clockReactive controller, without the engine
 	// features: the step loop asks them in place with the fields they read
 	// (observeLoad) and nothing else.
 	plainPolicies bool
-	// obs is the observation of the current step.
+	// obs is the observation of the current step: under plainPolicies,
+	// only the fields observeLoad fills are current.
 	obs Observation
 
 	// stream yields the requests not added yet (nil once it has ended, or
