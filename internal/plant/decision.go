@@ -205,7 +205,8 @@ func (sim *simulation) requestClock(obs *Observation) (float64, error) {
 	case clockConstant:
 		return sim.constantMHz, nil
 	case clockReactive:
-		return Reactive{}.clockFrom(sim.reactivePrevious(obs), obs), nil
+		requested, _ := sim.reactiveClock(obs)
+		return requested, nil
 	case clockBuiltin:
 		requested = sim.builtinController.clock(obs)
 	default:

@@ -229,7 +229,7 @@ func (Reactive) Name() string { return "reactive_clock_controller" }
 func (c Reactive) RequestClock(obs Observation) float64 { return c.clock(&obs) }
 
 func (c Reactive) clock(obs *Observation) float64 {
-	return c.clockFrom(c.previousLevel(obs), obs)
+	return obs.ClockLevelsMHz[c.levelFrom(c.previousLevel(obs), obs)]
 }
 
 // previousLevel is the index of the level whose realized clock is nearest
@@ -248,8 +248,9 @@ func (Reactive) previousLevel(obs *Observation) int {
 	return previous
 }
 
-// clockFrom is the request from level index previous (previousLevel).
-func (Reactive) clockFrom(previous int, obs *Observation) float64 {
+// levelFrom is the index of the level requested from level index
+// previous (previousLevel).
+func (Reactive) levelFrom(previous int, obs *Observation) int {
 	clocks := obs.ClockLevelsMHz
 	pressure := obs.PrefillQueue + 2*obs.DecodeActive
 	index := previous
@@ -261,7 +262,7 @@ func (Reactive) clockFrom(previous int, obs *Observation) float64 {
 	case pressure <= 1:
 		index = max(0, previous-1)
 	}
-	return clocks[index]
+	return index
 }
 
 // SampleAndHold applies Inner at a fixed cadence and holds its request in

@@ -65,6 +65,10 @@ type clockLevel struct {
 	// lower is the level one below (the lowest level itself), where the
 	// thermal protection moves.
 	lower *clockLevel
+	// quantized is the level a request of exactly this level's clock is
+	// quantized down to (this level, unless two levels lie within 1e-12
+	// MHz).
+	quantized *clockLevel
 	// decode is the last decode-only step at this level: the tokens it
 	// decoded (NaN before the first) and its power (decodeStepPower).
 	decode struct {
@@ -103,12 +107,14 @@ type simulation struct {
 	// observation, and without the sum of GeneratedDecodeTokens, which
 	// only other policies read (fullObservation). builtinController is the
 	// controller when it is built in (nil otherwise), constantMHz the
-	// request of a clockConstant controller, and reactive the level
-	// nearest the previous clock for a clockReactive one.
+	// request of a clockConstant controller and constantLevel the level it
+	// is quantized down to, and reactive the level nearest the previous
+	// clock for a clockReactive one.
 	schedulerKind     schedulerKind
 	clockKind         clockKind
 	builtinController builtinController
 	constantMHz       float64
+	constantLevel     *clockLevel
 	reactive          struct {
 		previousMHz float64
 		index       int
@@ -417,6 +423,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	}
 	for i := range sim.levels {
 		sim.levels[i].lower = &sim.levels[max(0, i-1)]
+		sim.levels[i].quantized = sim.quantize(sim.levels[i].mhz)
 		for phase := range sim.levels[i].governed {
 			index := i
 			for !sim.measured && index > 0 && sim.levels[index].power(stepPhase(phase)) > p.PowerLimitW+1e-12 {
@@ -424,6 +431,9 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 			}
 			sim.levels[i].governed[phase] = &sim.levels[index]
 		}
+	}
+	if sim.clockKind == clockConstant {
+		sim.constantLevel = sim.quantize(sim.constantMHz)
 	}
 	return sim, nil
 }
@@ -577,7 +587,10 @@ func (sim *simulation) steps(n int) (bool, error) {
 			power, phase = level.idleStepPower, phaseIdle
 		} else {
 			sim.noteArrivals(arrived, sim.kvAtEnd)
-			var action decision
+			var (
+				action    decision
+				quantized *clockLevel
+			)
 			if sim.plainPolicies {
 				// The built-in scheduler and a plain controller, asked in place
 				// with the fields they read.
@@ -591,12 +604,17 @@ func (sim *simulation) steps(n int) (bool, error) {
 				default:
 					action = ContinuousBatch{}.decide(obs)
 				}
-				requested = sim.constantMHz
+				requested, quantized = sim.constantMHz, sim.constantLevel
 				if sim.clockKind == clockReactive {
-					requested = Reactive{}.clockFrom(sim.reactivePrevious(obs), obs)
+					// reactiveClock, written out: its parts are inlined.
+					i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
+					requested, quantized = sim.clockMHz[i], sim.levels[i].quantized
 				}
-			} else if action, requested, planned, err = sim.askPolicies(); err != nil {
-				return true, err
+			} else {
+				if action, requested, planned, err = sim.askPolicies(); err != nil {
+					return true, err
+				}
+				quantized = sim.quantizedLevel(requested)
 			}
 
 			// A phase with nothing to serve gives way to the other one.
@@ -613,7 +631,7 @@ func (sim *simulation) steps(n int) (bool, error) {
 					phase = phasePrefill
 				}
 			}
-			level = sim.realizedLevel(sim.quantizedLevel(requested), phase)
+			level = sim.realizedLevel(quantized, phase)
 			if level.realizedErr != nil {
 				return true, level.realizedErr
 			}
@@ -756,12 +774,19 @@ func (sim *simulation) askPolicies() (action decision, requested float64, planne
 }
 
 // reactivePrevious is Reactive's previous level for obs, remembered for
-// each previous clock (the request is Reactive{}.clockFrom(it, obs)).
+// each previous clock (reactiveClock).
 func (sim *simulation) reactivePrevious(obs *Observation) int {
 	if sim.reactive.previousMHz != obs.PreviousClockMHz {
 		sim.rememberReactivePrevious(obs)
 	}
 	return sim.reactive.index
+}
+
+// reactiveClock is Reactive's request for obs and the level it is
+// quantized down to.
+func (sim *simulation) reactiveClock(obs *Observation) (float64, *clockLevel) {
+	i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
+	return sim.clockMHz[i], sim.levels[i].quantized
 }
 
 // rememberReactivePrevious finds Reactive's previous level for obs.
@@ -780,18 +805,19 @@ func (sim *simulation) rememberReactivePrevious(obs *Observation) {
 // bit.
 func (sim *simulation) idleStep() (requested float64, level *clockLevel, err error) {
 	obs := &sim.obs
-	requested = sim.constantMHz
+	requested, quantized := sim.constantMHz, sim.constantLevel
 	switch {
 	case !sim.plainPolicies:
 		sim.observe(obs)
 		if requested, err = sim.requestClock(obs); err != nil {
 			return 0, nil, err
 		}
+		quantized = sim.quantizedLevel(requested)
 	case sim.clockKind == clockReactive:
 		sim.observeLoad(obs)
-		requested = Reactive{}.clockFrom(sim.reactivePrevious(obs), obs)
+		requested, quantized = sim.reactiveClock(obs)
 	}
-	level = sim.realizedLevel(sim.quantizedLevel(requested), phaseIdle)
+	level = sim.realizedLevel(quantized, phaseIdle)
 	if level.realizedErr != nil {
 		return 0, nil, level.realizedErr
 	}
@@ -845,24 +871,21 @@ func (sim *simulation) realizedLevel(level *clockLevel, phase stepPhase) *clockL
 // quantizedLevel is the level QuantizeClock(requested, true) picks.
 // Controllers mostly repeat their request, so the last answer is kept.
 func (sim *simulation) quantizedLevel(requested float64) *clockLevel {
-	if sim.quantized.requestedMHz == requested {
-		return sim.quantized.level
+	if sim.quantized.requestedMHz != requested {
+		sim.quantized.requestedMHz, sim.quantized.level = requested, sim.quantize(requested)
 	}
-	return sim.quantize(requested)
+	return sim.quantized.level
 }
 
-// quantize is quantizedLevel for a request other than the last.
+// quantize is the level QuantizeClock(requested, true) picks.
 func (sim *simulation) quantize(requested float64) *clockLevel {
 	applied := sim.plant.Profile.QuantizeClock(requested, true)
-	level := &sim.levels[0]
 	for i := range sim.levels {
 		if sim.levels[i].mhz == applied {
-			level = &sim.levels[i]
-			break
+			return &sim.levels[i]
 		}
 	}
-	sim.quantized.requestedMHz, sim.quantized.level = requested, level
-	return level
+	return &sim.levels[0]
 }
 
 // servePrefill is the reference's _serve_prefill: it prefills the queue
