@@ -77,26 +77,33 @@ func (a Action) decision() decision {
 	return d
 }
 
-// A builtinScheduler is a scheduler of this package: the step loop asks it
-// for its decision with the observation in place, not copied.
-type builtinScheduler interface {
-	Scheduler
-	decide(obs *Observation) decision
-}
+// schedulerKind is how the step loop asks its scheduler: a built-in
+// scheduler directly (its decide, inlined, with the observation in place),
+// any other through Schedule, with a copy of the observation, its Action
+// checked.
+type schedulerKind uint8
 
-// builtinSchedule returns s as a builtinScheduler when it is one of the
-// built-in schedulers itself, nil otherwise (a type that embeds one and
-// overrides Schedule is not).
-func builtinSchedule(s Scheduler) builtinScheduler {
-	switch s := s.(type) {
+// The kinds of scheduler.
+const (
+	schedulerOther schedulerKind = iota
+	schedulerStatic
+	schedulerContinuous
+	schedulerChunked
+)
+
+// schedulerKindOf is the kind of s: a built-in kind only for the built-in
+// schedulers themselves (a type that embeds one and overrides Schedule is
+// another scheduler).
+func schedulerKindOf(s Scheduler) schedulerKind {
+	switch s.(type) {
 	case StaticBatch:
-		return s
+		return schedulerStatic
 	case ContinuousBatch:
-		return s
+		return schedulerContinuous
 	case ChunkedPrefill:
-		return s
+		return schedulerChunked
 	}
-	return nil
+	return schedulerOther
 }
 
 // A builtinController is a clock controller of this package whose every
@@ -131,6 +138,41 @@ func builtinClock(c ClockController) builtinController {
 	return nil
 }
 
+// clockKind is how the step loop asks its clock controller.
+type clockKind uint8
+
+// The kinds of clock controller.
+const (
+	// clockOther is a controller of another package: asked through
+	// RequestClock with a copy of the observation.
+	clockOther clockKind = iota
+	// clockBuiltin is a builtinController asked in place (clock).
+	clockBuiltin
+	// clockConstant requests the same finite clock at every step,
+	// whatever it observes (max, min, fixed): simulation.constantMHz.
+	clockConstant
+	// clockReactive is Reactive, asked from the level nearest the previous
+	// clock, which the simulation remembers for each previous clock.
+	clockReactive
+)
+
+// clockKindOf is the kind of c and, for clockConstant, its request, with
+// obs holding the profile's levels.
+func clockKindOf(c ClockController, obs *Observation) (clockKind, float64) {
+	switch c.(type) {
+	case MaxClock, MinClock, FixedClock:
+		if mhz := builtinClock(c).clock(obs); finite(mhz) {
+			return clockConstant, mhz
+		}
+	case Reactive:
+		return clockReactive, 0
+	}
+	if builtinClock(c) != nil {
+		return clockBuiltin, 0
+	}
+	return clockOther, 0
+}
+
 // requestClock asks c for the clock of obs, in place when c is built in.
 func requestClock(c ClockController, obs *Observation) float64 {
 	if b := builtinClock(c); b != nil {
@@ -141,8 +183,13 @@ func requestClock(c ClockController, obs *Observation) float64 {
 
 // schedule is the scheduler's decision for the step observed in obs.
 func (sim *simulation) schedule(obs *Observation) (decision, error) {
-	if sim.builtinScheduler != nil {
-		return sim.builtinScheduler.decide(obs), nil
+	switch sim.schedulerKind {
+	case schedulerChunked:
+		return ChunkedPrefill{}.decide(obs), nil
+	case schedulerStatic:
+		return StaticBatch{}.decide(obs), nil
+	case schedulerContinuous:
+		return ContinuousBatch{}.decide(obs), nil
 	}
 	action := sim.scheduler.Schedule(*obs)
 	if err := action.Validate(); err != nil {
@@ -154,9 +201,15 @@ func (sim *simulation) schedule(obs *Observation) (decision, error) {
 // requestClock is the controller's request for the step observed in obs.
 func (sim *simulation) requestClock(obs *Observation) (float64, error) {
 	var requested float64
-	if sim.builtinController != nil {
+	switch sim.clockKind {
+	case clockConstant:
+		return sim.constantMHz, nil
+	case clockReactive:
+		requested, _ := sim.reactiveClock(obs)
+		return requested, nil
+	case clockBuiltin:
 		requested = sim.builtinController.clock(obs)
-	} else {
+	default:
 		requested = sim.controller.RequestClock(*obs)
 	}
 	if !finite(requested) {

@@ -58,16 +58,12 @@ type Metrics struct {
 // at a time, with the reference's arithmetic (np.max with an initial value,
 // decode increments as differences of the cumulative decode tokens).
 type stepStats struct {
-	steps             int
-	firstTimeS        float64
-	lastTimeS         float64
-	lastEnergyJ       float64
 	previousDecode    float64
 	peakPowerW        float64
 	peakTemperatureC  float64
 	peakKVTokens      float64
-	peakQueued        float64
-	peakQueuedAtMin   float64
+	peakQueued        int // requests queued or decoding (the reference's sum of the two as floats, exact)
+	peakQueuedAtMin   int
 	activeSteps       int
 	stalledSteps      int
 	minimumClockMHz   float64 // realized clocks at or below this count as minimum
@@ -81,50 +77,53 @@ func newStepStats(p Plant) stepStats {
 	}
 }
 
-// add accounts for one step.
-func (a *stepStats) add(s *stepSample) {
-	if a.steps == 0 {
-		a.firstTimeS = s.timeS
-	}
-	a.steps++
-	a.lastTimeS = s.timeS
-	a.lastEnergyJ = s.energyJ
-	increment := s.cumulativeDecode - a.previousDecode
-	a.previousDecode = s.cumulativeDecode
-	if s.decodeActive > 0 {
+// add accounts for one step with cumulativeDecode tokens generated so far,
+// which drew powerW, reached temperatureC, held kvTokens of KV and queued
+// requests (waiting for or in prefill, or decoding: decodeActive of them),
+// at a realized clock of realizedClockMHz.
+func (a *stepStats) add(cumulativeDecode, powerW, temperatureC, kvTokens, realizedClockMHz float64, queued, decodeActive int) {
+	increment := cumulativeDecode - a.previousDecode
+	a.previousDecode = cumulativeDecode
+	if decodeActive > 0 {
 		a.activeSteps++
 		if increment <= 1e-12 {
 			a.stalledSteps++
 		}
 	}
-	a.peakPowerW = pyMax(a.peakPowerW, s.powerW)
-	a.peakTemperatureC = pyMax(a.peakTemperatureC, s.temperatureC)
-	a.peakKVTokens = pyMax(a.peakKVTokens, s.kvTokens)
-	queued := float64(s.prefillQueue) + float64(s.decodeActive)
-	a.peakQueued = pyMax(a.peakQueued, queued)
-	if s.realizedClockMHz <= a.minimumClockMHz {
+	a.peakPowerW = pyMax(a.peakPowerW, powerW)
+	a.peakTemperatureC = pyMax(a.peakTemperatureC, temperatureC)
+	a.peakKVTokens = pyMax(a.peakKVTokens, kvTokens)
+	a.peakQueued = max(a.peakQueued, queued)
+	if realizedClockMHz <= a.minimumClockMHz {
 		a.anyAtMinimumClock = true
-		a.peakQueuedAtMin = pyMax(a.peakQueuedAtMin, queued)
+		a.peakQueuedAtMin = max(a.peakQueuedAtMin, queued)
 	}
 }
 
-// metrics combines the step statistics with the request statistics (the
-// reference's _metrics, its violation rates judged by the SLO the requests
-// were added with) and the slo block.
-func (a *stepStats) metrics(requests *requestStats, p Plant) (Metrics, SLOReport) {
+// stepSpan is what the metrics take from a run's steps besides their
+// statistics: the end of the first step and of the last (0 without
+// steps), and the energy at the last.
+type stepSpan struct {
+	firstTimeS, lastTimeS, energyJ float64
+}
+
+// metrics combines the step statistics of the steps spanning span with
+// the request statistics (the reference's _metrics, its violation rates
+// judged by the SLO the requests were added with) and the slo block.
+func (a *stepStats) metrics(span stepSpan, requests *requestStats, p Plant) (Metrics, SLOReport) {
 	m := requests.metrics()
-	duration := pyMax(a.lastTimeS-a.firstTimeS, p.TimeStepS)
+	duration := pyMax(span.lastTimeS-span.firstTimeS, p.TimeStepS)
 	stall := 0.0
 	if a.activeSteps > 0 {
 		stall = float64(a.stalledSteps) / float64(a.activeSteps)
 	}
 	peakQueuedAtMin := 0.0
 	if a.anyAtMinimumClock {
-		peakQueuedAtMin = a.peakQueuedAtMin
+		peakQueuedAtMin = float64(a.peakQueuedAtMin)
 	}
 	m.OutputThroughputTokensPerS /= duration
-	m.EnergyJ = a.lastEnergyJ
-	m.EnergyPerOutputTokenJ = a.lastEnergyJ / m.EnergyPerOutputTokenJ
+	m.EnergyJ = span.energyJ
+	m.EnergyPerOutputTokenJ = span.energyJ / m.EnergyPerOutputTokenJ
 	m.PeakPowerW = a.peakPowerW
 	m.PeakTemperatureC = a.peakTemperatureC
 	m.PeakKVTokens = a.peakKVTokens
@@ -132,7 +131,7 @@ func (a *stepStats) metrics(requests *requestStats, p Plant) (Metrics, SLOReport
 	m.ThermalViolationC = pyMax(0, a.peakTemperatureC-p.ThermalLimitC)
 	m.KVViolationTokens = pyMax(0, a.peakKVTokens-p.KVCapacityTokens)
 	m.DecodeStallFraction = stall
-	m.PeakQueuedRequests = a.peakQueued
+	m.PeakQueuedRequests = float64(a.peakQueued)
 	m.PeakQueuedRequestsAtMinimumClock = peakQueuedAtMin
 	return m, requests.sloReport(duration)
 }
@@ -167,12 +166,16 @@ func ComputeMetrics(r *Result, p Plant) (Metrics, error) {
 		return Metrics{}, err
 	}
 	stats := newStepStats(p)
+	var span stepSpan
 	for i := range r.Len() {
-		s := r.sample(i)
-		stats.add(&s)
+		stats.add(r.CumulativeDecodeTokens[i], r.PowerW[i], r.TemperatureC[i], r.KVTokens[i], r.RealizedClockMHz[i], r.PrefillQueue[i]+r.DecodeActive[i], r.DecodeActive[i])
+		span.lastTimeS, span.energyJ = r.TimeS[i], r.EnergyJ[i]
+	}
+	if r.Len() > 0 {
+		span.firstTimeS = r.TimeS[0]
 	}
 	requests := newRequestStats(p.ReportingHorizonS, ProfileSLO(p.Profile), len(r.Requests))
 	requests.addAll(r.Requests)
-	m, _ := stats.metrics(requests, p)
+	m, _ := stats.metrics(span, requests, p)
 	return m, nil
 }

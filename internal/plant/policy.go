@@ -141,7 +141,8 @@ func (ChunkedPrefill) decide(obs *Observation) decision {
 		return decideChunk
 	}
 	kvPressure := obs.KVTokens / obs.KVCapacityTokens
-	if obs.DecodeActive > 0 && (kvPressure >= 0.7 || obs.StepIndex%2 == 1) {
+	// Odd steps: Python's step_index % 2 == 1, for any integer.
+	if obs.DecodeActive > 0 && (kvPressure >= 0.7 || obs.StepIndex&1 == 1) {
 		return decideDecode
 	}
 	if obs.PrefillQueue > 0 {
@@ -227,11 +228,16 @@ func (Reactive) Name() string { return "reactive_clock_controller" }
 // RequestClock implements ClockController.
 func (c Reactive) RequestClock(obs Observation) float64 { return c.clock(&obs) }
 
-func (Reactive) clock(obs *Observation) float64 {
-	clocks := obs.ClockLevelsMHz
+func (c Reactive) clock(obs *Observation) float64 {
+	return obs.ClockLevelsMHz[c.levelFrom(c.previousLevel(obs), obs)]
+}
+
+// previousLevel is the index of the level whose realized clock is nearest
+// the previous one (the first of equally near levels).
+func (Reactive) previousLevel(obs *Observation) int {
 	observed := obs.RealizedClockLevelsMHz
 	if len(observed) == 0 {
-		observed = clocks
+		observed = obs.ClockLevelsMHz
 	}
 	previous := 0
 	for i, level := range observed {
@@ -239,6 +245,13 @@ func (Reactive) clock(obs *Observation) float64 {
 			previous = i
 		}
 	}
+	return previous
+}
+
+// levelFrom is the index of the level requested from level index
+// previous (previousLevel).
+func (Reactive) levelFrom(previous int, obs *Observation) int {
+	clocks := obs.ClockLevelsMHz
 	pressure := obs.PrefillQueue + 2*obs.DecodeActive
 	index := previous
 	switch {
@@ -249,7 +262,7 @@ func (Reactive) clock(obs *Observation) float64 {
 	case pressure <= 1:
 		index = max(0, previous-1)
 	}
-	return clocks[index]
+	return index
 }
 
 // SampleAndHold applies Inner at a fixed cadence and holds its request in

@@ -56,6 +56,24 @@ type clockLevel struct {
 	// idleStepPower is the power of a step that idles throughout:
 	// stepPower(0, 0, time step).
 	idleStepPower float64
+	// governed is, for each phase a scheduler chooses (idle, prefill,
+	// decode), the index of the level the power governor runs instead
+	// of this one: the highest level not above it whose power in that
+	// phase is within the power limit (the lowest if none is), this
+	// level itself for a measured profile.
+	governed [phaseDecode + 1]*clockLevel
+	// lower is the level one below (the lowest level itself), where the
+	// thermal protection moves.
+	lower *clockLevel
+	// quantized is the level a request of exactly this level's clock is
+	// quantized down to (this level, unless two levels lie within 1e-12
+	// MHz).
+	quantized *clockLevel
+	// decode is the last decode-only step at this level: the tokens it
+	// decoded (NaN before the first) and its power (decodeStepPower).
+	decode struct {
+		tokens, powerW float64
+	}
 }
 
 // power is the profile power of phase at this level.
@@ -84,18 +102,34 @@ type simulation struct {
 	measured   bool
 	decay      float64
 
-	// builtinScheduler and builtinController are the scheduler and the
-	// controller when they are built in (nil otherwise): the step loop
-	// asks them without copying the observation, and without the sum of
-	// GeneratedDecodeTokens, which only other policies read
-	// (fullObservation).
-	builtinScheduler  builtinScheduler
+	// schedulerKind and clockKind say how the step loop asks the
+	// scheduler and the controller: the built-in ones without copying the
+	// observation, and without the sum of GeneratedDecodeTokens, which
+	// only other policies read (fullObservation). builtinController is the
+	// controller when it is built in (nil otherwise), constantMHz the
+	// request of a clockConstant controller and constantLevel the level it
+	// is quantized down to, and reactive the level nearest the previous
+	// clock for a clockReactive one.
+	schedulerKind     schedulerKind
+	clockKind         clockKind
 	builtinController builtinController
-	fullObservation   bool
+	constantMHz       float64
+	constantLevel     *clockLevel
+	reactive          struct {
+		previousMHz float64
+		index       int
+	}
+	fullObservation bool
 	// idleFast says that a step with nothing queued or decoding may take
-	// the idle path (advanceIdle): the policies are built in.
+	// the idle path (idleStep): the policies are built in.
 	idleFast bool
-	// obs is the observation of the current step.
+	// plainPolicies says that the policies are a built-in scheduler and a
+	// clockConstant or clockReactive controller, without the engine
+	// features: the step loop asks them in place with the fields they read
+	// (observeLoad) and nothing else.
+	plainPolicies bool
+	// obs is the observation of the current step: under plainPolicies,
+	// only the fields observeLoad fills are current.
 	obs Observation
 
 	// stream yields the requests not added yet (nil once it has ended, or
@@ -136,16 +170,19 @@ type simulation struct {
 	cumulativeDecode  float64
 
 	// quantized is the last requested clock (NaN before the first) and
-	// its level index.
+	// the level it is quantized down to.
 	quantized struct {
 		requestedMHz float64
-		index        int
+		level        *clockLevel
 	}
 
-	last  stepSample
-	stats stepStats
-	keep  bool
-	trace Trajectory
+	// lastRequestedMHz and lastPhase are what the last step requested and
+	// served; the rest of its sample is the state at its end (last).
+	lastRequestedMHz float64
+	lastPhase        stepPhase
+	stats            stepStats
+	keep             bool
+	trace            Trajectory
 
 	// observer and planner are the controller, when it implements
 	// ServerStateController or Planner. An observer sees state, and
@@ -156,6 +193,11 @@ type simulation struct {
 	state    ServerState
 	finished []int
 	plans    planTrace
+	// plan is the planner's plan for the current step.
+	plan struct {
+		clocks []float64
+		startS float64
+	}
 }
 
 // Simulate replays requests (sorted by arrival, unique IDs) on plant p under
@@ -187,18 +229,16 @@ func SimulateContext(ctx context.Context, requests []Request, p Plant, s Schedul
 // still holds; it returns ctx's error within CancelCheckSteps steps of ctx
 // being done.
 func (sim *simulation) runToEnd(ctx context.Context) error {
-	for steps := 1; ; steps++ {
-		done, err := sim.advance()
+	for {
+		done, err := sim.steps(CancelCheckSteps)
 		if err != nil {
 			return err
 		}
 		if done {
 			break
 		}
-		if steps%CancelCheckSteps == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 	return sim.drain()
@@ -344,13 +384,16 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	}
 	sim.trace.Stride = max(1, opt.Stride)
 	sim.quantized.requestedMHz = math.NaN()
-	sim.builtinScheduler = builtinSchedule(s)
-	sim.builtinController = builtinClock(c)
-	sim.fullObservation = sim.builtinScheduler == nil || sim.builtinController == nil
-	sim.idleFast = !sim.fullObservation
 	sim.obs.KVCapacityTokens = p.KVCapacityTokens
 	sim.obs.ClockLevelsMHz = sim.clockMHz
 	sim.obs.RealizedClockLevelsMHz = sim.realized
+	sim.schedulerKind = schedulerKindOf(s)
+	sim.clockKind, sim.constantMHz = clockKindOf(c, &sim.obs)
+	sim.builtinController = builtinClock(c)
+	sim.reactive.previousMHz = math.NaN()
+	sim.fullObservation = sim.schedulerKind == schedulerOther || sim.builtinController == nil
+	sim.idleFast = !sim.fullObservation
+	sim.plainPolicies = sim.schedulerKind != schedulerOther && (sim.clockKind == clockConstant || sim.clockKind == clockReactive) && sim.engine == nil
 	sim.planner, _ = c.(Planner)
 	if observer, ok := c.(ServerStateController); ok {
 		sim.observer = observer
@@ -361,6 +404,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 			return nil, fmt.Errorf("clock controller %s: %w", c.Name(), err)
 		}
 	}
+	sim.levels = make([]clockLevel, 0, len(prof.ClockMHz))
 	for _, mhz := range prof.ClockMHz {
 		realized, err := prof.RealizedClockForLevel(mhz)
 		sim.levels = append(sim.levels, clockLevel{
@@ -375,6 +419,21 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		})
 		level := &sim.levels[len(sim.levels)-1]
 		level.idleStepPower = level.stepPower(0, 0, p.TimeStepS)
+		level.decode.tokens = math.NaN()
+	}
+	for i := range sim.levels {
+		sim.levels[i].lower = &sim.levels[max(0, i-1)]
+		sim.levels[i].quantized = sim.quantize(sim.levels[i].mhz)
+		for phase := range sim.levels[i].governed {
+			index := i
+			for !sim.measured && index > 0 && sim.levels[index].power(stepPhase(phase)) > p.PowerLimitW+1e-12 {
+				index--
+			}
+			sim.levels[i].governed[phase] = &sim.levels[index]
+		}
+	}
+	if sim.clockKind == clockConstant {
+		sim.constantLevel = sim.quantize(sim.constantMHz)
 	}
 	return sim, nil
 }
@@ -419,11 +478,17 @@ func (sim *simulation) reserveTrajectory(lastArrivalS float64) {
 // occupancy is the KV-cache occupancy: the reference's sum over every queued
 // and active request, formed over the only ones that can hold tokens (the
 // queue head and the active requests) in the same order, which gives the
-// same floating-point sum since the others add exactly 0.0.
+// same floating-point sum since the others add exactly 0.0. Under the
+// engine features it is counted the engine's way.
 func (sim *simulation) occupancy() float64 {
 	if sim.engine != nil {
 		return sim.engineOccupancy()
 	}
+	return sim.plainOccupancy()
+}
+
+// plainOccupancy is occupancy without the engine features.
+func (sim *simulation) plainOccupancy() float64 {
 	total := 0.0
 	if sim.head < sim.pending {
 		r := &sim.progress[sim.head]
@@ -449,6 +514,7 @@ func (sim *simulation) activeOccupancy(total float64) float64 {
 // The fields that never change (the capacity and the levels) are set once,
 // by newSimulation.
 func (sim *simulation) observe(obs *Observation) {
+	sim.observeLoad(obs)
 	generated := 0.0
 	if sim.fullObservation {
 		for _, i := range sim.active {
@@ -456,209 +522,311 @@ func (sim *simulation) observe(obs *Observation) {
 		}
 	}
 	obs.TimeS = sim.timeS
+	obs.PreviousPowerW = sim.previousPowerW
+	obs.ArrivedRequests = sim.dropped + sim.pending
+	obs.CompletedRequests = sim.completed
+	obs.GeneratedDecodeTokens = generated
+	obs.PrefillRemainingTokens = 0
+	if sim.head < sim.pending {
+		// Only the head can be partly prefilled; the rest are whole prompts.
+		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-sim.records[sim.head].PromptTokens)
+	}
+	sim.observeWaiting(obs)
+}
+
+// observeLoad fills the fields of obs that the built-in schedulers and the
+// plain controllers read (plainPolicies): the step, the queue and the
+// decoding requests, the KV occupancy, the temperature, the previous
+// clock and the age of the oldest queued request, without the engine's
+// waiting requests (observeWaiting adds them).
+func (sim *simulation) observeLoad(obs *Observation) {
 	obs.StepIndex = sim.step
 	obs.PrefillQueue = sim.pending - sim.head
 	obs.DecodeActive = len(sim.active)
 	obs.KVTokens = sim.kvAtEnd
 	obs.TemperatureC = sim.temperatureC
 	obs.PreviousClockMHz = sim.previousClockMHz
-	obs.PreviousPowerW = sim.previousPowerW
-	obs.ArrivedRequests = sim.dropped + sim.pending
-	obs.CompletedRequests = sim.completed
-	obs.GeneratedDecodeTokens = generated
-	obs.PrefillRemainingTokens, obs.OldestPrefillAgeS = 0, 0
+	obs.OldestPrefillAgeS = 0
 	if sim.head < sim.pending {
-		head := &sim.records[sim.head]
-		// Only the head can be partly prefilled; the rest are whole prompts.
-		obs.PrefillRemainingTokens = sim.progress[sim.head].prefillRemaining + float64(sim.queuedPrompt-head.PromptTokens)
-		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-head.ArrivalTimeS)
+		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-sim.records[sim.head].ArrivalTimeS)
 	}
-	sim.observeWaiting(obs)
 }
 
 // advance simulates one step. It reports whether the run is over.
-func (sim *simulation) advance() (bool, error) {
-	p := &sim.plant
-	dt := p.TimeStepS
-	if !(sim.timeS <= p.MaxSimulationTimeS+1e-12) {
-		return true, nil
+func (sim *simulation) advance() (bool, error) { return sim.steps(1) }
+
+// steps simulates up to n steps, fewer when the run is over (it reports
+// whether it is). The step loop runs here, so that its state stays at
+// hand from one step to the next.
+func (sim *simulation) steps(n int) (bool, error) {
+	dt := sim.plant.TimeStepS
+	lastStartS := sim.plant.MaxSimulationTimeS + 1e-12
+	for range n {
+		if !(sim.timeS <= lastStartS) {
+			return true, nil
+		}
+		if err := sim.pull(); err != nil {
+			return true, err
+		}
+		arrived := sim.pending
+		for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
+			sim.queuedPrompt += sim.records[sim.pending].PromptTokens
+			sim.pending++
+		}
+		var (
+			requested, power float64
+			level            *clockLevel
+			phase            stepPhase
+			planned          bool
+			err              error
+		)
+		if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
+			if requested, level, err = sim.idleStep(); err != nil {
+				return true, err
+			}
+			power, phase = level.idleStepPower, phaseIdle
+		} else {
+			sim.noteArrivals(arrived, sim.kvAtEnd)
+			var (
+				action    decision
+				quantized *clockLevel
+			)
+			if sim.plainPolicies {
+				// The built-in scheduler and a plain controller, asked in place
+				// with the fields they read.
+				obs := &sim.obs
+				sim.observeLoad(obs)
+				switch sim.schedulerKind {
+				case schedulerChunked:
+					action = ChunkedPrefill{}.decide(obs)
+				case schedulerStatic:
+					action = StaticBatch{}.decide(obs)
+				default:
+					action = ContinuousBatch{}.decide(obs)
+				}
+				requested, quantized = sim.constantMHz, sim.constantLevel
+				if sim.clockKind == clockReactive {
+					// reactiveClock, written out: its parts are inlined.
+					i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
+					requested, quantized = sim.clockMHz[i], sim.levels[i].quantized
+				}
+			} else {
+				if action, requested, planned, err = sim.askPolicies(); err != nil {
+					return true, err
+				}
+				quantized = sim.quantizedLevel(requested)
+			}
+
+			// A phase with nothing to serve gives way to the other one.
+			phase = action.phase
+			switch {
+			case phase == phasePrefill && !sim.queued():
+				phase = phaseIdle
+				if len(sim.active) > 0 {
+					phase = phaseDecode
+				}
+			case phase == phaseDecode && len(sim.active) == 0:
+				phase = phaseIdle
+				if sim.queued() {
+					phase = phasePrefill
+				}
+			}
+			level = sim.realizedLevel(quantized, phase)
+			if level.realizedErr != nil {
+				return true, level.realizedErr
+			}
+
+			endS := sim.timeS + dt
+			switch phase {
+			case phasePrefill:
+				budget := pyMin(level.prefillRate*dt, action.prefillCap)
+				served := sim.servePrefill(budget)
+				sim.cumulativePrefill += served
+				prefillTime, decodeTime := served/pyMax(level.prefillRate, 1e-12), 0.0
+				sim.engine.chargeRecompute(level.prefillRate, sim.records)
+				remaining := pyMax(0, dt-prefillTime)
+				if len(sim.active) > 0 && remaining > 1e-12 {
+					decoded := sim.serveDecode(level.decodeRate*remaining, endS, false)
+					sim.cumulativeDecode += decoded
+					decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
+				}
+				switch {
+				case served > 1e-12 && decodeTime > 1e-12:
+					phase = phaseInterleaved
+				case served > 1e-12:
+					phase = phasePrefill
+				case decodeTime > 1e-12:
+					phase = phaseDecode
+				default:
+					phase = phaseIdle
+				}
+				power = level.stepPower(prefillTime, decodeTime, dt)
+			case phaseDecode:
+				decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
+				sim.cumulativeDecode += decoded
+				if decoded <= 1e-12 {
+					phase = phaseIdle
+				}
+				power = level.decodeStepPower(decoded, dt)
+			default:
+				power = level.idleStepPower
+			}
+
+			if sim.engine == nil {
+				sim.kvAtEnd = sim.plainOccupancy()
+			} else {
+				sim.kvAtEnd = sim.engineOccupancy()
+			}
+		}
+
+		// The step's end: the temperature and energy, the state of the next
+		// step, the statistics and, when sampled, the trajectory.
+		sim.heat(power)
+		sim.previousClockMHz = level.realizedMHz
+		sim.previousPowerW = power
+		sim.lastRequestedMHz, sim.lastPhase = requested, phase
+		sim.timeS += dt
+		sim.step++
+		sim.stats.add(sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
+			sim.pending-sim.head+sim.engine.waitingCount()+len(sim.active), len(sim.active))
+		// The stride rule of as_dict: every stride-th step, and every step
+		// holding a plan.
+		if sim.keep && ((sim.step-1)%sim.trace.Stride == 0 || planned) {
+			last := sim.last()
+			sim.trace.append(&last)
+			if sim.planner != nil {
+				if !planned {
+					sim.plan.clocks, sim.plan.startS = nil, math.NaN()
+				}
+				sim.plans.append(sim.plan.clocks, sim.plan.startS)
+			}
+		}
+		if sim.over() {
+			return true, nil
+		}
 	}
-	if err := sim.pull(); err != nil {
-		return true, err
+	return false, nil
+}
+
+// span is the span of the steps simulated: the first ends at 0 + the
+// time step, the last at the current time.
+func (sim *simulation) span() stepSpan {
+	if sim.step == 0 {
+		return stepSpan{}
 	}
-	arrived := sim.pending
-	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
-		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
-		sim.pending++
+	return stepSpan{firstTimeS: sim.plant.TimeStepS, lastTimeS: sim.timeS, energyJ: sim.cumulativeEnergyJ}
+}
+
+// last is the sample of the last step: the state at its end, which only
+// the next step changes (or the drain of a run that drops its records,
+// which keeps no trajectory), and what it requested and served.
+func (sim *simulation) last() stepSample {
+	return stepSample{
+		index:             sim.step - 1,
+		timeS:             sim.timeS,
+		prefillQueue:      sim.pending - sim.head + sim.engine.waitingCount(),
+		decodeActive:      len(sim.active),
+		completed:         sim.completed,
+		kvTokens:          sim.kvAtEnd,
+		temperatureC:      sim.temperatureC,
+		powerW:            sim.previousPowerW,
+		requestedClockMHz: sim.lastRequestedMHz,
+		realizedClockMHz:  sim.previousClockMHz,
+		energyJ:           sim.cumulativeEnergyJ,
+		phase:             sim.lastPhase,
+		cumulativePrefill: sim.cumulativePrefill,
+		cumulativeDecode:  sim.cumulativeDecode,
 	}
-	if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
-		return sim.advanceIdle()
-	}
+}
+
+// queued reports whether any request waits for prefill.
+func (sim *simulation) queued() bool {
+	return sim.head < sim.pending || sim.engine.waitingCount() > 0
+}
+
+// over reports whether the run is over after a step: every request
+// has arrived and completed.
+func (sim *simulation) over() bool {
+	return len(sim.active) == 0 && sim.head == sim.pending && sim.pending == len(sim.records) && sim.stream == nil && sim.engine.waitingCount() == 0
+}
+
+// askPolicies observes the step in full and asks the scheduler, the
+// controller and, when the controller is one, the server-state observer
+// and the planner (whose plan it keeps in plan): any policies, as their
+// interfaces say. It returns the scheduler's decision, the requested
+// clock, and whether the planner made a plan.
+func (sim *simulation) askPolicies() (action decision, requested float64, planned bool, err error) {
 	obs := &sim.obs
 	sim.observe(obs)
-	sim.noteArrivals(arrived, obs.KVTokens)
-	action, err := sim.schedule(obs)
-	if err != nil {
-		return true, err
+	if action, err = sim.schedule(obs); err != nil {
+		return action, 0, false, err
 	}
 	if sim.observer != nil {
 		sim.observer.Observe(&sim.state)
 	}
-	requested, err := sim.requestClock(obs)
-	if err != nil {
-		return true, err
+	if requested, err = sim.requestClock(obs); err != nil {
+		return action, 0, false, err
 	}
-	var plan []float64
-	planStartS, planned := math.NaN(), false
 	if sim.planner != nil {
-		plan, planStartS, planned = sim.planner.StepPlan()
+		sim.plan.clocks, sim.plan.startS, planned = sim.planner.StepPlan()
 	}
-
-	queued := sim.head < sim.pending || sim.engine.waitingCount() > 0
-	decoding := len(sim.active) > 0
-	phase := action.phase
-	if phase == phasePrefill && !queued {
-		phase = phaseIdle
-		if decoding {
-			phase = phaseDecode
-		}
-	}
-	if phase == phaseDecode && !decoding {
-		phase = phaseIdle
-		if queued {
-			phase = phasePrefill
-		}
-	}
-	level, err := sim.realizeClock(requested, phase)
-	if err != nil {
-		return true, err
-	}
-
-	endS := sim.timeS + dt
-	prefillTime, decodeTime := 0.0, 0.0
-	switch phase {
-	case phasePrefill:
-		budget := pyMin(level.prefillRate*dt, action.prefillCap)
-		served := sim.servePrefill(budget)
-		sim.cumulativePrefill += served
-		prefillTime = served / pyMax(level.prefillRate, 1e-12)
-		sim.engine.chargeRecompute(level.prefillRate, sim.records)
-		remaining := pyMax(0, dt-prefillTime)
-		if len(sim.active) > 0 && remaining > 1e-12 {
-			decoded := sim.serveDecode(level.decodeRate*remaining, endS)
-			sim.cumulativeDecode += decoded
-			decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
-		}
-		switch {
-		case served > 1e-12 && decodeTime > 1e-12:
-			phase = phaseInterleaved
-		case served > 1e-12:
-			phase = phasePrefill
-		case decodeTime > 1e-12:
-			phase = phaseDecode
-		default:
-			phase = phaseIdle
-		}
-	case phaseDecode:
-		decoded := sim.serveDecode(level.decodeRate*dt, endS)
-		sim.cumulativeDecode += decoded
-		decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
-		if decoded <= 1e-12 {
-			phase = phaseIdle
-		}
-	}
-
-	power := level.stepPower(prefillTime, decodeTime, dt)
-	sim.heat(power)
-	sim.kvAtEnd = sim.occupancy()
-
-	// Field by field: a composite literal would be built aside and copied.
-	last := &sim.last
-	last.index = sim.step
-	last.timeS = endS
-	last.prefillQueue = sim.pending - sim.head + sim.engine.waitingCount()
-	last.decodeActive = len(sim.active)
-	last.completed = sim.completed
-	last.kvTokens = sim.kvAtEnd
-	last.temperatureC = sim.temperatureC
-	last.powerW = power
-	last.requestedClockMHz = requested
-	last.realizedClockMHz = level.realizedMHz
-	last.energyJ = sim.cumulativeEnergyJ
-	last.phase = phase
-	last.cumulativePrefill = sim.cumulativePrefill
-	last.cumulativeDecode = sim.cumulativeDecode
-	sim.stats.add(last)
-	// The stride rule of as_dict: every stride-th step, and every step
-	// holding a plan.
-	if sim.keep && (sim.step%sim.trace.Stride == 0 || planned) {
-		sim.trace.append(&sim.last)
-		if sim.planner != nil {
-			if !planned {
-				plan, planStartS = nil, math.NaN()
-			}
-			sim.plans.append(plan, planStartS)
-		}
-	}
-
-	sim.previousClockMHz = level.realizedMHz
-	sim.previousPowerW = power
-	sim.timeS += dt
-	sim.step++
-	finished := sim.pending == len(sim.records) && sim.stream == nil && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0
-	return finished, nil
+	return action, requested, planned, nil
 }
 
-// advanceIdle is advance for a step in which nothing is queued or
-// decoding, under built-in policies (idleFast): their scheduler would
-// choose the idle phase, so it is not asked, nothing is served and the
-// step's power is its level's idle power, computed once (idleStepPower).
-// The clock, the temperature, the energy and time itself still advance
-// step by step with the arithmetic of a busy step, so the run stays the
-// reference's bit for bit.
-func (sim *simulation) advanceIdle() (bool, error) {
+// reactivePrevious is Reactive's previous level for obs, remembered for
+// each previous clock (reactiveClock).
+func (sim *simulation) reactivePrevious(obs *Observation) int {
+	if sim.reactive.previousMHz != obs.PreviousClockMHz {
+		sim.rememberReactivePrevious(obs)
+	}
+	return sim.reactive.index
+}
+
+// reactiveClock is Reactive's request for obs and the level it is
+// quantized down to.
+func (sim *simulation) reactiveClock(obs *Observation) (float64, *clockLevel) {
+	i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
+	return sim.clockMHz[i], sim.levels[i].quantized
+}
+
+// rememberReactivePrevious finds Reactive's previous level for obs.
+func (sim *simulation) rememberReactivePrevious(obs *Observation) {
+	sim.reactive.previousMHz = obs.PreviousClockMHz
+	sim.reactive.index = Reactive{}.previousLevel(obs)
+}
+
+// idleStep is the clock request and the level of a step in which nothing
+// is queued or decoding, under built-in policies (idleFast), and it sets
+// the KV occupancy at the step's end: their scheduler would choose the
+// idle phase, so it is not asked, nothing is served and the step's power
+// is its level's idle power, computed once (idleStepPower). The clock, the
+// temperature, the energy and time itself still advance step by step with
+// the arithmetic of a busy step, so the run stays the reference's bit for
+// bit.
+func (sim *simulation) idleStep() (requested float64, level *clockLevel, err error) {
 	obs := &sim.obs
-	sim.observe(obs)
-	requested, err := sim.requestClock(obs)
-	if err != nil {
-		return true, err
+	requested, quantized := sim.constantMHz, sim.constantLevel
+	switch {
+	case !sim.plainPolicies:
+		sim.observe(obs)
+		if requested, err = sim.requestClock(obs); err != nil {
+			return 0, nil, err
+		}
+		quantized = sim.quantizedLevel(requested)
+	case sim.clockKind == clockReactive:
+		sim.observeLoad(obs)
+		requested, quantized = sim.reactiveClock(obs)
 	}
-	level, err := sim.realizeClock(requested, phaseIdle)
-	if err != nil {
-		return true, err
+	level = sim.realizedLevel(quantized, phaseIdle)
+	if level.realizedErr != nil {
+		return 0, nil, level.realizedErr
 	}
-	dt := sim.plant.TimeStepS
-	power := level.idleStepPower
-	sim.heat(power)
 	if sim.engine != nil {
-		sim.kvAtEnd = sim.occupancy() // counted the engine's way
+		sim.kvAtEnd = sim.engineOccupancy()
 	} else {
 		sim.kvAtEnd = 0 // nothing holds KV
 	}
-	// Field by field: a composite literal would be built aside and copied.
-	last := &sim.last
-	last.index = sim.step
-	last.timeS = sim.timeS + dt
-	last.prefillQueue, last.decodeActive = 0, 0
-	last.completed = sim.completed
-	last.kvTokens = 0
-	last.temperatureC = sim.temperatureC
-	last.powerW = power
-	last.requestedClockMHz = requested
-	last.realizedClockMHz = level.realizedMHz
-	last.energyJ = sim.cumulativeEnergyJ
-	last.phase = phaseIdle
-	last.cumulativePrefill = sim.cumulativePrefill
-	last.cumulativeDecode = sim.cumulativeDecode
-	sim.stats.add(last)
-	if sim.keep && sim.step%sim.trace.Stride == 0 {
-		sim.trace.append(&sim.last)
-	}
-	sim.previousClockMHz = level.realizedMHz
-	sim.previousPowerW = power
-	sim.timeS += dt
-	sim.step++
-	return sim.pending == len(sim.records) && sim.stream == nil, nil
+	return requested, level, nil
 }
 
 // stepPower is the power drawn over a step of dt at this level that
@@ -669,6 +837,17 @@ func (l *clockLevel) stepPower(prefillTime, decodeTime, dt float64) float64 {
 	return energy / dt
 }
 
+// decodeStepPower is the power of a step of dt that only decodes decoded
+// tokens at this level: stepPower(0, decoded / rate, dt), remembered for
+// the last tokens decoded, which a steady decode repeats step after step.
+func (l *clockLevel) decodeStepPower(decoded, dt float64) float64 {
+	if decoded != l.decode.tokens {
+		l.decode.tokens = decoded
+		l.decode.powerW = l.stepPower(0, decoded/pyMax(l.decodeRate, 1e-12), dt)
+	}
+	return l.decode.powerW
+}
+
 // heat advances the temperature and the energy over a step drawing power.
 func (sim *simulation) heat(power float64) {
 	p := &sim.plant
@@ -677,44 +856,36 @@ func (sim *simulation) heat(power float64) {
 	sim.cumulativeEnergyJ += power * p.TimeStepS
 }
 
-// realizeClock resolves a requested clock to the profile level the plant
-// runs (the reference's _realized_clock): quantized down, one level lower at
-// or above the thermal limit, and for an unmeasured profile lowered further
-// while the scheduled phase's power exceeds the power limit.
-func (sim *simulation) realizeClock(requested float64, phase stepPhase) (*clockLevel, error) {
-	index := sim.quantizedLevel(requested)
+// realizedLevel is the profile level the plant runs for a request
+// quantized down to level (the reference's _realized_clock): one level
+// lower at or above the thermal limit, and for an unmeasured profile
+// lowered further while the scheduled phase's power exceeds the power
+// limit (governed).
+func (sim *simulation) realizedLevel(level *clockLevel, phase stepPhase) *clockLevel {
 	if sim.temperatureC >= sim.plant.ThermalLimitC {
-		index = max(0, index-1)
+		level = level.lower
 	}
-	if !sim.measured {
-		for index > 0 && sim.levels[index].power(phase) > sim.plant.PowerLimitW+1e-12 {
-			index--
-		}
-	}
-	level := &sim.levels[index]
-	if level.realizedErr != nil {
-		return nil, level.realizedErr
-	}
-	return level, nil
+	return level.governed[phase]
 }
 
-// quantizedLevel is the index of the level QuantizeClock(requested, true)
-// picks. Controllers mostly repeat their request, so the last answer is
-// kept.
-func (sim *simulation) quantizedLevel(requested float64) int {
-	if sim.quantized.requestedMHz == requested {
-		return sim.quantized.index
+// quantizedLevel is the level QuantizeClock(requested, true) picks.
+// Controllers mostly repeat their request, so the last answer is kept.
+func (sim *simulation) quantizedLevel(requested float64) *clockLevel {
+	if sim.quantized.requestedMHz != requested {
+		sim.quantized.requestedMHz, sim.quantized.level = requested, sim.quantize(requested)
 	}
+	return sim.quantized.level
+}
+
+// quantize is the level QuantizeClock(requested, true) picks.
+func (sim *simulation) quantize(requested float64) *clockLevel {
 	applied := sim.plant.Profile.QuantizeClock(requested, true)
-	index := 0
 	for i := range sim.levels {
 		if sim.levels[i].mhz == applied {
-			index = i
-			break
+			return &sim.levels[i]
 		}
 	}
-	sim.quantized.requestedMHz, sim.quantized.index = requested, index
-	return index
+	return &sim.levels[0]
 }
 
 // servePrefill is the reference's _serve_prefill: it prefills the queue
@@ -764,38 +935,53 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 // serveDecode is the reference's _serve_decode: it shares budget tokens
 // (at most the free KV room) equally among the active requests, round after
 // round, until it is spent or nobody progresses. Requests that reach their
-// output length complete at endS. It returns the tokens served.
-func (sim *simulation) serveDecode(budget, endS float64) float64 {
+// output length complete at endS. It returns the tokens served (none
+// without active requests or budget: the rounds do not start). unserved
+// says that nothing was served earlier in the step.
+func (sim *simulation) serveDecode(budget, endS float64, unserved bool) float64 {
 	if sim.engine != nil {
 		return sim.engineDecode(budget, endS)
 	}
-	if len(sim.active) == 0 || budget <= 0 {
-		return 0
+	var occupied float64
+	if head := sim.head; unserved && (head == sim.pending || sim.progress[head].promptProcessed+sim.progress[head].generated == 0) {
+		// Since the end of the last step only arrivals, which hold no
+		// KV, have changed the state, and the queue head holds none:
+		// the last step's occupancy is the active requests' KV, summed
+		// in the same order from the same +0.
+		occupied = sim.kvAtEnd
+	} else {
+		occupied = sim.activeOccupancy(0)
 	}
-	freeKV := pyMax(0, sim.plant.KVCapacityTokens-sim.activeOccupancy(0))
+	freeKV := pyMax(0, sim.plant.KVCapacityTokens-occupied)
 	remaining := pyMin(budget, freeKV)
 	total := 0.0
-	for remaining > 1e-10 && len(sim.active) > 0 {
-		share := remaining / float64(len(sim.active))
-		progress := 0.0
+	active, progress := sim.active, sim.progress
+	for remaining > 1e-10 && len(active) > 0 {
+		share := remaining
+		if n := len(active); n > 1 {
+			// Dividing by one is exact: a lone request skips the division.
+			share = remaining / float64(n)
+		}
+		progressed := 0.0
 		finished := 0
-		for _, i := range sim.active {
-			item := &sim.progress[i]
+		for _, i := range active {
+			item := &progress[i]
 			served := pyMin(share, item.outputTokens-item.generated)
 			if served <= 0 {
 				continue
 			}
-			record := &sim.records[i]
-			if math.IsNaN(record.FirstTokenTimeS) {
-				record.FirstTokenTimeS = endS
+			if item.generated == 0 {
+				// The first token (without the engine features, a
+				// request's first token time is NaN until then).
+				sim.records[i].FirstTokenTimeS = endS
 			}
 			item.generated += served
 			total += served
 			remaining -= served
-			progress += served
+			progressed += served
 			if item.generated >= item.outputTokens-1e-8 {
 				item.generated = item.outputTokens
-				record.CompletionTimeS = endS
+				sim.records[i].CompletionTimeS = endS
 				finished++
 				if sim.observer != nil {
 					sim.finished = append(sim.finished, i)
@@ -804,8 +990,9 @@ func (sim *simulation) serveDecode(budget, endS float64) float64 {
 		}
 		if finished > 0 {
 			sim.dropCompleted(finished)
+			active = sim.active
 		}
-		if progress <= 1e-12 {
+		if progressed <= 1e-12 {
 			break
 		}
 	}
@@ -821,7 +1008,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), len(records))
 	}
 	requests.addAll(records)
-	metrics, slo := sim.stats.metrics(requests, sim.plant)
+	metrics, slo := sim.stats.metrics(sim.span(), requests, sim.plant)
 	res := &Result{
 		ControllerName:   sim.controller.Name(),
 		SchedulerName:    sim.scheduler.Name(),
@@ -829,7 +1016,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		ProfileStatus:    sim.plant.Profile.Status,
 		WorkloadChecksum: checksum,
 		SLO:              slo,
-		Steps:            sim.stats.steps,
+		Steps:            sim.step,
 		Engine:           sim.engineReport(),
 		Log:              sim.requestLog(),
 	}
@@ -840,8 +1027,9 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 	if opt.Summary {
 		return res
 	}
-	if n := sim.trace.Len(); n == 0 || sim.trace.StepIndex[n-1] != sim.last.index {
-		sim.trace.append(&sim.last)
+	if n := sim.trace.Len(); n == 0 || sim.trace.StepIndex[n-1] != sim.step-1 {
+		last := sim.last()
+		sim.trace.append(&last)
 		if sim.planner != nil {
 			sim.plans.append(nil, math.NaN())
 		}

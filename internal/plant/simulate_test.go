@@ -236,7 +236,7 @@ func TestObservationMatchesTheReferenceSums(t *testing.T) {
 	sim, err := startSimulation(requests, NewPlant(profile.Default()), ChunkedPrefill{}, Reactive{}, Options{Summary: true})
 	require.NoError(t, err)
 	sim.fullObservation = true // as for a policy that reads GeneratedDecodeTokens
-	checked := 0
+	checked, reused := 0, 0
 	for {
 		done, err := sim.advance()
 		require.NoError(t, err)
@@ -267,8 +267,16 @@ func TestObservationMatchesTheReferenceSums(t *testing.T) {
 			assert.Equal(t, max(0, sim.timeS-oldest), obs.OldestPrefillAgeS)
 			checked++
 		}
+		// A decode-only step reuses the occupancy as the active requests'
+		// KV when the queue head holds none: the two sums must agree bit
+		// for bit.
+		if head := sim.head; head == sim.pending || sim.progress[head].promptProcessed+sim.progress[head].generated == 0 {
+			assert.Equal(t, math.Float64bits(sim.activeOccupancy(0)), math.Float64bits(sim.kvAtEnd))
+			reused++
+		}
 	}
 	assert.Positive(t, checked)
+	assert.Positive(t, reused)
 }
 
 // measuredProfile is the embedded proxy relabelled as a validated
@@ -311,8 +319,8 @@ func TestRealizeClock(t *testing.T) {
 			sim, err := startSimulation([]Request{{PromptTokens: 1, OutputTokens: 1}}, p, StaticBatch{}, MaxClock{}, Options{Summary: true})
 			require.NoError(t, err)
 			sim.temperatureC = tt.temperatureC
-			level, err := sim.realizeClock(tt.requested, tt.phase)
-			require.NoError(t, err)
+			level := sim.realizedLevel(sim.quantizedLevel(tt.requested), tt.phase)
+			require.NoError(t, level.realizedErr)
 			assert.Equal(t, tt.wantMHz, level.mhz)
 			assert.Equal(t, tt.wantRealized, level.realizedMHz)
 		})

@@ -48,7 +48,8 @@ type checkpoint struct {
 	cumulativeEnergyJ float64
 	cumulativePrefill float64
 	cumulativeDecode  float64
-	last              stepSample
+	lastRequestedMHz  float64
+	lastPhase         stepPhase
 	stats             stepStats
 	samples           int
 }
@@ -146,7 +147,8 @@ func (st *Stepper) checkpoint() {
 		cumulativeEnergyJ: sim.cumulativeEnergyJ,
 		cumulativePrefill: sim.cumulativePrefill,
 		cumulativeDecode:  sim.cumulativeDecode,
-		last:              sim.last,
+		lastRequestedMHz:  sim.lastRequestedMHz,
+		lastPhase:         sim.lastPhase,
 		stats:             sim.stats,
 		samples:           sim.trace.Len(),
 	}
@@ -168,7 +170,7 @@ func (st *Stepper) rollback() {
 	sim.cumulativeEnergyJ = m.cumulativeEnergyJ
 	sim.cumulativePrefill = m.cumulativePrefill
 	sim.cumulativeDecode = m.cumulativeDecode
-	sim.last = m.last
+	sim.lastRequestedMHz, sim.lastPhase = m.lastRequestedMHz, m.lastPhase
 	sim.stats = m.stats
 	sim.trace.truncate(m.samples)
 	sim.plans.truncate(m.samples)
@@ -218,7 +220,10 @@ type StepLoad struct {
 // Last returns the last simulated step's power and queue (zero before the
 // first step).
 func (st *Stepper) Last() StepLoad {
-	s := &st.sim.last
+	if st.sim.step == 0 {
+		return StepLoad{}
+	}
+	s := st.sim.last()
 	return StepLoad{PowerW: s.powerW, Queued: s.prefillQueue + s.decodeActive}
 }
 
@@ -239,13 +244,12 @@ func (st *Stepper) Result() (*Result, Totals) {
 		st.rollback()
 	}
 	sim := st.sim
+	span := sim.span()
 	totals := Totals{
-		Steps:        sim.stats.steps,
+		Steps:        sim.step,
 		ActiveSteps:  sim.stats.activeSteps,
 		StalledSteps: sim.stats.stalledSteps,
-	}
-	if sim.stats.steps > 0 {
-		totals.DurationS = sim.stats.lastTimeS - sim.stats.firstTimeS
+		DurationS:    span.lastTimeS - span.firstTimeS,
 	}
 	records := sim.records
 	var sum Checksum
@@ -254,7 +258,7 @@ func (st *Stepper) Result() (*Result, Totals) {
 		sum.Add(Request{ID: r.RequestID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens})
 	}
 	checksum := sum.Sum()
-	if sim.stats.steps == 0 {
+	if sim.step == 0 {
 		// No step: nothing sampled, not even a last step.
 		res := sim.result(checksum, Options{Summary: true, SLO: st.opt.SLO})
 		if !st.opt.Summary {
