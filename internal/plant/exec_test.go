@@ -171,7 +171,14 @@ func TestExecFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pids, gone := pidFile(t)
 			command := "echo $$ > " + shellQuote(pids) + "; " + tt.script
-			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 300 * time.Millisecond})
+			// Only the cases about the timeout wait for it; the others get
+			// a timeout no loaded machine reaches, so that a slow shell
+			// start cannot turn their failure into a timeout.
+			timeout := 10 * time.Second
+			if strings.Contains(tt.want, "within 300ms") {
+				timeout = 300 * time.Millisecond
+			}
+			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: timeout})
 			require.NoError(t, err)
 			rep, err := runWith(t, w, p, c)
 			require.Error(t, err)
@@ -201,7 +208,8 @@ func TestExecQuotesALongCommandBriefly(t *testing.T) {
 
 // TestExecChildIsReapedAfterSuccess: after a run, the child's stdin is
 // closed and it exits; one that ignores the end of its input is killed
-// after the timeout, with what it started.
+// after the timeout (2 s: long enough for a loaded machine's shell to
+// answer every step), with what it started.
 func TestExecChildIsReapedAfterSuccess(t *testing.T) {
 	w, err := plant.DefaultTrace(30)
 	require.NoError(t, err)
@@ -215,7 +223,7 @@ func TestExecChildIsReapedAfterSuccess(t *testing.T) {
 			pids, gone := pidFile(t)
 			sleepPid := filepath.Join(t.TempDir(), "sleep")
 			command := "echo $$ > " + shellQuote(pids) + "; " + serve + strings.ReplaceAll(tail, "SLEEP_PID", shellQuote(sleepPid))
-			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 200 * time.Millisecond})
+			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 2 * time.Second})
 			require.NoError(t, err)
 			got, err := runWith(t, w, p, c)
 			require.NoError(t, err)
