@@ -175,6 +175,29 @@ func tpotMet(o, x, dtS, tpotS float64) bool {
 	return math.Ceil((o-x)/x)*dtS <= tpotS*(o-1)*(1+1e-9)
 }
 
+// tpotMetShared is the chance that a request of o output tokens meets
+// tpotS when capacity output tokens per step are shared by a
+// processor-sharing queue of mean length mean, as tpotTable.shared has it
+// for the learned outputs: the request finds n others with probability
+// (1-q) q^n, q = mean/(1+mean), n < maxActive, and meets the objective
+// (tpotMet) when its share capacity/(n+1) is at least o/(K+1), K the steps
+// the objective allows after its first token.
+func tpotMetShared(o, capacity, mean, dtS, tpotS float64, maxActive int) float64 {
+	if o <= 1 {
+		return 1
+	}
+	steps := math.Floor(tpotS * (o - 1) * (1 + 1e-9) / dtS)
+	slots := math.Min(math.Floor(capacity*(steps+1)/o*(1+1e-9)), float64(maxActive))
+	if slots < 1 {
+		return 0
+	}
+	q := math.Max(0, mean) / (1 + math.Max(0, mean))
+	if q >= 1 {
+		return slots / float64(maxActive)
+	}
+	return (1 - math.Pow(q, slots)) / (1 - math.Pow(q, float64(maxActive)))
+}
+
 // build tabulates the tables for outputs.
 func (t *tpotTable) build(outputs *histogram, dtS, tpotS float64, maxActive int) {
 	for i := range t.met {

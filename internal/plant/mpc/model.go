@@ -438,9 +438,8 @@ func (r *rollout) judgeTPOT() {
 		tr := &pr.trace[a.block]
 		var tpot float64
 		if a.output > 0 {
-			if tpotMet(a.output, tr.capacity/(tr.decoding+tr.steps), dt, tpotS) {
-				tpot = 1
-			}
+			// Clairvoyant: the same queue, for its known output.
+			tpot = tpotMetShared(a.output, tr.capacity/tr.steps, tr.decoding/tr.steps, dt, tpotS, r.m.plant.MaxActive)
 		} else {
 			tpot = pr.tpot.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
 		}
