@@ -174,6 +174,9 @@ func (pr *problem) run(m *Controller, plan []int) outcome {
 		}
 		r.block(level, b)
 	}
+	if m.clairvoyant {
+		r.judgeLate()
+	}
 	r.judgeTPOT()
 	r.finish(plan[len(plan)-1])
 	return outcome{
@@ -415,6 +418,32 @@ func (r *rollout) admitItem(it *item, firstS, firstAloneS, alone float64) {
 	}
 	r.decodeLeft += output
 	r.kvTokens += it.prompt
+}
+
+// judgeLate judges, in a clairvoyant solve, the followed items still
+// queued at the end of the horizon (the solve follows its future arrivals
+// one by one): each misses when even the highest level, serving the queue
+// from then on, gives its first token after its deadline, and its output
+// is left to decode (valued and counted as leftover by finish). Left
+// unjudged, a plan that delays prefills past the horizon would hide their
+// misses and their decode work, and look cheaper and better than one that
+// serves them within it.
+func (r *rollout) judgeLate() {
+	pr := r.pr
+	top := &r.m.levels.cool[r.m.levels.top]
+	cycle := pr.dtS
+	if r.m.plant.Scheduler == Chunked && r.active >= 0.5 {
+		cycle = 2 * pr.dtS
+	}
+	for i := r.next; i < len(pr.items); i++ {
+		it := &pr.items[i]
+		first := r.t + math.Max(1, math.Ceil((it.work-r.prefilled)/top.chunk-1e-9))*cycle
+		if first > it.deadlineS+1e-9 {
+			r.misses++
+		}
+		r.judged++
+		r.decodeLeft += it.output
+	}
 }
 
 // judgeTPOT judges the TPOT of every request the rollout admitted, and of
