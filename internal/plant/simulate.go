@@ -190,6 +190,11 @@ type simulation struct {
 	// plans are kept for the sampled steps.
 	observer ServerStateController
 	planner  Planner
+	// holding is the controller when it is a holdingController, and held
+	// its hold: a step it covers is taken in place (idleStep, or the busy
+	// path of the built-in policies), without asking the controller.
+	holding  holdingController
+	held     heldRequest
 	state    ServerState
 	finished []int
 	plans    planTrace
@@ -395,6 +400,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	sim.idleFast = !sim.fullObservation
 	sim.plainPolicies = sim.schedulerKind != schedulerOther && (sim.clockKind == clockConstant || sim.clockKind == clockReactive) && sim.engine == nil
 	sim.planner, _ = c.(Planner)
+	sim.holding = holderOf(c, sim.schedulerKind)
 	if observer, ok := c.(ServerStateController); ok {
 		sim.observer = observer
 		sim.state.sim = sim
@@ -580,7 +586,7 @@ func (sim *simulation) steps(n int) (bool, error) {
 			planned          bool
 			err              error
 		)
-		if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
+		if (sim.idleFast || sim.held.valid) && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
 			if requested, level, err = sim.idleStep(); err != nil {
 				return true, err
 			}
@@ -610,6 +616,19 @@ func (sim *simulation) steps(n int) (bool, error) {
 					i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
 					requested, quantized = sim.clockMHz[i], sim.levels[i].quantized
 				}
+			} else if sim.holdsBusy() {
+				// The hold's request, and the built-in scheduler asked in
+				// place.
+				obs := &sim.obs
+				if sim.engine == nil {
+					sim.observeLoad(obs)
+				} else {
+					sim.observe(obs)
+				}
+				if action, err = sim.schedule(obs); err != nil {
+					return true, err
+				}
+				requested, quantized = sim.held.busyMHz, sim.held.busy
 			} else {
 				if action, requested, planned, err = sim.askPolicies(); err != nil {
 					return true, err
@@ -767,6 +786,9 @@ func (sim *simulation) askPolicies() (action decision, requested float64, planne
 	if requested, err = sim.requestClock(obs); err != nil {
 		return action, 0, false, err
 	}
+	if sim.holding != nil {
+		sim.refreshHold()
+	}
 	if sim.planner != nil {
 		sim.plan.clocks, sim.plan.startS, planned = sim.planner.StepPlan()
 	}
@@ -807,6 +829,8 @@ func (sim *simulation) idleStep() (requested float64, level *clockLevel, err err
 	obs := &sim.obs
 	requested, quantized := sim.constantMHz, sim.constantLevel
 	switch {
+	case sim.held.valid:
+		requested, quantized = sim.held.idleMHz, sim.held.idle
 	case !sim.plainPolicies:
 		sim.observe(obs)
 		if requested, err = sim.requestClock(obs); err != nil {
