@@ -45,7 +45,7 @@ func (c *Controller) build(s Server, period int) {
 	pr := &c.pr
 	now := s.TimeS()
 	dt := c.plant.TimeStepS
-	if first := math.Max(float64(period+1)*c.set.PeriodS-now, dt); first != pr.firstS {
+	if first := max(float64(period+1)*c.set.PeriodS-now, dt); first != pr.firstS {
 		// Only the first block changes from solve to solve.
 		pr.firstS = first
 		pr.horizonS = first + pr.afterFirstS
@@ -85,7 +85,7 @@ func (c *Controller) build(s Server, period int) {
 		})
 	}
 	behind := float64(queued-last) * c.learn.prompts.mean()
-	pr.lostWork = math.Max(0, s.QueuedPromptTokens()-work-behind)
+	pr.lostWork = max(0, s.QueuedPromptTokens()-work-behind)
 
 	// The decoding requests: how much each still has to generate, and the
 	// share of the decode throughput it needs to meet its objectives.
@@ -127,7 +127,7 @@ func (c *Controller) build(s Server, period int) {
 	pr.tpot = &c.learn.tpot
 	pr.prompts = &c.learn.prompts
 	pr.outputs = &c.learn.outputs
-	pr.meanPrompt = math.Max(1, c.learn.prompts.mean())
+	pr.meanPrompt = max(1, c.learn.prompts.mean())
 	pr.meanOutput = c.learn.meanOutput()
 	pr.rate = 0
 	if c.clairvoyant {
@@ -193,7 +193,7 @@ func (c *Controller) need(a *Active, left, now float64) (float64, bool) {
 		if steps < 1 {
 			return 0, false
 		}
-		need = math.Max(need, left/steps)
+		need = max(need, left/steps)
 	}
 	return need, true
 }
@@ -248,7 +248,7 @@ func (c *Controller) stationaries() {
 	dt := p.TimeStepS
 	meanSquare := 0.0
 	c.learn.prompts.bins(func(count, value float64) { meanSquare += count * value * value })
-	meanSquare /= math.Max(c.learn.prompts.n, 1)
+	meanSquare /= max(c.learn.prompts.n, 1)
 	for i := range pr.stationary {
 		pl := &c.levels.cool[i]
 		s := &pr.stationary[i]
@@ -261,20 +261,20 @@ func (c *Controller) stationaries() {
 		// while requests decode (with probability rho, the decode load).
 		stepsPerRequest := pr.meanPrompt/pl.chunk + 0.5
 		prefillSteps := pr.rate * stepsPerRequest * dt
-		capacity := (1-prefillSteps)*pl.decodeRate + prefillSteps*math.Max(0, dt-pl.chunkTimeS)/dt*pl.leftDecodeRate
-		decodeLoad := pr.rate * pr.meanOutput / math.Max(capacity, 1e-9)
+		capacity := (1-prefillSteps)*pl.decodeRate + prefillSteps*max(0, dt-pl.chunkTimeS)/dt*pl.leftDecodeRate
+		decodeLoad := pr.rate * pr.meanOutput / max(capacity, 1e-9)
 		s.powerW = c.idleMinW + pr.rate*(pr.meanPrompt*pl.prefillJ+pr.meanOutput*pl.decodeJ)
 		if prefillSteps >= 1 || decodeLoad >= 1 {
 			// Overloaded: the queue grows and every arrival misses.
 			s.missShare = 1
-			s.spare, s.growth = 0, math.Max(prefillSteps, decodeLoad)-1
-			s.powerW = math.Max(s.powerW, math.Max(pl.prefillPowerW, pl.decodePowerW))
+			s.spare, s.growth = 0, max(prefillSteps, decodeLoad)-1
+			s.powerW = max(s.powerW, max(pl.prefillPowerW, pl.decodePowerW))
 		} else {
 			alone := 1.0
 			if p.Scheduler == Chunked {
 				alone = 1 - decodeLoad
 			}
-			prefillLoad := math.Min(0.95, pr.rate*stepsPerRequest*(alone*dt+(1-alone)*2*dt))
+			prefillLoad := min(0.95, pr.rate*stepsPerRequest*(alone*dt+(1-alone)*2*dt))
 			ahead := meanSquare / (2 * pr.meanPrompt) / (1 - prefillLoad)
 			ttftAt := func(cycle float64) float64 {
 				return (1-prefillLoad)*pr.ttftMet(c.slo.TTFTS, pl, 0, cycle) + prefillLoad*pr.ttftMet(c.slo.TTFTS, pl, ahead, cycle)
@@ -333,9 +333,9 @@ func (c *Controller) search(start time.Time) bool {
 		// system.
 		inSystem := ref.requests - c.predictedArrivals()
 		target = ref.misses + tolerance*(inSystem+c.pr.rate*c.pr.blocks[0].spanS)
-		margin := math.Min(slackMargin, (1-a)/4)
+		margin := min(slackMargin, (1-a)/4)
 		slack := (1-a-margin)*float64(c.seenCompleted) - float64(c.completedMisses) - c.pr.certainMisses
-		target += slackSpent * math.Max(0, slack)
+		target += slackSpent * max(0, slack)
 	}
 	// A plan may leave at most a step's worth of work more than the
 	// reference at the end of the horizon: a queue that outgrows the
