@@ -109,7 +109,15 @@ func RunContext(ctx context.Context, w Workload, cfg Config) (rep *Report, err e
 		}
 		dilation = &factor
 	}
-	res, err := SimulateContext(ctx, requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options)
+	checksum := WorkloadChecksum
+	if w.checksums != nil && !(dilation != nil && cfg.NormalizeInPlace) {
+		key := checksumKey{normalized: dilation != nil}
+		if dilation != nil {
+			key.dilation = *dilation
+		}
+		checksum = func(requests []Request) string { return w.checksums.checksum(key, requests) }
+	}
+	res, err := simulateContext(ctx, requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options, checksum)
 	if err != nil {
 		return nil, err
 	}

@@ -220,6 +220,12 @@ const CancelCheckSteps = 1 << 12
 // SimulateContext is Simulate that stops, returning ctx's error, within
 // CancelCheckSteps steps of ctx being done.
 func SimulateContext(ctx context.Context, requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*Result, error) {
+	return simulateContext(ctx, requests, p, s, c, opt, WorkloadChecksum)
+}
+
+// simulateContext is SimulateContext with the workload checksum of
+// requests given by checksum.
+func simulateContext(ctx context.Context, requests []Request, p Plant, s Scheduler, c ClockController, opt Options, checksum func([]Request) string) (*Result, error) {
 	sim, err := startSimulation(requests, p, s, c, opt)
 	if err != nil {
 		return nil, err
@@ -227,7 +233,7 @@ func SimulateContext(ctx context.Context, requests []Request, p Plant, s Schedul
 	if err := sim.runToEnd(ctx); err != nil {
 		return nil, err
 	}
-	return sim.result(WorkloadChecksum(requests), opt), nil
+	return sim.result(checksum(requests), opt), nil
 }
 
 // runToEnd steps the simulation until it is over, then drains what it
