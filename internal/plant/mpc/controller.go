@@ -120,6 +120,7 @@ type Controller struct {
 	// each constant plan, and the lowest feasible constant level found at
 	// the last solve (where the next one starts looking).
 	pr          problem
+	sr          searchState
 	plan, best  []int
 	uniform     []uniformOutcome
 	lastUniform int

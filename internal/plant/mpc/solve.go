@@ -291,34 +291,79 @@ func (c *Controller) stationaries() {
 	}
 }
 
+// searchState is what a search keeps from one evaluation to the next.
+type searchState struct {
+	start  time.Time // of the solve, with a deadline
+	states int       // model states expanded so far
+	// A feasible plan's misses are within target, and it leaves at most
+	// leftoverS of work at the end of the horizon.
+	target, leftoverS float64
+	bestEnergy        float64 // of the cheapest feasible plan so far (c.best)
+}
+
+// eval follows plan, counting its states; false when the budget or the
+// deadline has run out.
+func (c *Controller) eval(plan []int) (outcome, bool) {
+	o := c.pr.run(c, plan)
+	sr := &c.sr
+	sr.states += o.states
+	if sr.states > c.set.Budget {
+		return o, false
+	}
+	if c.set.DeadlineS > 0 && time.Since(sr.start).Seconds() > c.set.DeadlineS {
+		return o, false
+	}
+	return o, true
+}
+
+// feasible reports whether an outcome is within the target, the thermal
+// limit and the leftover work allowed.
+func (c *Controller) feasible(o *outcome) bool {
+	return o.misses <= c.sr.target+1e-9 && o.peakTempC < c.plant.ThermalLimitC &&
+		o.leftoverS <= c.sr.leftoverS
+}
+
+// consider keeps plan as the best when it is feasible and cheaper.
+func (c *Controller) consider(o *outcome, plan []int) {
+	if c.feasible(o) && o.energyJ < c.sr.bestEnergy {
+		c.sr.bestEnergy = o.energyJ
+		copy(c.best, plan)
+	}
+}
+
+// uniformPlan is the outcome of the constant plan of the i-th allowed
+// level, evaluated (and considered) once per solve.
+func (c *Controller) uniformPlan(i int) (outcome, bool) {
+	if u := &c.uniform[i]; u.valid {
+		return u.outcome, true
+	}
+	fill(c.plan, c.levels.list[i])
+	o, ok := c.eval(c.plan)
+	c.consider(&o, c.plan)
+	c.uniform[i] = uniformOutcome{o, true}
+	return o, ok
+}
+
+// fill sets every period of plan to level.
+func fill(plan []int, level int) {
+	for k := range plan {
+		plan[k] = level
+	}
+}
+
 // search finds the cheapest plan whose predicted misses are within the
 // target: the highest level's plan sets the target, every constant plan is
 // tried, then the levels of the first periods are refined one at a time.
 // It reports false when the budget or the deadline ran out or no plan was
 // feasible.
 func (c *Controller) search(start time.Time) bool {
-	states := 0
-	eval := func(plan []int) (outcome, bool) {
-		o := c.pr.run(c, plan)
-		states += o.states
-		if states > c.set.Budget {
-			return o, false
-		}
-		if c.set.DeadlineS > 0 && time.Since(start).Seconds() > c.set.DeadlineS {
-			return o, false
-		}
-		return o, true
-	}
-	fill := func(plan []int, level int) {
-		for k := range plan {
-			plan[k] = level
-		}
-	}
+	sr := &c.sr
+	sr.start, sr.states = start, 0
 	// The reference plan holds the highest level: the plan chosen must do
 	// as well as it within a tolerance...
 	levels := c.levels.list
 	fill(c.plan, c.levels.top)
-	ref, ok := eval(c.plan)
+	ref, ok := c.eval(c.plan)
 	if !ok {
 		return false
 	}
@@ -341,18 +386,9 @@ func (c *Controller) search(start time.Time) bool {
 	// reference at the end of the horizon: a queue that outgrows the
 	// horizon would otherwise look free, and solve after solve the
 	// backlog would drift up.
-	feasible := func(o outcome) bool {
-		return o.misses <= target+1e-9 && o.peakTempC < c.plant.ThermalLimitC &&
-			o.leftoverS <= ref.leftoverS+c.plant.TimeStepS
-	}
-	bestEnergy := math.Inf(1)
-	consider := func(o outcome, plan []int) {
-		if feasible(o) && o.energyJ < bestEnergy {
-			bestEnergy = o.energyJ
-			copy(c.best, plan)
-		}
-	}
-	consider(ref, c.plan)
+	sr.target, sr.leftoverS = target, ref.leftoverS+c.plant.TimeStepS
+	sr.bestEnergy = math.Inf(1)
+	c.consider(&ref, c.plan)
 
 	// Constant plans: the lowest feasible level (misses grow as the level
 	// falls), searched from the last solve's constant level down while
@@ -362,28 +398,18 @@ func (c *Controller) search(start time.Time) bool {
 		c.uniform[i].valid = false
 	}
 	c.uniform[len(levels)-1] = uniformOutcome{ref, true}
-	uniform := func(i int) (outcome, bool) {
-		if u := c.uniform[i]; u.valid {
-			return u.outcome, true
-		}
-		fill(c.plan, levels[i])
-		o, ok := eval(c.plan)
-		consider(o, c.plan)
-		c.uniform[i] = uniformOutcome{o, true}
-		return o, ok
-	}
 	lo := min(c.lastUniform, len(levels)-1)
-	o, ok := uniform(lo)
+	o, ok := c.uniformPlan(lo)
 	if !ok {
 		return false
 	}
-	if feasible(o) {
+	if c.feasible(&o) {
 		for lo > 0 {
-			o, ok := uniform(lo - 1)
+			o, ok := c.uniformPlan(lo - 1)
 			if !ok {
 				return false
 			}
-			if !feasible(o) {
+			if !c.feasible(&o) {
 				break
 			}
 			lo--
@@ -391,11 +417,11 @@ func (c *Controller) search(start time.Time) bool {
 	} else {
 		for lo < len(levels)-1 {
 			lo++
-			o, ok := uniform(lo)
+			o, ok := c.uniformPlan(lo)
 			if !ok {
 				return false
 			}
-			if feasible(o) {
+			if c.feasible(&o) {
 				break
 			}
 		}
@@ -403,16 +429,16 @@ func (c *Controller) search(start time.Time) bool {
 	c.lastUniform = lo
 	previous := math.Inf(1)
 	for i := lo; i < len(levels)-1; i++ {
-		o, ok := uniform(i)
+		o, ok := c.uniformPlan(i)
 		if !ok {
 			return false
 		}
-		if !feasible(o) || o.energyJ >= previous {
+		if !c.feasible(&o) || o.energyJ >= previous {
 			break
 		}
 		previous = o.energyJ
 	}
-	if math.IsInf(bestEnergy, 1) {
+	if math.IsInf(sr.bestEnergy, 1) {
 		return false
 	}
 
@@ -430,15 +456,15 @@ func (c *Controller) search(start time.Time) bool {
 		copy(c.plan, c.best)
 		base := slices.Index(levels, c.plan[k])
 		for _, step := range steps {
-			previous := bestEnergy
+			previous := sr.bestEnergy
 			for i := base + step; i >= 0 && i < len(levels); i += step {
 				c.plan[k] = levels[i]
-				o, ok := eval(c.plan)
+				o, ok := c.eval(c.plan)
 				if !ok {
 					return false
 				}
-				consider(o, c.plan)
-				if !feasible(o) && step < 0 || o.energyJ >= previous {
+				c.consider(&o, c.plan)
+				if !c.feasible(&o) && step < 0 || o.energyJ >= previous {
 					break
 				}
 				previous = o.energyJ
