@@ -824,10 +824,11 @@ func (sim *simulation) rememberReactivePrevious(obs *Observation) {
 }
 
 // idleStep is the clock request and the level of a step in which nothing
-// is queued or decoding, under built-in policies (idleFast), and it sets
-// the KV occupancy at the step's end: their scheduler would choose the
-// idle phase, so it is not asked, nothing is served and the step's power
-// is its level's idle power, computed once (idleStepPower). The clock, the
+// is queued or decoding, under built-in policies (idleFast) or a held
+// controller's request (held, under a built-in scheduler), and it sets the
+// KV occupancy at the step's end: the scheduler would choose the idle
+// phase, so it is not asked, nothing is served and the step's power is its
+// level's idle power, computed once (idleStepPower). The clock, the
 // temperature, the energy and time itself still advance step by step with
 // the arithmetic of a busy step, so the run stays the reference's bit for
 // bit.
