@@ -144,8 +144,8 @@ type admission struct {
 	output  float64 // known output tokens, or 0
 }
 
-// run follows plan (a level index per period) and returns its outcome.
-func (pr *problem) run(m *Controller, plan []int) outcome {
+// run follows plan (a level index per period) and sets o to its outcome.
+func (pr *problem) run(m *Controller, plan []int, o *outcome) {
 	r := rollout{
 		m: m, pr: pr,
 		active:     pr.active,
@@ -176,7 +176,7 @@ func (pr *problem) run(m *Controller, plan []int) outcome {
 	}
 	r.judgeTPOT()
 	r.finish(plan[len(plan)-1])
-	return outcome{
+	*o = outcome{
 		energyJ: r.energyJ, misses: r.misses, requests: r.judged, peakTempC: r.peakTempC, states: r.states,
 		leftoverS: r.leftoverS,
 	}

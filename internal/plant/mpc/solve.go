@@ -301,19 +301,16 @@ type searchState struct {
 	bestEnergy        float64 // of the cheapest feasible plan so far (c.best)
 }
 
-// eval follows plan, counting its states; false when the budget or the
-// deadline has run out.
-func (c *Controller) eval(plan []int) (outcome, bool) {
-	o := c.pr.run(c, plan)
+// eval follows plan into o, counting its states; false when the budget or
+// the deadline has run out.
+func (c *Controller) eval(plan []int, o *outcome) bool {
+	c.pr.run(c, plan, o)
 	sr := &c.sr
 	sr.states += o.states
 	if sr.states > c.set.Budget {
-		return o, false
+		return false
 	}
-	if c.set.DeadlineS > 0 && time.Since(sr.start).Seconds() > c.set.DeadlineS {
-		return o, false
-	}
-	return o, true
+	return c.set.DeadlineS <= 0 || time.Since(sr.start).Seconds() <= c.set.DeadlineS
 }
 
 // feasible reports whether an outcome is within the target, the thermal
@@ -333,15 +330,16 @@ func (c *Controller) consider(o *outcome, plan []int) {
 
 // uniformPlan is the outcome of the constant plan of the i-th allowed
 // level, evaluated (and considered) once per solve.
-func (c *Controller) uniformPlan(i int) (outcome, bool) {
-	if u := &c.uniform[i]; u.valid {
-		return u.outcome, true
+func (c *Controller) uniformPlan(i int) (*outcome, bool) {
+	u := &c.uniform[i]
+	if u.valid {
+		return &u.outcome, true
 	}
 	fill(c.plan, c.levels.list[i])
-	o, ok := c.eval(c.plan)
-	c.consider(&o, c.plan)
-	c.uniform[i] = uniformOutcome{o, true}
-	return o, ok
+	ok := c.eval(c.plan, &u.outcome)
+	c.consider(&u.outcome, c.plan)
+	u.valid = true
+	return &u.outcome, ok
 }
 
 // fill sets every period of plan to level.
@@ -363,8 +361,8 @@ func (c *Controller) search(start time.Time) bool {
 	// as well as it within a tolerance...
 	levels := c.levels.list
 	fill(c.plan, c.levels.top)
-	ref, ok := c.eval(c.plan)
-	if !ok {
+	var ref outcome
+	if !c.eval(c.plan, &ref) {
 		return false
 	}
 	target := ref.misses + attainmentGap*ref.requests
@@ -403,13 +401,13 @@ func (c *Controller) search(start time.Time) bool {
 	if !ok {
 		return false
 	}
-	if c.feasible(&o) {
+	if c.feasible(o) {
 		for lo > 0 {
 			o, ok := c.uniformPlan(lo - 1)
 			if !ok {
 				return false
 			}
-			if !c.feasible(&o) {
+			if !c.feasible(o) {
 				break
 			}
 			lo--
@@ -421,7 +419,7 @@ func (c *Controller) search(start time.Time) bool {
 			if !ok {
 				return false
 			}
-			if c.feasible(&o) {
+			if c.feasible(o) {
 				break
 			}
 		}
@@ -433,7 +431,7 @@ func (c *Controller) search(start time.Time) bool {
 		if !ok {
 			return false
 		}
-		if !c.feasible(&o) || o.energyJ >= previous {
+		if !c.feasible(o) || o.energyJ >= previous {
 			break
 		}
 		previous = o.energyJ
@@ -459,8 +457,8 @@ func (c *Controller) search(start time.Time) bool {
 			previous := sr.bestEnergy
 			for i := base + step; i >= 0 && i < len(levels); i += step {
 				c.plan[k] = levels[i]
-				o, ok := c.eval(c.plan)
-				if !ok {
+				var o outcome
+				if !c.eval(c.plan, &o) {
 					return false
 				}
 				c.consider(&o, c.plan)
