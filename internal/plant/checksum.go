@@ -61,6 +61,22 @@ func (c *Checksum) Sum() string {
 	return hex.EncodeToString(c.hash.Sum(nil))
 }
 
+// Checksum is the workload checksum of asRun, w's requests as a run hands
+// them to the plant: as read (dilation nil) or with their arrivals
+// normalized by the factor *dilation (NormalizeFleetOfferedLoadInPlace).
+// A workload whose requests were given by WithRequests computes it once
+// for each normalization; any other at every call.
+func (w Workload) Checksum(dilation *float64, asRun []Request) string {
+	if w.checksums == nil {
+		return WorkloadChecksum(asRun)
+	}
+	key := checksumKey{normalized: dilation != nil}
+	if dilation != nil {
+		key.dilation = *dilation
+	}
+	return w.checksums.checksum(key, asRun)
+}
+
 // checksumMemo remembers the workload checksums of a workload's runs (the
 // WorkloadChecksum of its requests as run), so that many runs of one
 // workload, a sweep's cells, compute each once. The copies of a Workload

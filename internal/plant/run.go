@@ -110,12 +110,8 @@ func RunContext(ctx context.Context, w Workload, cfg Config) (rep *Report, err e
 		dilation = &factor
 	}
 	checksum := WorkloadChecksum
-	if w.checksums != nil && !(dilation != nil && cfg.NormalizeInPlace) {
-		key := checksumKey{normalized: dilation != nil}
-		if dilation != nil {
-			key.dilation = *dilation
-		}
-		checksum = func(requests []Request) string { return w.checksums.checksum(key, requests) }
+	if !(dilation != nil && cfg.NormalizeInPlace) {
+		checksum = func(asRun []Request) string { return w.Checksum(dilation, asRun) }
 	}
 	res, err := simulateContext(ctx, requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options, checksum)
 	if err != nil {

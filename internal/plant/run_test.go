@@ -168,3 +168,20 @@ func TestRunRemembersTheWorkloadChecksum(t *testing.T) {
 	assert.Equal(t, WorkloadChecksum(want), report.WorkloadChecksum)
 	assert.Empty(t, inPlace.checksums.sums, "a workload normalized in place is not remembered")
 }
+
+// TestWorkloadChecksumIsRemembered: a read workload computes the checksum
+// of each normalization once (asRun is trusted to be its requests as run);
+// a literal one at every call.
+func TestWorkloadChecksumIsRemembered(t *testing.T) {
+	w, err := DefaultTrace(600)
+	require.NoError(t, err)
+	raw := WorkloadChecksum(w.Requests)
+	other := w.Requests[1:]
+	assert.Equal(t, raw, w.Checksum(nil, w.Requests))
+	assert.Equal(t, raw, w.Checksum(nil, other), "remembered")
+	dilation := 2.0
+	assert.Equal(t, WorkloadChecksum(other), w.Checksum(&dilation, other), "another normalization")
+	literal := Workload{Requests: w.Requests}
+	assert.Equal(t, raw, literal.Checksum(nil, w.Requests))
+	assert.Equal(t, WorkloadChecksum(other), literal.Checksum(nil, other), "computed at every call")
+}
