@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,5 +57,24 @@ func TestReplicasHaveTheirOwnEngine(t *testing.T) {
 	assert.Nil(t, plain.Engine)
 	for _, r := range plain.Replicas {
 		assert.Nil(t, r.Engine)
+	}
+}
+
+// TestRunReportsTheChecksumOfTheRequestsAsRun: a fleet run of a read
+// workload (whose checksums are remembered) reports the checksum of its
+// requests as run, normalized or not, run after run.
+func TestRunReportsTheChecksumOfTheRequestsAsRun(t *testing.T) {
+	w, err := plant.DefaultTrace(600)
+	require.NoError(t, err)
+	for _, normalize := range []float64{0, 0.05, 0, 0.05, 0.02} {
+		asRun := w.Requests
+		if normalize != 0 {
+			asRun = slices.Clone(w.Requests)
+			_, err := plant.NormalizeFleetOfferedLoadInPlace(asRun, profile.Default(), normalize, 2)
+			require.NoError(t, err)
+		}
+		rep, err := Run(w, RunConfig{Config: defaultFleet(2, "chunked", "max"), Normalize: normalize})
+		require.NoError(t, err)
+		assert.Equal(t, plant.WorkloadChecksum(asRun), rep.Summary.WorkloadChecksum, "normalize %v", normalize)
 	}
 }

@@ -63,6 +63,9 @@ type Config struct {
 	// path from several goroutines at once): a caller's way to ask a
 	// controller to time its solves, and to read them afterwards.
 	ControllerBuilt func(replica int, c plant.ClockController)
+	// checksum, when not nil, gives the workload checksum of the requests
+	// (RunContext's, remembered by its workload); nil computes it.
+	checksum func([]plant.Request) string
 }
 
 // Result is a fleet run.

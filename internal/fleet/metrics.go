@@ -19,13 +19,21 @@ func (e *engine) result() *Result {
 		Replicas:         e.replicas,
 		Requests:         e.records,
 		Assignment:       e.assignment,
-		WorkloadChecksum: plant.WorkloadChecksum(e.requests),
+		WorkloadChecksum: e.checksum(),
 		Steps:            steps,
 		PowerW:           power,
 		Queued:           queued,
 	}
 	res.Metrics = e.fleetMetrics(res)
 	return res
+}
+
+// checksum is the workload checksum of the fleet's requests.
+func (e *engine) checksum() string {
+	if e.cfg.checksum != nil {
+		return e.cfg.checksum(e.requests)
+	}
+	return plant.WorkloadChecksum(e.requests)
 }
 
 // fleetMetrics combines the replicas' runs into the fleet's metrics:

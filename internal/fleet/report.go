@@ -114,7 +114,11 @@ func RunContext(ctx context.Context, w plant.Workload, cfg RunConfig) (*Report, 
 		}
 		dilation = &factor
 	}
-	res, err := SimulateContext(ctx, requests, cfg.Config)
+	sim := cfg.Config
+	if !(dilation != nil && cfg.NormalizeInPlace) {
+		sim.checksum = func(asRun []plant.Request) string { return w.Checksum(dilation, asRun) }
+	}
+	res, err := SimulateContext(ctx, requests, sim)
 	if err != nil {
 		return nil, err
 	}

@@ -66,6 +66,32 @@ func BenchmarkSimulateCodeTraceNormalized(b *testing.B) {
 	}
 }
 
+// BenchmarkRunSameWorkload is a sweep cell: Run of the whole code trace
+// normalized to 0.8 under max on the L4 rows, summary only, again and
+// again on one workload, as read (its workload checksum remembered after
+// the first run) and as a literal (computed at every run).
+func BenchmarkRunSameWorkload(b *testing.B) {
+	f, err := os.Open(sharedtest.CodeTrace(b))
+	require.NoError(b, err)
+	defer f.Close()
+	read, err := LoadWorkload(f, "code", NoElapsedLimit)
+	require.NoError(b, err)
+	cfg := Config{Plant: NewPlant(referenceProfile(b, "l4_proxy")), Scheduler: ChunkedPrefill{}, Controller: MaxClock{},
+		Normalize: 0.8, Options: Options{Summary: true}}
+	for _, run := range []struct {
+		name string
+		w    Workload
+	}{{"read", read}, {"literal", Workload{Requests: read.Requests}}} {
+		b.Run(run.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, err := Run(run.w, cfg)
+				require.NoError(b, err)
+			}
+		})
+	}
+}
+
 // BenchmarkSimulateOneDay is a synthetic code-like day of about one million
 // requests (--max-sim-time 86400) on the embedded proxy profile, summary
 // only.

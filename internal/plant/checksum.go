@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	stdhash "hash"
 	"strconv"
+	"sync"
 )
 
 // WorkloadChecksum is the reference's workload_checksum: the SHA-256 of
@@ -58,4 +59,56 @@ func (c *Checksum) Sum() string {
 	c.hash.Write(c.buf)
 	c.buf = c.buf[:0]
 	return hex.EncodeToString(c.hash.Sum(nil))
+}
+
+// Checksum is the workload checksum of asRun, w's requests as a run hands
+// them to the plant: as read (dilation nil) or with their arrivals
+// normalized by the factor *dilation (NormalizeFleetOfferedLoadInPlace).
+// A workload whose requests were given by WithRequests computes it once
+// for each normalization; any other at every call.
+func (w Workload) Checksum(dilation *float64, asRun []Request) string {
+	if w.checksums == nil {
+		return WorkloadChecksum(asRun)
+	}
+	key := checksumKey{normalized: dilation != nil}
+	if dilation != nil {
+		key.dilation = *dilation
+	}
+	return w.checksums.checksum(key, asRun)
+}
+
+// checksumMemo remembers the workload checksums of a workload's runs (the
+// WorkloadChecksum of its requests as run), so that many runs of one
+// workload, a sweep's cells, compute each once. The copies of a Workload
+// share it.
+type checksumMemo struct {
+	mu   sync.Mutex
+	sums map[checksumKey]string
+}
+
+// checksumKey is how a run rewrote the workload's arrivals: not at all, or
+// normalized by a dilation factor, which with the workload's requests
+// determines the requests as run (normalizer.dilate).
+type checksumKey struct {
+	normalized bool
+	dilation   float64
+}
+
+// checksum is the workload checksum of requests, the workload's requests
+// as run under key, computed at the first run under key.
+func (m *checksumMemo) checksum(key checksumKey, requests []Request) string {
+	m.mu.Lock()
+	sum, ok := m.sums[key]
+	m.mu.Unlock()
+	if ok {
+		return sum
+	}
+	sum = WorkloadChecksum(requests)
+	m.mu.Lock()
+	if m.sums == nil {
+		m.sums = map[checksumKey]string{}
+	}
+	m.sums[key] = sum
+	m.mu.Unlock()
+	return sum
 }

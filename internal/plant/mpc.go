@@ -238,6 +238,17 @@ func (m *MPC) RequestClock(obs Observation) float64 {
 	return m.levels[m.core.Step(&m.view)]
 }
 
+// hold implements holdingController: between two solves the core requests
+// the lowest level at an idle step and the period's level at a busy one
+// (mpc.Controller.Holding).
+func (m *MPC) hold() (clockHold, bool) {
+	if m.core == nil || m.view.state == nil {
+		return clockHold{}, false
+	}
+	level, untilS := m.core.Holding()
+	return clockHold{idleMHz: m.levels[0], busyMHz: m.levels[level], busyUntilS: untilS}, true
+}
+
 // StepPlan implements Planner.
 func (m *MPC) StepPlan() ([]float64, float64, bool) { return m.core.Plan() }
 

@@ -257,3 +257,38 @@ func TestMPCStepAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// unheldMPC is an mpc controller that the step loop cannot hold (it
+// overrides RequestClock): asked at every step.
+type unheldMPC struct{ *MPC }
+
+func (u unheldMPC) RequestClock(obs Observation) float64 { return u.MPC.RequestClock(obs) }
+
+// TestMPCHeldStepsAreExact: the steps the step loop takes on mpc's hold
+// (without asking it) give the run of a controller asked at every step,
+// trajectory, plans and diagnostics included, with idle gaps, several
+// periods and the engine features.
+func TestMPCHeldStepsAreExact(t *testing.T) {
+	requests := smallWorkload(t)
+	for _, tt := range []struct {
+		spec string
+		opt  Options
+	}{
+		{"mpc", Options{Stride: 7}},
+		{"mpc:period=0.37,horizon=8", Options{Stride: 1}},
+		{"mpc:attainment=0.9", Options{Summary: true}},
+		{"mpc", Options{Stride: 3, Engine: EngineOptions{PrefixCache: true, SharedPrefixTokens: 256, Preemption: PreemptionRecompute}}},
+	} {
+		held := mpcRun(t, requests, tt.spec, tt.opt)
+		c, err := NewMPC(tt.spec)
+		require.NoError(t, err)
+		require.NotNil(t, holderOf(c, schedulerChunked), "mpc is held")
+		unheld := unheldMPC{c.(*MPC)}
+		require.Nil(t, holderOf(unheld, schedulerChunked), "a wrapper is not held")
+		want, err := Simulate(requests, NewPlant(profile.Default()), ChunkedPrefill{}, unheld, tt.opt)
+		require.NoError(t, err)
+		want.ControllerName = held.ControllerName
+		assert.Equal(t, want, held, tt.spec)
+		assert.Positive(t, held.MPCDiagnostics.SuccessfulSolves, tt.spec)
+	}
+}

@@ -109,7 +109,11 @@ func RunContext(ctx context.Context, w Workload, cfg Config) (rep *Report, err e
 		}
 		dilation = &factor
 	}
-	res, err := SimulateContext(ctx, requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options)
+	checksum := WorkloadChecksum
+	if !(dilation != nil && cfg.NormalizeInPlace) {
+		checksum = func(asRun []Request) string { return w.Checksum(dilation, asRun) }
+	}
+	res, err := simulateContext(ctx, requests, cfg.Plant, cfg.Scheduler, cfg.Controller, cfg.Options, checksum)
 	if err != nil {
 		return nil, err
 	}

@@ -128,3 +128,60 @@ func TestRunRecordsTheFixedClockLevel(t *testing.T) {
 		assert.Equal(t, tt.want, report.Provenance.FixedClockLevelMHz, tt.spec)
 	}
 }
+
+// TestRunRemembersTheWorkloadChecksum: the runs of one read workload
+// compute the checksum of each normalization once, and report the
+// checksum of the requests as run; a workload built as a literal, or
+// normalized in place, computes its own.
+func TestRunRemembersTheWorkloadChecksum(t *testing.T) {
+	w, err := DefaultTrace(600)
+	require.NoError(t, err)
+	require.NotNil(t, w.checksums, "a read workload remembers its checksums")
+	proxy := profile.Default()
+	for _, tt := range []struct {
+		normalize float64
+		keys      int
+	}{
+		{0, 1}, {0.1, 2}, {0, 2}, {0.05, 3}, {0.1, 3}, {0.05, 3},
+	} {
+		cfg := Config{Plant: NewPlant(proxy), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: tt.normalize, Options: Options{Summary: true}}
+		report, err := Run(w, cfg)
+		require.NoError(t, err)
+		asRun := w.Requests
+		if tt.normalize != 0 {
+			asRun, _, err = NormalizeOfferedLoad(w.Requests, proxy, tt.normalize)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, WorkloadChecksum(asRun), report.WorkloadChecksum, "normalize %v", tt.normalize)
+		assert.Len(t, w.checksums.sums, tt.keys, "normalize %v", tt.keys)
+	}
+	literal := Workload{Requests: slices.Clone(w.Requests)}
+	cfg := Config{Plant: NewPlant(proxy), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: 0.1, NormalizeInPlace: true, Options: Options{Summary: true}}
+	want, _, err := NormalizeOfferedLoad(w.Requests, proxy, 0.1)
+	require.NoError(t, err)
+	report, err := Run(literal, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, WorkloadChecksum(want), report.WorkloadChecksum)
+	inPlace := w.WithRequests(slices.Clone(w.Requests))
+	report, err = Run(inPlace, cfg)
+	require.NoError(t, err)
+	assert.Equal(t, WorkloadChecksum(want), report.WorkloadChecksum)
+	assert.Empty(t, inPlace.checksums.sums, "a workload normalized in place is not remembered")
+}
+
+// TestWorkloadChecksumIsRemembered: a read workload computes the checksum
+// of each normalization once (asRun is trusted to be its requests as run);
+// a literal one at every call.
+func TestWorkloadChecksumIsRemembered(t *testing.T) {
+	w, err := DefaultTrace(600)
+	require.NoError(t, err)
+	raw := WorkloadChecksum(w.Requests)
+	other := w.Requests[1:]
+	assert.Equal(t, raw, w.Checksum(nil, w.Requests))
+	assert.Equal(t, raw, w.Checksum(nil, other), "remembered")
+	dilation := 2.0
+	assert.Equal(t, WorkloadChecksum(other), w.Checksum(&dilation, other), "another normalization")
+	literal := Workload{Requests: w.Requests}
+	assert.Equal(t, raw, literal.Checksum(nil, w.Requests))
+	assert.Equal(t, WorkloadChecksum(other), literal.Checksum(nil, other), "computed at every call")
+}

@@ -116,7 +116,9 @@ type RunInfo struct {
 
 // A ServerStateController is a ClockController that also sees the server
 // state a real serving engine knows. Simulate calls Start once before the
-// first step, then, at every step, Observe and then RequestClock.
+// first step, then, at every step, Observe and then RequestClock (this
+// package's MPC only at the steps its request does not hold through:
+// holdingController).
 type ServerStateController interface {
 	ClockController
 	Start(info RunInfo) error

@@ -190,6 +190,11 @@ type simulation struct {
 	// plans are kept for the sampled steps.
 	observer ServerStateController
 	planner  Planner
+	// holding is the controller when it is a holdingController, and held
+	// its hold: a step it covers is taken in place (idleStep, or the busy
+	// path of the built-in policies), without asking the controller.
+	holding  holdingController
+	held     heldRequest
 	state    ServerState
 	finished []int
 	plans    planTrace
@@ -215,6 +220,12 @@ const CancelCheckSteps = 1 << 12
 // SimulateContext is Simulate that stops, returning ctx's error, within
 // CancelCheckSteps steps of ctx being done.
 func SimulateContext(ctx context.Context, requests []Request, p Plant, s Scheduler, c ClockController, opt Options) (*Result, error) {
+	return simulateContext(ctx, requests, p, s, c, opt, WorkloadChecksum)
+}
+
+// simulateContext is SimulateContext with the workload checksum of
+// requests given by checksum.
+func simulateContext(ctx context.Context, requests []Request, p Plant, s Scheduler, c ClockController, opt Options, checksum func([]Request) string) (*Result, error) {
 	sim, err := startSimulation(requests, p, s, c, opt)
 	if err != nil {
 		return nil, err
@@ -222,7 +233,7 @@ func SimulateContext(ctx context.Context, requests []Request, p Plant, s Schedul
 	if err := sim.runToEnd(ctx); err != nil {
 		return nil, err
 	}
-	return sim.result(WorkloadChecksum(requests), opt), nil
+	return sim.result(checksum(requests), opt), nil
 }
 
 // runToEnd steps the simulation until it is over, then drains what it
@@ -395,6 +406,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	sim.idleFast = !sim.fullObservation
 	sim.plainPolicies = sim.schedulerKind != schedulerOther && (sim.clockKind == clockConstant || sim.clockKind == clockReactive) && sim.engine == nil
 	sim.planner, _ = c.(Planner)
+	sim.holding = holderOf(c, sim.schedulerKind)
 	if observer, ok := c.(ServerStateController); ok {
 		sim.observer = observer
 		sim.state.sim = sim
@@ -580,7 +592,7 @@ func (sim *simulation) steps(n int) (bool, error) {
 			planned          bool
 			err              error
 		)
-		if sim.idleFast && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
+		if (sim.idleFast || sim.held.valid) && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
 			if requested, level, err = sim.idleStep(); err != nil {
 				return true, err
 			}
@@ -610,6 +622,19 @@ func (sim *simulation) steps(n int) (bool, error) {
 					i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
 					requested, quantized = sim.clockMHz[i], sim.levels[i].quantized
 				}
+			} else if sim.holdsBusy() {
+				// The hold's request, and the built-in scheduler asked in
+				// place.
+				obs := &sim.obs
+				if sim.engine == nil {
+					sim.observeLoad(obs)
+				} else {
+					sim.observe(obs)
+				}
+				if action, err = sim.schedule(obs); err != nil {
+					return true, err
+				}
+				requested, quantized = sim.held.busyMHz, sim.held.busy
 			} else {
 				if action, requested, planned, err = sim.askPolicies(); err != nil {
 					return true, err
@@ -767,6 +792,9 @@ func (sim *simulation) askPolicies() (action decision, requested float64, planne
 	if requested, err = sim.requestClock(obs); err != nil {
 		return action, 0, false, err
 	}
+	if sim.holding != nil {
+		sim.refreshHold()
+	}
 	if sim.planner != nil {
 		sim.plan.clocks, sim.plan.startS, planned = sim.planner.StepPlan()
 	}
@@ -796,10 +824,11 @@ func (sim *simulation) rememberReactivePrevious(obs *Observation) {
 }
 
 // idleStep is the clock request and the level of a step in which nothing
-// is queued or decoding, under built-in policies (idleFast), and it sets
-// the KV occupancy at the step's end: their scheduler would choose the
-// idle phase, so it is not asked, nothing is served and the step's power
-// is its level's idle power, computed once (idleStepPower). The clock, the
+// is queued or decoding, under built-in policies (idleFast) or a held
+// controller's request (held, under a built-in scheduler), and it sets the
+// KV occupancy at the step's end: the scheduler would choose the idle
+// phase, so it is not asked, nothing is served and the step's power is its
+// level's idle power, computed once (idleStepPower). The clock, the
 // temperature, the energy and time itself still advance step by step with
 // the arithmetic of a busy step, so the run stays the reference's bit for
 // bit.
@@ -807,6 +836,8 @@ func (sim *simulation) idleStep() (requested float64, level *clockLevel, err err
 	obs := &sim.obs
 	requested, quantized := sim.constantMHz, sim.constantLevel
 	switch {
+	case sim.held.valid:
+		requested, quantized = sim.held.idleMHz, sim.held.idle
 	case !sim.plainPolicies:
 		sim.observe(obs)
 		if requested, err = sim.requestClock(obs); err != nil {

@@ -55,6 +55,19 @@ type Workload struct {
 	// Skipped counts the rows a trace format's rule left out, by reason
 	// (package trace: "failed_response", "filtered"); nil when none was.
 	Skipped map[string]int
+	// checksums remembers the workload checksums of its runs (Run), for
+	// a workload whose requests were given by WithRequests; nil
+	// otherwise (each run computes its own).
+	checksums *checksumMemo
+}
+
+// WithRequests is w holding requests, which must not change afterwards:
+// its runs (Run, without Config.NormalizeInPlace) then compute the
+// workload checksum of each normalization once, however many they are (a
+// sweep's cells).
+func (w Workload) WithRequests(requests []Request) Workload {
+	w.Requests, w.checksums = requests, &checksumMemo{}
+	return w
 }
 
 // Azure trace column names.
@@ -100,7 +113,7 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 	if err != nil {
 		return Workload{}, err
 	}
-	w.Requests = requests
+	w = w.WithRequests(requests)
 	return w, nil
 }
 

@@ -174,8 +174,7 @@ func load(r io.Reader, name string, maxElapsedS float64, opt Options, caps readC
 	if err != nil {
 		return nil, err
 	}
-	w.Requests = t.Requests
-	t.Workload, t.Format = w, format
+	t.Workload, t.Format = w.WithRequests(t.Requests), format
 	return t, nil
 }
 

@@ -104,6 +104,7 @@ type Controller struct {
 	// the step that solved it (planned at that step only).
 	period     int
 	level      int
+	periodEndS float64 // a step starting at or before it is in period (Holding)
 	planMHz    []float64
 	planStartS float64
 	planned    bool
@@ -119,6 +120,7 @@ type Controller struct {
 	// each constant plan, and the lowest feasible constant level found at
 	// the last solve (where the next one starts looking).
 	pr          problem
+	sr          searchState
 	plan, best  []int
 	uniform     []uniformOutcome
 	lastUniform int
@@ -151,15 +153,16 @@ func New(p Plant, slo SLO, set Settings) (*Controller, error) {
 		return nil, errors.New("mpc: TTFT and TPOT objectives must be positive")
 	}
 	c := &Controller{
-		plant:    p,
-		slo:      slo,
-		set:      set,
-		levels:   newLevelTable(&p),
-		idleMinW: p.Levels[0].IdlePowerW,
-		period:   -1,
-		planMHz:  make([]float64, set.Horizon),
-		plan:     make([]int, set.Horizon),
-		best:     make([]int, set.Horizon),
+		plant:      p,
+		slo:        slo,
+		set:        set,
+		levels:     newLevelTable(&p),
+		idleMinW:   p.Levels[0].IdlePowerW,
+		period:     -1,
+		periodEndS: math.Inf(-1),
+		planMHz:    make([]float64, set.Horizon),
+		plan:       make([]int, set.Horizon),
+		best:       make([]int, set.Horizon),
 	}
 	c.pr.stationary = make([]stationary, len(p.Levels))
 	c.pr.alone = make([]float64, len(p.Levels))
@@ -210,12 +213,39 @@ func (c *Controller) Step(s Server) int {
 	if s.Queued() == 0 && s.Active() == 0 {
 		return 0
 	}
-	period := int(math.Floor((s.TimeS() + 1e-12) / c.set.PeriodS))
+	period := c.periodOf(s.TimeS())
 	if period != c.period {
 		c.period = period
+		c.periodEndS = c.lastStartIn(period)
 		c.solve(s, period)
 	}
 	return c.level
+}
+
+// periodOf is the control period a step starting at timeS falls in.
+func (c *Controller) periodOf(timeS float64) int {
+	return int(math.Floor((timeS + 1e-12) / c.set.PeriodS))
+}
+
+// lastStartIn is a time at or before which every step start after the
+// current one falls in period: periodOf is monotone in time, so any time
+// whose period is at most period will do. It is the period's end within a
+// few rounding errors, found from just below it.
+func (c *Controller) lastStartIn(period int) float64 {
+	end := float64(period+1) * c.set.PeriodS
+	end -= 1e-9 * max(1, math.Abs(end))
+	for c.periodOf(end) > period {
+		end -= 1e-9 * max(1, math.Abs(end))
+	}
+	return end
+}
+
+// Holding is what Step returns without solving again, until a step that
+// starts after untilS with anything queued or decoding: 0 at a step with
+// nothing queued or decoding, level at any other, and no plan at either.
+// Before the first solve, untilS is -Inf.
+func (c *Controller) Holding() (level int, untilS float64) {
+	return c.level, c.periodEndS
 }
 
 // Plan returns the plan made at the last step, if it made one.

@@ -1,9 +1,6 @@
 package mpc
 
-import (
-	"math"
-	"math/bits"
-)
+import "math/bits"
 
 // subBins is the number of bins per power of two of a histogram: counts are
 // kept to within 1/8 of their value (a log-linear histogram, as HDR
@@ -98,7 +95,7 @@ func (h *histogram) cdf(x float64) float64 {
 	}
 	lo, hi := binLow(b), binLow(b+1)
 	frac := (x - lo + 1) / (hi - lo)
-	return (h.cumCount[b] + math.Min(frac, 1)*h.count[b]) / h.n
+	return (h.cumCount[b] + min(frac, 1)*h.count[b]) / h.n
 }
 
 // above returns the count and the sum of the values above g (bins wholly

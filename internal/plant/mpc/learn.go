@@ -54,7 +54,7 @@ func (l *learner) rate(nowS float64) float64 {
 	if l.arrivals > rateRing {
 		first = l.ring[l.arrivals%rateRing]
 	}
-	span := math.Min(rateWindowS, nowS-first)
+	span := min(rateWindowS, nowS-first)
 	if span <= 0 {
 		return 0
 	}
@@ -89,14 +89,14 @@ func (l *learner) meanOutput() float64 {
 // over the completed requests' output lengths O.
 func (l *learner) remaining(g float64) float64 {
 	if l.outputs.n == 0 {
-		return math.Max(1, defaultOutputTokens-g)
+		return max(1, defaultOutputTokens-g)
 	}
 	count, sum := l.outputs.above(g)
 	if count < 0.5 {
 		// Longer than anything seen: expect as much again as its mean.
-		return math.Max(1, l.outputs.mean())
+		return max(1, l.outputs.mean())
 	}
-	return math.Max(1, sum/count-g)
+	return max(1, sum/count-g)
 }
 
 // prepare brings the distributions and the tables derived from them up to
@@ -251,8 +251,8 @@ func (t *tpotTable) sharedAt(capacity, mean float64) float64 {
 	if !(capacity > 0) {
 		return 0
 	}
-	u := math.Max(0, math.Min(psCapacityPoints-1e-9, 2*(pseudoLog2(capacity)-psMinExp)))
-	v := math.Max(0, math.Min(psMeanPoints-1e-9, 2*pseudoLog2(mean+1)))
+	u := max(0, min(psCapacityPoints-1e-9, 2*(pseudoLog2(capacity)-psMinExp)))
+	v := max(0, min(psMeanPoints-1e-9, 2*pseudoLog2(mean+1)))
 	i, j := int(u), int(v)
 	a, b := u-float64(i), v-float64(j)
 	return (1-a)*((1-b)*t.shared[i][j]+b*t.shared[i][j+1]) + a*((1-b)*t.shared[i+1][j]+b*t.shared[i+1][j+1])

@@ -144,8 +144,8 @@ type admission struct {
 	output  float64 // known output tokens, or 0
 }
 
-// run follows plan (a level index per period) and returns its outcome.
-func (pr *problem) run(m *Controller, plan []int) outcome {
+// run follows plan (a level index per period) and sets o to its outcome.
+func (pr *problem) run(m *Controller, plan []int, o *outcome) {
 	r := rollout{
 		m: m, pr: pr,
 		active:     pr.active,
@@ -179,7 +179,7 @@ func (pr *problem) run(m *Controller, plan []int) outcome {
 	}
 	r.judgeTPOT()
 	r.finish(plan[len(plan)-1])
-	return outcome{
+	*o = outcome{
 		energyJ: r.energyJ, misses: r.misses, requests: r.judged, peakTempC: r.peakTempC, states: r.states,
 		leftoverS: r.leftoverS,
 	}
@@ -220,7 +220,7 @@ func (r *rollout) block(level int, b *block) {
 	p := &r.m.plant
 	equilibrium := p.AmbientC + p.ThermalRCPerW*power
 	r.tempC = equilibrium + (r.tempC-equilibrium)*b.decay
-	r.peakTempC = math.Max(r.peakTempC, r.tempC)
+	r.peakTempC = max(r.peakTempC, r.tempC)
 }
 
 // interval follows the plant until end or until its regime changes (the
@@ -238,7 +238,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	}
 	horizon := end
 	if r.arrivedTo < len(pr.items) {
-		horizon = math.Min(horizon, pr.items[r.arrivedTo].arrivalS)
+		horizon = min(horizon, pr.items[r.arrivedTo].arrivalS)
 	}
 	span := horizon - r.t
 	inflow := pr.rate * pr.meanPrompt // predicted prompt tokens per second
@@ -274,14 +274,14 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	} else if !queued && inflow > 0 {
 		// Arrivals are prefilled as they come, a step per chunk.
 		prefillRate = inflow
-		prefillSteps = math.Min(pr.rate*(pr.meanPrompt/pl.chunk+0.5), 1/dt)
+		prefillSteps = min(pr.rate*(pr.meanPrompt/pl.chunk+0.5), 1/dt)
 	}
-	decodeSteps := math.Max(0, 1/dt-prefillSteps)
+	decodeSteps := max(0, 1/dt-prefillSteps)
 	if p.Scheduler == Static && queued && drain > 0 {
 		// Static prefills first: decode only in what prefill steps leave.
 		decodeSteps = 0
 	}
-	leftRate := pl.leftDecodeRate * math.Max(0, dt-pl.chunkTimeS) * prefillSteps
+	leftRate := pl.leftDecodeRate * max(0, dt-pl.chunkTimeS) * prefillSteps
 	capacityRate := leftRate + pl.decodeRate*decodeSteps*dt
 
 	// The regime lasts until the queue empties or, while the chunked
@@ -297,7 +297,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 			span, cleared, exhausted = t, false, true
 		}
 	}
-	span = math.Max(span, 1e-9)
+	span = max(span, 1e-9)
 	decodeLeft := r.decodeLeft
 	prefilled := prefillRate * span
 	leftTokens := leftRate * span
@@ -307,7 +307,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	// arrivals' prompts.
 	before := r.prefilled
 	r.prefilled += prefilled
-	r.backlog = math.Max(0, r.backlog+inflow*span-prefilled)
+	r.backlog = max(0, r.backlog+inflow*span-prefilled)
 	if cleared {
 		r.backlog = 0
 	}
@@ -331,7 +331,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		it := &pr.items[r.next]
 		// Its prompt completes in the n-th prefill step of the interval;
 		// the first token comes at the end of that step.
-		steps := math.Max(1, math.Ceil((it.work-before)/pl.chunk-1e-9))
+		steps := max(1, math.Ceil((it.work-before)/pl.chunk-1e-9))
 		first := r.t + wait + (steps-1)*cycle + dt
 		firstAlone := r.t + steps*dt
 		r.admitItem(it, first, firstAlone, itemsAlone)
@@ -343,7 +343,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		if n := len(pr.items); n > 0 {
 			known = pr.items[n-1].work
 		}
-		if fluid := r.prefilled - math.Max(before, known); fluid > 0 {
+		if fluid := r.prefilled - max(before, known); fluid > 0 {
 			admitted := fluid / pr.meanPrompt
 			r.active += admitted
 			r.decodeLeft += admitted * pr.meanOutput
@@ -354,7 +354,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	// stands mid-interval (TPOT is judged at the end).
 	if pr.rate > 0 {
 		arrivals := pr.rate * span
-		ahead := math.Max(0, r.backlog-0.5*(inflow-prefilled/span)*span)
+		ahead := max(0, r.backlog-0.5*(inflow-prefilled/span)*span)
 		// An arrival's prompt steps run back to back when nothing
 		// decodes.
 		ttft := pr.ttftMet(r.m.slo.TTFTS, pl, ahead, dt)
@@ -368,19 +368,19 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 
 	// Decode: the decoding requests share the capacity; completions in
 	// proportion to the tokens served (memoryless outputs).
-	trace.tokens += capacity / math.Max(r.active, 1)
+	trace.tokens += capacity / max(r.active, 1)
 	trace.capacity += capacity
 	trace.decoding += r.active * span / dt
-	served := math.Min(r.decodeLeft, capacity)
+	served := min(r.decodeLeft, capacity)
 	if exhausted {
 		// Exactly what was decoding (requests admitted since go on).
-		served = math.Min(r.decodeLeft, math.Max(capacity, decodeLeft))
+		served = min(r.decodeLeft, max(capacity, decodeLeft))
 	}
 	if r.decodeLeft > 0 {
 		completed := r.active * served / r.decodeLeft
-		kvFreed := r.kvTokens * completed / math.Max(r.active, 1e-9)
+		kvFreed := r.kvTokens * completed / max(r.active, 1e-9)
 		r.active -= completed
-		r.kvTokens = math.Max(0, r.kvTokens-kvFreed)
+		r.kvTokens = max(0, r.kvTokens-kvFreed)
 	}
 	r.decodeLeft -= served
 	r.kvTokens += served
@@ -390,12 +390,12 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 
 	// Energy: prefill chunks, decode in the rest of prefill steps and in
 	// decode steps, idle at the lowest level otherwise.
-	fromLeft := math.Min(served, leftTokens)
+	fromLeft := min(served, leftTokens)
 	fromFull := served - fromLeft
 	prefillTime := prefilled / pl.chunk * pl.chunkTimeS
 	busy := prefillTime + fromLeft/pl.leftDecodeRate + fromFull/pl.decodeRate
 	r.energyJ += prefillTime*pl.prefillPowerW + fromLeft/pl.leftDecodeRate*pl.leftDecodePowerW +
-		fromFull/pl.decodeRate*pl.decodePowerW + math.Max(0, span-busy)*r.m.idleMinW
+		fromFull/pl.decodeRate*pl.decodePowerW + max(0, span-busy)*r.m.idleMinW
 	r.t += span
 }
 
@@ -503,7 +503,7 @@ func (r *rollout) tail(level int, span, decay float64) {
 	r.energyJ += s.powerW*span + r.decodeLeft*pl.decodeJ
 	// The decoding requests' work above the regime's drains at its spare
 	// capacity; an overloaded level falls behind.
-	excess := math.Max(0, r.decodeLeft-s.decodeLeft-s.spare*span)
+	excess := max(0, r.decodeLeft-s.decodeLeft-s.spare*span)
 	top := &r.m.levels.cool[r.m.levels.top]
 	r.leftoverS = excess/top.decodeRate + s.growth*span
 	r.decodeLeft = 0
@@ -511,7 +511,7 @@ func (r *rollout) tail(level int, span, decay float64) {
 	r.misses += arrivals * s.missShare
 	r.judged += arrivals
 	r.tempC = s.temperatureC + (r.tempC-s.temperatureC)*decay
-	r.peakTempC = math.Max(r.peakTempC, r.tempC)
+	r.peakTempC = max(r.peakTempC, r.tempC)
 	r.t += span
 }
 
@@ -524,7 +524,7 @@ func (r *rollout) finish(level int) {
 	r.leftoverS += r.backlog/(top.chunk/r.pr.dtS) + r.decodeLeft/top.decodeRate
 }
 
-func clamp01(x float64) float64 { return math.Max(0, math.Min(1, x)) }
+func clamp01(x float64) float64 { return max(0, min(1, x)) }
 
 // ttftMet is the share of arrivals that meet the TTFT objective behind
 // ahead queued prompt tokens: a prompt of p tokens needs ceil((ahead+p) /
@@ -542,7 +542,7 @@ func (pr *problem) ttftMet(ttftS float64, pl *phaseLevel, ahead, cycle float64) 
 	}
 	full := h.cdf(whole*pl.chunk - ahead)
 	part := h.cdf((whole+1)*pl.chunk-ahead) - full
-	return math.Min(1, full+(z-whole)*part)
+	return min(1, full+(z-whole)*part)
 }
 
 // maxFew is the most decoding requests whose individual chance of

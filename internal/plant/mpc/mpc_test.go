@@ -239,3 +239,16 @@ func TestNewRejectsBadSettings(t *testing.T) {
 	_, err = New(proxyPlant(), SLO{}, Settings{PeriodS: 1, Horizon: 1, Budget: 1})
 	assert.ErrorContains(t, err, "objectives")
 }
+
+// TestLastStartIn: the time a period's hold lasts to is in the period (or
+// before it), within a few rounding errors of its end.
+func TestLastStartIn(t *testing.T) {
+	for _, periodS := range []float64{1, 0.37, 0.1, 3, 1e-3} {
+		c := &Controller{set: Settings{PeriodS: periodS}}
+		for _, period := range []int{0, 1, 7, 99, 12345, 1000000} {
+			end := c.lastStartIn(period)
+			assert.LessOrEqual(t, c.periodOf(end), period, "period %d of %v s", period, periodS)
+			assert.Equal(t, period+1, c.periodOf(end+3e-9*max(1, end)), "period %d of %v s", period, periodS)
+		}
+	}
+}

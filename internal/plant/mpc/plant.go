@@ -15,7 +15,6 @@ package mpc
 import (
 	"errors"
 	"fmt"
-	"math"
 )
 
 // Scheduler is the plant's phase scheduler, whose rules the model follows.
@@ -150,8 +149,8 @@ func newLevelTable(p *Plant) levelTable {
 	resolve := func(i int) phaseLevel {
 		lp := p.Levels[govern(i, func(l Level) float64 { return l.PrefillPowerW })]
 		ld := p.Levels[govern(i, func(l Level) float64 { return l.DecodePowerW })]
-		chunk := math.Min(lp.PrefillRate*p.TimeStepS, p.ChunkTokens)
-		left := math.Max(0, p.TimeStepS-chunk/lp.PrefillRate) * lp.DecodeRate
+		chunk := min(lp.PrefillRate*p.TimeStepS, p.ChunkTokens)
+		left := max(0, p.TimeStepS-chunk/lp.PrefillRate) * lp.DecodeRate
 		return phaseLevel{
 			alternatingPerStep: (ld.DecodeRate*p.TimeStepS + left) / 2,
 			chunk:              chunk,
@@ -170,7 +169,7 @@ func newLevelTable(p *Plant) levelTable {
 		t.cool[i] = resolve(i)
 		t.hot[i] = resolve(max(0, i-1))
 		l := p.Levels[i]
-		t.allowed[i] = p.Governed || math.Max(l.PrefillPowerW, l.DecodePowerW) <= p.PowerLimitW+1e-12
+		t.allowed[i] = p.Governed || max(l.PrefillPowerW, l.DecodePowerW) <= p.PowerLimitW+1e-12
 		if t.allowed[i] {
 			t.top = i
 		}

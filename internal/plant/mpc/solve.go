@@ -45,7 +45,7 @@ func (c *Controller) build(s Server, period int) {
 	pr := &c.pr
 	now := s.TimeS()
 	dt := c.plant.TimeStepS
-	if first := math.Max(float64(period+1)*c.set.PeriodS-now, dt); first != pr.firstS {
+	if first := max(float64(period+1)*c.set.PeriodS-now, dt); first != pr.firstS {
 		// Only the first block changes from solve to solve.
 		pr.firstS = first
 		pr.horizonS = first + pr.afterFirstS
@@ -85,7 +85,7 @@ func (c *Controller) build(s Server, period int) {
 		})
 	}
 	behind := float64(queued-last) * c.learn.prompts.mean()
-	pr.lostWork = math.Max(0, s.QueuedPromptTokens()-work-behind)
+	pr.lostWork = max(0, s.QueuedPromptTokens()-work-behind)
 
 	// The decoding requests: how much each still has to generate, and the
 	// share of the decode throughput it needs to meet its objectives.
@@ -127,7 +127,7 @@ func (c *Controller) build(s Server, period int) {
 	pr.tpot = &c.learn.tpot
 	pr.prompts = &c.learn.prompts
 	pr.outputs = &c.learn.outputs
-	pr.meanPrompt = math.Max(1, c.learn.prompts.mean())
+	pr.meanPrompt = max(1, c.learn.prompts.mean())
 	pr.meanOutput = c.learn.meanOutput()
 	pr.rate = 0
 	if c.clairvoyant {
@@ -193,7 +193,7 @@ func (c *Controller) need(a *Active, left, now float64) (float64, bool) {
 		if steps < 1 {
 			return 0, false
 		}
-		need = math.Max(need, left/steps)
+		need = max(need, left/steps)
 	}
 	return need, true
 }
@@ -248,7 +248,7 @@ func (c *Controller) stationaries() {
 	dt := p.TimeStepS
 	meanSquare := 0.0
 	c.learn.prompts.bins(func(count, value float64) { meanSquare += count * value * value })
-	meanSquare /= math.Max(c.learn.prompts.n, 1)
+	meanSquare /= max(c.learn.prompts.n, 1)
 	for i := range pr.stationary {
 		pl := &c.levels.cool[i]
 		s := &pr.stationary[i]
@@ -261,20 +261,20 @@ func (c *Controller) stationaries() {
 		// while requests decode (with probability rho, the decode load).
 		stepsPerRequest := pr.meanPrompt/pl.chunk + 0.5
 		prefillSteps := pr.rate * stepsPerRequest * dt
-		capacity := (1-prefillSteps)*pl.decodeRate + prefillSteps*math.Max(0, dt-pl.chunkTimeS)/dt*pl.leftDecodeRate
-		decodeLoad := pr.rate * pr.meanOutput / math.Max(capacity, 1e-9)
+		capacity := (1-prefillSteps)*pl.decodeRate + prefillSteps*max(0, dt-pl.chunkTimeS)/dt*pl.leftDecodeRate
+		decodeLoad := pr.rate * pr.meanOutput / max(capacity, 1e-9)
 		s.powerW = c.idleMinW + pr.rate*(pr.meanPrompt*pl.prefillJ+pr.meanOutput*pl.decodeJ)
 		if prefillSteps >= 1 || decodeLoad >= 1 {
 			// Overloaded: the queue grows and every arrival misses.
 			s.missShare = 1
-			s.spare, s.growth = 0, math.Max(prefillSteps, decodeLoad)-1
-			s.powerW = math.Max(s.powerW, math.Max(pl.prefillPowerW, pl.decodePowerW))
+			s.spare, s.growth = 0, max(prefillSteps, decodeLoad)-1
+			s.powerW = max(s.powerW, max(pl.prefillPowerW, pl.decodePowerW))
 		} else {
 			alone := 1.0
 			if p.Scheduler == Chunked {
 				alone = 1 - decodeLoad
 			}
-			prefillLoad := math.Min(0.95, pr.rate*stepsPerRequest*(alone*dt+(1-alone)*2*dt))
+			prefillLoad := min(0.95, pr.rate*stepsPerRequest*(alone*dt+(1-alone)*2*dt))
 			ahead := meanSquare / (2 * pr.meanPrompt) / (1 - prefillLoad)
 			ttftAt := func(cycle float64) float64 {
 				return (1-prefillLoad)*pr.ttftMet(c.slo.TTFTS, pl, 0, cycle) + prefillLoad*pr.ttftMet(c.slo.TTFTS, pl, ahead, cycle)
@@ -291,35 +291,78 @@ func (c *Controller) stationaries() {
 	}
 }
 
+// searchState is what a search keeps from one evaluation to the next.
+type searchState struct {
+	start  time.Time // of the solve, with a deadline
+	states int       // model states expanded so far
+	// A feasible plan's misses are within target, and it leaves at most
+	// leftoverS of work at the end of the horizon.
+	target, leftoverS float64
+	bestEnergy        float64 // of the cheapest feasible plan so far (c.best)
+}
+
+// eval follows plan into o, counting its states; false when the budget or
+// the deadline has run out.
+func (c *Controller) eval(plan []int, o *outcome) bool {
+	c.pr.run(c, plan, o)
+	sr := &c.sr
+	sr.states += o.states
+	if sr.states > c.set.Budget {
+		return false
+	}
+	return c.set.DeadlineS <= 0 || time.Since(sr.start).Seconds() <= c.set.DeadlineS
+}
+
+// feasible reports whether an outcome is within the target, the thermal
+// limit and the leftover work allowed.
+func (c *Controller) feasible(o *outcome) bool {
+	return o.misses <= c.sr.target+1e-9 && o.peakTempC < c.plant.ThermalLimitC &&
+		o.leftoverS <= c.sr.leftoverS
+}
+
+// consider keeps plan as the best when it is feasible and cheaper.
+func (c *Controller) consider(o *outcome, plan []int) {
+	if c.feasible(o) && o.energyJ < c.sr.bestEnergy {
+		c.sr.bestEnergy = o.energyJ
+		copy(c.best, plan)
+	}
+}
+
+// uniformPlan is the outcome of the constant plan of the i-th allowed
+// level, evaluated (and considered) once per solve.
+func (c *Controller) uniformPlan(i int) (*outcome, bool) {
+	u := &c.uniform[i]
+	if u.valid {
+		return &u.outcome, true
+	}
+	fill(c.plan, c.levels.list[i])
+	ok := c.eval(c.plan, &u.outcome)
+	c.consider(&u.outcome, c.plan)
+	u.valid = true
+	return &u.outcome, ok
+}
+
+// fill sets every period of plan to level.
+func fill(plan []int, level int) {
+	for k := range plan {
+		plan[k] = level
+	}
+}
+
 // search finds the cheapest plan whose predicted misses are within the
 // target: the highest level's plan sets the target, every constant plan is
 // tried, then the levels of the first periods are refined one at a time.
 // It reports false when the budget or the deadline ran out or no plan was
 // feasible.
 func (c *Controller) search(start time.Time) bool {
-	states := 0
-	eval := func(plan []int) (outcome, bool) {
-		o := c.pr.run(c, plan)
-		states += o.states
-		if states > c.set.Budget {
-			return o, false
-		}
-		if c.set.DeadlineS > 0 && time.Since(start).Seconds() > c.set.DeadlineS {
-			return o, false
-		}
-		return o, true
-	}
-	fill := func(plan []int, level int) {
-		for k := range plan {
-			plan[k] = level
-		}
-	}
+	sr := &c.sr
+	sr.start, sr.states = start, 0
 	// The reference plan holds the highest level: the plan chosen must do
 	// as well as it within a tolerance...
 	levels := c.levels.list
 	fill(c.plan, c.levels.top)
-	ref, ok := eval(c.plan)
-	if !ok {
+	var ref outcome
+	if !c.eval(c.plan, &ref) {
 		return false
 	}
 	target := ref.misses + attainmentGap*ref.requests
@@ -333,26 +376,17 @@ func (c *Controller) search(start time.Time) bool {
 		// system.
 		inSystem := ref.requests - c.predictedArrivals()
 		target = ref.misses + tolerance*(inSystem+c.pr.rate*c.pr.blocks[0].spanS)
-		margin := math.Min(slackMargin, (1-a)/4)
+		margin := min(slackMargin, (1-a)/4)
 		slack := (1-a-margin)*float64(c.seenCompleted) - float64(c.completedMisses) - c.pr.certainMisses
-		target += slackSpent * math.Max(0, slack)
+		target += slackSpent * max(0, slack)
 	}
 	// A plan may leave at most a step's worth of work more than the
 	// reference at the end of the horizon: a queue that outgrows the
 	// horizon would otherwise look free, and solve after solve the
 	// backlog would drift up.
-	feasible := func(o outcome) bool {
-		return o.misses <= target+1e-9 && o.peakTempC < c.plant.ThermalLimitC &&
-			o.leftoverS <= ref.leftoverS+c.plant.TimeStepS
-	}
-	bestEnergy := math.Inf(1)
-	consider := func(o outcome, plan []int) {
-		if feasible(o) && o.energyJ < bestEnergy {
-			bestEnergy = o.energyJ
-			copy(c.best, plan)
-		}
-	}
-	consider(ref, c.plan)
+	sr.target, sr.leftoverS = target, ref.leftoverS+c.plant.TimeStepS
+	sr.bestEnergy = math.Inf(1)
+	c.consider(&ref, c.plan)
 
 	// Constant plans: the lowest feasible level (misses grow as the level
 	// falls), searched from the last solve's constant level down while
@@ -362,28 +396,18 @@ func (c *Controller) search(start time.Time) bool {
 		c.uniform[i].valid = false
 	}
 	c.uniform[len(levels)-1] = uniformOutcome{ref, true}
-	uniform := func(i int) (outcome, bool) {
-		if u := c.uniform[i]; u.valid {
-			return u.outcome, true
-		}
-		fill(c.plan, levels[i])
-		o, ok := eval(c.plan)
-		consider(o, c.plan)
-		c.uniform[i] = uniformOutcome{o, true}
-		return o, ok
-	}
 	lo := min(c.lastUniform, len(levels)-1)
-	o, ok := uniform(lo)
+	o, ok := c.uniformPlan(lo)
 	if !ok {
 		return false
 	}
-	if feasible(o) {
+	if c.feasible(o) {
 		for lo > 0 {
-			o, ok := uniform(lo - 1)
+			o, ok := c.uniformPlan(lo - 1)
 			if !ok {
 				return false
 			}
-			if !feasible(o) {
+			if !c.feasible(o) {
 				break
 			}
 			lo--
@@ -391,11 +415,11 @@ func (c *Controller) search(start time.Time) bool {
 	} else {
 		for lo < len(levels)-1 {
 			lo++
-			o, ok := uniform(lo)
+			o, ok := c.uniformPlan(lo)
 			if !ok {
 				return false
 			}
-			if feasible(o) {
+			if c.feasible(o) {
 				break
 			}
 		}
@@ -403,16 +427,16 @@ func (c *Controller) search(start time.Time) bool {
 	c.lastUniform = lo
 	previous := math.Inf(1)
 	for i := lo; i < len(levels)-1; i++ {
-		o, ok := uniform(i)
+		o, ok := c.uniformPlan(i)
 		if !ok {
 			return false
 		}
-		if !feasible(o) || o.energyJ >= previous {
+		if !c.feasible(o) || o.energyJ >= previous {
 			break
 		}
 		previous = o.energyJ
 	}
-	if math.IsInf(bestEnergy, 1) {
+	if math.IsInf(sr.bestEnergy, 1) {
 		return false
 	}
 
@@ -430,15 +454,15 @@ func (c *Controller) search(start time.Time) bool {
 		copy(c.plan, c.best)
 		base := slices.Index(levels, c.plan[k])
 		for _, step := range steps {
-			previous := bestEnergy
+			previous := sr.bestEnergy
 			for i := base + step; i >= 0 && i < len(levels); i += step {
 				c.plan[k] = levels[i]
-				o, ok := eval(c.plan)
-				if !ok {
+				var o outcome
+				if !c.eval(c.plan, &o) {
 					return false
 				}
-				consider(o, c.plan)
-				if !feasible(o) && step < 0 || o.energyJ >= previous {
+				c.consider(&o, c.plan)
+				if !c.feasible(&o) && step < 0 || o.energyJ >= previous {
 					break
 				}
 				previous = o.energyJ
