@@ -89,11 +89,20 @@ type UnreachableError struct {
 	Target      float64
 	MaxReplicas int
 	Best        Evaluation // the highest attainment reached
+	// Plateau is the largest fleet evaluated when it reaches exactly the
+	// best attainment with more replicas than Best: the requests still
+	// missing do not miss for lack of replicas. Zero otherwise.
+	Plateau int
 }
 
 func (e *UnreachableError) Error() string {
-	return fmt.Sprintf("no fleet of at most %d replicas reaches attainment %v: the best is %v with %d replicas",
+	msg := fmt.Sprintf("no fleet of at most %d replicas reaches attainment %v: the best is %v with %d replicas",
 		e.MaxReplicas, e.Target, e.Best.Attainment, e.Best.Replicas)
+	if e.Plateau > 0 {
+		msg += fmt.Sprintf(", the same as with %d: the requests still missing do not miss for lack of replicas "+
+			"(looser SLOs or a faster profile would help, more replicas do not)", e.Plateau)
+	}
+	return msg
 }
 
 // MaxSearchSteps bounds the number of evaluations a search's decisions use
@@ -290,7 +299,11 @@ func (s *searcher) result(b bracket, used []int) (*CapacityResult, error) {
 		}
 	}
 	if b.meet == 0 {
-		return res, &UnreachableError{Target: s.cfg.Target, MaxReplicas: s.cfg.MaxReplicas, Best: res.Best}
+		err := &UnreachableError{Target: s.cfg.Target, MaxReplicas: s.cfg.MaxReplicas, Best: res.Best}
+		if largest := res.Evaluations[len(res.Evaluations)-1]; largest.Replicas > res.Best.Replicas && largest.Attainment == res.Best.Attainment {
+			err.Plateau = largest.Replicas
+		}
+		return res, err
 	}
 	answer := b.meet
 	res.Replicas = &answer

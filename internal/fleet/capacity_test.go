@@ -180,6 +180,21 @@ func TestSearchCapacityBestAndTie(t *testing.T) {
 	require.ErrorAs(t, err, &unreachable)
 	assert.Equal(t, 16, res.Best.Replicas)
 	assert.Equal(t, 16, unreachable.Best.Replicas)
+	assert.Zero(t, unreachable.Plateau, "40 replicas reach less than 16")
+}
+
+// TestSearchCapacityPlateau: when the largest fleet evaluated reaches no
+// more than a smaller one, the error says that more replicas do not help.
+func TestSearchCapacityPlateau(t *testing.T) {
+	s := &synthetic{attainment: func(n int) float64 { return 0.5 + 0.1*float64(min(n, 8))/8 }}
+	_, err := search(t, s, CapacitySearch{Target: 0.9, MaxReplicas: 64})
+	var unreachable *UnreachableError
+	require.ErrorAs(t, err, &unreachable)
+	assert.Equal(t, 8, unreachable.Best.Replicas)
+	assert.Equal(t, 64, unreachable.Plateau)
+	assert.EqualError(t, err, "no fleet of at most 64 replicas reaches attainment 0.9: the best is 0.6 with 8 replicas, "+
+		"the same as with 64: the requests still missing do not miss for lack of replicas "+
+		"(looser SLOs or a faster profile would help, more replicas do not)")
 }
 
 func TestSearchCapacityUnreachable(t *testing.T) {
@@ -198,6 +213,7 @@ func TestSearchCapacityUnreachable(t *testing.T) {
 		assert.Equal(t, res.Best, unreachable.Best)
 		assert.Equal(t, 0.95, unreachable.Target)
 		assert.Equal(t, 100, unreachable.MaxReplicas)
+		assert.Zero(t, unreachable.Plateau, "the largest fleet is the best")
 		assert.Empty(t, res.NonMonotone)
 		assert.NotNil(t, res.NonMonotone, "an empty list, [] in JSON")
 	}
