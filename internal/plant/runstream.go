@@ -2,7 +2,6 @@ package plant
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -46,56 +45,18 @@ func RunStreamContext(ctx context.Context, src WorkloadSource, cfg Config) (rep 
 	if _, ok := cfg.Controller.(Clairvoyant); ok {
 		return nil, fmt.Errorf("clock controller %s needs the whole workload in advance, which a workload read while it runs does not give", cfg.Controller.Name())
 	}
-	expected, expectedLastS := src.Estimate(), 0.0
-	var (
-		z        *normalizer
-		dilation *float64
-	)
-	if cfg.Normalize != 0 {
-		if !(cfg.Normalize > 0 && cfg.Normalize < 1) {
-			return nil, errors.New("target_utilization must lie strictly between zero and one")
-		}
-		z = newNormalizer(cfg.Plant.Profile)
-		if _, err := src.Read(func(r Request) error {
-			z.observe(r)
-			if z.n%CancelCheckSteps == 0 {
-				return ctx.Err()
-			}
-			return nil
-		}); err != nil {
-			return nil, err
-		}
-		if z.n == 0 {
-			return nil, errors.New("workload must contain at least one request")
-		}
-		factor := z.factor(cfg.Normalize, 1)
-		dilation = &factor
-		expected, expectedLastS = z.n, z.dilate(z.last, factor)
+	ws, err := OpenWorkloadStream(ctx, src, cfg.Normalize, cfg.Plant.Profile, 1)
+	if err != nil {
+		return nil, err
 	}
-
-	var (
-		sum          Checksum
-		loaded       int
-		lastArrivalS float64
-	)
-	requests := newPipe(func(emit func(Request) error) (Workload, error) {
-		return src.Read(func(r Request) error {
-			if z != nil {
-				r.ArrivalTimeS = z.dilate(r.ArrivalTimeS, *dilation)
-			}
-			sum.Add(r)
-			loaded++
-			lastArrivalS = r.ArrivalTimeS
-			return emit(r)
-		})
-	})
-	defer requests.Close()
+	defer ws.Close()
 	opt := cfg.Options
+	expected, expectedLastS := ws.Expected()
 	sim, err := newSimulation(cfg.Plant, cfg.Scheduler, cfg.Controller, opt, windowCapacity(opt, cfg.Controller, expected))
 	if err != nil {
 		return nil, err
 	}
-	if err := sim.feed(&checkedStream{stream: requests}, opt, expected, expectedLastS); err != nil {
+	if err := sim.feed(ws, opt, expected, expectedLastS); err != nil {
 		return nil, err
 	}
 	if err := sim.runToEnd(ctx); err != nil {
@@ -103,7 +64,7 @@ func RunStreamContext(ctx context.Context, src WorkloadSource, cfg Config) (rep 
 	}
 	// The reader has returned: its checksum, count and last arrival are
 	// final.
-	rep = newReport(sim.result(sum.Sum(), opt), dilation, requests.Workload(), loaded, cfg)
-	rep.LastArrivalS = lastArrivalS
+	rep = newReport(sim.result(ws.Checksum(), opt), ws.Dilation(), ws.Workload(), ws.Loaded(), cfg)
+	rep.LastArrivalS = ws.LastArrivalS()
 	return rep, nil
 }

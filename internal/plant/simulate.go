@@ -145,9 +145,12 @@ type simulation struct {
 	requests   *requestStats
 	expected   int // requests the stream is expected to yield (0: unknown)
 
-	records      []RequestRecord
-	progress     []requestProgress
-	dropped      int // records dropped from the front (compact)
+	records  []RequestRecord
+	progress []requestProgress
+	dropped  int // records dropped from the front (compact)
+	// onRecord, when not nil, is given each record as it is dropped
+	// (Stepper.Summarize).
+	onRecord     func(*RequestRecord)
 	pending      int
 	head         int
 	queuedPrompt int // prompt tokens of the queued requests

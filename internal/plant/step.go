@@ -35,6 +35,9 @@ type Stepper struct {
 	// mark is the state at the checkpoint, valid while marked.
 	mark   checkpoint
 	marked bool
+	// sum, when not nil, is the checksum of the requests added so far
+	// (Summarize, Feed): their records may be gone at Result.
+	sum *Checksum
 }
 
 // checkpoint is what an idle step changes in a simulation: rolling back to
@@ -86,6 +89,9 @@ func (st *Stepper) Add(r Request) error {
 		return fmt.Errorf("request %d arrives at %v s, before the next step of the run (%v s)", r.ID, r.ArrivalTimeS, st.sim.timeS)
 	}
 	st.sim.add(r)
+	if st.sum != nil {
+		st.sum.Add(r)
+	}
 	st.marked = false
 	return nil
 }
@@ -243,6 +249,7 @@ func (st *Stepper) Result() (*Result, Totals) {
 	if st.marked {
 		st.rollback()
 	}
+	st.handHeld()
 	sim := st.sim
 	span := sim.span()
 	totals := Totals{
@@ -252,12 +259,7 @@ func (st *Stepper) Result() (*Result, Totals) {
 		DurationS:    span.lastTimeS - span.firstTimeS,
 	}
 	records := sim.records
-	var sum Checksum
-	for i := range records {
-		r := &records[i]
-		sum.Add(Request{ID: r.RequestID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens})
-	}
-	checksum := sum.Sum()
+	checksum := st.checksum()
 	if sim.step == 0 {
 		// No step: nothing sampled, not even a last step.
 		res := sim.result(checksum, Options{Summary: true, SLO: st.opt.SLO})

@@ -35,6 +35,7 @@ func (sim *simulation) makeRoom() {
 	for i := range first {
 		sim.requests.add(&sim.records[i], judge.TTFTSeconds, judge.TPOTSeconds)
 	}
+	sim.hand(sim.records[:first])
 	sim.records = sim.records[:copy(sim.records, sim.records[first:])]
 	sim.progress = sim.progress[:copy(sim.progress, sim.progress[first:])]
 	sim.head -= first
@@ -72,6 +73,7 @@ func (sim *simulation) drain() error {
 // the end of a run that keeps no records.
 func (sim *simulation) flush() {
 	sim.requests.addAll(sim.records)
+	sim.hand(sim.records)
 	sim.dropped += len(sim.records)
 	sim.records, sim.progress = sim.records[:0], sim.progress[:0]
 	sim.head, sim.pending, sim.active = 0, 0, sim.active[:0]
