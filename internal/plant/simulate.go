@@ -144,13 +144,11 @@ type simulation struct {
 	compacting bool
 	requests   *requestStats
 	expected   int // requests the stream is expected to yield (0: unknown)
+	onRecord   func(*RequestRecord) // when not nil, given each record as it is dropped (Stepper.Summarize)
 
-	records  []RequestRecord
-	progress []requestProgress
-	dropped  int // records dropped from the front (compact)
-	// onRecord, when not nil, is given each record as it is dropped
-	// (Stepper.Summarize).
-	onRecord     func(*RequestRecord)
+	records      []RequestRecord
+	progress     []requestProgress
+	dropped      int // records dropped from the front (compact)
 	pending      int
 	head         int
 	queuedPrompt int // prompt tokens of the queued requests
