@@ -144,7 +144,9 @@ type simulation struct {
 	compacting bool
 	requests   *requestStats
 	expected   int // requests the stream is expected to yield (0: unknown)
-	onRecord   func(*RequestRecord) // when not nil, given each record as it is dropped (Stepper.Summarize)
+	// onRecord, when not nil, is given each record as it is dropped
+	// (Stepper.Summarize).
+	onRecord func(*RequestRecord)
 
 	records      []RequestRecord
 	progress     []requestProgress
