@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"fmt"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -18,24 +19,30 @@ type engine struct {
 	specs    []replicaSpec
 	router   Router
 	// assignment[i] is the replica of request i; records[i] its record
-	// once its replica has finished.
+	// once its replica has finished (nil in a streamed run).
 	assignment []int
 	records    []plant.RequestRecord
 	replicas   []Replica
 	sums       stepSums
+	// lastArrivalS is the last request's arrival (0 when unknown, in a
+	// streamed run without normalization): it sizes buffers.
+	lastArrivalS float64
+	// stream is a streamed run's (nil when the workload is held whole).
+	stream *streamRun
 }
 
 func newEngine(ctx context.Context, requests []plant.Request, cfg Config, specs []replicaSpec, router Router) *engine {
 	return &engine{
-		ctx:        ctx,
-		requests:   requests,
-		cfg:        cfg,
-		specs:      specs,
-		router:     router,
-		assignment: make([]int, len(requests)),
-		records:    make([]plant.RequestRecord, len(requests)),
-		replicas:   make([]Replica, len(specs)),
-		sums:       stepSums{scale: powerScale(specs)},
+		ctx:          ctx,
+		requests:     requests,
+		cfg:          cfg,
+		specs:        specs,
+		router:       router,
+		assignment:   make([]int, len(requests)),
+		records:      make([]plant.RequestRecord, len(requests)),
+		replicas:     make([]Replica, len(specs)),
+		sums:         stepSums{scale: powerScale(specs)},
+		lastArrivalS: requests[len(requests)-1].ArrivalTimeS,
 	}
 }
 
@@ -44,23 +51,19 @@ func newEngine(ctx context.Context, requests []plant.Request, cfg Config, specs 
 // run grows them.
 func (e *engine) expectedSteps() int {
 	p := &e.cfg.Plant
-	span := e.requests[len(e.requests)-1].ArrivalTimeS
-	return int(min(p.MaxSimulationTimeS/p.TimeStepS, 2*span/p.TimeStepS) + 3)
+	return int(min(p.MaxSimulationTimeS/p.TimeStepS, 2*e.lastArrivalS/p.TimeStepS) + 3)
 }
 
-// arrival is what the router sees of request i.
-func (e *engine) arrival(i int) Arrival {
-	r := &e.requests[i]
-	return Arrival{Index: i, ID: r.ID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens}
-}
-
-// route asks the router for request i's replica and checks the answer.
-func (e *engine) route(i int, states []ReplicaState) (int, error) {
-	k := e.router.Route(e.arrival(i), states)
+// route asks the router for the replica of request r, the workload's
+// request i, and checks the answer.
+func (e *engine) route(i int, r *plant.Request, states []ReplicaState) (int, error) {
+	k := e.router.Route(Arrival{Index: i, ID: r.ID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens}, states)
 	if k < 0 || k >= len(states) {
-		return 0, fmt.Errorf("router %s sent request %d to replica %d of %d", e.router.Name(), e.requests[i].ID, k, len(states))
+		return 0, fmt.Errorf("router %s sent request %d to replica %d of %d", e.router.Name(), r.ID, k, len(states))
 	}
-	e.assignment[i] = k
+	if e.assignment != nil {
+		e.assignment[i] = k
+	}
 	return k, nil
 }
 
@@ -74,23 +77,36 @@ func (e *engine) newStepper(k, capacityHint int) (*plant.Stepper, error) {
 	return s.newStepper(e.cfg.Groups[s.group], e.cfg.Options, capacityHint, built)
 }
 
-// finish stores replica k's result and copies its records (routed is the
-// workload index of each, in the order they were added) into the fleet's.
-func (e *engine) finish(k int, st *plant.Stepper, routed []int) {
+// finish stores replica k's result, to which routed requests were routed,
+// and, when the workload is held whole, copies its records (routed is then
+// the workload index of each, in the order they were added) into the
+// fleet's.
+func (e *engine) finish(k int, st *plant.Stepper, routed []int, count int) {
 	res, totals := st.Result()
 	res.Requests = nil
-	for j, rec := range st.Records() {
-		e.records[routed[j]] = rec
+	if e.records != nil {
+		for j, rec := range st.Records() {
+			e.records[routed[j]] = rec
+		}
 	}
 	s := e.specs[k]
 	e.replicas[k] = Replica{
 		Index:          k,
 		Group:          s.group,
 		GroupName:      e.cfg.Groups[s.group].Name,
-		RequestsRouted: len(routed),
+		RequestsRouted: count,
 		Result:         res,
 		Totals:         totals,
 	}
+}
+
+// jobs is the number of replicas simulated at once on the parallel path.
+func (e *engine) jobs() int {
+	jobs := e.cfg.Jobs
+	if jobs <= 0 {
+		jobs = runtime.GOMAXPROCS(0)
+	}
+	return min(jobs, len(e.specs))
 }
 
 // runParallel routes every request up front and simulates the replicas
@@ -101,7 +117,7 @@ func (e *engine) runParallel() error {
 	zero := make([]ReplicaState, n)
 	counts := make([]int, n+1)
 	for i := range e.requests {
-		k, err := e.route(i, zero)
+		k, err := e.route(i, &e.requests[i], zero)
 		if err != nil {
 			return err
 		}
@@ -118,11 +134,7 @@ func (e *engine) runParallel() error {
 		fill[k]++
 	}
 
-	jobs := e.cfg.Jobs
-	if jobs <= 0 {
-		jobs = runtime.GOMAXPROCS(0)
-	}
-	jobs = min(jobs, n)
+	jobs := e.jobs()
 	// Each worker adds into sums of its own, allocated apart so that the
 	// workers never write to one cache line.
 	workerSums := make([]*stepSums, jobs)
@@ -193,7 +205,7 @@ func (e *engine) runAlone(k int, routed []int, sums *stepSums) (err error) {
 			}
 		}
 	}
-	e.finish(k, st, routed)
+	e.finish(k, st, routed, len(routed))
 	return nil
 }
 
@@ -202,34 +214,46 @@ func (e *engine) runAlone(k int, routed []int, sums *stepSums) (err error) {
 // steps every running replica once.
 type lockStep struct {
 	e        *engine
+	arrivals arrivals
 	steppers []*plant.Stepper
 	states   []ReplicaState
 	stopped  []bool
 	deferred []deferredPower
-	routed   [][]int // workload indices routed to each replica, in order
-	next     int     // first request not routed yet
+	routed   [][]int // workload indices routed to each replica, in order (held whole)
+	counts   []int   // requests routed to each replica
+	next     int     // workload index of the first request not routed yet
 	step     int     // fleet step about to run
 	timeS    float64 // its start
 }
 
-// newLockStep builds the replicas of a lock-step run.
+// newLockStep builds the replicas of a lock-step run; a streamed run's
+// replicas summarize (plant.Stepper.Summarize).
 func (e *engine) newLockStep() (*lockStep, error) {
 	n := len(e.specs)
 	ls := &lockStep{
 		e:        e,
+		arrivals: &heldArrivals{requests: e.requests},
 		steppers: make([]*plant.Stepper, n),
 		states:   make([]ReplicaState, n),
 		stopped:  make([]bool, n),
 		deferred: make([]deferredPower, n),
 		routed:   make([][]int, n),
+		counts:   make([]int, n),
 	}
 	hint := len(e.requests)/n + 1
+	if e.stream != nil {
+		ls.arrivals, hint = &streamedArrivals{ws: e.stream.ws}, 0
+	}
 	for k := range n {
 		st, err := e.newStepper(k, hint)
 		if err != nil {
 			return nil, err
 		}
 		ls.steppers[k] = st
+		if e.stream != nil {
+			st.Summarize(e.stream.expected/n, e.stream.writers[k].record)
+			continue
+		}
 		ls.routed[k] = make([]int, 0, hint)
 	}
 	e.sums.reserve(e.expectedSteps())
@@ -270,15 +294,19 @@ func (e *engine) runLockStep() (err error) {
 		}
 	}
 	// Requests arriving after the run are routed on the final states.
-	if ls.next < len(e.requests) {
-		if err := ls.routeUntil(e.requests[len(e.requests)-1].ArrivalTimeS); err != nil {
-			return err
-		}
+	if err := ls.routeUntil(math.Inf(1)); err != nil {
+		return err
+	}
+	if err := ls.arrivals.err(); err != nil {
+		return err
 	}
 	for k, st := range ls.steppers {
 		ls.deferred[k].drop()
-		e.finish(k, st, ls.routed[k])
+		e.finish(k, st, ls.routed[k], ls.counts[k])
 		ls.steppers[k], ls.routed[k] = nil, nil // its records are copied: free them
+		if e.stream != nil {
+			e.stream.writers[k].flush()
+		}
 		if err := st.Close(); err != nil {
 			return fmt.Errorf("replica %d: %w", k, err)
 		}
@@ -294,11 +322,11 @@ func (ls *lockStep) advance() (bool, error) {
 	if !(ls.timeS <= p.MaxSimulationTimeS+1e-12) {
 		return true, nil
 	}
-	if ls.next < len(e.requests) && e.requests[ls.next].ArrivalTimeS <= ls.timeS+1e-12 {
+	if r, ok := ls.arrivals.peek(); ok && r.ArrivalTimeS <= ls.timeS+1e-12 {
 		if err := ls.routeUntil(ls.timeS + 1e-12); err != nil {
 			return true, err
 		}
-		if ls.next == len(e.requests) {
+		if _, more := ls.arrivals.peek(); !more {
 			// Nothing more will come: an idle replica has stopped (at
 			// its checkpoint).
 			for k, st := range ls.steppers {
@@ -306,6 +334,12 @@ func (ls *lockStep) advance() (bool, error) {
 					ls.stop(k)
 				}
 			}
+		}
+	}
+	_, more := ls.arrivals.peek()
+	if !more {
+		if err := ls.arrivals.err(); err != nil {
+			return true, err
 		}
 	}
 	running := 0
@@ -325,7 +359,7 @@ func (ls *lockStep) advance() (bool, error) {
 		} else {
 			e.sums.add(ls.step, load)
 		}
-		if done && ls.next == len(e.requests) {
+		if done && !more {
 			ls.stop(k)
 			continue
 		}
@@ -341,11 +375,18 @@ func (ls *lockStep) advance() (bool, error) {
 // request.
 func (ls *lockStep) routeUntil(untilS float64) error {
 	e := ls.e
+	if r, ok := ls.arrivals.peek(); !ok || r.ArrivalTimeS > untilS {
+		return nil
+	}
 	for k, st := range ls.steppers {
 		ls.states[k] = st.Load()
 	}
-	for ; ls.next < len(e.requests) && e.requests[ls.next].ArrivalTimeS <= untilS; ls.next++ {
-		k, err := e.route(ls.next, ls.states)
+	for {
+		r, ok := ls.arrivals.peek()
+		if !ok || r.ArrivalTimeS > untilS {
+			return nil
+		}
+		k, err := e.route(ls.next, &r, ls.states)
 		if err != nil {
 			return err
 		}
@@ -356,13 +397,20 @@ func (ls *lockStep) routeUntil(untilS float64) error {
 		if _, marked := st.Checkpoint(); marked {
 			ls.deferred[k].flush(&e.sums)
 		}
-		if err := st.Add(e.requests[ls.next]); err != nil {
+		if e.stream != nil {
+			e.stream.samples.grow(ls.next)
+			e.stream.writers[k].queue.push(ls.next)
+		} else {
+			ls.routed[k] = append(ls.routed[k], ls.next)
+		}
+		if err := st.Add(r); err != nil {
 			return fmt.Errorf("replica %d: %w", k, err)
 		}
-		ls.routed[k] = append(ls.routed[k], ls.next)
+		ls.counts[k]++
 		ls.states[k] = st.Load()
+		ls.arrivals.take()
+		ls.next++
 	}
-	return nil
 }
 
 // stop ends replica k's stepping; held idle steps are rolled back.
@@ -370,3 +418,48 @@ func (ls *lockStep) stop(k int) {
 	ls.stopped[k] = true
 	ls.deferred[k].drop()
 }
+
+// arrivals are the workload's requests as the lock-step engine takes
+// them, in order.
+type arrivals interface {
+	// peek returns the next request not taken yet, or false after the
+	// last one or at a read error (err).
+	peek() (plant.Request, bool)
+	take()
+	err() error
+}
+
+// heldArrivals are the requests of a workload held whole.
+type heldArrivals struct {
+	requests []plant.Request
+	next     int
+}
+
+func (a *heldArrivals) peek() (plant.Request, bool) {
+	if a.next == len(a.requests) {
+		return plant.Request{}, false
+	}
+	return a.requests[a.next], true
+}
+
+func (a *heldArrivals) take()      { a.next++ }
+func (a *heldArrivals) err() error { return nil }
+
+// streamedArrivals are the requests of a workload read as it runs.
+type streamedArrivals struct {
+	ws     *plant.WorkloadStream
+	next   plant.Request
+	ok     bool
+	peeked bool
+}
+
+func (a *streamedArrivals) peek() (plant.Request, bool) {
+	if !a.peeked {
+		a.next, a.ok = a.ws.Next()
+		a.peeked = true
+	}
+	return a.next, a.ok
+}
+
+func (a *streamedArrivals) take()      { a.peeked = false }
+func (a *streamedArrivals) err() error { return a.ws.Err() }

@@ -158,30 +158,9 @@ func SimulateContext(ctx context.Context, requests []plant.Request, cfg Config) 
 	if err := plant.ValidateWorkload(requests); err != nil {
 		return nil, err
 	}
-	n, err := Size(cfg.Groups)
+	specs, router, err := prepare(cfg)
 	if err != nil {
 		return nil, err
-	}
-	specs := make([]replicaSpec, 0, n)
-	for i, g := range cfg.Groups {
-		p := cfg.Plant
-		p.Profile = g.Profile
-		if err := p.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
-		}
-		if _, err := plant.NewScheduler(g.Scheduler); err != nil {
-			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
-		}
-		if _, err := plant.NewController(g.Controller); err != nil {
-			return nil, fmt.Errorf("%s: %w", groupName(i, g), err)
-		}
-		for range g.Replicas {
-			specs = append(specs, replicaSpec{group: i, plant: p})
-		}
-	}
-	router := cfg.Router
-	if router == nil {
-		router = &RoundRobin{}
 	}
 	e := newEngine(ctx, requests, cfg, specs, router)
 	if isStateFree(router) {
@@ -193,6 +172,37 @@ func SimulateContext(ctx context.Context, requests []plant.Request, cfg Config) 
 		return nil, err
 	}
 	return e.result(), nil
+}
+
+// prepare checks the groups of cfg and returns the replicas to build and
+// the router (round-robin when cfg has none).
+func prepare(cfg Config) ([]replicaSpec, Router, error) {
+	n, err := Size(cfg.Groups)
+	if err != nil {
+		return nil, nil, err
+	}
+	specs := make([]replicaSpec, 0, n)
+	for i, g := range cfg.Groups {
+		p := cfg.Plant
+		p.Profile = g.Profile
+		if err := p.Validate(); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", groupName(i, g), err)
+		}
+		if _, err := plant.NewScheduler(g.Scheduler); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", groupName(i, g), err)
+		}
+		if _, err := plant.NewController(g.Controller); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", groupName(i, g), err)
+		}
+		for range g.Replicas {
+			specs = append(specs, replicaSpec{group: i, plant: p})
+		}
+	}
+	router := cfg.Router
+	if router == nil {
+		router = &RoundRobin{}
+	}
+	return specs, router, nil
 }
 
 // groupName names group i in errors: "group 2" or "group 2 (name)".

@@ -30,6 +30,9 @@ func (e *engine) result() *Result {
 
 // checksum is the workload checksum of the fleet's requests.
 func (e *engine) checksum() string {
+	if e.stream != nil {
+		return e.stream.ws.Checksum()
+	}
 	if e.cfg.checksum != nil {
 		return e.cfg.checksum(e.requests)
 	}
@@ -53,15 +56,7 @@ func (e *engine) checksum() string {
 //     decoding requests, both summed over replicas.
 func (e *engine) fleetMetrics(res *Result) plant.Metrics {
 	p := e.cfg.Plant
-	slos := make([][2]float64, len(e.cfg.Groups))
-	for g, group := range e.cfg.Groups {
-		slo := e.cfg.Options.SLO.OrProfile(group.Profile) // the profile's unless Options.SLO sets one
-		slos[g] = [2]float64{slo.TTFTSeconds, slo.TPOTSeconds}
-	}
-	m := plant.RecordMetrics(res.Requests, p.ReportingHorizonS, func(i int) (float64, float64) {
-		slo := slos[e.specs[res.Assignment[i]].group]
-		return slo[0], slo[1]
-	})
+	m := e.requestMetrics(res)
 	durationS := 0.0
 	energyJ := 0.0
 	activeSteps, stalledSteps := 0, 0
@@ -92,4 +87,27 @@ func (e *engine) fleetMetrics(res *Result) plant.Metrics {
 		m.DecodeStallFraction = float64(stalledSteps) / float64(activeSteps)
 	}
 	return m
+}
+
+// requestMetrics are the request metrics of the fleet (see fleetMetrics),
+// from the records of a workload held whole or the samples of a streamed
+// one.
+func (e *engine) requestMetrics(res *Result) plant.Metrics {
+	if s := e.stream; s != nil {
+		tally := plant.NewRecordTally(e.cfg.Plant.ReportingHorizonS)
+		for _, w := range s.writers {
+			tally.Merge(&w.tally)
+		}
+		return s.samples.metrics(&tally, s.ws.Loaded())
+	}
+	return plant.RecordMetrics(res.Requests, e.cfg.Plant.ReportingHorizonS, func(i int) (float64, float64) {
+		slo := e.slo(res.Assignment[i])
+		return slo.TTFTSeconds, slo.TPOTSeconds
+	})
+}
+
+// slo is what replica k's requests are judged by: its profile's objectives
+// unless Options.SLO sets them.
+func (e *engine) slo(k int) plant.SLO {
+	return e.cfg.Options.SLO.OrProfile(e.cfg.Groups[e.specs[k].group].Profile)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"servesim/internal/plant"
+	"servesim/internal/profile"
 )
 
 // RunConfig is one `servesim simulate` run of a fleet.
@@ -46,6 +47,9 @@ type Report struct {
 	Provenance plant.Provenance    `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
 	// Result is the run the report describes, for figures and tables.
 	Result *Result `json:"-"`
+	// LastArrivalS is the arrival of the workload's last request, after
+	// normalization, s. Not part of the document.
+	LastArrivalS float64 `json:"-"`
 }
 
 // Info describes the fleet.
@@ -95,15 +99,9 @@ func RunContext(ctx context.Context, w plant.Workload, cfg RunConfig) (*Report, 
 	requests := w.Requests
 	var dilation *float64
 	if cfg.Normalize != 0 {
-		n, err := Size(cfg.Groups)
+		n, prof, err := cfg.normalizedFleet()
 		if err != nil {
 			return nil, err
-		}
-		prof := cfg.Groups[0].Profile
-		for _, g := range cfg.Groups {
-			if g.Profile != prof {
-				return nil, errors.New("normalize needs a fleet of one profile")
-			}
 		}
 		if !cfg.NormalizeInPlace {
 			requests = slices.Clone(requests)
@@ -122,6 +120,61 @@ func RunContext(ctx context.Context, w plant.Workload, cfg RunConfig) (*Report, 
 	if err != nil {
 		return nil, err
 	}
+	r := newReport(res, dilation, w, cfg)
+	r.LastArrivalS = requests[len(requests)-1].ArrivalTimeS
+	return r, nil
+}
+
+// RunStreamContext is RunContext for a workload read while it runs
+// (SimulateStream, whose conditions apply: Options.Summary), with the same
+// report. With Normalize the workload is read twice: first for the
+// dilation factor, then to simulate it. NormalizeInPlace is irrelevant
+// here.
+func RunStreamContext(ctx context.Context, src plant.WorkloadSource, cfg RunConfig) (*Report, error) {
+	n, prof := 0, cfg.Plant.Profile
+	if cfg.Normalize != 0 {
+		var err error
+		if n, prof, err = cfg.normalizedFleet(); err != nil {
+			return nil, err
+		}
+	}
+	ws, err := plant.OpenWorkloadStream(ctx, src, cfg.Normalize, prof, n)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	res, err := SimulateStream(ctx, ws, cfg.Config)
+	if err != nil {
+		return nil, err
+	}
+	// The stream has ended: its identity, count and last arrival are
+	// final.
+	w := ws.Workload()
+	r := newReport(res, ws.Dilation(), w, cfg)
+	r.Provenance.RequestsLoaded = ws.Loaded()
+	r.LastArrivalS = ws.LastArrivalS()
+	return r, nil
+}
+
+// normalizedFleet returns the replica count and the one profile of a fleet
+// to normalize, or an error when its groups have several profiles.
+func (cfg *RunConfig) normalizedFleet() (int, *profile.Profile, error) {
+	n, err := Size(cfg.Groups)
+	if err != nil {
+		return 0, nil, err
+	}
+	prof := cfg.Groups[0].Profile
+	for _, g := range cfg.Groups {
+		if g.Profile != prof {
+			return 0, nil, errors.New("normalize needs a fleet of one profile")
+		}
+	}
+	return n, prof, nil
+}
+
+// newReport is the report of fleet run res of cfg on workload w, its
+// arrivals dilated by dilation (nil without normalization).
+func newReport(res *Result, dilation *float64, w plant.Workload, cfg RunConfig) *Report {
 	prof := cfg.Plant.Profile
 	if prof == nil {
 		prof = cfg.Groups[0].Profile
@@ -172,7 +225,7 @@ func RunContext(ctx context.Context, w plant.Workload, cfg RunConfig) (*Report, 
 		WorkloadChecksum: res.WorkloadChecksum,
 		Metrics:          res.Metrics,
 	}
-	return r, nil
+	return r
 }
 
 // appendNew appends s unless list holds it already.

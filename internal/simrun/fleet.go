@@ -12,15 +12,18 @@ import (
 	"servesim/internal/profile"
 )
 
-// runFleet simulates the fleet of c on workload; prof is the command-line
-// profile, read from profilePath.
-func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePath string, workload plant.Workload) (*Result, error) {
+// runFleet simulates the fleet of c; prof is the command-line profile,
+// read from profilePath. The trace is read while the fleet runs
+// (fleet.RunStreamContext) when it can be (see run) and nothing needs
+// every request's record (Summary, without a request log or a figure);
+// otherwise it is loaded whole first.
+func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePath string) (*Result, error) {
+	var err error
 	groups := []fleet.Group{{
 		Name: "group0", Replicas: c.Fleet.Replicas, Profile: prof, ProfilePath: profilePath,
 		Scheduler: c.Scheduler, Controller: c.Controller,
 	}}
 	if c.Fleet.Path != "" {
-		var err error
 		groups, err = fleet.ReadFile(c.Fleet.Path, fleet.GroupDefaults{
 			Profile: prof, ProfilePath: profilePath, Replicas: c.Fleet.Replicas,
 			Scheduler: c.Scheduler, Controller: c.Controller,
@@ -41,7 +44,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			mu.Unlock()
 		}
 	}
-	report, err := fleet.RunContext(ctx, workload, fleet.RunConfig{
+	run := fleet.RunConfig{
 		Config: fleet.Config{
 			Plant:           c.Plant,
 			Groups:          groups,
@@ -50,16 +53,25 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			Jobs:            c.Fleet.Jobs,
 			ControllerBuilt: built,
 		},
-		Normalize:        c.Normalize,
-		NormalizeInPlace: true, // the trace was loaded for this run alone
-		ProfilePath:      profilePath,
-		Version:          c.Version,
-	})
+		Normalize:   c.Normalize,
+		ProfilePath: profilePath,
+		Version:     c.Version,
+	}
+	var report *fleet.Report
+	if c.streams() && run.Summary && !c.Requests {
+		report, err = fleet.RunStreamContext(ctx, c.source(), run)
+	} else {
+		var workload plant.Workload
+		if workload, err = c.loadTrace(); err != nil {
+			return nil, err
+		}
+		run.NormalizeInPlace = true // the trace was loaded for this run alone
+		report, err = fleet.RunContext(ctx, workload, run)
+	}
 	if err != nil {
 		return nil, err
 	}
-	requests := workload.Requests // normalized in place
-	warnArrivalsPastMaxSimTime(c.Stderr, requests[len(requests)-1].ArrivalTimeS, len(requests), c.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
+	warnArrivalsPastMaxSimTime(c.Stderr, report.LastArrivalS, report.Provenance.RequestsLoaded, c.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	for _, k := range slices.Sorted(maps.Keys(controllers)) {
 		c.reportSolveTimes(fmt.Sprintf("replica %d: ", k), controllers[k])
 	}

@@ -138,11 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
 	}
 	if cfg.Fleet.Enabled {
-		workload, err := cfg.loadTrace()
-		if err != nil {
-			return nil, err
-		}
-		return cfg.runFleet(ctx, prof, profilePath, workload)
+		return cfg.runFleet(ctx, prof, profilePath)
 	}
 	sched, _ := plant.NewScheduler(cfg.Scheduler)
 	ctrl, _ := plant.NewControllerWith(cfg.Controller, plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr))
@@ -185,9 +181,9 @@ func (c *Config) options() plant.Options {
 // load it whole first.
 func (c *Config) run(ctx context.Context, cfg plant.Config) (*plant.Report, error) {
 	_, clairvoyant := cfg.Controller.(plant.Clairvoyant)
-	if c.TracePath != "" && !c.Engine.PrefixCache && !clairvoyant && (c.TracePath != "-" || c.Normalize == 0) {
+	if c.streams() && !clairvoyant {
 		cfg.Options = c.options()
-		return plant.RunStreamContext(ctx, &trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace.Options}, cfg)
+		return plant.RunStreamContext(ctx, c.source(), cfg)
 	}
 	workload, err := c.loadTrace()
 	if err != nil {
@@ -198,13 +194,25 @@ func (c *Config) run(ctx context.Context, cfg plant.Config) (*plant.Report, erro
 	return plant.RunContext(ctx, workload, cfg)
 }
 
+// streams reports whether the trace can be read while it is simulated: a
+// trace file (standard input only without Normalize, which reads it twice)
+// whose hash ids the prefix cache does not need.
+func (c *Config) streams() bool {
+	return c.TracePath != "" && !c.Engine.PrefixCache && (c.TracePath != "-" || c.Normalize == 0)
+}
+
+// source is the trace file as a workload source.
+func (c *Config) source() *trace.Source {
+	return &trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace.Options}
+}
+
 // loadTrace reads the trace file, or the embedded synthetic trace without
 // one; a Mooncake trace's hash ids go to the prefix cache.
 func (c *Config) loadTrace() (plant.Workload, error) {
 	if c.TracePath == "" {
 		return plant.DefaultTrace(c.MaxElapsedS)
 	}
-	t, err := (&trace.Source{Path: c.TracePath, Stdin: c.Stdin, MaxElapsedS: c.MaxElapsedS, Options: c.Trace.Options}).Load()
+	t, err := c.source().Load()
 	if err != nil {
 		return plant.Workload{}, err
 	}

@@ -1,0 +1,132 @@
+package fleet
+
+import (
+	"math"
+	"slices"
+	"sync"
+
+	"servesim/internal/plant"
+)
+
+// samples holds what the fleet's request metrics need of a streamed run's
+// requests: at each request's place in the workload, the TTFT, TPOT and
+// latency of a completed request (NaN for the others), 24 bytes a request.
+// The router grows it before routing each request; the replicas write it,
+// from their goroutines, as their records become final.
+type samples struct {
+	mu                  sync.RWMutex // held to write by grow, to read the slices by sampleWriter.flush
+	ttft, tpot, latency []float64    // len == cap; only grow changes them
+}
+
+// grow makes room for request i. Only the router calls it, so that it may
+// read the slices' lengths without the lock.
+func (s *samples) grow(i int) {
+	if i < len(s.ttft) {
+		return
+	}
+	more := max(i+1-len(s.ttft), len(s.ttft)/2, 1<<12)
+	s.mu.Lock()
+	s.ttft = extend(s.ttft, more)
+	s.tpot = extend(s.tpot, more)
+	s.latency = extend(s.latency, more)
+	s.mu.Unlock()
+}
+
+// extend grows v by more elements, to its full capacity.
+func extend(v []float64, more int) []float64 {
+	v = slices.Grow(v, more)
+	return v[:cap(v)]
+}
+
+// metrics is the fleet's request metrics over its first n requests,
+// counted by tally: the completed requests' samples, in workload order. It
+// reorders the samples.
+func (s *samples) metrics(tally *plant.RecordTally, n int) plant.Metrics {
+	kept := 0
+	for i := range n {
+		if math.IsNaN(s.latency[i]) {
+			continue
+		}
+		s.ttft[kept], s.tpot[kept], s.latency[kept] = s.ttft[i], s.tpot[i], s.latency[i]
+		kept++
+	}
+	return tally.Metrics(s.ttft[:kept], s.tpot[:kept], s.latency[:kept])
+}
+
+// sampleWriter is one replica's way into the samples: it counts each final
+// record in its tally, judged by its replica's objectives, and writes the
+// samples in batches.
+type sampleWriter struct {
+	samples    *samples
+	tally      plant.RecordTally
+	ttftLimitS float64
+	tpotLimitS float64
+	queue      indexQueue // workload indices of the replica's requests not final yet, in order
+	buf        []placedSample
+}
+
+// placedSample is one request's samples and its place in the workload.
+type placedSample struct {
+	index               int
+	ttft, tpot, latency float64
+}
+
+// sampleBatch is the number of samples a writer writes at once.
+const sampleBatch = 256
+
+func newSampleWriter(s *samples, horizonS float64, slo plant.SLO) *sampleWriter {
+	return &sampleWriter{
+		samples:    s,
+		tally:      plant.NewRecordTally(horizonS),
+		ttftLimitS: slo.TTFTSeconds,
+		tpotLimitS: slo.TPOTSeconds,
+		buf:        make([]placedSample, 0, sampleBatch),
+	}
+}
+
+// record takes the replica's next final record (plant.Stepper.Summarize):
+// that of the oldest request in its queue.
+func (w *sampleWriter) record(r *plant.RequestRecord) {
+	w.tally.Add(r, w.ttftLimitS, w.tpotLimitS)
+	p := placedSample{index: w.queue.pop(), ttft: math.NaN(), tpot: math.NaN(), latency: math.NaN()}
+	if r.Completed() {
+		p.ttft, p.tpot, p.latency = r.TTFTS(), r.TPOTS(), r.LatencyS()
+	}
+	w.buf = append(w.buf, p)
+	if len(w.buf) == cap(w.buf) {
+		w.flush()
+	}
+}
+
+// flush writes the samples buffered.
+func (w *sampleWriter) flush() {
+	s := w.samples
+	s.mu.RLock()
+	for _, p := range w.buf {
+		s.ttft[p.index], s.tpot[p.index], s.latency[p.index] = p.ttft, p.tpot, p.latency
+	}
+	s.mu.RUnlock()
+	w.buf = w.buf[:0]
+}
+
+// indexQueue is a first-in first-out queue of workload indices.
+type indexQueue struct {
+	items []int
+	head  int
+}
+
+// push appends i.
+func (q *indexQueue) push(i int) {
+	if q.head > 0 && 2*q.head >= len(q.items) {
+		q.items = q.items[:copy(q.items, q.items[q.head:])]
+		q.head = 0
+	}
+	q.items = append(q.items, i)
+}
+
+// pop removes and returns the oldest index; the queue must not be empty.
+func (q *indexQueue) pop() int {
+	i := q.items[q.head]
+	q.head++
+	return i
+}

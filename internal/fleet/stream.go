@@ -1,0 +1,360 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"servesim/internal/plant"
+)
+
+// streamRun is what a streamed fleet run adds to its engine: the workload
+// being read, the samples of its requests, and each replica's way into
+// them.
+type streamRun struct {
+	ws       *plant.WorkloadStream
+	expected int // requests expected (the stream's estimate), sizes buffers
+	samples  samples
+	writers  []*sampleWriter
+}
+
+// SimulateStream is SimulateContext for a workload read while it runs
+// (plant.OpenWorkloadStream): the router takes the requests in arrival
+// order as they are read, and each replica holds only the records of its
+// requests in flight, so that memory does not grow with the workload but
+// by the 24 bytes a request that the fleet's request metrics need, and
+// the 24 its replica's need (with Options.Summary, unless a request log,
+// the engine features or a controller that sees the server state need the
+// records). Config.Options must say Summary: the result has no request
+// records (Requests and Assignment are nil). The results are
+// SimulateContext's on the workload the stream yields, bit for bit, for
+// any Jobs.
+//
+// A state-free router's replicas each run in a goroutine of their own, on
+// the requests the router hands them through a bounded buffer, at most
+// Jobs of them stepping at once; a lock-step run reads the next arrivals
+// as its grid reaches them.
+func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (*Result, error) {
+	if !cfg.Summary {
+		return nil, errors.New("a streamed fleet run keeps no request records: it needs Options.Summary")
+	}
+	specs, router, err := prepare(cfg)
+	if err != nil {
+		return nil, err
+	}
+	expected, lastArrivalS := ws.Expected()
+	e := &engine{
+		ctx:          ctx,
+		cfg:          cfg,
+		specs:        specs,
+		router:       router,
+		replicas:     make([]Replica, len(specs)),
+		sums:         stepSums{scale: powerScale(specs)},
+		lastArrivalS: lastArrivalS,
+		stream:       &streamRun{ws: ws, expected: expected},
+	}
+	for k := range specs {
+		e.stream.writers = append(e.stream.writers, newSampleWriter(&e.stream.samples, cfg.Plant.ReportingHorizonS, e.slo(k)))
+	}
+	if isStateFree(router) {
+		err = e.runParallelStream()
+	} else {
+		err = e.runLockStep()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.result(), nil
+}
+
+// errFeedStopped stops the other replicas and the router of a streamed
+// parallel run when one of them fails.
+var errFeedStopped = errors.New("fleet: run stopped")
+
+// runParallelStream routes the requests as they are read, handing each to
+// its replica's feed, while every replica runs in a goroutine of its own
+// on its feed. Jobs tokens, each with step sums of its own, circulate
+// among the replicas: a replica steps only while it holds one, and gives
+// it up while it waits for requests, so that at most Jobs step at once and
+// the router never waits forever on a replica that cannot step.
+func (e *engine) runParallelStream() error {
+	n := len(e.specs)
+	jobs := e.jobs()
+	tokens := make(chan *stepSums, jobs)
+	all := make([]*stepSums, jobs)
+	for w := range jobs {
+		sums := &stepSums{scale: e.sums.scale}
+		sums.reserve(e.expectedSteps())
+		all[w] = sums
+		tokens <- sums
+	}
+	stop := make(chan struct{})
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop) }) }
+	feeds := make([]*feed, n)
+	size := max(16, min(1024, 1<<16/n))
+	for k := range feeds {
+		feeds[k] = newFeed(size, tokens, stop, &e.stream.writers[k].queue)
+	}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Go(func() {
+			if errs[k] = e.runFed(k, feeds[k]); errs[k] != nil {
+				halt()
+			}
+		})
+	}
+	routeErr := e.routeStream(feeds)
+	if routeErr != nil {
+		halt()
+	}
+	wg.Wait()
+	for _, err := range append([]error{routeErr}, errs...) {
+		if err != nil && !errors.Is(err, errFeedStopped) {
+			return err
+		}
+	}
+	if routeErr != nil {
+		return routeErr
+	}
+	for _, sums := range all[1:] {
+		all[0].merge(sums)
+	}
+	e.sums = *all[0]
+	return nil
+}
+
+// routeStream routes every request of the stream to its replica's feed,
+// then ends the feeds.
+func (e *engine) routeStream(feeds []*feed) error {
+	s := e.stream
+	zero := make([]ReplicaState, len(feeds))
+	counts := make([]int, len(feeds))
+	for i := 0; ; i++ {
+		r, ok := s.ws.Next()
+		if !ok {
+			break
+		}
+		k, err := e.route(i, &r, zero)
+		if err != nil {
+			return err
+		}
+		s.samples.grow(i)
+		counts[k]++
+		if err := feeds[k].send(r, i); err != nil {
+			return err
+		}
+		if (i+1)%plant.CancelCheckSteps == 0 {
+			if err := e.ctx.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := s.ws.Err(); err != nil {
+		return err
+	}
+	for _, f := range feeds {
+		if err := f.end(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runFed simulates replica k on its feed to the end.
+func (e *engine) runFed(k int, f *feed) (err error) {
+	if !f.acquire() {
+		return errFeedStopped
+	}
+	defer f.release()
+	st, err := e.newStepper(k, 0)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// A controller's Close error says why it stopped the run, as
+		// plant.Run reports it.
+		if cerr := st.Close(); cerr != nil {
+			err = fmt.Errorf("replica %d: %w", k, cerr)
+		}
+	}()
+	w := e.stream.writers[k]
+	st.Summarize(e.stream.expected/len(e.specs), w.record)
+	running, err := st.Feed(f, e.stream.expected/len(e.specs), e.lastArrivalS)
+	for running && err == nil {
+		step := st.Steps()
+		var done bool
+		if done, err = st.Step(); err != nil {
+			break
+		}
+		if st.Steps() > step {
+			f.sums.add(step, st.Last())
+		}
+		if done {
+			break
+		}
+		if (step+1)%plant.CancelCheckSteps == 0 {
+			err = e.ctx.Err()
+		}
+	}
+	if err == nil {
+		err = st.Drain()
+	}
+	if err != nil {
+		return fmt.Errorf("replica %d: %w", k, err)
+	}
+	e.finish(k, st, nil, f.count)
+	w.flush()
+	return nil
+}
+
+// routedRequest is a request with its index in the workload.
+type routedRequest struct {
+	plant.Request
+	index int
+}
+
+// feedBatches is the number of batches of a feed in circulation: the
+// router runs up to feedBatches-1 batches ahead of the replica.
+const feedBatches = 4
+
+// feed carries one replica's requests from the router (send, end) to the
+// replica's Stepper (a plant.RequestStream) in batches, which circulate
+// between the two goroutines so that nothing is allocated per request. The
+// replica side also holds the job token its replica steps with, and notes
+// the workload index of each request it hands on in queue.
+type feed struct {
+	full chan []routedRequest // batches sent, in order; closed after the last
+	free chan []routedRequest // batches read, for the router to fill again
+	stop chan struct{}        // closed when the run stops on an error
+	// The router's side.
+	out []routedRequest
+	// The replica's side.
+	in     []routedRequest
+	next   int
+	count  int            // requests handed on
+	err    error          // errFeedStopped once stopped
+	queue  *indexQueue    // workload indices of the requests handed on
+	tokens chan *stepSums // the jobs' tokens
+	sums   *stepSums      // the token held, nil while waiting
+}
+
+func newFeed(size int, tokens chan *stepSums, stop chan struct{}, queue *indexQueue) *feed {
+	f := &feed{
+		full:   make(chan []routedRequest, feedBatches),
+		free:   make(chan []routedRequest, feedBatches),
+		stop:   stop,
+		queue:  queue,
+		tokens: tokens,
+	}
+	for range feedBatches - 1 {
+		f.free <- make([]routedRequest, 0, size)
+	}
+	f.out = make([]routedRequest, 0, size)
+	return f
+}
+
+// send hands request r, the workload's request i, to the replica.
+func (f *feed) send(r plant.Request, i int) error {
+	f.out = append(f.out, routedRequest{Request: r, index: i})
+	if len(f.out) < cap(f.out) {
+		return nil
+	}
+	if err := f.sendBatch(); err != nil {
+		return err
+	}
+	select {
+	case f.out = <-f.free:
+		f.out = f.out[:0]
+		return nil
+	case <-f.stop:
+		return errFeedStopped
+	}
+}
+
+// sendBatch sends the batch being filled.
+func (f *feed) sendBatch() error {
+	select {
+	case f.full <- f.out:
+		return nil
+	case <-f.stop:
+		return errFeedStopped
+	}
+}
+
+// end sends the last batch and closes the feed.
+func (f *feed) end() error {
+	if len(f.out) > 0 {
+		if err := f.sendBatch(); err != nil {
+			return err
+		}
+	}
+	close(f.full)
+	return nil
+}
+
+// Next implements plant.RequestStream.
+func (f *feed) Next() (plant.Request, bool) {
+	if f.next == len(f.in) {
+		if f.in != nil {
+			f.free <- f.in // never blocks: free has room for every batch
+			f.in = nil
+		}
+		batch, ok := f.receive()
+		if !ok {
+			return plant.Request{}, false
+		}
+		f.in, f.next = batch, 0
+	}
+	r := &f.in[f.next]
+	f.next++
+	f.count++
+	f.queue.push(r.index)
+	return r.Request, true
+}
+
+// receive returns the next batch, or false once the feed is closed or the
+// run stopped. With no batch ready, it gives up the job token while it
+// waits, so that another replica may step meanwhile.
+func (f *feed) receive() ([]routedRequest, bool) {
+	select {
+	case batch, ok := <-f.full:
+		return batch, ok
+	default:
+	}
+	f.release()
+	select {
+	case batch, ok := <-f.full:
+		if !f.acquire() {
+			return nil, false
+		}
+		return batch, ok
+	case <-f.stop:
+		f.err = errFeedStopped
+		return nil, false
+	}
+}
+
+// Err implements plant.RequestStream.
+func (f *feed) Err() error { return f.err }
+
+// acquire takes a job token; false when the run stopped first.
+func (f *feed) acquire() bool {
+	select {
+	case f.sums = <-f.tokens:
+		return true
+	case <-f.stop:
+		f.err = errFeedStopped
+		return false
+	}
+}
+
+// release gives the job token back.
+func (f *feed) release() {
+	if f.sums != nil {
+		f.tokens <- f.sums
+		f.sums = nil
+	}
+}
