@@ -54,6 +54,9 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 		lastArrivalS: lastArrivalS,
 		stream:       &streamRun{ws: ws, expected: expected},
 	}
+	if expected > 0 {
+		e.stream.samples.grow(expected - 1)
+	}
 	for k := range specs {
 		e.stream.writers = append(e.stream.writers, newSampleWriter(&e.stream.samples, cfg.Plant.ReportingHorizonS, e.slo(k)))
 	}
@@ -181,7 +184,7 @@ func (e *engine) runFed(k int, f *feed) (err error) {
 		}
 	}()
 	w := e.stream.writers[k]
-	st.Summarize(e.stream.expected/len(e.specs), w.record)
+	st.Summarize(0, w.record) // Feed sizes the run
 	running, err := st.Feed(f, e.stream.expected/len(e.specs), e.lastArrivalS)
 	for running && err == nil {
 		step := st.Steps()
