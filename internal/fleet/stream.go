@@ -134,7 +134,6 @@ func (e *engine) runParallelStream() error {
 func (e *engine) routeStream(feeds []*feed) error {
 	s := e.stream
 	zero := make([]ReplicaState, len(feeds))
-	counts := make([]int, len(feeds))
 	for i := 0; ; i++ {
 		r, ok := s.ws.Next()
 		if !ok {
@@ -145,7 +144,6 @@ func (e *engine) routeStream(feeds []*feed) error {
 			return err
 		}
 		s.samples.grow(i)
-		counts[k]++
 		if err := feeds[k].send(r, i); err != nil {
 			return err
 		}
