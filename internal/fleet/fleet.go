@@ -19,7 +19,8 @@
 // replicas are simulated independently and in parallel. A router that
 // looks at replica state needs lock-step stepping: every step the fleet
 // routes the step's arrivals on the replicas' current states, then steps
-// every running replica once.
+// every running replica once. SimulateStream runs a fleet on a workload
+// read while it runs, with the same results (see there).
 package fleet
 
 import (
@@ -77,7 +78,8 @@ type Result struct {
 	Groups   []Group   // the groups of the fleet (Config.Groups)
 	Replicas []Replica // one per replica, in replica order
 	// Requests holds every request's record in workload order, and
-	// Assignment the replica that served it.
+	// Assignment the replica that served it (both nil from
+	// SimulateStream).
 	Requests   []plant.RequestRecord
 	Assignment []int
 	// WorkloadChecksum is the reference's workload_checksum of the whole
