@@ -77,21 +77,20 @@ var errFeedStopped = errors.New("fleet: run stopped")
 
 // runParallelStream routes the requests as they are read, handing each to
 // its replica's feed, while every replica runs in a goroutine of its own
-// on its feed. Jobs tokens, each with step sums of its own, circulate
-// among the replicas: a replica steps only while it holds one, and gives
-// it up while it waits for requests, so that at most Jobs step at once and
-// the router never waits forever on a replica that cannot step.
+// on its feed. Jobs tokens circulate among the replicas: a replica steps
+// only while it holds one, and gives it up while it waits for requests, so
+// that at most Jobs step at once and the router never waits forever on a
+// replica that cannot step. The replicas add their steps into the fleet's
+// sums (one copy whatever Jobs) a run of steps at a time.
 func (e *engine) runParallelStream() error {
 	n := len(e.specs)
 	jobs := e.jobs()
-	tokens := make(chan *stepSums, jobs)
-	all := make([]*stepSums, jobs)
-	for w := range jobs {
-		sums := &stepSums{scale: e.sums.scale}
-		sums.reserve(e.expectedSteps())
-		all[w] = sums
-		tokens <- sums
+	tokens := make(chan struct{}, jobs)
+	for range jobs {
+		tokens <- struct{}{}
 	}
+	e.sums.reserve(e.expectedSteps())
+	var sumsMu sync.Mutex
 	stop := make(chan struct{})
 	var once sync.Once
 	halt := func() { once.Do(func() { close(stop) }) }
@@ -99,6 +98,7 @@ func (e *engine) runParallelStream() error {
 	size := max(16, min(1024, 1<<16/n))
 	for k := range feeds {
 		feeds[k] = newFeed(size, tokens, stop, &e.stream.writers[k].queue)
+		feeds[k].steps = stepRun{sums: &e.sums, mu: &sumsMu}
 	}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -119,14 +119,7 @@ func (e *engine) runParallelStream() error {
 			return err
 		}
 	}
-	if routeErr != nil {
-		return routeErr
-	}
-	for _, sums := range all[1:] {
-		all[0].merge(sums)
-	}
-	e.sums = *all[0]
-	return nil
+	return routeErr
 }
 
 // routeStream routes every request of the stream to its replica's feed,
@@ -191,7 +184,7 @@ func (e *engine) runFed(k int, f *feed) (err error) {
 			break
 		}
 		if st.Steps() > step {
-			f.sums.add(step, st.Last())
+			f.steps.add(step, st.Last())
 		}
 		if done {
 			break
@@ -203,6 +196,7 @@ func (e *engine) runFed(k int, f *feed) (err error) {
 	if err == nil {
 		err = st.Drain()
 	}
+	f.steps.flush()
 	if err != nil {
 		return fmt.Errorf("replica %d: %w", k, err)
 	}
@@ -235,14 +229,15 @@ type feed struct {
 	// The replica's side.
 	in     []routedRequest
 	next   int
-	count  int            // requests handed on
-	err    error          // errFeedStopped once stopped
-	queue  *indexQueue    // workload indices of the requests handed on
-	tokens chan *stepSums // the jobs' tokens
-	sums   *stepSums      // the token held, nil while waiting
+	count  int           // requests handed on
+	err    error         // errFeedStopped once stopped
+	queue  *indexQueue   // workload indices of the requests handed on
+	tokens chan struct{} // the jobs' tokens
+	held   bool          // a token is held
+	steps  stepRun       // the replica's steps not added to the fleet's sums yet
 }
 
-func newFeed(size int, tokens chan *stepSums, stop chan struct{}, queue *indexQueue) *feed {
+func newFeed(size int, tokens chan struct{}, stop chan struct{}, queue *indexQueue) *feed {
 	f := &feed{
 		full:   make(chan []routedRequest, feedBatches),
 		free:   make(chan []routedRequest, feedBatches),
@@ -344,7 +339,8 @@ func (f *feed) Err() error { return f.err }
 // acquire takes a job token; false when the run stopped first.
 func (f *feed) acquire() bool {
 	select {
-	case f.sums = <-f.tokens:
+	case <-f.tokens:
+		f.held = true
 		return true
 	case <-f.stop:
 		f.err = errFeedStopped
@@ -354,8 +350,47 @@ func (f *feed) acquire() bool {
 
 // release gives the job token back.
 func (f *feed) release() {
-	if f.sums != nil {
-		f.tokens <- f.sums
-		f.sums = nil
+	if f.held {
+		f.tokens <- struct{}{}
+		f.held = false
 	}
+}
+
+// stepRunLength is the number of steps a replica adds to the fleet's sums
+// at once.
+const stepRunLength = 1 << 12
+
+// stepRun is a run of one replica's consecutive steps on their way to the
+// fleet's sums, which the replicas share under mu.
+type stepRun struct {
+	sums   *stepSums
+	mu     *sync.Mutex
+	first  int // step of power[0]
+	power  []int64
+	queued []int
+}
+
+// add adds the replica's step l, the step after the last one added.
+func (r *stepRun) add(step int, l plant.StepLoad) {
+	if len(r.power) == 0 {
+		r.first = step
+		if r.power == nil {
+			r.power, r.queued = make([]int64, 0, stepRunLength), make([]int, 0, stepRunLength)
+		}
+	}
+	r.power = append(r.power, r.sums.fixed(l.PowerW))
+	r.queued = append(r.queued, l.Queued)
+	if len(r.power) == stepRunLength {
+		r.flush()
+	}
+}
+
+// flush adds the steps held to the fleet's sums.
+func (r *stepRun) flush() {
+	r.mu.Lock()
+	for j, power := range r.power {
+		r.sums.addFixed(r.first+j, power, r.queued[j])
+	}
+	r.mu.Unlock()
+	r.power, r.queued = r.power[:0], r.queued[:0]
 }
