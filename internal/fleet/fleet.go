@@ -165,8 +165,16 @@ func SimulateContext(ctx context.Context, requests []plant.Request, cfg Config) 
 		return nil, err
 	}
 	e := newEngine(ctx, requests, cfg, specs, router)
-	if isStateFree(router) {
-		err = e.runParallel()
+	return e.run(e.runParallel)
+}
+
+// run simulates the fleet, its replicas in parallel (parallel) when the
+// router needs no state of theirs, else in lock-step, and returns its
+// result.
+func (e *engine) run(parallel func() error) (*Result, error) {
+	var err error
+	if isStateFree(e.router) {
+		err = parallel()
 	} else {
 		err = e.runLockStep()
 	}

@@ -60,15 +60,7 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 	for k := range specs {
 		e.stream.writers = append(e.stream.writers, newSampleWriter(&e.stream.samples, cfg.Plant.ReportingHorizonS, e.slo(k)))
 	}
-	if isStateFree(router) {
-		err = e.runParallelStream()
-	} else {
-		err = e.runLockStep()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return e.result(), nil
+	return e.run(e.runParallelStream)
 }
 
 // errFeedStopped stops the other replicas and the router of a streamed
