@@ -187,26 +187,45 @@ func (e *engine) runAlone(k int, routed []int, sums *stepSums) (err error) {
 			return err
 		}
 	}
-	for len(routed) > 0 {
-		step := st.Steps()
-		done, err := st.Step()
-		if err != nil {
+	if len(routed) > 0 {
+		if canceled, err := e.stepToEnd(st, sums); canceled {
+			return err
+		} else if err != nil {
 			return fmt.Errorf("replica %d: %w", k, err)
-		}
-		if st.Steps() > step {
-			sums.add(step, st.Last())
-		}
-		if done {
-			break
-		}
-		if (step+1)%plant.CancelCheckSteps == 0 {
-			if err := e.ctx.Err(); err != nil {
-				return err
-			}
 		}
 	}
 	e.finish(k, st, routed, len(routed))
 	return nil
+}
+
+// stepSink takes a replica's steps in order: the fleet's sums, or a run of
+// them on its way there.
+type stepSink interface {
+	add(step int, l plant.StepLoad)
+}
+
+// stepToEnd steps st until it is done, handing each step taken to sink. It
+// returns a step's error, or (canceled) the context's error once it is
+// done, checked every plant.CancelCheckSteps steps.
+func (e *engine) stepToEnd(st *plant.Stepper, sink stepSink) (canceled bool, err error) {
+	for {
+		step := st.Steps()
+		done, err := st.Step()
+		if err != nil {
+			return false, err
+		}
+		if st.Steps() > step {
+			sink.add(step, st.Last())
+		}
+		if done {
+			return false, nil
+		}
+		if (step+1)%plant.CancelCheckSteps == 0 {
+			if err := e.ctx.Err(); err != nil {
+				return true, err
+			}
+		}
+	}
 }
 
 // lockStep is a lock-step run in progress: every fleet step routes the

@@ -169,21 +169,8 @@ func (e *engine) runFed(k int, f *feed) (err error) {
 	w := e.stream.writers[k]
 	st.Summarize(0, w.record) // Feed sizes the run
 	running, err := st.Feed(f, e.stream.expected/len(e.specs), e.lastArrivalS)
-	for running && err == nil {
-		step := st.Steps()
-		var done bool
-		if done, err = st.Step(); err != nil {
-			break
-		}
-		if st.Steps() > step {
-			f.steps.add(step, st.Last())
-		}
-		if done {
-			break
-		}
-		if (step+1)%plant.CancelCheckSteps == 0 {
-			err = e.ctx.Err()
-		}
+	if running && err == nil {
+		_, err = e.stepToEnd(st, &f.steps)
 	}
 	if err == nil {
 		err = st.Drain()
