@@ -184,6 +184,64 @@ func TestStepperLoadIsTheObservedState(t *testing.T) {
 	}
 }
 
+// queuedPromptAfresh is Load's QueuedPromptTokens computed without the
+// sum remembered from the last call.
+func queuedPromptAfresh(st *Stepper) float64 {
+	st.routed.valid = false
+	return st.Load().QueuedPromptTokens
+}
+
+func TestStepperLoadBetweenStepsAddsOnlyTheNewRequests(t *testing.T) {
+	p := NewPlant(profile.Default())
+	p.MaxSimulationTimeS = 2
+	requests := smallWorkload(t)
+	for _, expire := range []bool{false, true} {
+		st := newTestStepper(t, p, "chunked", "max", Options{})
+		added := 0
+		for step := 0; added < len(requests); step++ {
+			// Between two steps, requests are added one at a time and the
+			// load asked after each: the same sum, to the bit, as one
+			// computed afresh. With expire, the run passes
+			// MaxSimulationTimeS and every later request is added at once
+			// (what a fleet's router does when the run ends early).
+			timeS := float64(step) * p.TimeStepS
+			for added < len(requests) && (requests[added].ArrivalTimeS <= timeS+1e-12 || expire && st.Expired()) {
+				require.NoError(t, st.Add(requests[added]))
+				added++
+				got := st.Load().QueuedPromptTokens
+				require.Equal(t, math.Float64bits(queuedPromptAfresh(st)), math.Float64bits(got), "step %d, %d added", step, added)
+			}
+			_, err := st.Step()
+			require.NoError(t, err)
+		}
+		if expire {
+			assert.True(t, st.Expired())
+		}
+	}
+}
+
+// BenchmarkStepperLoadAfterExpiry adds requests to a run that has passed
+// MaxSimulationTimeS, asking its load after each, as a fleet's router does
+// with the requests left when the run ends early: the cost per request is
+// constant (it grew with the requests added before the sum was remembered).
+func BenchmarkStepperLoadAfterExpiry(b *testing.B) {
+	p := NewPlant(profile.Default())
+	p.MaxSimulationTimeS = 1
+	s, _ := NewScheduler("chunked")
+	c, _ := NewController("max")
+	st, err := NewStepper(p, s, c, Options{Summary: true}, 0)
+	require.NoError(b, err)
+	for !st.Expired() {
+		_, err := st.Step()
+		require.NoError(b, err)
+	}
+	b.ReportAllocs()
+	for i := range b.N {
+		require.NoError(b, st.Add(Request{ID: i, ArrivalTimeS: 10 + float64(i), PromptTokens: 100 + i%7, OutputTokens: 10}))
+		_ = st.Load()
+	}
+}
+
 func TestStepperStepAllocatesNothing(t *testing.T) {
 	requests := smallWorkload(t)
 	p := NewPlant(profile.Default())
