@@ -79,7 +79,7 @@ type checkpoint struct {
 // requests expected (room is reserved for them; more may be added).
 func NewStepper(p Plant, s Scheduler, c ClockController, opt Options, capacityHint int) (*Stepper, error) {
 	if _, ok := c.(Clairvoyant); ok {
-		return nil, fmt.Errorf("clock controller %s needs the whole workload in advance, which a Stepper (a fleet replica) does not know", c.Name())
+		return nil, fmt.Errorf("clock controller %s needs the whole workload in advance, which a fleet replica never has (its router hands it each request as it arrives): run it on one GPU", c.Name())
 	}
 	sim, err := newSimulation(p, s, c, opt, max(0, capacityHint))
 	if err != nil {
