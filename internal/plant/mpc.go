@@ -115,8 +115,8 @@ func NewMPC(spec string) (ClockController, error) {
 	var b strings.Builder
 	b.WriteString(base)
 	for _, key := range MPCKeys {
-		if v, ok := given[key]; ok {
-			b.WriteString("_" + key + "_" + v)
+		if _, ok := given[key]; ok {
+			b.WriteString("_" + key + "_" + m.canonical(key))
 		}
 	}
 	m.name = b.String() + "_clock_controller"
@@ -124,6 +124,24 @@ func NewMPC(spec string) (ClockController, error) {
 		return ClairvoyantMPC{m}, nil
 	}
 	return m, nil
+}
+
+// canonical is the value of a key as the controller's name writes it: the
+// shortest decimal that reads back as the value, so that one controller has
+// one name however its spec spells a number (period=.5, period=0.50).
+func (m *MPC) canonical(key string) string {
+	switch key {
+	case "period":
+		return strconv.FormatFloat(m.settings.PeriodS, 'g', -1, 64)
+	case "horizon":
+		return strconv.Itoa(m.settings.Horizon)
+	case "budget":
+		return strconv.Itoa(m.settings.Budget)
+	case "deadline":
+		return strconv.FormatFloat(m.settings.DeadlineS, 'g', -1, 64)
+	}
+	// attainment, the last of MPCKeys
+	return strconv.FormatFloat(m.settings.Attainment, 'g', -1, 64)
 }
 
 // set applies one key of a spec.
@@ -149,7 +167,7 @@ func (m *MPC) set(key, value string) error {
 	case "horizon":
 		m.settings.Horizon, err = count("a whole number of periods from 1 to "+strconv.Itoa(MaxMPCHorizon), MaxMPCHorizon)
 	case "budget":
-		m.settings.Budget, err = count("a positive whole number of model states", math.MaxInt32)
+		m.settings.Budget, err = count("a whole number of model states from 1 to "+strconv.Itoa(math.MaxInt32), math.MaxInt32)
 	case "deadline":
 		m.settings.DeadlineS, err = number("a finite positive number of seconds", func(v float64) bool { return v > 0 })
 	case "attainment":
@@ -170,6 +188,9 @@ func (m *MPC) Name() string { return m.name }
 func (m *MPC) Start(info RunInfo) error {
 	p := info.Plant
 	prof := p.Profile
+	if steps := m.settings.PeriodS / p.TimeStepS; !(steps >= 1-1e-9) || math.Abs(steps-math.Round(steps)) > 1e-9*steps {
+		return fmt.Errorf("period %v s: expected a whole number of time steps of %v s (a plan's period starts and ends with a step)", m.settings.PeriodS, p.TimeStepS)
+	}
 	var scheduler mpc.Scheduler
 	switch info.SchedulerName {
 	case ChunkedPrefill{}.Name():

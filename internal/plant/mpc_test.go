@@ -34,6 +34,10 @@ func TestNewMPCSpecs(t *testing.T) {
 			want: MPCDiagnostics{ControlPeriodS: 0.5, HorizonSteps: 12, AcceptedSolvesMetDeadline: true}},
 		{spec: "mpc:deadline=0.25,budget=50", name: "mpc_budget_50_deadline_0.25_clock_controller",
 			want: MPCDiagnostics{ControlPeriodS: 1, HorizonSteps: 30, SolveTimeDeadlineS: &deadline, AcceptedSolvesMetDeadline: true}},
+		{spec: "mpc:period=.50,attainment=.9,budget=0050", name: "mpc_attainment_0.9_period_0.5_budget_50_clock_controller",
+			want: MPCDiagnostics{ControlPeriodS: 0.5, HorizonSteps: 30, AcceptedSolvesMetDeadline: true}},
+		{spec: "mpc:attainment=0.99999999", name: "mpc_attainment_0.99999999_clock_controller",
+			want: MPCDiagnostics{ControlPeriodS: 1, HorizonSteps: 30, AcceptedSolvesMetDeadline: true}},
 		{spec: "mpc:", err: `controller "mpc:": "": expected KEY=VALUE`},
 		{spec: "mpc:foo=1", err: `controller "mpc:foo=1": unknown key "foo": expected attainment, period, horizon, budget, deadline`},
 		{spec: "mpc:period", err: `controller "mpc:period": "period": expected KEY=VALUE`},
@@ -42,7 +46,7 @@ func TestNewMPCSpecs(t *testing.T) {
 		{spec: "mpc:horizon=0", err: `horizon "0": expected a whole number of periods from 1 to 1000`},
 		{spec: "mpc:horizon=1001", err: `horizon "1001": expected a whole number of periods from 1 to 1000`},
 		{spec: "mpc:horizon=2.5", err: `horizon "2.5": expected a whole number`},
-		{spec: "mpc:budget=0", err: `budget "0": expected a positive whole number of model states`},
+		{spec: "mpc:budget=0", err: `budget "0": expected a whole number of model states from 1 to 2147483647`},
 		{spec: "mpc:deadline=-1", err: `deadline "-1": expected a finite positive number of seconds`},
 		{spec: "mpc:deadline=NaN", err: `deadline "NaN": expected a finite positive number of seconds`},
 		{spec: "mpc:attainment=0", err: `attainment "0": expected a share A with 0 < A <= 1`},
@@ -65,6 +69,37 @@ func TestNewMPCSpecs(t *testing.T) {
 		assert.Equal(t, tt.want.ControlPeriodS, planner.PlanDtS(), tt.spec)
 		_, seer := c.(Clairvoyant)
 		assert.Equal(t, tt.spec == "mpc-clairvoyant", seer, "only mpc-clairvoyant is told the future")
+	}
+}
+
+// TestMPCPeriodIsWholeSteps: a period must start and end with a step of
+// the plant (a shorter one would overflow the period index for tiny values).
+func TestMPCPeriodIsWholeSteps(t *testing.T) {
+	requests := smallWorkload(t)
+	for _, tt := range []struct {
+		spec  string
+		stepS float64
+		err   string
+	}{
+		{spec: "mpc:period=0.5", stepS: 0.1},
+		{spec: "mpc:period=0.3", stepS: 0.1},
+		{spec: "mpc:period=0.15", stepS: 0.1, err: "period 0.15 s: expected a whole number of time steps of 0.1 s"},
+		{spec: "mpc:period=0.05", stepS: 0.1, err: "period 0.05 s: expected a whole number of time steps of 0.1 s"},
+		{spec: "mpc:period=1e-300", stepS: 0.1, err: "period 1e-300 s: expected a whole number of time steps"},
+		{spec: "mpc:period=0.5", stepS: 0.2, err: "period 0.5 s: expected a whole number of time steps of 0.2 s"},
+		{spec: "mpc-clairvoyant:period=0.25", stepS: 0.1, err: "period 0.25 s"},
+	} {
+		c, err := NewController(tt.spec)
+		require.NoError(t, err, tt.spec)
+		p := NewPlant(profile.Default())
+		p.TimeStepS = tt.stepS
+		_, err = Simulate(requests, p, ChunkedPrefill{}, c, Options{Summary: true})
+		if tt.err == "" {
+			assert.NoError(t, err, tt.spec)
+			continue
+		}
+		require.Error(t, err, tt.spec)
+		assert.Contains(t, err.Error(), tt.err, tt.spec)
 	}
 }
 
@@ -275,7 +310,7 @@ func TestMPCHeldStepsAreExact(t *testing.T) {
 		opt  Options
 	}{
 		{"mpc", Options{Stride: 7}},
-		{"mpc:period=0.37,horizon=8", Options{Stride: 1}},
+		{"mpc:period=0.3,horizon=8", Options{Stride: 1}},
 		{"mpc:attainment=0.9", Options{Summary: true}},
 		{"mpc", Options{Stride: 3, Engine: EngineOptions{PrefixCache: true, SharedPrefixTokens: 256, Preemption: PreemptionRecompute}}},
 	} {

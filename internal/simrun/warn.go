@@ -31,8 +31,14 @@ func (c *Config) reportSolveTimes(prefix string, ctrl plant.ClockController) {
 		return
 	}
 	round := func(d time.Duration) time.Duration { return d.Round(100 * time.Nanosecond) }
-	fmt.Fprintf(c.Stderr, "servesim: %s%s: %d solves, wall clock on this machine: total %s, mean %s, p50 %s, p99 %s, max %s\n",
-		prefix, ctrl.Name(), times.Count, round(times.Total), round(times.Total/time.Duration(times.Count)),
+	fellBack := ""
+	if p, ok := ctrl.(plant.Planner); ok {
+		if n := p.Diagnostics().FallbackCount; n > 0 {
+			fellBack = fmt.Sprintf(" (%d fell back to race-to-idle)", n)
+		}
+	}
+	fmt.Fprintf(c.Stderr, "servesim: %s%s: %d solves%s, wall clock on this machine: total %s, mean %s, p50 %s, p99 %s, max %s\n",
+		prefix, ctrl.Name(), times.Count, fellBack, round(times.Total), round(times.Total/time.Duration(times.Count)),
 		round(times.Percentile(50)), round(times.Percentile(99)), round(times.Max))
 }
 
