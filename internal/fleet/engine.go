@@ -273,8 +273,8 @@ func (e *engine) newLockStep() (*lockStep, error) {
 		}
 		ls.steppers[k] = st
 		if e.stream != nil {
-			st.Summarize(e.stream.expected/n, e.stream.writers[k].record)
 			e.lend(k, st)
+			st.Summarize(e.stream.expected/n, e.stream.writers[k].record)
 			continue
 		}
 		ls.routed[k] = make([]int, 0, hint)

@@ -59,17 +59,27 @@ func extend[T any](v []T, more int) []T {
 // replica was given them): what its Stepper would have kept. It reuses the
 // slices it returned last, and must be called once every replica's
 // samples are written, by one goroutine; each call reads the replica index
-// of the n requests (2 bytes each).
+// of the n requests (2 bytes each) twice.
 func (s *samples) replicaSamples(k, n int) (ttft, tpot, latency []float64) {
-	l := &s.lent
-	l.ttft, l.tpot, l.latency = l.ttft[:0], l.tpot[:0], l.latency[:0]
+	kept := 0
 	for i, r := range s.replica[:n] {
-		if int(r) != k || math.IsNaN(s.latency[i]) {
-			continue
+		if int(r) == k && !math.IsNaN(s.latency[i]) {
+			kept++
 		}
-		l.ttft = append(l.ttft, s.ttft[i])
-		l.tpot = append(l.tpot, s.tpot[i])
-		l.latency = append(l.latency, s.latency[i])
+	}
+	l := &s.lent
+	if cap(l.ttft) < kept {
+		// Room for the next replicas too, which are about as many.
+		room := kept + kept/8
+		l.ttft, l.tpot, l.latency = make([]float64, room), make([]float64, room), make([]float64, room)
+	}
+	l.ttft, l.tpot, l.latency = l.ttft[:kept], l.tpot[:kept], l.latency[:kept]
+	j := 0
+	for i, r := range s.replica[:n] {
+		if int(r) == k && !math.IsNaN(s.latency[i]) {
+			l.ttft[j], l.tpot[j], l.latency[j] = s.ttft[i], s.tpot[i], s.latency[i]
+			j++
+		}
 	}
 	return l.ttft, l.tpot, l.latency
 }

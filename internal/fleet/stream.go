@@ -180,11 +180,9 @@ func (e *engine) runFed(k int, f *feed, held []*plant.Stepper) (err error) {
 			err = fmt.Errorf("replica %d: %w", k, cerr)
 		}
 	}()
+	e.lend(k, st)
 	st.Summarize(0, e.stream.writers[k].record) // Feed sizes the run
 	running, err := st.Feed(f, e.stream.expected/len(e.specs), e.lastArrivalS)
-	if err == nil {
-		e.lend(k, st)
-	}
 	if running && err == nil {
 		_, err = e.stepToEnd(st, &f.steps)
 	}

@@ -20,6 +20,11 @@ func TestLendingStepperIsSimulate(t *testing.T) {
 		want := simulateWith(t, requests, p, pol.sched, pol.ctrl, Options{Summary: true})
 		st := newTestStepper(t, p, pol.sched, pol.ctrl, Options{Summary: true})
 		var ttft, tpot, latency []float64
+		lent := 0
+		require.True(t, st.LendSamples(func() ([]float64, []float64, []float64) {
+			lent++
+			return ttft, tpot, latency
+		}))
 		st.Summarize(0, func(r *RequestRecord) {
 			if r.Completed() {
 				ttft, tpot, latency = append(ttft, r.TTFTS()), append(tpot, r.TPOTS()), append(latency, r.LatencyS())
@@ -28,11 +33,6 @@ func TestLendingStepperIsSimulate(t *testing.T) {
 		running, err := st.Feed(&sliceStream{requests}, len(requests), 0)
 		require.NoError(t, err)
 		require.True(t, running)
-		lent := 0
-		require.True(t, st.LendSamples(func() ([]float64, []float64, []float64) {
-			lent++
-			return ttft, tpot, latency
-		}))
 		for {
 			done, err := st.Step()
 			require.NoError(t, err)
@@ -49,8 +49,8 @@ func TestLendingStepperIsSimulate(t *testing.T) {
 	}
 
 	st := newTestStepper(t, p, "chunked", "max", Options{Summary: true, RequestLog: true})
-	st.Summarize(0, func(*RequestRecord) {})
 	require.False(t, st.LendSamples(func() ([]float64, []float64, []float64) {
 		panic("lent to a Stepper that keeps its records")
 	}))
+	require.Nil(t, st.sim.lent)
 }
