@@ -27,10 +27,10 @@ type streamRun struct {
 // by the 26 bytes a request that the request metrics of the fleet and of
 // its replicas need (samples; with Options.Summary, unless a request log,
 // the engine features or a controller that sees the server state need the
-// records, which the replicas then keep). Config.Options must say Summary: the result has no request
-// records (Requests and Assignment are nil). The results are
-// SimulateContext's on the workload the stream yields, bit for bit, for
-// any Jobs.
+// records, which the replicas then keep). Config.Options must say
+// Summary: the result has no request records (Requests and Assignment are
+// nil). The results are SimulateContext's on the workload the stream
+// yields, bit for bit, for any Jobs.
 //
 // A state-free router's replicas each run in a goroutine of their own, on
 // the requests the router hands them through a bounded buffer, at most
