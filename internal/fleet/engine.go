@@ -80,10 +80,13 @@ func (e *engine) newStepper(k, capacityHint int) (*plant.Stepper, error) {
 // finish stores replica k's result, to which routed requests were routed,
 // and, when the workload is held whole, copies its records (routed is then
 // the workload index of each, in the order they were added) into the
-// fleet's.
+// fleet's; in a streamed run, it writes the replica's last samples.
 func (e *engine) finish(k int, st *plant.Stepper, routed []int, count int) {
 	res, totals := st.Result()
 	res.Requests = nil
+	if e.stream != nil {
+		e.stream.writers[k].flush()
+	}
 	if e.records != nil {
 		for j, rec := range st.Records() {
 			e.records[routed[j]] = rec
@@ -270,6 +273,7 @@ func (e *engine) newLockStep() (*lockStep, error) {
 		}
 		ls.steppers[k] = st
 		if e.stream != nil {
+			e.lend(k, st)
 			st.Summarize(e.stream.expected/n, e.stream.writers[k].record)
 			continue
 		}
@@ -323,9 +327,6 @@ func (e *engine) runLockStep() (err error) {
 		ls.deferred[k].drop()
 		e.finish(k, st, ls.routed[k], ls.counts[k])
 		ls.steppers[k], ls.routed[k] = nil, nil // its records are copied: free them
-		if e.stream != nil {
-			e.stream.writers[k].flush()
-		}
 		if err := st.Close(); err != nil {
 			return fmt.Errorf("replica %d: %w", k, err)
 		}
@@ -418,6 +419,7 @@ func (ls *lockStep) routeUntil(untilS float64) error {
 		}
 		if e.stream != nil {
 			e.stream.samples.grow(ls.next)
+			e.stream.samples.route(ls.next, k)
 			e.stream.writers[k].queue.push(ls.next)
 		} else {
 			ls.routed[k] = append(ls.routed[k], ls.next)

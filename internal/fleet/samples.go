@@ -8,15 +8,26 @@ import (
 	"servesim/internal/plant"
 )
 
-// samples holds what the fleet's request metrics need of a streamed run's
+// samples holds what the request metrics of a streamed run need of its
 // requests: at each request's place in the workload, the TTFT, TPOT and
-// latency of a completed request (NaN for the others), 24 bytes a request.
-// The router grows it before routing each request; the replicas write it,
-// from their goroutines, as their records become final.
+// latency of a completed request (NaN for the others) and the replica that
+// served it, 26 bytes a request. The fleet's metrics take every request's;
+// each replica's take those of its own requests (replicaSamples), which
+// its Stepper does not keep (plant.Stepper.LendSamples). The router grows
+// the samples and notes the replica before handing each request on; the
+// replicas write the rest, from their goroutines, as their records become
+// final.
 type samples struct {
 	mu                  sync.RWMutex // held to write by grow, to read the slices by sampleWriter.flush
 	ttft, tpot, latency []float64    // len == cap; only grow changes them
+	replica             []uint16     // len == cap; only grow changes it
+	// lent holds the samples lent to one replica's Stepper at a time
+	// (replicaSamples).
+	lent struct{ ttft, tpot, latency []float64 }
 }
+
+// The replica index of a request fits a uint16.
+var _ [math.MaxUint16 + 1 - MaxReplicas]struct{}
 
 // grow makes room for request i. Only the router calls it, so that it may
 // read the slices' lengths without the lock.
@@ -29,13 +40,48 @@ func (s *samples) grow(i int) {
 	s.ttft = extend(s.ttft, more)
 	s.tpot = extend(s.tpot, more)
 	s.latency = extend(s.latency, more)
+	s.replica = extend(s.replica, more)
 	s.mu.Unlock()
 }
 
+// route notes that request i, for which grow has made room, goes to
+// replica k. Only the router calls it.
+func (s *samples) route(i, k int) { s.replica[i] = uint16(k) }
+
 // extend grows v by more elements, to its full capacity.
-func extend(v []float64, more int) []float64 {
+func extend[T any](v []T, more int) []T {
 	v = slices.Grow(v, more)
 	return v[:cap(v)]
+}
+
+// replicaSamples returns the TTFT, TPOT and latency of replica k's
+// completed requests among the first n, in workload order (the order the
+// replica was given them): what its Stepper would have kept. It reuses the
+// slices it returned last, and must be called once every replica's
+// samples are written, by one goroutine; each call reads the replica index
+// of the n requests (2 bytes each) twice.
+func (s *samples) replicaSamples(k, n int) (ttft, tpot, latency []float64) {
+	kept := 0
+	for i, r := range s.replica[:n] {
+		if int(r) == k && !math.IsNaN(s.latency[i]) {
+			kept++
+		}
+	}
+	l := &s.lent
+	if cap(l.ttft) < kept {
+		// Room for the next replicas too, which are about as many.
+		room := kept + kept/8
+		l.ttft, l.tpot, l.latency = make([]float64, room), make([]float64, room), make([]float64, room)
+	}
+	l.ttft, l.tpot, l.latency = l.ttft[:kept], l.tpot[:kept], l.latency[:kept]
+	j := 0
+	for i, r := range s.replica[:n] {
+		if int(r) == k && !math.IsNaN(s.latency[i]) {
+			l.ttft[j], l.tpot[j], l.latency[j] = s.ttft[i], s.tpot[i], s.latency[i]
+			j++
+		}
+	}
+	return l.ttft, l.tpot, l.latency
 }
 
 // metrics is the fleet's request metrics over its first n requests,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"servesim/internal/plant"
@@ -23,13 +24,13 @@ type streamRun struct {
 // (plant.OpenWorkloadStream): the router takes the requests in arrival
 // order as they are read, and each replica holds only the records of its
 // requests in flight, so that memory does not grow with the workload but
-// by the 24 bytes a request that the fleet's request metrics need, and
-// the 24 its replica's need (with Options.Summary, unless a request log,
+// by the 26 bytes a request that the request metrics of the fleet and of
+// its replicas need (samples; with Options.Summary, unless a request log,
 // the engine features or a controller that sees the server state need the
-// records). Config.Options must say Summary: the result has no request
-// records (Requests and Assignment are nil). The results are
-// SimulateContext's on the workload the stream yields, bit for bit, for
-// any Jobs.
+// records, which the replicas then keep). Config.Options must say
+// Summary: the result has no request records (Requests and Assignment are
+// nil). The results are SimulateContext's on the workload the stream
+// yields, bit for bit, for any Jobs.
 //
 // A state-free router's replicas each run in a goroutine of their own, on
 // the requests the router hands them through a bounded buffer, at most
@@ -93,10 +94,11 @@ func (e *engine) runParallelStream() error {
 		feeds[k].steps = stepRun{sums: &e.sums, mu: &sumsMu}
 	}
 	errs := make([]error, n)
+	held := make([]*plant.Stepper, n)
 	var wg sync.WaitGroup
 	for k := range n {
 		wg.Go(func() {
-			if errs[k] = e.runFed(k, feeds[k]); errs[k] != nil {
+			if errs[k] = e.runFed(k, feeds[k], held); errs[k] != nil {
 				halt()
 			}
 		})
@@ -106,12 +108,18 @@ func (e *engine) runParallelStream() error {
 		halt()
 	}
 	wg.Wait()
-	for _, err := range append([]error{routeErr}, errs...) {
+	errs = append([]error{routeErr}, errs...)
+	failed := slices.ContainsFunc(errs, func(err error) bool { return err != nil })
+	finishErr := e.finishFed(held, feeds, failed)
+	for _, err := range errs {
 		if err != nil && !errors.Is(err, errFeedStopped) {
 			return err
 		}
 	}
-	return routeErr
+	if routeErr != nil {
+		return routeErr
+	}
+	return finishErr
 }
 
 // routeStream routes every request of the stream to its replica's feed,
@@ -129,6 +137,7 @@ func (e *engine) routeStream(feeds []*feed) error {
 			return err
 		}
 		s.samples.grow(i)
+		s.samples.route(i, k)
 		if err := feeds[k].send(r, i); err != nil {
 			return err
 		}
@@ -149,8 +158,9 @@ func (e *engine) routeStream(feeds []*feed) error {
 	return nil
 }
 
-// runFed simulates replica k on its feed to the end.
-func (e *engine) runFed(k int, f *feed) (err error) {
+// runFed simulates replica k on its feed to the end, and leaves its
+// Stepper in held[k], for finishFed.
+func (e *engine) runFed(k int, f *feed, held []*plant.Stepper) (err error) {
 	if !f.acquire() {
 		return errFeedStopped
 	}
@@ -160,14 +170,18 @@ func (e *engine) runFed(k int, f *feed) (err error) {
 		return err
 	}
 	defer func() {
+		if err == nil {
+			held[k] = st
+			return
+		}
 		// A controller's Close error says why it stopped the run, as
 		// plant.Run reports it.
 		if cerr := st.Close(); cerr != nil {
 			err = fmt.Errorf("replica %d: %w", k, cerr)
 		}
 	}()
-	w := e.stream.writers[k]
-	st.Summarize(0, w.record) // Feed sizes the run
+	e.lend(k, st)
+	st.Summarize(0, e.stream.writers[k].record) // Feed sizes the run
 	running, err := st.Feed(f, e.stream.expected/len(e.specs), e.lastArrivalS)
 	if running && err == nil {
 		_, err = e.stepToEnd(st, &f.steps)
@@ -179,9 +193,40 @@ func (e *engine) runFed(k int, f *feed) (err error) {
 	if err != nil {
 		return fmt.Errorf("replica %d: %w", k, err)
 	}
-	e.finish(k, st, nil, f.count)
-	w.flush()
 	return nil
+}
+
+// finishFed ends, one at a time, the runs of the replicas held once they
+// have all stepped to the end (their metrics take the samples of their
+// requests from the fleet's, which they all write: lend), unless the run
+// failed, and closes them.
+func (e *engine) finishFed(held []*plant.Stepper, feeds []*feed, failed bool) error {
+	var err error
+	for k, st := range held {
+		if st == nil {
+			continue
+		}
+		if !failed && err == nil {
+			e.finish(k, st, nil, feeds[k].count)
+		}
+		if cerr := st.Close(); cerr != nil && err == nil {
+			// A controller's Close error says why it stopped the run,
+			// as plant.Run reports it.
+			err = fmt.Errorf("replica %d: %w", k, cerr)
+		}
+	}
+	return err
+}
+
+// lend makes replica k's Stepper keep none of the samples of its requests
+// (plant.Stepper.LendSamples): at Result, it takes them from the fleet's,
+// once it has written those still buffered.
+func (e *engine) lend(k int, st *plant.Stepper) {
+	s := e.stream
+	st.LendSamples(func() (ttft, tpot, latency []float64) {
+		s.writers[k].flush()
+		return s.samples.replicaSamples(k, s.ws.Loaded())
+	})
 }
 
 // routedRequest is a request with its index in the workload.

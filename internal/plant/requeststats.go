@@ -31,6 +31,9 @@ type requestStats struct {
 	ttft               []float64
 	tpot               []float64
 	latency            []float64
+	// lent, when not nil, gives the values at metrics, add keeping none
+	// (Stepper.LendSamples).
+	lent func() (ttft, tpot, latency []float64)
 }
 
 // newRequestStats gathers statistics for a run with reporting horizon
@@ -70,6 +73,9 @@ func (s *requestStats) add(r *RequestRecord, ttftLimit, tpotLimit float64) {
 	if ttft <= s.judge.TTFTSeconds && tpot <= s.judge.TPOTSeconds && (s.judge.E2ESeconds == 0 || latency <= s.judge.E2ESeconds) {
 		s.met++
 	}
+	if s.lent != nil {
+		return
+	}
 	s.ttft = append(s.ttft, ttft)
 	s.tpot = append(s.tpot, tpot)
 	s.latency = append(s.latency, latency)
@@ -86,6 +92,10 @@ func (s *requestStats) addAll(records []RequestRecord) {
 // values it holds (after the means): call it once, after the last add, and
 // before sloReport.
 func (s *requestStats) metrics() Metrics {
+	if s.lent != nil {
+		s.ttft, s.tpot, s.latency = s.lent()
+		s.lent = nil
+	}
 	n := len(s.ttft)
 	rate := func(above int) float64 {
 		if n == 0 {

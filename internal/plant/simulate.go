@@ -147,6 +147,9 @@ type simulation struct {
 	// onRecord, when not nil, is given each record as it is dropped
 	// (Stepper.Summarize).
 	onRecord func(*RequestRecord)
+	// lent, when not nil, gives the request statistics the samples they do
+	// not keep (Stepper.LendSamples).
+	lent func() (ttft, tpot, latency []float64)
 
 	records      []RequestRecord
 	progress     []requestProgress
@@ -342,12 +345,25 @@ func compacts(opt Options, c ClockController) bool {
 func (sim *simulation) feed(stream RequestStream, opt Options, n int, lastArrivalS float64) error {
 	sim.stream = stream
 	if compacts(opt, sim.controller) {
-		sim.compacting = true
-		sim.requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), n)
-		sim.expected = n
+		sim.compact(opt, n)
 	}
 	sim.reserveTrajectory(lastArrivalS)
 	return sim.fetch()
+}
+
+// compact makes the run drop the records of completed requests after
+// adding them to new request statistics, judged by opt's objectives, with
+// room for the samples of the n requests expected (0: unknown) unless the
+// run lends them (Stepper.LendSamples).
+func (sim *simulation) compact(opt Options, n int) {
+	sim.compacting = true
+	room := n
+	if sim.lent != nil {
+		room = 0
+	}
+	sim.requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), room)
+	sim.requests.lent = sim.lent
+	sim.expected = n
 }
 
 // newSimulation prepares a run on plant p with room for capacity requests;

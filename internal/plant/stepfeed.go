@@ -15,9 +15,7 @@ func (st *Stepper) Summarize(expected int, f func(*RequestRecord)) {
 	sim.onRecord = f
 	st.sum = &Checksum{}
 	if compacts(st.opt, sim.controller) {
-		sim.compacting = true
-		sim.requests = newRequestStats(sim.plant.ReportingHorizonS, st.opt.SLO.OrProfile(sim.plant.Profile), expected)
-		sim.expected = expected
+		sim.compact(st.opt, expected)
 	}
 }
 
