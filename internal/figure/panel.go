@@ -138,6 +138,18 @@ func (p *Panel) addLine(name string, points []point, style draw.LineStyle) {
 	p.legend = append(p.legend, legendEntry{name: name, line: style})
 }
 
+// addLines adds lines through each run of points to the panel, with one
+// legend entry for them all; nothing without points.
+func (p *Panel) addLines(name string, runs [][]point, style draw.LineStyle) {
+	if len(runs) == 0 {
+		return
+	}
+	for _, run := range runs {
+		p.marks = append(p.marks, polyline{points: run, style: style})
+	}
+	p.legend = append(p.legend, legendEntry{name: name, line: style})
+}
+
 // limitStyle draws limits and objectives: a dashed red line.
 var limitStyle = draw.LineStyle{
 	Color:  color.RGBA{200, 0, 0, 255},
