@@ -23,6 +23,8 @@ type Series struct {
 	// Dashed draws the line dashed, e.g. to tell a target from what was
 	// achieved when they coincide.
 	Dashed bool
+	// Width is the line width in points; zero is the default.
+	Width float64
 	// BandOnly, with Window and Band, draws the band alone: no line and no
 	// legend entry for one.
 	BandOnly bool
@@ -66,6 +68,9 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 				}
 			}
 			style.Width = vg.Points(1.5)
+			if s.Width > 0 {
+				style.Width = vg.Points(s.Width)
+			}
 			p.addLines(s.Name, runs, style)
 			continue
 		}
@@ -77,6 +82,9 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 		if s.Window > 1 {
 			style.Width = vg.Points(1.5)
 			lo, hi = smooth(pts, s.Window)
+		}
+		if s.Width > 0 {
+			style.Width = vg.Points(s.Width)
 		}
 		pts = decimate(pts, maxLinePoints)
 		for _, pt := range pts {

@@ -34,7 +34,7 @@ func (r *Report) Figure() figure.Figure {
 		return out
 	}
 	var records plant.RequestRecords = res.Requests
-	ttft, tpot := records.CompletedLatencies()
+	ttft, tpot, _ := records.CompletedLatencies()
 	ttftSLO, tpotSLO := sharedSLOs(r)
 	empty := "no request completed"
 	routed := make([]float64, len(r.Replicas))

@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/figure"
+	"servesim/internal/profile"
 	"servesim/internal/texttable"
 )
 
@@ -20,11 +21,13 @@ import (
 const leastSmoothingS = 10
 
 // Figure draws a run (simulate --plot): five aligned panels over simulated
-// time (queues, KV cache, clocks, power, temperature, each against its
-// limit) and the TTFT and TPOT distributions against the SLOs. full must
-// hold every step and every request record; normalize and maxElapsedS are
-// the run's --normalize (0: not given) and --max-elapsed (NoElapsedLimit:
-// not given), which the title names.
+// time (queues, KV cache, clocks with a planner's plans, power,
+// temperature, each against its limit) and the TTFT and TPOT distributions
+// (and the end-to-end latency's, given an objective for it) against the
+// objectives of the run's slo block. full must hold every step and every
+// request record; normalize and maxElapsedS are the run's --normalize (0:
+// not given) and --max-elapsed (NoElapsedLimit: not given), which the
+// title names.
 func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Figure {
 	t := full.Trajectory
 	ints := func(v []int) []float64 {
@@ -41,7 +44,6 @@ func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Fig
 	window, width := figure.SmoothingWindow(span, r.Plant.TimeStepS, leastSmoothingS)
 	mean := fmt.Sprintf(": %s s mean", strconv.FormatFloat(width, 'g', -1, 64))
 	band := fmt.Sprintf(": %s s min-max", strconv.FormatFloat(width, 'g', -1, 64))
-	prof := r.Plant.Profile
 	return figure.Figure{
 		Title:  r.figureTitle(full, normalize, maxElapsedS),
 		Width:  15 * vg.Inch,
@@ -55,35 +57,130 @@ func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Fig
 				figure.TimeSeries("KV cache", "tokens", []figure.Series{
 					{Name: "KV tokens" + mean, X: t.TimeS, Y: t.KVTokens, Window: window, Band: "KV tokens" + band},
 				}, &figure.Line{Name: "capacity", Value: r.Plant.KVCapacityTokens}),
-				figure.TimeSeries("GPU clock", "MHz", plannedUnder(full, []figure.Series{
-					{Name: "realized" + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Band: "realized" + band},
-					{Name: "requested" + mean, X: t.TimeS, Y: t.RequestedClockMHz, Window: window, Dashed: true},
-				}), nil),
+				clockPanel(full, r.Plant.TimeStepS, window, mean, band),
 				figure.TimeSeries("board power", "W", []figure.Series{
 					{Name: "power" + mean, X: t.TimeS, Y: t.PowerW, Window: window, Band: "power" + band},
 				}, &figure.Line{Name: "power limit", Value: r.Plant.PowerLimitW}),
 				figure.TimeSeries("GPU temperature", "°C", []figure.Series{{Name: "temperature", X: t.TimeS, Y: t.TemperatureC}},
 					&figure.Line{Name: "thermal limit", Value: r.Plant.ThermalLimitC}),
 			}},
-			{Weight: 1, Panels: latencyPanels(full.Requests, prof.TTFTSLOSeconds(), prof.TPOTSLOSeconds())},
+			{Weight: 1, Panels: latencyPanels(full.Requests, full.SLO)},
 		},
 	}
 }
 
-// plannedUnder puts a planning controller's plans under the clock series:
-// the first period of each plan, at the clock it planned for it.
-func plannedUnder(r *Result, clocks []figure.Series) []figure.Series {
-	if r.PlanDtS == nil {
-		return clocks
+// clockPanel draws the realized and requested clocks as rolling means
+// over window steps (named with the mean and band suffixes) over the
+// realized clock's min-max band; for a planning controller, see
+// plannedClockPanel.
+func clockPanel(full *Result, stepS float64, window int, mean, band string) *figure.Panel {
+	t := full.Trajectory
+	if full.PlanDtS != nil {
+		return plannedClockPanel(full, stepS)
 	}
-	var x, y []float64
+	return figure.TimeSeries("GPU clock", "MHz", []figure.Series{
+		{Name: "realized" + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Band: "realized" + band},
+		{Name: "requested" + mean, X: t.TimeS, Y: t.RequestedClockMHz, Window: window, Dashed: true},
+	}, nil)
+}
+
+// plannedClockPanel draws a planning controller's plans under the
+// realized clock, both as mean levels over the same bins of time and the
+// same steps (planBins): the busy steps (not idle) within the first period
+// of a plan, planned_clock_start_time_s to + plan_dt_s. A controller that
+// runs the lowest level while idle then compares like for like with its
+// plan, and a bin without such a step is a gap in both. Behind them, the
+// realized clock's min-max band over every step shows the idle time.
+func plannedClockPanel(full *Result, stepS float64) *figure.Panel {
+	t := full.Trajectory
+	bins := planBins(full, stepS)
+	width := strconv.FormatFloat(bins.widthS, 'g', 6, 64) + " s"
+	samples := max(1, int(math.Round(bins.widthS/stepS)))
+	return figure.TimeSeries("GPU clock: plan (first period of each plan) and realized on busy steps; gaps: no plan held",
+		"MHz", []figure.Series{
+			{Name: "plan: " + width + " mean over busy steps", X: bins.edges, Y: bins.planMHz, Steps: true, Width: 3},
+			{Band: "realized, every step: " + width + " min-max", X: t.TimeS, Y: t.RealizedClockMHz, Window: samples, BandOnly: true},
+			{Name: "realized: " + width + " mean over the same steps", X: bins.edges, Y: bins.realizedMHz, Steps: true},
+		}, nil)
+}
+
+// plannedBins are a planning controller's plans and the realized clock as
+// mean levels over bins of time: planMHz[k] and realizedMHz[k] hold from
+// edges[k] to edges[k+1], NaN where no busy step ran under a plan.
+type plannedBins struct {
+	widthS               float64
+	edges                []float64
+	planMHz, realizedMHz []float64
+}
+
+// planPeriod is the first period of a plan: mhz from startS to endS.
+type planPeriod struct{ startS, endS, mhz float64 }
+
+// planPeriods returns the first period of each plan of r, in time order;
+// a plan made within the period of an earlier one cuts that one short.
+func planPeriods(r *Result) []planPeriod {
+	var out []planPeriod
 	for i, plan := range r.PlannedClockMHz {
-		if start := r.PlannedClockStartTimeS[i]; len(plan) > 0 && start != nil {
-			x = append(x, *start, *start+*r.PlanDtS)
-			y = append(y, plan[0], plan[0])
+		start := r.PlannedClockStartTimeS[i]
+		if start == nil || len(plan) == 0 {
+			continue
 		}
+		p := planPeriod{startS: *start, endS: *start + *r.PlanDtS, mhz: plan[0]}
+		for len(out) > 0 && out[len(out)-1].startS >= p.startS {
+			out = out[:len(out)-1]
+		}
+		if n := len(out); n > 0 && out[n-1].endS > p.startS {
+			out[n-1].endS = p.startS
+		}
+		out = append(out, p)
 	}
-	return append([]figure.Series{{Name: "planned (first period of each plan)", X: x, Y: y}}, clocks...)
+	return out
+}
+
+// planBins averages, over bins of time, the planned and the realized clock
+// of the busy steps of r (each stepS long, ending at TimeS) that ran within
+// the first period of a plan: a step counts in the bin and period holding
+// its midpoint. The bins are whole plan periods wide from time 0: one
+// period, or about as many as figure.LevelWidth asks for a longer run, so
+// that a whole run reads as levels, not a comb.
+func planBins(r *Result, stepS float64) plannedBins {
+	t := r.Trajectory
+	periods := planPeriods(r)
+	dt := *r.PlanDtS
+	endS := 0.0
+	if n := len(t.TimeS); n > 0 {
+		endS = t.TimeS[n-1]
+	}
+	if n := len(periods); n > 0 {
+		endS = max(endS, periods[n-1].endS)
+	}
+	b := plannedBins{widthS: dt * max(1, math.Round(figure.LevelWidth(endS, dt)/dt))}
+	n := int(math.Ceil(endS / b.widthS))
+	b.edges = make([]float64, n+1)
+	for k := range b.edges {
+		b.edges[k] = min(float64(k)*b.widthS, endS)
+	}
+	steps := make([]float64, n)
+	b.planMHz, b.realizedMHz = make([]float64, n), make([]float64, n)
+	next := 0 // the first period that may hold a step's midpoint
+	for i, end := range t.TimeS {
+		mid := end - stepS/2
+		for next < len(periods) && periods[next].endS <= mid {
+			next++
+		}
+		if t.Phase[i] == profile.PhaseIdle || next == len(periods) || periods[next].startS > mid {
+			continue
+		}
+		k := min(n-1, int(mid/b.widthS))
+		steps[k]++
+		b.planMHz[k] += periods[next].mhz
+		b.realizedMHz[k] += t.RealizedClockMHz[i]
+	}
+	for k := range n {
+		b.planMHz[k] /= steps[k] // 0/0: NaN, a gap
+		b.realizedMHz[k] /= steps[k]
+	}
+	return b
 }
 
 // figureTitle names what the run simulated: scheduler, controller, the
@@ -105,32 +202,55 @@ func (r *Report) figureTitle(full *Result, normalize, maxElapsedS float64) strin
 }
 
 // latencyPanels draws the TTFT and TPOT distributions of the completed
-// requests against their SLOs, each in ms when all its values are below a
-// second and in s otherwise.
-func latencyPanels(records RequestRecords, ttftSLOSeconds, tpotSLOSeconds float64) []*figure.Panel {
-	ttft, tpot := records.CompletedLatencies()
-	const empty = "no request completed"
-	panel := func(title, name string, seconds []float64, sloS float64) *figure.Panel {
-		unit := figure.DurationUnit(seconds, []float64{sloS})
-		return figure.CDF(title, name+" ("+unit.Name+")", unit.Of(seconds),
-			&figure.Line{Name: "SLO", Value: sloS * unit.PerSecond}, empty)
+// requests against the objectives the run was judged by (its slo block),
+// and the end-to-end latency's against its objective when one was given;
+// each in ms when all its values are below a second and in s otherwise.
+func latencyPanels(records RequestRecords, slo SLOReport) []*figure.Panel {
+	var panels []*figure.Panel
+	for _, l := range judgedLatencies(records, slo) {
+		unit := figure.DurationUnit(l.seconds, []float64{l.sloS})
+		objective := l.sloS * unit.PerSecond
+		panels = append(panels, figure.CDF(l.title, l.name+" ("+unit.Name+")", unit.Of(l.seconds),
+			&figure.Line{Name: "SLO " + strconv.FormatFloat(objective, 'g', 4, 64) + " " + unit.Name, Value: objective},
+			"no request completed"))
 	}
-	return []*figure.Panel{
-		panel("time to first token", "TTFT", ttft, ttftSLOSeconds),
-		panel("time per output token", "TPOT", tpot, tpotSLOSeconds),
-	}
+	return panels
 }
 
-// CompletedLatencies returns the TTFT and TPOT of every completed request,
-// in seconds, as the metrics define them.
-func (records RequestRecords) CompletedLatencies() (ttft, tpot []float64) {
+// judgedLatency is one latency of the completed requests, s, and the
+// objective it was judged by, s.
+type judgedLatency struct {
+	title, name string
+	seconds     []float64
+	sloS        float64
+}
+
+// judgedLatencies are the latencies the run was judged by, with their
+// objectives from slo: TTFT, TPOT and, when an objective was given, the
+// end-to-end latency.
+func judgedLatencies(records RequestRecords, slo SLOReport) []judgedLatency {
+	ttft, tpot, e2e := records.CompletedLatencies()
+	out := []judgedLatency{
+		{"time to first token", "TTFT", ttft, slo.TTFTSLOSeconds},
+		{"time per output token", "TPOT", tpot, slo.TPOTSLOSeconds},
+	}
+	if slo.E2ESLOSeconds != nil {
+		out = append(out, judgedLatency{"end-to-end latency", "arrival to completion", e2e, *slo.E2ESLOSeconds})
+	}
+	return out
+}
+
+// CompletedLatencies returns the TTFT, TPOT and end-to-end latency of every
+// completed request, in seconds, as the metrics define them.
+func (records RequestRecords) CompletedLatencies() (ttft, tpot, e2e []float64) {
 	for i := range records {
 		if rec := &records[i]; rec.Completed() {
 			ttft = append(ttft, rec.TTFTS())
 			tpot = append(tpot, rec.TPOTS())
+			e2e = append(e2e, rec.LatencyS())
 		}
 	}
-	return ttft, tpot
+	return ttft, tpot, e2e
 }
 
 // Table renders a run's metrics for terminals (simulate --format table):
