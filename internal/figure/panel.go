@@ -167,8 +167,12 @@ var dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 
 // bandColor fills the band of the i-th series: its colour, translucent so
 // that lines and other bands behind it show through.
-func bandColor(i int) color.Color {
-	r, g, b, _ := Palette[i%len(Palette)].RGBA()
+func bandColor(i int) color.Color { return Translucent(Palette[i%len(Palette)]) }
+
+// Translucent returns c with a low opacity, as bands are drawn: lines and
+// bands behind it show through.
+func Translucent(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
 	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 72}
 }
 

@@ -2,6 +2,7 @@ package figure
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"slices"
 
@@ -25,6 +26,9 @@ type Series struct {
 	Dashed bool
 	// Width is the line width in points; zero is the default.
 	Width float64
+	// Color is the colour of the line and its band; nil is the palette's
+	// colour for the series' position in the panel.
+	Color color.Color
 	// BandOnly, with Window and Band, draws the band alone: no line and no
 	// legend entry for one.
 	BandOnly bool
@@ -55,7 +59,10 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 	xs, ys := emptyExtent(), emptyExtent()
 	var bands []mark
 	for i, s := range series {
-		style := seriesStyle(i, 1)
+		style, fill := seriesStyle(i, 1), bandColor(i)
+		if s.Color != nil {
+			style.Color, fill = s.Color, Translucent(s.Color)
+		}
 		if s.Dashed {
 			style.Dashes = dashes
 		}
@@ -102,8 +109,8 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 			for k := range hi {
 				ys.add(hi[k].Y)
 			}
-			bands = append(bands, band{upper: hi, lower: lo, color: bandColor(i)})
-			p.legend = append(p.legend, legendEntry{name: s.Band, fill: bandColor(i)})
+			bands = append(bands, band{upper: hi, lower: lo, color: fill})
+			p.legend = append(p.legend, legendEntry{name: s.Band, fill: fill})
 		}
 	}
 	if xs.empty() {

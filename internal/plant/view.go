@@ -64,7 +64,7 @@ func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Fig
 				figure.TimeSeries("GPU temperature", "°C", []figure.Series{{Name: "temperature", X: t.TimeS, Y: t.TemperatureC}},
 					&figure.Line{Name: "thermal limit", Value: r.Plant.ThermalLimitC}),
 			}},
-			{Weight: 1, Panels: latencyPanels(full.Requests, full.SLO)},
+			{Weight: 1, Panels: LatencyPanels(full.Requests, new(full.SLO.Objectives()), "")},
 		},
 	}
 }
@@ -86,31 +86,32 @@ func clockPanel(full *Result, stepS float64, window int, mean, band string) *fig
 
 // plannedClockPanel draws a planning controller's plans under the
 // realized clock, both as mean levels over the same bins of time and the
-// same steps (planBins): the busy steps (not idle) within the first period
+// same steps (PlanLevels): the busy steps (not idle) within the first period
 // of a plan, planned_clock_start_time_s to + plan_dt_s. A controller that
 // runs the lowest level while idle then compares like for like with its
 // plan, and a bin without such a step is a gap in both. Behind them, the
 // realized clock's min-max band over every step shows the idle time.
 func plannedClockPanel(full *Result, stepS float64) *figure.Panel {
 	t := full.Trajectory
-	bins := planBins(full, stepS)
-	width := strconv.FormatFloat(bins.widthS, 'g', 6, 64) + " s"
-	samples := max(1, int(math.Round(bins.widthS/stepS)))
+	bins := full.PlanLevels(stepS)
+	width := strconv.FormatFloat(bins.WidthS, 'g', 6, 64) + " s"
+	samples := max(1, int(math.Round(bins.WidthS/stepS)))
 	return figure.TimeSeries("GPU clock: plan (first period of each plan) and realized on busy steps; gaps: no plan held",
 		"MHz", []figure.Series{
-			{Name: "plan: " + width + " mean over busy steps", X: bins.edges, Y: bins.planMHz, Steps: true, Width: 3},
+			{Name: "plan: " + width + " mean over busy steps", X: bins.EdgesS, Y: bins.PlanMHz, Steps: true, Width: 3},
 			{Band: "realized, every step: " + width + " min-max", X: t.TimeS, Y: t.RealizedClockMHz, Window: samples, BandOnly: true},
-			{Name: "realized: " + width + " mean over the same steps", X: bins.edges, Y: bins.realizedMHz, Steps: true},
+			{Name: "realized: " + width + " mean over the same steps", X: bins.EdgesS, Y: bins.RealizedMHz, Steps: true},
 		}, nil)
 }
 
-// plannedBins are a planning controller's plans and the realized clock as
-// mean levels over bins of time: planMHz[k] and realizedMHz[k] hold from
-// edges[k] to edges[k+1], NaN where no busy step ran under a plan.
-type plannedBins struct {
-	widthS               float64
-	edges                []float64
-	planMHz, realizedMHz []float64
+// PlanLevels are a planning controller's plans and the realized clock as
+// mean levels over bins of time WidthS wide: PlanMHz[k] and RealizedMHz[k]
+// hold from EdgesS[k] to EdgesS[k+1], NaN where no busy step ran under a
+// plan (figure.Series with Steps draws them).
+type PlanLevels struct {
+	WidthS               float64   // bin width, s
+	EdgesS               []float64 // bin edges, s: one more than bins
+	PlanMHz, RealizedMHz []float64 // mean planned and realized clock per bin, MHz
 }
 
 // planPeriod is the first period of a plan: mhz from startS to endS.
@@ -137,13 +138,14 @@ func planPeriods(r *Result) []planPeriod {
 	return out
 }
 
-// planBins averages, over bins of time, the planned and the realized clock
-// of the busy steps of r (each stepS long, ending at TimeS) that ran within
+// PlanLevels averages, over bins of time, the planned and the realized
+// clock of the busy steps of r (each stepS long, ending at TimeS) that ran within
 // the first period of a plan: a step counts in the bin and period holding
 // its midpoint. The bins are whole plan periods wide from time 0: one
 // period, or about as many as figure.LevelWidth asks for a longer run, so
-// that a whole run reads as levels, not a comb.
-func planBins(r *Result, stepS float64) plannedBins {
+// that a whole run reads as levels, not a comb. r must hold every step
+// and a planner's plans (PlanDtS not nil).
+func (r *Result) PlanLevels(stepS float64) PlanLevels {
 	t := r.Trajectory
 	periods := planPeriods(r)
 	dt := *r.PlanDtS
@@ -154,14 +156,14 @@ func planBins(r *Result, stepS float64) plannedBins {
 	if n := len(periods); n > 0 {
 		endS = max(endS, periods[n-1].endS)
 	}
-	b := plannedBins{widthS: dt * max(1, math.Round(figure.LevelWidth(endS, dt)/dt))}
-	n := int(math.Ceil(endS / b.widthS))
-	b.edges = make([]float64, n+1)
-	for k := range b.edges {
-		b.edges[k] = min(float64(k)*b.widthS, endS)
+	b := PlanLevels{WidthS: dt * max(1, math.Round(figure.LevelWidth(endS, dt)/dt))}
+	n := int(math.Ceil(endS / b.WidthS))
+	b.EdgesS = make([]float64, n+1)
+	for k := range b.EdgesS {
+		b.EdgesS[k] = min(float64(k)*b.WidthS, endS)
 	}
 	steps := make([]float64, n)
-	b.planMHz, b.realizedMHz = make([]float64, n), make([]float64, n)
+	b.PlanMHz, b.RealizedMHz = make([]float64, n), make([]float64, n)
 	next := 0 // the first period that may hold a step's midpoint
 	for i, end := range t.TimeS {
 		mid := end - stepS/2
@@ -171,14 +173,14 @@ func planBins(r *Result, stepS float64) plannedBins {
 		if t.Phase[i] == profile.PhaseIdle || next == len(periods) || periods[next].startS > mid {
 			continue
 		}
-		k := min(n-1, int(mid/b.widthS))
+		k := min(n-1, int(mid/b.WidthS))
 		steps[k]++
-		b.planMHz[k] += periods[next].mhz
-		b.realizedMHz[k] += t.RealizedClockMHz[i]
+		b.PlanMHz[k] += periods[next].mhz
+		b.RealizedMHz[k] += t.RealizedClockMHz[i]
 	}
 	for k := range n {
-		b.planMHz[k] /= steps[k] // 0/0: NaN, a gap
-		b.realizedMHz[k] /= steps[k]
+		b.PlanMHz[k] /= steps[k] // 0/0: NaN, a gap
+		b.RealizedMHz[k] /= steps[k]
 	}
 	return b
 }
@@ -186,33 +188,46 @@ func planBins(r *Result, stepS float64) plannedBins {
 // figureTitle names what the run simulated: scheduler, controller, the
 // load flags that were given, profile and trace, on two lines.
 func (r *Report) figureTitle(full *Result, normalize, maxElapsedS float64) string {
+	return fmt.Sprintf("simulate: %s, %s%s\nprofile %s, trace %s", full.SchedulerName, full.ControllerName,
+		LoadFlags(normalize, r.Dilation, maxElapsedS), full.ProfileStatus, filepath.Base(r.Provenance.TracePath))
+}
+
+// LoadFlags names the load flags a run was given, as figure titles show
+// them: ", --normalize 0.8 (arrival times x3.37), --max-elapsed 900 s", or
+// less. normalize is 0 and maxElapsedS NoElapsedLimit when not given;
+// dilation is the run's arrival dilation, nil for none.
+func LoadFlags(normalize float64, dilation *float64, maxElapsedS float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "simulate: %s, %s", full.SchedulerName, full.ControllerName)
 	if normalize != 0 {
 		fmt.Fprintf(&b, ", --normalize %s", strconv.FormatFloat(normalize, 'g', -1, 64))
-		if r.Dilation != nil {
-			fmt.Fprintf(&b, " (arrival times x%s)", strconv.FormatFloat(*r.Dilation, 'g', 3, 64))
+		if dilation != nil {
+			fmt.Fprintf(&b, " (arrival times x%s)", strconv.FormatFloat(*dilation, 'g', 3, 64))
 		}
 	}
 	if !math.IsInf(maxElapsedS, 1) {
 		fmt.Fprintf(&b, ", --max-elapsed %s s", strconv.FormatFloat(maxElapsedS, 'g', -1, 64))
 	}
-	fmt.Fprintf(&b, "\nprofile %s, trace %s", full.ProfileStatus, filepath.Base(r.Provenance.TracePath))
 	return b.String()
 }
 
-// latencyPanels draws the TTFT and TPOT distributions of the completed
-// requests against the objectives the run was judged by (its slo block),
-// and the end-to-end latency's against its objective when one was given;
-// each in ms when all its values are below a second and in s otherwise.
-func latencyPanels(records RequestRecords, slo SLOReport) []*figure.Panel {
+// LatencyPanels draws the TTFT and TPOT distributions of the completed
+// requests of records against the objectives of slo, and the end-to-end
+// latency's against its objective when slo has one; each in ms when all
+// its values are below a second and in s otherwise. slo must be resolved
+// (no zero TTFTSeconds or TPOTSeconds); nil draws no objective (a fleet
+// whose replicas were judged by different ones). Each title ends with
+// suffix.
+func LatencyPanels(records RequestRecords, slo *SLO, suffix string) []*figure.Panel {
 	var panels []*figure.Panel
 	for _, l := range judgedLatencies(records, slo) {
 		unit := figure.DurationUnit(l.seconds, []float64{l.sloS})
-		objective := l.sloS * unit.PerSecond
-		panels = append(panels, figure.CDF(l.title, l.name+" ("+unit.Name+")", unit.Of(l.seconds),
-			&figure.Line{Name: "SLO " + strconv.FormatFloat(objective, 'g', 4, 64) + " " + unit.Name, Value: objective},
-			"no request completed"))
+		var objective *figure.Line
+		if slo != nil {
+			v := l.sloS * unit.PerSecond
+			objective = &figure.Line{Name: "SLO " + strconv.FormatFloat(v, 'g', 4, 64) + " " + unit.Name, Value: v}
+		}
+		panels = append(panels, figure.CDF(l.title+suffix, l.name+" ("+unit.Name+")", unit.Of(l.seconds),
+			objective, "no request completed"))
 	}
 	return panels
 }
@@ -225,19 +240,32 @@ type judgedLatency struct {
 	sloS        float64
 }
 
-// judgedLatencies are the latencies the run was judged by, with their
-// objectives from slo: TTFT, TPOT and, when an objective was given, the
-// end-to-end latency.
-func judgedLatencies(records RequestRecords, slo SLOReport) []judgedLatency {
+// judgedLatencies are the latencies a run was judged by, with their
+// objectives from slo: TTFT, TPOT and, when slo has an objective for it,
+// the end-to-end latency (nil slo: no objectives, no end-to-end latency).
+func judgedLatencies(records RequestRecords, slo *SLO) []judgedLatency {
 	ttft, tpot, e2e := records.CompletedLatencies()
-	out := []judgedLatency{
-		{"time to first token", "TTFT", ttft, slo.TTFTSLOSeconds},
-		{"time per output token", "TPOT", tpot, slo.TPOTSLOSeconds},
+	var objective SLO
+	if slo != nil {
+		objective = *slo
 	}
-	if slo.E2ESLOSeconds != nil {
-		out = append(out, judgedLatency{"end-to-end latency", "arrival to completion", e2e, *slo.E2ESLOSeconds})
+	out := []judgedLatency{
+		{"time to first token", "TTFT", ttft, objective.TTFTSeconds},
+		{"time per output token", "TPOT", tpot, objective.TPOTSeconds},
+	}
+	if objective.E2ESeconds != 0 {
+		out = append(out, judgedLatency{"end-to-end latency", "arrival to completion", e2e, objective.E2ESeconds})
 	}
 	return out
+}
+
+// Objectives returns the objectives the slo block records.
+func (r *SLOReport) Objectives() SLO {
+	slo := SLO{TTFTSeconds: r.TTFTSLOSeconds, TPOTSeconds: r.TPOTSLOSeconds}
+	if r.E2ESLOSeconds != nil {
+		slo.E2ESeconds = *r.E2ESLOSeconds
+	}
+	return slo
 }
 
 // CompletedLatencies returns the TTFT, TPOT and end-to-end latency of every

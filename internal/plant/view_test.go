@@ -126,7 +126,7 @@ func TestLatencyPanelsJudgeByTheSLOBlock(t *testing.T) {
 				Options: Options{Stride: 1, SLO: tt.slo}})
 			require.NoError(t, err)
 			var got []float64
-			for _, l := range judgedLatencies(report.Requests, report.SLO) {
+			for _, l := range judgedLatencies(report.Requests, new(report.SLO.Objectives())) {
 				got = append(got, l.sloS)
 				assert.NotEmpty(t, l.seconds, l.title)
 			}
@@ -135,7 +135,7 @@ func TestLatencyPanelsJudgeByTheSLOBlock(t *testing.T) {
 	}
 }
 
-func TestPlanBinsCompareBusyStepsUnderAPlan(t *testing.T) {
+func TestPlanLevelsCompareBusyStepsUnderAPlan(t *testing.T) {
 	nan := math.NaN()
 	at := func(s float64) *float64 { return &s }
 	dt := 1.0
@@ -152,14 +152,14 @@ func TestPlanBinsCompareBusyStepsUnderAPlan(t *testing.T) {
 		PlannedClockStartTimeS: []*float64{at(0), nil, at(1), nil, nil, nil, nil, nil, at(4), nil},
 		PlanDtS:                &dt,
 	}
-	b := planBins(r, 0.5)
-	assert.Equal(t, 1.0, b.widthS)
-	assert.Equal(t, []float64{0, 1, 2, 3, 4, 5}, b.edges)
-	assertNaNOrEqual(t, []float64{2000, 1000, nan, nan, 1500}, b.planMHz, "the plan: levels over its periods, gaps without one")
-	assertNaNOrEqual(t, []float64{1800, 950, nan, nan, 1400}, b.realizedMHz, "realized on the same busy steps")
+	b := r.PlanLevels(0.5)
+	assert.Equal(t, 1.0, b.WidthS)
+	assert.Equal(t, []float64{0, 1, 2, 3, 4, 5}, b.EdgesS)
+	assertNaNOrEqual(t, []float64{2000, 1000, nan, nan, 1500}, b.PlanMHz, "the plan: levels over its periods, gaps without one")
+	assertNaNOrEqual(t, []float64{1800, 950, nan, nan, 1400}, b.RealizedMHz, "realized on the same busy steps")
 }
 
-func TestPlanBinsOfALongRunAreWholePeriods(t *testing.T) {
+func TestPlanLevelsOfALongRunAreWholePeriods(t *testing.T) {
 	dt := 0.3
 	n := 18000 // 1800 s of 0.1 s steps, busy, planned throughout at 1000 then 2000 MHz
 	r := &Result{PlanDtS: &dt}
@@ -176,12 +176,12 @@ func TestPlanBinsOfALongRunAreWholePeriods(t *testing.T) {
 			r.PlannedClockStartTimeS[i] = &start
 		}
 	}
-	b := planBins(r, 0.1)
-	assert.InDelta(t, 9.9, b.widthS, 1e-9, "1800 s / 200 is 9 s, rounded to 10 s, held to whole 0.3 s periods")
-	require.Len(t, b.planMHz, int(math.Ceil(1800/b.widthS)))
-	assert.InDelta(t, (17*1000+16*2000)/33.0, b.planMHz[0], 1e-9, "the mean over the busy steps of 33 periods, alternating")
-	assert.InDelta(t, 1000, b.realizedMHz[0], 1e-9)
-	assert.Equal(t, 1800.0, b.edges[len(b.edges)-1], "the last bin ends with the run")
+	b := r.PlanLevels(0.1)
+	assert.InDelta(t, 9.9, b.WidthS, 1e-9, "1800 s / 200 is 9 s, rounded to 10 s, held to whole 0.3 s periods")
+	require.Len(t, b.PlanMHz, int(math.Ceil(1800/b.WidthS)))
+	assert.InDelta(t, (17*1000+16*2000)/33.0, b.PlanMHz[0], 1e-9, "the mean over the busy steps of 33 periods, alternating")
+	assert.InDelta(t, 1000, b.RealizedMHz[0], 1e-9)
+	assert.Equal(t, 1800.0, b.EdgesS[len(b.EdgesS)-1], "the last bin ends with the run")
 }
 
 func TestPlanPeriodsCutShortByALaterPlan(t *testing.T) {
