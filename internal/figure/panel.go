@@ -138,6 +138,18 @@ func (p *Panel) addLine(name string, points []point, style draw.LineStyle) {
 	p.legend = append(p.legend, legendEntry{name: name, line: style})
 }
 
+// addLines adds lines through each run of points to the panel, with one
+// legend entry for them all; nothing without points.
+func (p *Panel) addLines(name string, runs [][]point, style draw.LineStyle) {
+	if len(runs) == 0 {
+		return
+	}
+	for _, run := range runs {
+		p.marks = append(p.marks, polyline{points: run, style: style})
+	}
+	p.legend = append(p.legend, legendEntry{name: name, line: style})
+}
+
 // limitStyle draws limits and objectives: a dashed red line.
 var limitStyle = draw.LineStyle{
 	Color:  color.RGBA{200, 0, 0, 255},
@@ -155,8 +167,12 @@ var dashes = []vg.Length{vg.Points(6), vg.Points(3)}
 
 // bandColor fills the band of the i-th series: its colour, translucent so
 // that lines and other bands behind it show through.
-func bandColor(i int) color.Color {
-	r, g, b, _ := Palette[i%len(Palette)].RGBA()
+func bandColor(i int) color.Color { return Translucent(Palette[i%len(Palette)]) }
+
+// Translucent returns c with a low opacity, as bands are drawn: lines and
+// bands behind it show through.
+func Translucent(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
 	return color.NRGBA{R: uint8(r >> 8), G: uint8(g >> 8), B: uint8(b >> 8), A: 72}
 }
 

@@ -149,3 +149,50 @@ func TestWithYRange(t *testing.T) {
 	m := Message("m", "nothing").WithYRange(0, 100)
 	assert.Equal(t, [2]float64{0, 0}, [2]float64{m.y.min, m.y.max}, "a message has no axes")
 }
+
+func TestStepsDrawLevelsWithGaps(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name   string
+		x, y   []float64
+		want   [][]point
+		legend []string
+	}{
+		{"adjacent levels join with risers",
+			[]float64{0, 1, 2, 3}, []float64{1000, 2000, 1500},
+			[][]point{{{0, 1000}, {1, 1000}, {1, 2000}, {2, 2000}, {2, 1500}, {3, 1500}}}, []string{"plan"}},
+		{"a NaN level is a gap, not a slanted or held line",
+			[]float64{0, 1, 2, 3, 4}, []float64{1000, nan, nan, 2000, nan},
+			[][]point{{{0, 1000}, {1, 1000}}, {{3, 2000}, {4, 2000}}}, []string{"plan"}},
+		{"the last y only ends the previous level",
+			[]float64{0, 1, 2}, []float64{1000, 2000, 7777},
+			[][]point{{{0, 1000}, {1, 1000}, {1, 2000}, {2, 2000}}}, []string{"plan"}},
+		{"nothing finite draws nothing",
+			[]float64{0, 1}, []float64{nan, nan}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := TimeSeries("clock", "MHz", []Series{
+				{Name: "plan", X: tt.x, Y: tt.y, Steps: true},
+				{Name: "other", X: []float64{0, 4}, Y: []float64{1, 1}},
+			}, nil)
+			var got [][]point
+			for _, m := range p.marks[:len(p.marks)-1] {
+				got = append(got, m.(polyline).points)
+			}
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, append(tt.legend, "other"), legendNames(p), "one legend entry for all the runs")
+		})
+	}
+}
+
+func TestBandOnlyDrawsNoLine(t *testing.T) {
+	times := []float64{0, 1, 2, 3}
+	p := TimeSeries("clock", "MHz", []Series{
+		{Name: "realized", X: times, Y: []float64{1, 3, 1, 3}, Window: 2, Band: "realized, range", BandOnly: true},
+	}, nil)
+	assert.Equal(t, []string{"realized, range"}, legendNames(p))
+	require.Len(t, p.marks, 1)
+	_, ok := p.marks[0].(band)
+	assert.True(t, ok)
+}

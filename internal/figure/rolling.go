@@ -93,14 +93,33 @@ const windowsPerSpan = 400
 // up to 1, 2 or 5 times a power of ten when that is wider, and how many
 // samples that width holds (at least 1, at most 2^31).
 func SmoothingWindow(xSpan, xStep, least float64) (samples int, width float64) {
-	width = least
-	if rough := xSpan / windowsPerSpan; rough > least && isFinite(rough) {
-		mantissa, exp := niceStepAtLeast(rough)
-		width = float64(mantissa) * math.Pow10(exp)
-	}
+	width = niceWidth(xSpan/windowsPerSpan, least)
 	if !(xStep > 0) {
 		return 1, width
 	}
 	const most = 1 << 31 // more than any series holds
 	return int(max(1, math.Min(math.Round(width/xStep), most))), width
+}
+
+// niceWidth returns least, or rough rounded up to 1, 2 or 5 times a power
+// of ten when that is wider.
+func niceWidth(rough, least float64) float64 {
+	if rough > least && isFinite(rough) {
+		mantissa, exp := niceStepAtLeast(rough)
+		return float64(mantissa) * math.Pow10(exp)
+	}
+	return least
+}
+
+// levelsPerSpan is how many levels at most fit across a series drawn as
+// levels (Series.Steps): fewer than rolling windows, since each level has
+// risers at both ends.
+const levelsPerSpan = 200
+
+// LevelWidth returns the width of the bins of a series over xSpan drawn as
+// levels (Series.Steps): least, or xSpan/200 rounded up to 1, 2 or 5 times
+// a power of ten when that is wider, so that the levels read as a line of
+// steps, not a comb.
+func LevelWidth(xSpan, least float64) float64 {
+	return niceWidth(xSpan/levelsPerSpan, least)
 }

@@ -133,3 +133,18 @@ func TestSmoothingWindow(t *testing.T) {
 		assert.InDelta(t, tt.wantWidth, width, 1e-9, tt.name)
 	}
 }
+
+func TestLevelWidth(t *testing.T) {
+	tests := []struct{ span, least, want float64 }{
+		{40, 1, 1},       // 0.2 s is below the plan period
+		{1800, 1, 10},    // 9 s rounded up
+		{7200, 5, 50},    // 36 s rounded up
+		{100, 0.5, 0.5},  // exactly 0.5 s
+		{0, 1, 1},        // nothing simulated
+		{1000, 20, 20},   // the least wins
+		{3600, 0.25, 20}, // 18 s rounded up
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, LevelWidth(tt.span, tt.least), "span %v least %v", tt.span, tt.least)
+	}
+}

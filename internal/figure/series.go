@@ -2,6 +2,7 @@ package figure
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 	"slices"
 
@@ -23,6 +24,20 @@ type Series struct {
 	// Dashed draws the line dashed, e.g. to tell a target from what was
 	// achieved when they coincide.
 	Dashed bool
+	// Width is the line width in points; zero is the default.
+	Width float64
+	// Color is the colour of the line and its band; nil is the palette's
+	// colour for the series' position in the panel.
+	Color color.Color
+	// BandOnly, with Window and Band, draws the band alone: no line and no
+	// legend entry for one.
+	BandOnly bool
+	// Steps draws a level held over each interval instead of a line
+	// through the points: Y[i] from X[i] to X[i+1] (the last Y is not
+	// drawn), so X holds the interval edges in increasing order. A
+	// non-finite Y[i] leaves a gap from X[i] to X[i+1]; adjacent levels
+	// join with a vertical riser. Window and Band do not apply.
+	Steps bool
 }
 
 // Line is a named horizontal (limit) or vertical (objective) reference line.
@@ -44,25 +59,48 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 	xs, ys := emptyExtent(), emptyExtent()
 	var bands []mark
 	for i, s := range series {
+		style, fill := seriesStyle(i, 1), bandColor(i)
+		if s.Color != nil {
+			style.Color, fill = s.Color, Translucent(s.Color)
+		}
+		if s.Dashed {
+			style.Dashes = dashes
+		}
+		if s.Steps {
+			runs := stepRuns(s.X, s.Y)
+			for _, run := range runs {
+				for _, pt := range run {
+					xs.add(pt.X)
+					ys.add(pt.Y)
+				}
+			}
+			style.Width = vg.Points(1.5)
+			if s.Width > 0 {
+				style.Width = vg.Points(s.Width)
+			}
+			p.addLines(s.Name, runs, style)
+			continue
+		}
 		pts := finitePoints(s.X, s.Y)
 		if len(pts) == 0 {
 			continue
-		}
-		style := seriesStyle(i, 1)
-		if s.Dashed {
-			style.Dashes = dashes
 		}
 		var lo, hi []point
 		if s.Window > 1 {
 			style.Width = vg.Points(1.5)
 			lo, hi = smooth(pts, s.Window)
 		}
+		if s.Width > 0 {
+			style.Width = vg.Points(s.Width)
+		}
 		pts = decimate(pts, maxLinePoints)
 		for _, pt := range pts {
 			xs.add(pt.X)
 			ys.add(pt.Y)
 		}
-		p.addLine(s.Name, pts, style)
+		if !s.BandOnly || lo == nil || s.Band == "" {
+			p.addLine(s.Name, pts, style)
+		}
 		if s.Band != "" && lo != nil {
 			lo, hi = envelope(lo, hi, maxLinePoints)
 			for k := range lo {
@@ -71,8 +109,8 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 			for k := range hi {
 				ys.add(hi[k].Y)
 			}
-			bands = append(bands, band{upper: hi, lower: lo, color: bandColor(i)})
-			p.legend = append(p.legend, legendEntry{name: s.Band, fill: bandColor(i)})
+			bands = append(bands, band{upper: hi, lower: lo, color: fill})
+			p.legend = append(p.legend, legendEntry{name: s.Band, fill: fill})
 		}
 	}
 	if xs.empty() {
@@ -89,6 +127,34 @@ func TimeSeries(title, yLabel string, series []Series, limit *Line) *Panel {
 	p.x.min, p.x.max = widen(xs.lo, xs.hi)
 	p.y.min, p.y.max = ys.padded(dataPad)
 	return p
+}
+
+// stepRuns turns levels held over intervals (Series.Steps) into the
+// polylines that draw them: one per run of adjacent finite levels, each
+// level a horizontal segment, adjacent ones joined by a vertical riser.
+// Every run is decimated alone.
+func stepRuns(xs, ys []float64) [][]point {
+	var runs [][]point
+	var run []point
+	end := func() {
+		if len(run) > 0 {
+			runs = append(runs, decimate(run, maxLinePoints))
+			run = nil
+		}
+	}
+	for i := 0; i+1 < min(len(xs), len(ys)+1); i++ {
+		x0, x1, y := xs[i], xs[i+1], ys[i]
+		if !isFinite(x0) || !isFinite(x1) || !isFinite(y) || x1 <= x0 {
+			end()
+			continue
+		}
+		if len(run) > 0 && run[len(run)-1].X != x0 {
+			end()
+		}
+		run = append(run, point{x0, y}, point{x1, y})
+	}
+	end()
+	return runs
 }
 
 // smooth replaces the y of every point by its rolling mean over window

@@ -19,11 +19,20 @@ import (
 // loaded replica at each step.
 const maxReplicaLines = 8
 
+// leastSmoothingS is the shortest rolling window of the clock panel, in
+// simulated seconds, as a single GPU's figure has it.
+const leastSmoothingS = 10
+
 // Figure draws a fleet run (simulate --plot with a fleet): the replicas'
-// queues, the fleet's queue and power over simulated time, the TTFT and
-// TPOT distributions of every request against the SLOs, and the requests
-// routed to each replica. The report's replicas must hold every step.
-func (r *Report) Figure() figure.Figure {
+// queues and GPU clocks (with the plans of planning controllers), the
+// fleet's queue and power over simulated time, the TTFT and TPOT
+// distributions of every request (and the end-to-end latency's, given an
+// objective for it) against the objectives the replicas were judged by,
+// and the requests routed to each replica. The report's replicas must hold
+// every step; normalize and maxElapsedS are the run's --normalize (0: not
+// given) and --max-elapsed (plant.NoElapsedLimit: not given), which the
+// title names.
+func (r *Report) Figure(normalize, maxElapsedS float64) figure.Figure {
 	res := r.Result
 	times := stepEndTimes(res.Steps, r.Plant.TimeStepS)
 	ints := func(v []int) []float64 {
@@ -33,10 +42,6 @@ func (r *Report) Figure() figure.Figure {
 		}
 		return out
 	}
-	var records plant.RequestRecords = res.Requests
-	ttft, tpot := records.CompletedLatencies()
-	ttftSLO, tpotSLO := sharedSLOs(r)
-	empty := "no request completed"
 	routed := make([]float64, len(r.Replicas))
 	labels := make([]string, len(r.Replicas))
 	for k, rep := range r.Replicas {
@@ -45,24 +50,94 @@ func (r *Report) Figure() figure.Figure {
 	}
 	n := len(r.Replicas)
 	return figure.Figure{
-		Title: fmt.Sprintf("fleet: %d replicas, router %s, %s, %s, trace %s",
-			n, res.Router, r.Summary.Scheduler, r.Summary.Controller, filepath.Base(r.Provenance.TracePath)),
+		Title: fmt.Sprintf("fleet: %d replicas, router %s, %s, %s%s\ntrace %s",
+			n, res.Router, r.Summary.Scheduler, r.Summary.Controller,
+			plant.LoadFlags(normalize, r.Dilation, maxElapsedS), filepath.Base(r.Provenance.TracePath)),
 		Width:  15 * vg.Inch,
-		Height: 11 * vg.Inch,
+		Height: 12 * vg.Inch,
 		Columns: []figure.Column{
 			{Weight: 2, Panels: []*figure.Panel{
 				figure.TimeSeries("queued and decoding requests per replica", "requests", replicaQueues(r, times), nil),
+				figure.TimeSeries(replicaClocks(r)),
 				figure.TimeSeries("fleet: queued and decoding requests", "requests",
 					[]figure.Series{{Name: "all replicas", X: times, Y: ints(res.Queued)}}, nil),
 				figure.TimeSeries("fleet power", "W", []figure.Series{{Name: "sum over replicas", X: times, Y: res.PowerW}},
 					&figure.Line{Name: fmt.Sprintf("%d x power limit", n), Value: float64(n) * r.Plant.PowerLimitW}),
 			}},
-			{Weight: 1, Panels: []*figure.Panel{
-				figure.CDF("time to first token, every request", "TTFT (s)", ttft, ttftSLO, empty),
-				figure.CDF("time per output token, every request", "TPOT (s)", tpot, tpotSLO, empty),
-				figure.Bars("requests routed", "requests", labels, []figure.BarGroup{{Name: "per replica", Values: routed}}),
-			}},
+			{Weight: 1, Panels: append(plant.LatencyPanels(res.Requests, sharedSLO(res), ", every request"),
+				figure.Bars("requests routed", "requests", labels, []figure.BarGroup{{Name: "per replica", Values: routed}}))},
 		},
+	}
+}
+
+// replicaClocks draws each replica's GPU clock: a planning controller's
+// plan and the realized clock on the same busy steps as mean levels
+// (plant.Result.PlanLevels), another's realized clock as a rolling mean;
+// for a fleet of more than maxReplicaLines, the highest, mean and lowest
+// realized clock of the replicas that ran each step, without plans. It
+// returns figure.TimeSeries's arguments.
+func replicaClocks(r *Report) (title, yLabel string, series []figure.Series, limit *figure.Line) {
+	replicas := r.Result.Replicas
+	dt := r.Plant.TimeStepS
+	span := float64(r.Result.Steps) * dt
+	window, width := figure.SmoothingWindow(span, dt, leastSmoothingS)
+	mean := ": " + strconv.FormatFloat(width, 'g', -1, 64) + " s mean"
+	if len(replicas) > maxReplicaLines {
+		title = "GPU clock of the replicas"
+		for _, rep := range replicas {
+			if rep.Result.PlanDtS != nil {
+				title += " (plans not drawn for more than " + strconv.Itoa(maxReplicaLines) + " replicas)"
+				break
+			}
+		}
+		return title, "MHz", clockSpread(r, window, mean), nil
+	}
+	planned := false
+	for k, rep := range replicas {
+		t, color := &rep.Result.Trajectory, figure.Palette[k%len(figure.Palette)]
+		name := fmt.Sprintf("replica %d", k)
+		if rep.Result.PlanDtS == nil {
+			series = append(series, figure.Series{Name: name + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Color: color})
+			continue
+		}
+		planned = true
+		levels := rep.Result.PlanLevels(dt)
+		binS := strconv.FormatFloat(levels.WidthS, 'g', 6, 64) + " s"
+		series = append(series,
+			figure.Series{Name: name + ": plan, " + binS + " mean over busy steps", X: levels.EdgesS, Y: levels.PlanMHz,
+				Steps: true, Width: 4, Color: figure.Translucent(color)},
+			figure.Series{Name: name + ": realized, same steps", X: levels.EdgesS, Y: levels.RealizedMHz,
+				Steps: true, Color: color})
+	}
+	title = "GPU clock per replica"
+	if planned {
+		title += ": plan (first period of each plan, wide) and realized on busy steps; gaps: no plan held"
+	}
+	return title, "MHz", series, nil
+}
+
+// clockSpread is the highest, mean and lowest realized clock of the
+// replicas that ran each step, as rolling means over window steps named
+// with the mean suffix.
+func clockSpread(r *Report, window int, mean string) []figure.Series {
+	times := stepEndTimes(r.Result.Steps, r.Plant.TimeStepS)
+	hi, avg, lo := make([]float64, len(times)), make([]float64, len(times)), make([]float64, len(times))
+	for t := range times {
+		hi[t], lo[t] = math.Inf(-1), math.Inf(1)
+		ran := 0
+		for _, rep := range r.Result.Replicas {
+			if clocks := rep.Result.Trajectory.RealizedClockMHz; t < len(clocks) {
+				hi[t], lo[t] = max(hi[t], clocks[t]), min(lo[t], clocks[t])
+				avg[t] += clocks[t]
+				ran++
+			}
+		}
+		avg[t] /= float64(ran) // no replica ran: NaN, not drawn
+	}
+	return []figure.Series{
+		{Name: "highest replica" + mean, X: times, Y: hi, Window: window},
+		{Name: "mean per replica" + mean, X: times, Y: avg, Window: window},
+		{Name: "lowest replica" + mean, X: times, Y: lo, Window: window},
 	}
 }
 
@@ -119,17 +194,20 @@ func replicaQueues(r *Report, times []float64) []figure.Series {
 	}
 }
 
-// sharedSLOs returns the TTFT and TPOT objective lines when every group's
-// profile has the same ones (nil otherwise).
-func sharedSLOs(r *Report) (ttft, tpot *figure.Line) {
-	groups := r.Result.Groups
-	for _, g := range groups[1:] {
-		if g.Profile.TTFTSLOSeconds() != groups[0].Profile.TTFTSLOSeconds() || g.Profile.TPOTSLOSeconds() != groups[0].Profile.TPOTSLOSeconds() {
-			return nil, nil
+// sharedSLO returns the objectives every replica was judged by (its slo
+// block's), or nil when they differ (groups of different profiles without
+// the SLO flags).
+func sharedSLO(res *Result) *plant.SLO {
+	if len(res.Replicas) == 0 {
+		return nil
+	}
+	slo := res.Replicas[0].Result.SLO.Objectives()
+	for _, rep := range res.Replicas[1:] {
+		if rep.Result.SLO.Objectives() != slo {
+			return nil
 		}
 	}
-	return &figure.Line{Name: "SLO", Value: groups[0].Profile.TTFTSLOSeconds()},
-		&figure.Line{Name: "SLO", Value: groups[0].Profile.TPOTSLOSeconds()}
+	return &slo
 }
 
 // Table renders a fleet run for terminals (simulate --format table with a

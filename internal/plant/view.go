@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/figure"
+	"servesim/internal/profile"
 	"servesim/internal/texttable"
 )
 
@@ -20,11 +21,13 @@ import (
 const leastSmoothingS = 10
 
 // Figure draws a run (simulate --plot): five aligned panels over simulated
-// time (queues, KV cache, clocks, power, temperature, each against its
-// limit) and the TTFT and TPOT distributions against the SLOs. full must
-// hold every step and every request record; normalize and maxElapsedS are
-// the run's --normalize (0: not given) and --max-elapsed (NoElapsedLimit:
-// not given), which the title names.
+// time (queues, KV cache, clocks with a planner's plans, power,
+// temperature, each against its limit) and the TTFT and TPOT distributions
+// (and the end-to-end latency's, given an objective for it) against the
+// objectives of the run's slo block. full must hold every step and every
+// request record; normalize and maxElapsedS are the run's --normalize (0:
+// not given) and --max-elapsed (NoElapsedLimit: not given), which the
+// title names.
 func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Figure {
 	t := full.Trajectory
 	ints := func(v []int) []float64 {
@@ -41,7 +44,6 @@ func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Fig
 	window, width := figure.SmoothingWindow(span, r.Plant.TimeStepS, leastSmoothingS)
 	mean := fmt.Sprintf(": %s s mean", strconv.FormatFloat(width, 'g', -1, 64))
 	band := fmt.Sprintf(": %s s min-max", strconv.FormatFloat(width, 'g', -1, 64))
-	prof := r.Plant.Profile
 	return figure.Figure{
 		Title:  r.figureTitle(full, normalize, maxElapsedS),
 		Width:  15 * vg.Inch,
@@ -55,82 +57,228 @@ func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Fig
 				figure.TimeSeries("KV cache", "tokens", []figure.Series{
 					{Name: "KV tokens" + mean, X: t.TimeS, Y: t.KVTokens, Window: window, Band: "KV tokens" + band},
 				}, &figure.Line{Name: "capacity", Value: r.Plant.KVCapacityTokens}),
-				figure.TimeSeries("GPU clock", "MHz", plannedUnder(full, []figure.Series{
-					{Name: "realized" + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Band: "realized" + band},
-					{Name: "requested" + mean, X: t.TimeS, Y: t.RequestedClockMHz, Window: window, Dashed: true},
-				}), nil),
+				clockPanel(full, r.Plant.TimeStepS, window, mean, band),
 				figure.TimeSeries("board power", "W", []figure.Series{
 					{Name: "power" + mean, X: t.TimeS, Y: t.PowerW, Window: window, Band: "power" + band},
 				}, &figure.Line{Name: "power limit", Value: r.Plant.PowerLimitW}),
 				figure.TimeSeries("GPU temperature", "°C", []figure.Series{{Name: "temperature", X: t.TimeS, Y: t.TemperatureC}},
 					&figure.Line{Name: "thermal limit", Value: r.Plant.ThermalLimitC}),
 			}},
-			{Weight: 1, Panels: latencyPanels(full.Requests, prof.TTFTSLOSeconds(), prof.TPOTSLOSeconds())},
+			{Weight: 1, Panels: LatencyPanels(full.Requests, new(full.SLO.Objectives()), "")},
 		},
 	}
 }
 
-// plannedUnder puts a planning controller's plans under the clock series:
-// the first period of each plan, at the clock it planned for it.
-func plannedUnder(r *Result, clocks []figure.Series) []figure.Series {
-	if r.PlanDtS == nil {
-		return clocks
+// clockPanel draws the realized and requested clocks as rolling means
+// over window steps (named with the mean and band suffixes) over the
+// realized clock's min-max band; for a planning controller, see
+// plannedClockPanel.
+func clockPanel(full *Result, stepS float64, window int, mean, band string) *figure.Panel {
+	t := full.Trajectory
+	if full.PlanDtS != nil {
+		return plannedClockPanel(full, stepS)
 	}
-	var x, y []float64
+	return figure.TimeSeries("GPU clock", "MHz", []figure.Series{
+		{Name: "realized" + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Band: "realized" + band},
+		{Name: "requested" + mean, X: t.TimeS, Y: t.RequestedClockMHz, Window: window, Dashed: true},
+	}, nil)
+}
+
+// plannedClockPanel draws a planning controller's plans under the
+// realized clock, both as mean levels over the same bins of time and the
+// same steps (PlanLevels): the busy steps (not idle) within the first period
+// of a plan, planned_clock_start_time_s to + plan_dt_s. A controller that
+// runs the lowest level while idle then compares like for like with its
+// plan, and a bin without such a step is a gap in both. Behind them, the
+// realized clock's min-max band over every step shows the idle time.
+func plannedClockPanel(full *Result, stepS float64) *figure.Panel {
+	t := full.Trajectory
+	bins := full.PlanLevels(stepS)
+	width := strconv.FormatFloat(bins.WidthS, 'g', 6, 64) + " s"
+	samples := max(1, int(math.Round(bins.WidthS/stepS)))
+	return figure.TimeSeries("GPU clock: plan (first period of each plan) and realized on busy steps; gaps: no plan held",
+		"MHz", []figure.Series{
+			{Name: "plan: " + width + " mean over busy steps", X: bins.EdgesS, Y: bins.PlanMHz, Steps: true, Width: 3},
+			{Band: "realized, every step: " + width + " min-max", X: t.TimeS, Y: t.RealizedClockMHz, Window: samples, BandOnly: true},
+			{Name: "realized: " + width + " mean over the same steps", X: bins.EdgesS, Y: bins.RealizedMHz, Steps: true},
+		}, nil)
+}
+
+// PlanLevels are a planning controller's plans and the realized clock as
+// mean levels over bins of time WidthS wide: PlanMHz[k] and RealizedMHz[k]
+// hold from EdgesS[k] to EdgesS[k+1], NaN where no busy step ran under a
+// plan (figure.Series with Steps draws them).
+type PlanLevels struct {
+	WidthS               float64   // bin width, s
+	EdgesS               []float64 // bin edges, s: one more than bins
+	PlanMHz, RealizedMHz []float64 // mean planned and realized clock per bin, MHz
+}
+
+// planPeriod is the first period of a plan: mhz from startS to endS.
+type planPeriod struct{ startS, endS, mhz float64 }
+
+// planPeriods returns the first period of each plan of r, in time order;
+// a plan made within the period of an earlier one cuts that one short.
+func planPeriods(r *Result) []planPeriod {
+	var out []planPeriod
 	for i, plan := range r.PlannedClockMHz {
-		if start := r.PlannedClockStartTimeS[i]; len(plan) > 0 && start != nil {
-			x = append(x, *start, *start+*r.PlanDtS)
-			y = append(y, plan[0], plan[0])
+		start := r.PlannedClockStartTimeS[i]
+		if start == nil || len(plan) == 0 {
+			continue
 		}
+		p := planPeriod{startS: *start, endS: *start + *r.PlanDtS, mhz: plan[0]}
+		for len(out) > 0 && out[len(out)-1].startS >= p.startS {
+			out = out[:len(out)-1]
+		}
+		if n := len(out); n > 0 && out[n-1].endS > p.startS {
+			out[n-1].endS = p.startS
+		}
+		out = append(out, p)
 	}
-	return append([]figure.Series{{Name: "planned (first period of each plan)", X: x, Y: y}}, clocks...)
+	return out
+}
+
+// PlanLevels averages, over bins of time, the planned and the realized
+// clock of the busy steps of r (each stepS long, ending at TimeS) that ran within
+// the first period of a plan: a step counts in the bin and period holding
+// its midpoint. The bins are whole plan periods wide from time 0: one
+// period, or about as many as figure.LevelWidth asks for a longer run, so
+// that a whole run reads as levels, not a comb. r must hold every step
+// and a planner's plans (PlanDtS not nil).
+func (r *Result) PlanLevels(stepS float64) PlanLevels {
+	t := r.Trajectory
+	periods := planPeriods(r)
+	dt := *r.PlanDtS
+	endS := 0.0
+	if n := len(t.TimeS); n > 0 {
+		endS = t.TimeS[n-1]
+	}
+	if n := len(periods); n > 0 {
+		endS = max(endS, periods[n-1].endS)
+	}
+	b := PlanLevels{WidthS: dt * max(1, math.Round(figure.LevelWidth(endS, dt)/dt))}
+	n := int(math.Ceil(endS / b.WidthS))
+	b.EdgesS = make([]float64, n+1)
+	for k := range b.EdgesS {
+		b.EdgesS[k] = min(float64(k)*b.WidthS, endS)
+	}
+	steps := make([]float64, n)
+	b.PlanMHz, b.RealizedMHz = make([]float64, n), make([]float64, n)
+	next := 0 // the first period that may hold a step's midpoint
+	for i, end := range t.TimeS {
+		mid := end - stepS/2
+		for next < len(periods) && periods[next].endS <= mid {
+			next++
+		}
+		if t.Phase[i] == profile.PhaseIdle || next == len(periods) || periods[next].startS > mid {
+			continue
+		}
+		k := min(n-1, int(mid/b.WidthS))
+		steps[k]++
+		b.PlanMHz[k] += periods[next].mhz
+		b.RealizedMHz[k] += t.RealizedClockMHz[i]
+	}
+	for k := range n {
+		b.PlanMHz[k] /= steps[k] // 0/0: NaN, a gap
+		b.RealizedMHz[k] /= steps[k]
+	}
+	return b
 }
 
 // figureTitle names what the run simulated: scheduler, controller, the
 // load flags that were given, profile and trace, on two lines.
 func (r *Report) figureTitle(full *Result, normalize, maxElapsedS float64) string {
+	return fmt.Sprintf("simulate: %s, %s%s\nprofile %s, trace %s", full.SchedulerName, full.ControllerName,
+		LoadFlags(normalize, r.Dilation, maxElapsedS), full.ProfileStatus, filepath.Base(r.Provenance.TracePath))
+}
+
+// LoadFlags names the load flags a run was given, as figure titles show
+// them: ", --normalize 0.8 (arrival times x3.37), --max-elapsed 900 s", or
+// less. normalize is 0 and maxElapsedS NoElapsedLimit when not given;
+// dilation is the run's arrival dilation, nil for none.
+func LoadFlags(normalize float64, dilation *float64, maxElapsedS float64) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "simulate: %s, %s", full.SchedulerName, full.ControllerName)
 	if normalize != 0 {
 		fmt.Fprintf(&b, ", --normalize %s", strconv.FormatFloat(normalize, 'g', -1, 64))
-		if r.Dilation != nil {
-			fmt.Fprintf(&b, " (arrival times x%s)", strconv.FormatFloat(*r.Dilation, 'g', 3, 64))
+		if dilation != nil {
+			fmt.Fprintf(&b, " (arrival times x%s)", strconv.FormatFloat(*dilation, 'g', 3, 64))
 		}
 	}
 	if !math.IsInf(maxElapsedS, 1) {
 		fmt.Fprintf(&b, ", --max-elapsed %s s", strconv.FormatFloat(maxElapsedS, 'g', -1, 64))
 	}
-	fmt.Fprintf(&b, "\nprofile %s, trace %s", full.ProfileStatus, filepath.Base(r.Provenance.TracePath))
 	return b.String()
 }
 
-// latencyPanels draws the TTFT and TPOT distributions of the completed
-// requests against their SLOs, each in ms when all its values are below a
-// second and in s otherwise.
-func latencyPanels(records RequestRecords, ttftSLOSeconds, tpotSLOSeconds float64) []*figure.Panel {
-	ttft, tpot := records.CompletedLatencies()
-	const empty = "no request completed"
-	panel := func(title, name string, seconds []float64, sloS float64) *figure.Panel {
-		unit := figure.DurationUnit(seconds, []float64{sloS})
-		return figure.CDF(title, name+" ("+unit.Name+")", unit.Of(seconds),
-			&figure.Line{Name: "SLO", Value: sloS * unit.PerSecond}, empty)
+// LatencyPanels draws the TTFT and TPOT distributions of the completed
+// requests of records against the objectives of slo, and the end-to-end
+// latency's against its objective when slo has one; each in ms when all
+// its values are below a second and in s otherwise. slo must be resolved
+// (no zero TTFTSeconds or TPOTSeconds); nil draws no objective (a fleet
+// whose replicas were judged by different ones). Each title ends with
+// suffix.
+func LatencyPanels(records RequestRecords, slo *SLO, suffix string) []*figure.Panel {
+	var panels []*figure.Panel
+	for _, l := range judgedLatencies(records, slo) {
+		unit := figure.DurationUnit(l.seconds, []float64{l.sloS})
+		var objective *figure.Line
+		if slo != nil {
+			v := l.sloS * unit.PerSecond
+			objective = &figure.Line{Name: "SLO " + strconv.FormatFloat(v, 'g', 4, 64) + " " + unit.Name, Value: v}
+		}
+		panels = append(panels, figure.CDF(l.title+suffix, l.name+" ("+unit.Name+")", unit.Of(l.seconds),
+			objective, "no request completed"))
 	}
-	return []*figure.Panel{
-		panel("time to first token", "TTFT", ttft, ttftSLOSeconds),
-		panel("time per output token", "TPOT", tpot, tpotSLOSeconds),
-	}
+	return panels
 }
 
-// CompletedLatencies returns the TTFT and TPOT of every completed request,
-// in seconds, as the metrics define them.
-func (records RequestRecords) CompletedLatencies() (ttft, tpot []float64) {
+// judgedLatency is one latency of the completed requests, s, and the
+// objective it was judged by, s.
+type judgedLatency struct {
+	title, name string
+	seconds     []float64
+	sloS        float64
+}
+
+// judgedLatencies are the latencies a run was judged by, with their
+// objectives from slo: TTFT, TPOT and, when slo has an objective for it,
+// the end-to-end latency (nil slo: no objectives, no end-to-end latency).
+func judgedLatencies(records RequestRecords, slo *SLO) []judgedLatency {
+	ttft, tpot, e2e := records.CompletedLatencies()
+	var objective SLO
+	if slo != nil {
+		objective = *slo
+	}
+	out := []judgedLatency{
+		{"time to first token", "TTFT", ttft, objective.TTFTSeconds},
+		{"time per output token", "TPOT", tpot, objective.TPOTSeconds},
+	}
+	if objective.E2ESeconds != 0 {
+		out = append(out, judgedLatency{"end-to-end latency", "arrival to completion", e2e, objective.E2ESeconds})
+	}
+	return out
+}
+
+// Objectives returns the objectives the slo block records.
+func (r *SLOReport) Objectives() SLO {
+	slo := SLO{TTFTSeconds: r.TTFTSLOSeconds, TPOTSeconds: r.TPOTSLOSeconds}
+	if r.E2ESLOSeconds != nil {
+		slo.E2ESeconds = *r.E2ESLOSeconds
+	}
+	return slo
+}
+
+// CompletedLatencies returns the TTFT, TPOT and end-to-end latency of every
+// completed request, in seconds, as the metrics define them.
+func (records RequestRecords) CompletedLatencies() (ttft, tpot, e2e []float64) {
 	for i := range records {
 		if rec := &records[i]; rec.Completed() {
 			ttft = append(ttft, rec.TTFTS())
 			tpot = append(tpot, rec.TPOTS())
+			e2e = append(e2e, rec.LatencyS())
 		}
 	}
-	return ttft, tpot
+	return ttft, tpot, e2e
 }
 
 // Table renders a run's metrics for terminals (simulate --format table):

@@ -258,7 +258,7 @@ func (r *Result) RequestLog() (*reqlog.Log, error) {
 // Figure draws the run; it needs every step (Config.Figure).
 func (r *Result) Figure() figure.Figure {
 	if r.fleet != nil {
-		return r.fleet.Figure()
+		return r.fleet.Figure(r.cfg.Normalize, r.cfg.MaxElapsedS)
 	}
 	return r.plant.Figure(&r.plant.Result, r.cfg.Normalize, r.cfg.MaxElapsedS)
 }
