@@ -19,7 +19,12 @@ type Record struct {
 	Cell    Cell
 	Axes    jsonout.Object // axis values, typed, keyed by their output names (CellAxes)
 	Summary *plant.Summary // nil when the run failed
-	Err     error          // why the run failed
+	// SLO is the run's slo block (nil when it failed); MPCDiagnostics its
+	// mpc_diagnostics (nil but for an mpc controller's run), both as
+	// simulate's document has them.
+	SLO            *plant.SLOReport
+	MPCDiagnostics *plant.MPCDiagnostics
+	Err            error // why the run failed
 	// The identity of the run's inputs (nil: the input did not load) and
 	// the SLOs it is judged by (0: none), as the record writes them.
 	TraceSHA, ProfileCSVSHA, ManifestSHA any
@@ -56,10 +61,18 @@ func (r Record) JSON(gridSHA256 string, gridCells int) jsonout.Object {
 		jsonout.Member{Key: "manifest_sha256", Value: r.ManifestSHA},
 		jsonout.Member{Key: "ttft_slo_s", Value: nullIfZero(r.TTFTSLOSeconds)}, jsonout.Member{Key: "tpot_slo_s", Value: nullIfZero(r.TPOTSLOSeconds)},
 		jsonout.Member{Key: "error", Value: errMsg})
+	var metrics, summary, slo, mpc any // null when the run failed (mpc: or its controller is not mpc)
 	if r.Summary != nil {
-		return append(obj, jsonout.Member{Key: "metrics", Value: r.Summary.Metrics}, jsonout.Member{Key: "summary", Value: r.Summary})
+		metrics, summary = r.Summary.Metrics, r.Summary
 	}
-	return append(obj, jsonout.Member{Key: "metrics", Value: nil}, jsonout.Member{Key: "summary", Value: nil})
+	if r.SLO != nil {
+		slo = r.SLO
+	}
+	if r.MPCDiagnostics != nil {
+		mpc = r.MPCDiagnostics
+	}
+	return append(obj, jsonout.Member{Key: "metrics", Value: metrics}, jsonout.Member{Key: "summary", Value: summary},
+		jsonout.Member{Key: "slo", Value: slo}, jsonout.Member{Key: "mpc_diagnostics", Value: mpc})
 }
 
 // ParetoRun is the record as the Pareto record sees it.
