@@ -260,7 +260,11 @@ func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 		assert.False(t, seen[name], "column %q appears twice", name)
 		seen[name] = true
 	}
-	assert.Len(t, rows[0], 1+5+len(plantflag.Params)+1+len(plant.SummaryColumns()))
+	sloColumns := []string{"ttft_slo_s", "tpot_slo_s", "e2e_slo_s", "requests_meeting_slo", "attainment", "goodput_requests_per_s",
+		"p50_ttft_s", "p90_ttft_s", "p99_ttft_s", "p50_tpot_s", "p90_tpot_s", "p99_tpot_s", "p50_e2e_s", "p90_e2e_s", "p99_e2e_s",
+		"mpc_successful_solves", "mpc_fallback_count"}
+	assert.Len(t, rows[0], 1+5+len(plantflag.Params)+1+len(plant.SummaryColumns())+len(sloColumns))
+	assert.Equal(t, sloColumns, rows[0][len(rows[0])-len(sloColumns):], "the slo block's columns come last")
 }
 
 func TestSweepRefusesGridsPastTheLimits(t *testing.T) {
