@@ -229,7 +229,7 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 				texttable.Fixed(m.EnergyPerOutputTokenJ, 3), texttable.Fixed(m.PeakPowerW, 1),
 				texttable.Fixed(m.PeakTemperatureC, 1))
 			if slo := r.SLO; slo != nil {
-				row = append(row, texttable.Fixed(100*slo.Attainment, 1), texttable.Fixed(slo.GoodputRequestsPerS, 3),
+				row = append(row, texttable.Fixed(100*slo.Attainment, 2), texttable.Fixed(slo.GoodputRequestsPerS, 3),
 					texttable.Fixed(slo.TTFTS.P99, 3), texttable.Fixed(1000*slo.TPOTS.P99, 2), "")
 			}
 		} else {
