@@ -55,7 +55,8 @@ func (v *sloSeconds) Type() string { return "seconds" }
 func (v *sloSeconds) Expected() string { return sloExpected }
 
 // CheckSLO requires every SLO flag given to be a finite positive number of
-// seconds (0 included: a flag not given is the default).
+// seconds: a flag given as 0 is refused too (leaving it out is the
+// default).
 func CheckSLO(cmd *cobra.Command, slo *plant.SLO) error {
 	return checkSLO(slo, func(name string, _ float64) bool { return cmd.Flags().Changed(name) })
 }
