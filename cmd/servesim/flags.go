@@ -30,9 +30,7 @@ var flagExpectations = map[string]string{
 	"replicas":    "a whole number from 1 to 4096",
 	"router-seed": "a whole number, 0 or more",
 	// sweep
-	"jobs":     "a whole number of at least 1",
-	"ttft-slo": "a nonnegative number of seconds (0: each profile's SLO)",
-	"tpot-slo": "a nonnegative number of seconds (0: each profile's SLO)",
+	"jobs": "a whole number of at least 1",
 	// scenarios
 	"requests":             "a whole number of at least 1",
 	"rps":                  "a positive, finite rate in requests per second",

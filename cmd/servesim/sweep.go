@@ -58,8 +58,7 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
 	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
 	cliflag.AddChoice(cmd, &opts.Format, "format", sweep.FormatJSONL, "output format: jsonl, csv or table", sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable)
-	f.Float64Var(&opts.TTFTSLOSeconds, "ttft-slo", 0, "p95 TTFT objective in seconds for the best configuration (default: each profile's)")
-	f.Float64Var(&opts.TPOTSLOSeconds, "tpot-slo", 0, "p95 TPOT objective in seconds for the best configuration (default: each profile's)")
+	plantflag.AddSLO(cmd, &opts.SLO)
 	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`, or auto: from a Slurm job array or Kubernetes Indexed Job")
 	f.StringVar(&opts.Resume, "resume", "", "skip the cells whose records `FILE` (a sweep's output or FILE.partial) holds, and copy them")
 	_ = cmd.MarkFlagFilename("resume")
@@ -75,6 +74,9 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 // check parses every axis value and plans the shard before anything runs.
 func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if err := plantflag.CheckMaxElapsed(cmd, &o.MaxElapsedS); err != nil {
+		return err
+	}
+	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
 	}
 	if o.Jobs < 1 {

@@ -99,16 +99,17 @@ func decodeRecords(t *testing.T, out string) ([]map[string]any, map[string]any) 
 func TestSweepRunsEqualSimulate(t *testing.T) {
 	t.Parallel()
 	trace := sharedtest.CodeTrace(t)
-	args := []string{"sweep", "--trace", trace, "--max-elapsed", "120", "--scheduler", "static,chunked",
-		"--controller", "reactive,fixed:660,sampled-reactive:2", "--normalize", "none,0.6", "--kv-capacity", "65536"}
+	slo := []string{"--ttft-slo", "2", "--tpot-slo", "0.05", "--e2e-slo", "20"}
+	args := append([]string{"sweep", "--trace", trace, "--max-elapsed", "120", "--scheduler", "static,chunked",
+		"--controller", "reactive,fixed:660,sampled-reactive:2", "--normalize", "none,0.6", "--kv-capacity", "65536"}, slo...)
 	code, out, errOut := runCLI(t, args...)
 	require.Equal(t, exitOK, code, errOut)
 	runs, _ := decodeRecords(t, out)
 	require.Len(t, runs, 12)
 	for _, i := range []int{0, 5, 7, 11} {
 		rec := runs[i]
-		simArgs := []string{"simulate", "--summary", "--trace", trace, "--max-elapsed", "120",
-			"--scheduler", rec["scheduler"].(string), "--controller", rec["controller"].(string), "--kv-capacity", "65536"}
+		simArgs := append([]string{"simulate", "--summary", "--trace", trace, "--max-elapsed", "120",
+			"--scheduler", rec["scheduler"].(string), "--controller", rec["controller"].(string), "--kv-capacity", "65536"}, slo...)
 		if u, ok := rec["normalize"].(float64); ok {
 			simArgs = append(simArgs, "--normalize", jsonNumber(u))
 		}
@@ -118,6 +119,8 @@ func TestSweepRunsEqualSimulate(t *testing.T) {
 		require.NoError(t, json.Unmarshal([]byte(simOut), &sim))
 		assert.Equal(t, sim["summary"], rec["summary"], "cell %d", i)
 		assert.Equal(t, sim["metrics"], rec["metrics"], "cell %d", i)
+		assert.Equal(t, sim["slo"], rec["slo"], "cell %d", i)
+		require.NotNil(t, rec["slo"], "cell %d", i)
 	}
 }
 
@@ -260,7 +263,11 @@ func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 		assert.False(t, seen[name], "column %q appears twice", name)
 		seen[name] = true
 	}
-	assert.Len(t, rows[0], 1+5+len(plantflag.Params)+1+len(plant.SummaryColumns()))
+	sloColumns := []string{"ttft_slo_s", "tpot_slo_s", "e2e_slo_s", "requests_meeting_slo", "attainment", "goodput_requests_per_s",
+		"p50_ttft_s", "p90_ttft_s", "p99_ttft_s", "p50_tpot_s", "p90_tpot_s", "p99_tpot_s", "p50_e2e_s", "p90_e2e_s", "p99_e2e_s",
+		"mpc_successful_solves", "mpc_fallback_count"}
+	assert.Len(t, rows[0], 1+5+len(plantflag.Params)+1+len(plant.SummaryColumns())+len(sloColumns))
+	assert.Equal(t, sloColumns, rows[0][len(rows[0])-len(sloColumns):], "the slo block's columns come last")
 }
 
 func TestSweepRefusesGridsPastTheLimits(t *testing.T) {

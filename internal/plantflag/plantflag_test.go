@@ -101,3 +101,45 @@ func TestAddPlantAxesGivesTheFlagsGiven(t *testing.T) {
 	require.NoError(t, cmd.Execute())
 	assert.Equal(t, map[string][]string{"power-limit": {"55", "64.8"}, "max-active": {"32"}}, axes())
 }
+
+// TestSLOFlagsOneRule: a flag given must be a finite positive number of
+// seconds, 0 included, with one message whatever the fault; objectives set
+// without flags are checked by the same rule, zero meaning the default.
+func TestSLOFlagsOneRule(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ttft-slo", "0.4", "--tpot-slo", "0.05", "--e2e-slo", "5"}, ""},
+		{[]string{"--ttft-slo", "0"}, "--ttft-slo 0: expected a finite positive number of seconds"},
+		{[]string{"--tpot-slo", "-1"}, "--tpot-slo -1: expected a finite positive number of seconds"},
+		{[]string{"--e2e-slo", "Inf"}, "--e2e-slo +Inf: expected a finite positive number of seconds"},
+		{[]string{"--e2e-slo", "NaN"}, "--e2e-slo NaN: expected a finite positive number of seconds"},
+	}
+	for _, tt := range tests {
+		var slo plant.SLO
+		cmd := &cobra.Command{Use: "x", RunE: func(cmd *cobra.Command, _ []string) error { return CheckSLO(cmd, &slo) }}
+		AddSLO(cmd, &slo)
+		cmd.SetArgs(tt.args)
+		cmd.SilenceErrors, cmd.SilenceUsage = true, true
+		err := cmd.Execute()
+		if tt.want == "" {
+			require.NoError(t, err)
+			assert.Equal(t, plant.SLO{TTFTSeconds: 0.4, TPOTSeconds: 0.05, E2ESeconds: 5}, slo)
+			continue
+		}
+		assert.EqualError(t, err, tt.want, "%v", tt.args)
+	}
+	var slo plant.SLO
+	cmd := &cobra.Command{Use: "x"}
+	AddSLO(cmd, &slo)
+	err := cmd.Flags().Set("ttft-slo", "abc")
+	require.Error(t, err)
+	assert.Equal(t, "a finite positive number of seconds", cmd.Flags().Lookup("ttft-slo").Value.(interface{ Expected() string }).Expected())
+
+	assert.NoError(t, CheckSLOValues(plant.SLO{}), "zero: the defaults")
+	assert.NoError(t, CheckSLOValues(plant.SLO{TTFTSeconds: 1, E2ESeconds: 2}))
+	assert.EqualError(t, CheckSLOValues(plant.SLO{TPOTSeconds: -1}), "--tpot-slo -1: expected a finite positive number of seconds")
+	assert.EqualError(t, CheckSLOValues(plant.SLO{E2ESeconds: math.NaN()}), "--e2e-slo NaN: expected a finite positive number of seconds")
+}

@@ -10,8 +10,8 @@ import (
 	"servesim/internal/plant"
 )
 
-// sloFlags are the SLO flags of simulate and capacity, in seconds: name,
-// usage and the field they set.
+// sloFlags are the SLO flags of simulate, sweep and capacity, in seconds:
+// name, usage and the field they set.
 var sloFlags = []struct {
 	name, usage string
 	field       func(*plant.SLO) *float64
@@ -29,13 +29,10 @@ func AddSLO(cmd *cobra.Command, slo *plant.SLO) {
 	}
 }
 
-// sloExpected is what an SLO flag of simulate and capacity accepts.
+// sloExpected is what an SLO flag accepts, in every command.
 const sloExpected = "a finite positive number of seconds"
 
 // sloSeconds is the value of one SLO flag: seconds, zero when not given.
-// (sweep's flags of the same names judge p95 values and take 0 for the
-// profile's objective, so the expectation belongs to the value, not to
-// the flag name.)
 type sloSeconds float64
 
 // Set parses a number of seconds; the range is checked by CheckSLO.
@@ -58,11 +55,25 @@ func (v *sloSeconds) Type() string { return "seconds" }
 func (v *sloSeconds) Expected() string { return sloExpected }
 
 // CheckSLO requires every SLO flag given to be a finite positive number of
-// seconds.
+// seconds: a flag given as 0 is refused too (leaving it out is the
+// default).
 func CheckSLO(cmd *cobra.Command, slo *plant.SLO) error {
+	return checkSLO(slo, func(name string, _ float64) bool { return cmd.Flags().Changed(name) })
+}
+
+// CheckSLOValues is CheckSLO for objectives set without flags: every
+// nonzero one (zero: the default) must be a finite positive number of
+// seconds. Its error names the flag as CheckSLO's does.
+func CheckSLOValues(slo plant.SLO) error {
+	return checkSLO(&slo, func(_ string, v float64) bool { return v != 0 })
+}
+
+// checkSLO requires every objective of slo that given reports (by flag
+// name and value) to be a finite positive number of seconds.
+func checkSLO(slo *plant.SLO, given func(name string, v float64) bool) error {
 	for _, f := range sloFlags {
 		v := *f.field(slo)
-		if cmd.Flags().Changed(f.name) && !(v > 0 && !math.IsInf(v, 1)) {
+		if given(f.name, v) && !(v > 0 && !math.IsInf(v, 1)) {
 			return fmt.Errorf("--%s %v: expected %s", f.name, v, sloExpected)
 		}
 	}

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +20,12 @@ type Record struct {
 	Cell    Cell
 	Axes    jsonout.Object // axis values, typed, keyed by their output names (CellAxes)
 	Summary *plant.Summary // nil when the run failed
-	Err     error          // why the run failed
+	// SLO is the run's slo block (nil when it failed); MPCDiagnostics its
+	// mpc_diagnostics (nil but for an mpc controller's run), both as
+	// simulate's document has them.
+	SLO            *plant.SLOReport
+	MPCDiagnostics *plant.MPCDiagnostics
+	Err            error // why the run failed
 	// The identity of the run's inputs (nil: the input did not load) and
 	// the SLOs it is judged by (0: none), as the record writes them.
 	TraceSHA, ProfileCSVSHA, ManifestSHA any
@@ -56,10 +62,18 @@ func (r Record) JSON(gridSHA256 string, gridCells int) jsonout.Object {
 		jsonout.Member{Key: "manifest_sha256", Value: r.ManifestSHA},
 		jsonout.Member{Key: "ttft_slo_s", Value: nullIfZero(r.TTFTSLOSeconds)}, jsonout.Member{Key: "tpot_slo_s", Value: nullIfZero(r.TPOTSLOSeconds)},
 		jsonout.Member{Key: "error", Value: errMsg})
+	var metrics, summary, slo, mpc any // null when the run failed (mpc: or its controller is not mpc)
 	if r.Summary != nil {
-		return append(obj, jsonout.Member{Key: "metrics", Value: r.Summary.Metrics}, jsonout.Member{Key: "summary", Value: r.Summary})
+		metrics, summary = r.Summary.Metrics, r.Summary
 	}
-	return append(obj, jsonout.Member{Key: "metrics", Value: nil}, jsonout.Member{Key: "summary", Value: nil})
+	if r.SLO != nil {
+		slo = r.SLO
+	}
+	if r.MPCDiagnostics != nil {
+		mpc = r.MPCDiagnostics
+	}
+	return append(obj, jsonout.Member{Key: "metrics", Value: metrics}, jsonout.Member{Key: "summary", Value: summary},
+		jsonout.Member{Key: "slo", Value: slo}, jsonout.Member{Key: "mpc_diagnostics", Value: mpc})
 }
 
 // ParetoRun is the record as the Pareto record sees it.
@@ -96,8 +110,53 @@ func (r Record) ParetoRun(g *Grid) ParetoRun[Brief] {
 // (reporting_horizon_s, with a --horizon axis) is written as summary_NAME.
 var csvSummaryRenames = map[string]string{"controller": "controller_name", "scheduler": "scheduler_name"}
 
+// sloColumns are the CSV columns of a run's slo block and mpc_diagnostics,
+// after the summary's (scripts read the CSV by position: columns are only
+// ever added at the end): the objectives, attainment, goodput, the
+// percentiles as p50_ttft_s ... p99_e2e_s, and an mpc run's solves and
+// fallbacks. value gives a column's cell of a run that has an slo block;
+// NaN (undefined, or not an mpc run) writes an empty cell.
+var sloColumns = []struct {
+	name  string
+	value func(*Record) float64
+}{
+	{"ttft_slo_s", func(r *Record) float64 { return r.SLO.TTFTSLOSeconds }},
+	{"tpot_slo_s", func(r *Record) float64 { return r.SLO.TPOTSLOSeconds }},
+	{"e2e_slo_s", func(r *Record) float64 {
+		if r.SLO.E2ESLOSeconds == nil {
+			return math.NaN()
+		}
+		return *r.SLO.E2ESLOSeconds
+	}},
+	{"requests_meeting_slo", func(r *Record) float64 { return float64(r.SLO.RequestsMeetingSLO) }},
+	{"attainment", func(r *Record) float64 { return r.SLO.Attainment }},
+	{"goodput_requests_per_s", func(r *Record) float64 { return r.SLO.GoodputRequestsPerS }},
+	{"p50_ttft_s", func(r *Record) float64 { return r.SLO.TTFTS.P50 }},
+	{"p90_ttft_s", func(r *Record) float64 { return r.SLO.TTFTS.P90 }},
+	{"p99_ttft_s", func(r *Record) float64 { return r.SLO.TTFTS.P99 }},
+	{"p50_tpot_s", func(r *Record) float64 { return r.SLO.TPOTS.P50 }},
+	{"p90_tpot_s", func(r *Record) float64 { return r.SLO.TPOTS.P90 }},
+	{"p99_tpot_s", func(r *Record) float64 { return r.SLO.TPOTS.P99 }},
+	{"p50_e2e_s", func(r *Record) float64 { return r.SLO.E2ES.P50 }},
+	{"p90_e2e_s", func(r *Record) float64 { return r.SLO.E2ES.P90 }},
+	{"p99_e2e_s", func(r *Record) float64 { return r.SLO.E2ES.P99 }},
+	{"mpc_successful_solves", func(r *Record) float64 {
+		if r.MPCDiagnostics == nil {
+			return math.NaN()
+		}
+		return float64(r.MPCDiagnostics.SuccessfulSolves)
+	}},
+	{"mpc_fallback_count", func(r *Record) float64 {
+		if r.MPCDiagnostics == nil {
+			return math.NaN()
+		}
+		return float64(r.MPCDiagnostics.FallbackCount)
+	}},
+}
+
 // CSVHeader is the header of the CSV output: cell, axis values (keyed by
-// key(axis)), error, summary fields.
+// key(axis)), error, summary fields, then the slo block's and mpc's
+// (sloColumns).
 func CSVHeader(axes []Axis, key func(axis string) string) []string {
 	header := []string{"cell"}
 	for _, a := range axes {
@@ -116,6 +175,9 @@ func CSVHeader(axes []Axis, key func(axis string) string) []string {
 		}
 		header = append(header, c)
 	}
+	for _, c := range sloColumns {
+		header = append(header, c.name)
+	}
 	return header
 }
 
@@ -127,10 +189,21 @@ func (r Record) CSVRow() []string {
 		errMsg = limits.OneLine(r.Err.Error())
 	}
 	row = append(row, errMsg)
-	if r.Summary != nil {
-		return append(row, r.Summary.CSVValues()...)
+	if r.Summary == nil {
+		row = append(row, make([]string, len(plant.SummaryColumns()))...)
+	} else {
+		row = append(row, r.Summary.CSVValues()...)
 	}
-	return append(row, make([]string, len(plant.SummaryColumns()))...)
+	for _, c := range sloColumns {
+		cell := ""
+		if r.SLO != nil {
+			if x := c.value(&r); !math.IsNaN(x) {
+				cell = strconv.FormatFloat(x, 'g', -1, 64)
+			}
+		}
+		row = append(row, cell)
+	}
+	return row
 }
 
 // Table renders the runs and, for a complete sweep (pareto not nil), the
@@ -144,7 +217,9 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 		texttable.Column{Header: "done (%)"}, texttable.Column{Header: "p95 TTFT (s)"},
 		texttable.Column{Header: "p95 TPOT (ms)"}, texttable.Column{Header: "output (tok/s)"},
 		texttable.Column{Header: "energy/token (J)"}, texttable.Column{Header: "peak power (W)"},
-		texttable.Column{Header: "peak temp (C)"}, texttable.Column{Header: "error", Text: true})
+		texttable.Column{Header: "peak temp (C)"}, texttable.Column{Header: "SLO met (%)"},
+		texttable.Column{Header: "goodput (req/s)"}, texttable.Column{Header: "p99 TTFT (s)"},
+		texttable.Column{Header: "p99 TPOT (ms)"}, texttable.Column{Header: "error", Text: true})
 	for _, r := range records {
 		row := append([]string{strconv.Itoa(r.Cell.Index)}, r.Cell.Values...)
 		if r.Summary != nil {
@@ -152,9 +227,13 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 			row = append(row, texttable.Fixed(100*m.CompletedFraction, 1), texttable.Fixed(m.P95TTFTS, 3),
 				texttable.Fixed(1000*m.P95TPOTS, 2), texttable.Fixed(m.OutputThroughputTokensPerS, 1),
 				texttable.Fixed(m.EnergyPerOutputTokenJ, 3), texttable.Fixed(m.PeakPowerW, 1),
-				texttable.Fixed(m.PeakTemperatureC, 1), "")
+				texttable.Fixed(m.PeakTemperatureC, 1))
+			if slo := r.SLO; slo != nil {
+				row = append(row, texttable.Fixed(100*slo.Attainment, 2), texttable.Fixed(slo.GoodputRequestsPerS, 3),
+					texttable.Fixed(slo.TTFTS.P99, 3), texttable.Fixed(1000*slo.TPOTS.P99, 2), "")
+			}
 		} else {
-			row = append(row, "", "", "", "", "", "", "", limits.OneLine(r.Err.Error()))
+			row = append(row, "", "", "", "", "", "", "", "", "", "", "", limits.OneLine(r.Err.Error()))
 		}
 		t.AddRow(row...)
 	}

@@ -78,7 +78,7 @@ func ParseObject(data []byte) ([]RawMember, error) {
 // RunRecordKeys are the members of a run record, in order, around its
 // axis values (which come after the first four).
 var RunRecordKeys = []string{"kind", "cell", "grid_sha256", "grid_cells", "trace_sha256", "profile_csv_sha256", "manifest_sha256",
-	"ttft_slo_s", "tpot_slo_s", "error", "metrics", "summary"}
+	"ttft_slo_s", "tpot_slo_s", "error", "metrics", "summary", "slo", "mpc_diagnostics"}
 
 // Brief is what a sweep's Pareto record and table write of a run.
 type Brief struct {

@@ -66,7 +66,6 @@ func (s *Sweep) load() *inputs {
 // outcome is the outcome of one cell.
 type outcome struct {
 	report *plant.Report
-	prof   *profile.Profile
 	err    error
 }
 
@@ -89,7 +88,7 @@ func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStder
 		}
 	}
 	if err := p.Validate(); err != nil {
-		return outcome{prof: prof, err: fmt.Errorf("plant: %w", plantflag.FlagNamed(err))}
+		return outcome{err: fmt.Errorf("plant: %w", plantflag.FlagNamed(err))}
 	}
 	sched, _ := plant.NewScheduler(s.grid.Parsed(c, sweep.AxisScheduler).(string))
 	ctrl, _ := plant.NewControllerWith(s.grid.Parsed(c, sweep.AxisController).(string), plantflag.ControllerOptions(s.cfg.ExecTimeoutS, execStderr))
@@ -103,18 +102,19 @@ func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStder
 		Scheduler:   sched,
 		Controller:  ctrl,
 		Normalize:   normalize,
-		Options:     plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps, Engine: s.cfg.Engine.OptionsFor(in.hashIDs[tracePath])},
+		Options:     plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps, SLO: s.cfg.SLO, Engine: s.cfg.Engine.OptionsFor(in.hashIDs[tracePath])},
 		ProfilePath: recordedPath,
 		Version:     s.cfg.Version,
 	})
-	return outcome{report: report, prof: prof, err: err}
+	return outcome{report: report, err: err}
 }
 
-// record is the record of cell c's outcome r. The SLOs it is judged by
-// are the flags', else its profile's when it ran, else none.
+// record is the record of cell c's outcome r: with its run's summary, slo
+// block and mpc_diagnostics. The TTFT and TPOT SLOs it is judged by are
+// the flags', else its profile's when it ran, else none.
 func (s *Sweep) record(in *inputs, c sweep.Cell, r outcome) sweep.Record {
 	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(s.grid, c, plantflag.AxisKey), Err: r.err,
-		TTFTSLOSeconds: s.cfg.TTFTSLOSeconds, TPOTSLOSeconds: s.cfg.TPOTSLOSeconds}
+		TTFTSLOSeconds: s.cfg.SLO.TTFTSeconds, TPOTSLOSeconds: s.cfg.SLO.TPOTSeconds}
 	if w, ok := in.workloads[s.grid.Text(c, sweep.AxisTrace)]; ok {
 		rec.TraceSHA = w.SHA256
 	}
@@ -122,14 +122,9 @@ func (s *Sweep) record(in *inputs, c sweep.Cell, r outcome) sweep.Record {
 		rec.ProfileCSVSHA, rec.ManifestSHA = p.ProfileCSVSHA256, p.ManifestSHA256
 	}
 	if r.report != nil {
-		summary := r.report.Summary
-		rec.Summary = &summary
-		if rec.TTFTSLOSeconds == 0 {
-			rec.TTFTSLOSeconds = r.prof.TTFTSLOSeconds()
-		}
-		if rec.TPOTSLOSeconds == 0 {
-			rec.TPOTSLOSeconds = r.prof.TPOTSLOSeconds()
-		}
+		summary, slo := r.report.Summary, r.report.SLO
+		rec.Summary, rec.SLO, rec.MPCDiagnostics = &summary, &slo, r.report.MPCDiagnostics
+		rec.TTFTSLOSeconds, rec.TPOTSLOSeconds = slo.TTFTSLOSeconds, slo.TPOTSLOSeconds
 	}
 	return rec
 }

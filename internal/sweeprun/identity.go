@@ -24,8 +24,10 @@ type identity struct {
 // the SHA-256 of its axes, the SHA-256 of every profile and trace (null
 // for one that did not load), the options that change a run or the Pareto
 // record (--max-elapsed, --max-steps, --exec-timeout, --ttft-slo,
-// --tpot-slo, and the engine flags when a feature is on) and the servesim
-// version; not the shard, so every shard of a grid has the same.
+// --tpot-slo, --e2e-slo when given, and the engine flags when a feature is
+// on) and the servesim version; not the shard, so every shard of a grid
+// has the same. An option added later enters only when given, so a grid
+// without it keeps the digest it had.
 func (s *Sweep) identify(in *inputs) identity {
 	axes := make([]jsonout.Object, len(s.axes))
 	for i, a := range s.axes {
@@ -51,7 +53,10 @@ func (s *Sweep) identify(in *inputs) identity {
 	doc := jsonout.Object{
 		{Key: "servesim_version", Value: c.Version}, {Key: "axes", Value: axes}, {Key: "profiles", Value: profiles}, {Key: "traces", Value: traces},
 		{Key: "max_elapsed_s", Value: c.MaxElapsedS}, {Key: "max_steps", Value: c.MaxSteps}, {Key: "exec_timeout_s", Value: c.ExecTimeoutS},
-		{Key: "ttft_slo_s", Value: c.TTFTSLOSeconds}, {Key: "tpot_slo_s", Value: c.TPOTSLOSeconds},
+		{Key: "ttft_slo_s", Value: c.SLO.TTFTSeconds}, {Key: "tpot_slo_s", Value: c.SLO.TPOTSeconds},
+	}
+	if c.SLO.E2ESeconds != 0 {
+		doc = append(doc, jsonout.Member{Key: "e2e_slo_s", Value: c.SLO.E2ESeconds})
 	}
 	if e := c.Engine.Options(); e.Enabled() {
 		doc = append(doc, jsonout.Member{Key: "engine", Value: jsonout.Object{
@@ -123,7 +128,7 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 	}
 	if r.Grid != id.digest {
 		return fmt.Errorf("the record is of another grid (grid_sha256 %.12s..., this grid's %.12s...): other axis values, "+
-			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, engine flag or profile manifest", r.Grid, id.digest)
+			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, --e2e-slo, engine flag or profile manifest", r.Grid, id.digest)
 	}
 	return nil
 }

@@ -40,9 +40,11 @@ type Config struct {
 	MaxSteps    float64
 	// ExecTimeoutS is the patience with exec: controllers.
 	ExecTimeoutS float64
-	// TTFTSLOSeconds and TPOTSLOSeconds judge the best configuration; 0
-	// means each profile's own.
-	TTFTSLOSeconds, TPOTSLOSeconds float64
+	// SLO holds the objectives of --ttft-slo, --tpot-slo and --e2e-slo
+	// (zero: not given): every run is judged by them (plant.Options.SLO,
+	// as simulate's), and the TTFT and TPOT ones (else each profile's)
+	// pick the best configuration.
+	SLO plant.SLO
 	// Engine holds the engine feature flags, the same for every run.
 	Engine plantflag.Engine
 	// Version is the servesim version runs record.
@@ -62,13 +64,8 @@ type Sweep struct {
 // values and the work of the longest run, before anything runs. Its errors
 // name the flag.
 func New(cfg Config) (*Sweep, error) {
-	for _, slo := range []struct {
-		name string
-		v    float64
-	}{{"--ttft-slo", cfg.TTFTSLOSeconds}, {"--tpot-slo", cfg.TPOTSLOSeconds}} {
-		if math.IsNaN(slo.v) || slo.v < 0 || math.IsInf(slo.v, 0) {
-			return nil, fmt.Errorf("%s %v: expected a positive number of seconds", slo.name, slo.v)
-		}
+	if err := plantflag.CheckSLOValues(cfg.SLO); err != nil {
+		return nil, err
 	}
 	s := &Sweep{cfg: cfg, axes: []sweep.Axis{
 		{Name: sweep.AxisProfile, Values: cfg.Profiles},
