@@ -24,6 +24,8 @@ type samples struct {
 	// lent holds the samples lent to one replica's Stepper at a time
 	// (replicaSamples).
 	lent struct{ ttft, tpot, latency []float64 }
+	// grouped is the requests by replica, for replicaSamples.
+	grouped byReplica
 }
 
 // The replica index of a request fits a uint16.
@@ -57,13 +59,19 @@ func extend[T any](v []T, more int) []T {
 // replicaSamples returns the TTFT, TPOT and latency of replica k's
 // completed requests among the first n, in workload order (the order the
 // replica was given them): what its Stepper would have kept. It reuses the
-// slices it returned last, and must be called once every replica's
-// samples are written, by one goroutine; each call reads the replica index
-// of the n requests (2 bytes each) twice.
+// slices it returned last, and must be called once every replica has
+// stepped to its end, by one goroutine, with the same n each time. The
+// first call groups the n requests by replica (4 bytes a request), so that
+// all the calls together cost O(n + replicas), not O(n x replicas).
 func (s *samples) replicaSamples(k, n int) (ttft, tpot, latency []float64) {
+	g := &s.grouped
+	if g.order == nil {
+		g.group(s.replica[:n])
+	}
+	mine := g.order[g.start[k]:g.start[k+1]]
 	kept := 0
-	for i, r := range s.replica[:n] {
-		if int(r) == k && !math.IsNaN(s.latency[i]) {
+	for _, i := range mine {
+		if !math.IsNaN(s.latency[i]) {
 			kept++
 		}
 	}
@@ -75,13 +83,39 @@ func (s *samples) replicaSamples(k, n int) (ttft, tpot, latency []float64) {
 	}
 	l.ttft, l.tpot, l.latency = l.ttft[:kept], l.tpot[:kept], l.latency[:kept]
 	j := 0
-	for i, r := range s.replica[:n] {
-		if int(r) == k && !math.IsNaN(s.latency[i]) {
+	for _, i := range mine {
+		if !math.IsNaN(s.latency[i]) {
 			l.ttft[j], l.tpot[j], l.latency[j] = s.ttft[i], s.tpot[i], s.latency[i]
 			j++
 		}
 	}
 	return l.ttft, l.tpot, l.latency
+}
+
+// byReplica is the requests of a run grouped by replica: replica k's are
+// order[start[k]:start[k+1]], in workload order. An index is 4 bytes: a run
+// of 2^32 requests would need 112 GB for its samples alone.
+type byReplica struct {
+	order []uint32
+	start []int
+}
+
+// group sorts the requests by replica (a stable counting sort of their
+// indices), replica[i] being request i's.
+func (g *byReplica) group(replica []uint16) {
+	g.start = make([]int, MaxReplicas+1)
+	for _, r := range replica {
+		g.start[int(r)+1]++
+	}
+	for k := 1; k <= MaxReplicas; k++ {
+		g.start[k] += g.start[k-1]
+	}
+	g.order = make([]uint32, len(replica))
+	next := slices.Clone(g.start[:MaxReplicas])
+	for i, r := range replica {
+		g.order[next[r]] = uint32(i)
+		next[r]++
+	}
 }
 
 // metrics is the fleet's request metrics over its first n requests,
