@@ -312,9 +312,10 @@ func startSimulation(requests []Request, p Plant, s Scheduler, c ClockController
 	return sim, nil
 }
 
-// compactWindow is the room a run that drops the records of completed
+// compactWindow is the most room a run that drops the records of completed
 // requests (Options.Summary) reserves for the records in flight at first,
-// and the least room it adds at once: 5.8 MB of records. A variable, so
+// and the least room it adds at once once it holds as many: 5.8 MB of
+// records. A variable, so
 // that tests can make small runs drop records.
 var compactWindow = 1 << 16
 

@@ -10,7 +10,8 @@ import (
 // records of the completed requests at the front (those before the queue
 // head and before every decoding request), after adding them to the
 // request statistics, when they are at least a quarter of the records
-// held, and otherwise grows the arrays by half (or, once that comes close
+// held, and otherwise grows the arrays (doubling them up to compactWindow
+// records, then by half; or, once that comes close
 // to the requests still expected, to hold them all). The records held are
 // then at most twice those from the oldest request in flight to the
 // newest, and each record is moved at most three times on average. The indices of
@@ -21,7 +22,10 @@ func (sim *simulation) makeRoom() {
 		first = min(first, i)
 	}
 	if n := len(sim.records); first == 0 || 4*first < n {
-		grow := max(n/2, compactWindow)
+		// Doubling while the records held are few (a replica of a large
+		// fleet may see only a handful), then by half, at least
+		// compactWindow at once.
+		grow := max(n/2, min(compactWindow, max(n, 16)))
 		if rest := sim.expected - sim.dropped - n; rest > 0 && n+grow > rest/2 {
 			// Close to the requests still expected: room for them all,
 			// rather than one more step on the way.

@@ -145,3 +145,24 @@ func TestSummaryWithServerStateKeepsRecords(t *testing.T) {
 	assert.False(t, sim.compacting)
 	assert.Zero(t, sim.dropped)
 }
+
+// TestSummarizingStepperHoldsRoomForWhatItHolds: a Stepper that drops its
+// records, fed a few requests at a time (a replica of a large fleet), holds
+// room for about as many records as it has in flight, not compactWindow
+// (5.8 MB of records and progress each; 1024 replicas of a streamed fleet
+// reserved 5.6 GB).
+func TestSummarizingStepperHoldsRoomForWhatItHolds(t *testing.T) {
+	st := newTestStepper(t, NewPlant(profile.Default()), "chunked", "max", Options{Summary: true})
+	st.Summarize(0, func(*RequestRecord) {})
+	requests := smallWorkload(t)
+	for i, r := range requests[:40] {
+		r.ArrivalTimeS = float64(i) * 5
+		require.NoError(t, st.Add(r))
+		for st.sim.timeS < r.ArrivalTimeS+4 {
+			_, err := st.Step()
+			require.NoError(t, err)
+		}
+	}
+	assert.LessOrEqual(t, cap(st.sim.records), 64, "room for records")
+	assert.LessOrEqual(t, cap(st.sim.progress), 64, "room for progress")
+}
