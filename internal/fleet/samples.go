@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"sync"
@@ -56,21 +57,16 @@ func extend[T any](v []T, more int) []T {
 	return v[:cap(v)]
 }
 
-// replicaSamples returns the TTFT, TPOT and latency of replica k's
-// completed requests among the first n, in workload order (the order the
-// replica was given them): what its Stepper would have kept. It reuses the
-// slices it returned last, and must be called once every replica has
-// stepped to its end, by one goroutine, with the same n each time. The
-// first call groups the n requests by replica (4 bytes a request), so that
-// all the calls together cost O(n + replicas), not O(n x replicas).
-func (s *samples) replicaSamples(k, n int) (ttft, tpot, latency []float64) {
-	g := &s.grouped
-	if g.order == nil {
-		g.group(s.replica[:n])
-	}
-	mine := g.order[g.start[k]:g.start[k+1]]
+// replicaSamples returns the TTFT, TPOT and latency of replica k's (of
+// replicas) completed requests among the first n, in workload order (the
+// order the replica was given them): what its Stepper would have kept. It
+// reuses the slices it returned last, and must be called once every
+// replica has stepped to its end, by one goroutine, with the same n each
+// time.
+func (s *samples) replicaSamples(k, n, replicas int) (ttft, tpot, latency []float64) {
+	mine := s.requestsOf(k, n, replicas)
 	kept := 0
-	for _, i := range mine {
+	for i := range mine {
 		if !math.IsNaN(s.latency[i]) {
 			kept++
 		}
@@ -83,13 +79,45 @@ func (s *samples) replicaSamples(k, n int) (ttft, tpot, latency []float64) {
 	}
 	l.ttft, l.tpot, l.latency = l.ttft[:kept], l.tpot[:kept], l.latency[:kept]
 	j := 0
-	for _, i := range mine {
+	for i := range mine {
 		if !math.IsNaN(s.latency[i]) {
 			l.ttft[j], l.tpot[j], l.latency[j] = s.ttft[i], s.tpot[i], s.latency[i]
 			j++
 		}
 	}
 	return l.ttft, l.tpot, l.latency
+}
+
+// scannedReplicas is the most replicas whose requests replicaSamples finds
+// by reading the replica index of every request (2 bytes each) for each
+// replica; with more, it groups the requests by replica once (4 bytes a
+// request), so that all its calls cost O(requests + replicas), not
+// O(requests x replicas).
+const scannedReplicas = 32
+
+// requestsOf yields the indices of replica k's requests among the first
+// n, in workload order.
+func (s *samples) requestsOf(k, n, replicas int) iter.Seq[int] {
+	if replicas <= scannedReplicas {
+		return func(yield func(int) bool) {
+			for i, r := range s.replica[:n] {
+				if int(r) == k && !yield(i) {
+					return
+				}
+			}
+		}
+	}
+	g := &s.grouped
+	if g.order == nil {
+		g.group(s.replica[:n], replicas)
+	}
+	return func(yield func(int) bool) {
+		for _, i := range g.order[g.start[k]:g.start[k+1]] {
+			if !yield(int(i)) {
+				return
+			}
+		}
+	}
 }
 
 // byReplica is the requests of a run grouped by replica: replica k's are
@@ -101,17 +129,17 @@ type byReplica struct {
 }
 
 // group sorts the requests by replica (a stable counting sort of their
-// indices), replica[i] being request i's.
-func (g *byReplica) group(replica []uint16) {
-	g.start = make([]int, MaxReplicas+1)
+// indices), replica[i] being request i's, of replicas.
+func (g *byReplica) group(replica []uint16, replicas int) {
+	g.start = make([]int, replicas+1)
 	for _, r := range replica {
 		g.start[int(r)+1]++
 	}
-	for k := 1; k <= MaxReplicas; k++ {
+	for k := 1; k <= replicas; k++ {
 		g.start[k] += g.start[k-1]
 	}
 	g.order = make([]uint32, len(replica))
-	next := slices.Clone(g.start[:MaxReplicas])
+	next := slices.Clone(g.start[:replicas])
 	for i, r := range replica {
 		g.order[next[r]] = uint32(i)
 		next[r]++

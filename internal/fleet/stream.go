@@ -225,7 +225,7 @@ func (e *engine) lend(k int, st *plant.Stepper) {
 	s := e.stream
 	st.LendSamples(func() (ttft, tpot, latency []float64) {
 		s.writers[k].flush()
-		return s.samples.replicaSamples(k, s.ws.Loaded())
+		return s.samples.replicaSamples(k, s.ws.Loaded(), len(s.writers))
 	})
 }
 

@@ -2,12 +2,14 @@ package fleet
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 )
@@ -51,9 +53,11 @@ func documents(t *testing.T, w plant.Workload, cfg RunConfig, router string) (he
 			rep, err = RunContext(context.Background(), w, cfg)
 		}
 		require.NoError(t, err)
-		doc, err := json.Marshal(rep)
-		require.NoError(t, err)
-		return string(doc)
+		// As simulate writes it: a replica without a request has null
+		// means, where encoding/json refuses the NaN.
+		var doc strings.Builder
+		require.NoError(t, jsonout.Stream(&doc, rep))
+		return doc.String()
 	}
 	return run(false), run(true)
 }
@@ -86,6 +90,10 @@ func TestStreamedRunWritesTheHeldRunsDocument(t *testing.T) {
 		// replicas drop the records of completed requests.
 		{"records dropped", codeLike(5, 60, 2400), long,
 			[]Group{{Replicas: 2, Profile: prof, Scheduler: "chunked", Controller: "reactive"}}, 0.7, []int{1, 2}},
+		// More replicas than scannedReplicas: their samples are found
+		// through the requests grouped by replica.
+		{"many replicas", small, plant.NewPlant(nil),
+			[]Group{{Replicas: scannedReplicas + 8, Profile: prof, Scheduler: "chunked", Controller: "reactive"}}, 0.05, []int{2}},
 	}
 	for _, c := range cases {
 		for _, router := range RouterNames {
@@ -165,4 +173,19 @@ func TestStreamedRunStops(t *testing.T) {
 		_, err = RunStreamContext(ctx, heldSource{codeLike(2, 60, 2400)}, cfg)
 		require.ErrorIs(t, err, context.Canceled, router)
 	}
+}
+
+func TestRequestsOfAReplicaEitherWay(t *testing.T) {
+	replica := []uint16{3, 0, 3, 1, 1, 0, 3, 2, 0}
+	var s samples
+	s.replica = replica
+	for k := range 5 {
+		scanned := slices.Collect(s.requestsOf(k, len(replica), scannedReplicas))
+		grouped := slices.Collect(s.requestsOf(k, len(replica), scannedReplicas+1))
+		require.Equal(t, scanned, grouped, "replica %d", k)
+		for _, i := range scanned {
+			require.Equal(t, uint16(k), replica[i])
+		}
+	}
+	require.Equal(t, []int{0, 2, 6}, slices.Collect(s.requestsOf(3, len(replica), scannedReplicas+1)))
 }

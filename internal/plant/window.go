@@ -10,8 +10,9 @@ import (
 // records of the completed requests at the front (those before the queue
 // head and before every decoding request), after adding them to the
 // request statistics, when they are at least a quarter of the records
-// held, and otherwise grows the arrays (doubling them up to compactWindow
-// records, then by half; or, once that comes close
+// held, and otherwise grows the arrays (by half, at least compactWindow
+// records at once, but below compactWindow by no more than the requests
+// still expected, or doubling when those are unknown; or, once that comes close
 // to the requests still expected, to hold them all). The records held are
 // then at most twice those from the oldest request in flight to the
 // newest, and each record is moved at most three times on average. The indices of
@@ -22,11 +23,16 @@ func (sim *simulation) makeRoom() {
 		first = min(first, i)
 	}
 	if n := len(sim.records); first == 0 || 4*first < n {
-		// Doubling while the records held are few (a replica of a large
-		// fleet may see only a handful), then by half, at least
-		// compactWindow at once.
-		grow := max(n/2, min(compactWindow, max(n, 16)))
-		if rest := sim.expected - sim.dropped - n; rest > 0 && n+grow > rest/2 {
+		// By half, at least compactWindow at once; below compactWindow
+		// records held, no more room than the requests still expected
+		// need (a replica of a large fleet may see only a handful), or,
+		// when they are not known, doubling.
+		rest := sim.expected - sim.dropped - n
+		grow := max(n/2, compactWindow)
+		if n < compactWindow {
+			grow = min(compactWindow, max(n, 16, rest))
+		}
+		if rest > 0 && n+grow > rest/2 {
 			// Close to the requests still expected: room for them all,
 			// rather than one more step on the way.
 			grow = max(grow, rest)

@@ -152,17 +152,20 @@ func TestSummaryWithServerStateKeepsRecords(t *testing.T) {
 // (5.8 MB of records and progress each; 1024 replicas of a streamed fleet
 // reserved 5.6 GB).
 func TestSummarizingStepperHoldsRoomForWhatItHolds(t *testing.T) {
-	st := newTestStepper(t, NewPlant(profile.Default()), "chunked", "max", Options{Summary: true})
-	st.Summarize(0, func(*RequestRecord) {})
-	requests := smallWorkload(t)
-	for i, r := range requests[:40] {
-		r.ArrivalTimeS = float64(i) * 5
-		require.NoError(t, st.Add(r))
-		for st.sim.timeS < r.ArrivalTimeS+4 {
-			_, err := st.Step()
-			require.NoError(t, err)
+	for _, expected := range []int{0, 40, 100} { // unknown, then known
+		st := newTestStepper(t, NewPlant(profile.Default()), "chunked", "max", Options{Summary: true})
+		st.Summarize(expected, func(*RequestRecord) {})
+		requests := smallWorkload(t)
+		for i, r := range requests[:40] {
+			r.ArrivalTimeS = float64(i) * 5
+			require.NoError(t, st.Add(r))
+			for st.sim.timeS < r.ArrivalTimeS+4 {
+				_, err := st.Step()
+				require.NoError(t, err)
+			}
 		}
+		room := max(64, expected+expected/4)
+		assert.LessOrEqual(t, cap(st.sim.records), room, "room for records, %d expected", expected)
+		assert.LessOrEqual(t, cap(st.sim.progress), room, "room for progress, %d expected", expected)
 	}
-	assert.LessOrEqual(t, cap(st.sim.records), 64, "room for records")
-	assert.LessOrEqual(t, cap(st.sim.progress), 64, "room for progress")
 }
