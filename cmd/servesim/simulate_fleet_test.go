@@ -61,7 +61,8 @@ func TestSimulateFleetUsageErrors(t *testing.T) {
 }
 
 // TestFleetDocument checks the fleet document's top-level keys and their
-// order, and that a fleet of one replica has the single-GPU metrics.
+// order, and that a fleet of one replica has the single-GPU metrics and
+// slo block.
 func TestFleetDocument(t *testing.T) {
 	t.Parallel()
 	s, out, errOut := testStreams("")
@@ -77,7 +78,7 @@ func TestFleetDocument(t *testing.T) {
 		var skip json.RawMessage
 		require.NoError(t, dec.Decode(&skip))
 	}
-	assert.Equal(t, []string{"metrics", "fleet", "replicas", "requests", "summary", "dilation", "plant", "provenance"}, keys)
+	assert.Equal(t, []string{"metrics", "slo", "fleet", "replicas", "requests", "summary", "dilation", "plant", "provenance"}, keys)
 	var doc struct {
 		Metrics  map[string]any   `json:"metrics"`
 		Replicas []map[string]any `json:"replicas"`
@@ -86,7 +87,7 @@ func TestFleetDocument(t *testing.T) {
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
 	assert.Len(t, doc.Metrics, 23)
 	require.Len(t, doc.Replicas, 2)
-	for _, key := range []string{"replica", "group", "profile_status", "controller_name", "scheduler_name", "requests_routed", "metrics", "time_s", "phase"} {
+	for _, key := range []string{"replica", "group", "profile_status", "controller_name", "scheduler_name", "requests_routed", "metrics", "slo", "time_s", "phase"} {
 		assert.Contains(t, doc.Replicas[1], key)
 	}
 	assert.Len(t, doc.Requests[0], 8, "the single-GPU record plus replica")
@@ -97,10 +98,12 @@ func TestFleetDocument(t *testing.T) {
 	require.Equal(t, exitOK, run(context.Background(), []string{"simulate", "--max-elapsed", "600", "--summary", "--router", "least-outstanding"}, one), errOut.String())
 	var a, b struct {
 		Metrics json.RawMessage `json:"metrics"`
+		SLO     json.RawMessage `json:"slo"`
 		Summary json.RawMessage `json:"summary"`
 	}
 	require.NoError(t, json.Unmarshal(singleOut.Bytes(), &a))
 	require.NoError(t, json.Unmarshal(oneOut.Bytes(), &b))
 	assert.JSONEq(t, string(a.Metrics), string(b.Metrics))
+	assert.JSONEq(t, string(a.SLO), string(b.SLO))
 	assert.JSONEq(t, string(a.Summary), string(b.Summary))
 }

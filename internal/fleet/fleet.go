@@ -73,7 +73,9 @@ type Config struct {
 type Result struct {
 	// Metrics are the fleet's: see the package README ("Fleet") and
 	// fleetMetrics for the definitions.
-	Metrics  plant.Metrics
+	Metrics plant.Metrics
+	// SLO is the fleet's slo block: see fleetMetrics.
+	SLO      plant.SLOReport
 	Router   string    // the router's Name
 	Groups   []Group   // the groups of the fleet (Config.Groups)
 	Replicas []Replica // one per replica, in replica order

@@ -197,9 +197,18 @@ func TestFleetMetricsDefinitions(t *testing.T) {
 	assert.Equal(t, peakPower, m.PeakPowerW)
 	assert.Equal(t, float64(peakQueued), m.PeakQueuedRequests)
 	// The request metrics are the reference's over every record.
-	single := plant.RecordMetrics(res.Requests, cfg.Plant.ReportingHorizonS, func(int) (float64, float64) {
-		return profile.Default().TTFTSLOSeconds(), profile.Default().TPOTSLOSeconds()
-	})
+	judge := plant.SLO{}.OrProfile(profile.Default())
+	single, slo := plant.RecordMetrics(res.Requests, cfg.Plant.ReportingHorizonS, func(int) plant.SLO { return judge }, judge, 1)
+	met := 0
+	for i := range res.Requests {
+		if judge.Met(&res.Requests[i]) {
+			met++
+		}
+	}
+	assert.Equal(t, met, slo.RequestsMeetingSLO)
+	assert.Equal(t, met, res.SLO.RequestsMeetingSLO)
+	assert.Equal(t, slo.Attainment, res.SLO.Attainment)
+	assert.Equal(t, slo.TTFTS, res.SLO.TTFTS)
 	assert.Equal(t, single.P95TTFTS, m.P95TTFTS)
 	assert.Equal(t, single.MeanLatencyS, m.MeanLatencyS)
 	assert.Equal(t, single.TTFTViolationRate, m.TTFTViolationRate)
@@ -221,7 +230,7 @@ func TestEachRequestIsJudgedByItsReplicasSLOs(t *testing.T) {
 	res, err := Simulate(requests, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"lenient", "strict", "strict"}, []string{res.Replicas[0].GroupName, res.Replicas[1].GroupName, res.Replicas[2].GroupName})
-	completed, ttftLate, tpotLate := 0, 0, 0
+	completed, ttftLate, tpotLate, met := 0, 0, 0, 0
 	for i, rec := range res.Requests {
 		if math.IsNaN(rec.CompletionTimeS) {
 			continue
@@ -229,6 +238,9 @@ func TestEachRequestIsJudgedByItsReplicasSLOs(t *testing.T) {
 		prof := profile.Default()
 		if res.Assignment[i] > 0 {
 			prof = &strict
+		}
+		if judge := (plant.SLO{}).OrProfile(prof); judge.Met(&rec) {
+			met++
 		}
 		completed++
 		if rec.FirstTokenTimeS-rec.ArrivalTimeS > prof.TTFTSLOSeconds() {
@@ -241,6 +253,16 @@ func TestEachRequestIsJudgedByItsReplicasSLOs(t *testing.T) {
 	assert.Equal(t, float64(ttftLate)/float64(completed), res.Metrics.TTFTViolationRate)
 	assert.Equal(t, float64(tpotLate)/float64(completed), res.Metrics.TPOTViolationRate)
 	assert.NotEqual(t, res.Replicas[0].Result.Metrics.TTFTViolationRate, res.Metrics.TTFTViolationRate)
+	// The slo block too: each request met or missed its replica's
+	// objectives, which differ, so the block names none.
+	replicasMet := 0
+	for _, r := range res.Replicas {
+		replicasMet += r.Result.SLO.RequestsMeetingSLO
+	}
+	assert.Equal(t, met, res.SLO.RequestsMeetingSLO)
+	assert.Equal(t, replicasMet, res.SLO.RequestsMeetingSLO)
+	assert.Equal(t, float64(met)/float64(len(requests)), res.SLO.Attainment)
+	assert.True(t, math.IsNaN(res.SLO.TTFTSLOSeconds) && math.IsNaN(res.SLO.TPOTSLOSeconds), "objectives differ: none named")
 }
 
 // TestReplicaWithoutRequestsHasNoStep: more replicas than requests.

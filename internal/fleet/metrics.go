@@ -24,7 +24,7 @@ func (e *engine) result() *Result {
 		PowerW:           power,
 		Queued:           queued,
 	}
-	res.Metrics = e.fleetMetrics(res)
+	res.Metrics, res.SLO = e.fleetMetrics(res)
 	return res
 }
 
@@ -39,7 +39,9 @@ func (e *engine) checksum() string {
 	return plant.WorkloadChecksum(e.requests)
 }
 
-// fleetMetrics combines the replicas' runs into the fleet's metrics:
+// fleetMetrics combines the replicas' runs into the fleet's metrics and
+// slo block (its attainment over every request, each judged by its
+// replica's objectives, its goodput over the fleet duration):
 //   - the request metrics (completed_fraction, the TTFT, TPOT and latency
 //     means and 95th percentiles, the two violation rates, the unfinished
 //     counts) are the reference's formulas over every request, each judged
@@ -54,16 +56,19 @@ func (e *engine) checksum() string {
 //     peak_queued_requests_at_minimum_clock are maxima over replicas;
 //   - decode_stall_fraction is the stalled steps over the steps with
 //     decoding requests, both summed over replicas.
-func (e *engine) fleetMetrics(res *Result) plant.Metrics {
+func (e *engine) fleetMetrics(res *Result) (plant.Metrics, plant.SLOReport) {
 	p := e.cfg.Plant
-	m := e.requestMetrics(res)
 	durationS := 0.0
+	for _, r := range res.Replicas {
+		durationS = math.Max(durationS, r.Totals.DurationS)
+	}
+	durationS = math.Max(durationS, p.TimeStepS)
+	m, slo := e.requestMetrics(res, durationS)
 	energyJ := 0.0
 	activeSteps, stalledSteps := 0, 0
 	m.PeakTemperatureC = p.AmbientTemperatureC
 	for _, r := range res.Replicas {
 		rm := &r.Result.Metrics
-		durationS = math.Max(durationS, r.Totals.DurationS)
 		energyJ += rm.EnergyJ
 		activeSteps += r.Totals.ActiveSteps
 		stalledSteps += r.Totals.StalledSteps
@@ -76,7 +81,7 @@ func (e *engine) fleetMetrics(res *Result) plant.Metrics {
 	}
 	// RecordMetrics leaves the completed output tokens in the throughput
 	// and max(1, them) in the energy per token.
-	m.OutputThroughputTokensPerS /= math.Max(durationS, p.TimeStepS)
+	m.OutputThroughputTokensPerS /= durationS
 	m.EnergyJ = energyJ
 	m.EnergyPerOutputTokenJ = energyJ / m.EnergyPerOutputTokenJ
 	for t := range res.Steps {
@@ -86,24 +91,38 @@ func (e *engine) fleetMetrics(res *Result) plant.Metrics {
 	if activeSteps > 0 {
 		m.DecodeStallFraction = float64(stalledSteps) / float64(activeSteps)
 	}
-	return m
+	return m, slo
 }
 
-// requestMetrics are the request metrics of the fleet (see fleetMetrics),
-// from the records of a workload held whole or the samples of a streamed
-// one.
-func (e *engine) requestMetrics(res *Result) plant.Metrics {
+// requestMetrics are the request metrics of the fleet (see fleetMetrics)
+// and its slo block over durationS (see targets), from the records of a
+// workload held whole or the samples of a streamed one.
+func (e *engine) requestMetrics(res *Result, durationS float64) (plant.Metrics, plant.SLOReport) {
+	targets := e.targets()
 	if s := e.stream; s != nil {
-		tally := plant.NewRecordTally(e.cfg.Plant.ReportingHorizonS)
+		tally := plant.NewRecordTally(e.cfg.Plant.ReportingHorizonS, targets)
 		for _, w := range s.writers {
 			tally.Merge(&w.tally)
 		}
-		return s.samples.metrics(&tally, s.ws.Loaded())
+		return s.samples.metrics(&tally, s.ws.Loaded(), targets, durationS)
 	}
-	return plant.RecordMetrics(res.Requests, e.cfg.Plant.ReportingHorizonS, func(i int) (float64, float64) {
-		slo := e.slo(res.Assignment[i])
-		return slo.TTFTSeconds, slo.TPOTSeconds
-	})
+	return plant.RecordMetrics(res.Requests, e.cfg.Plant.ReportingHorizonS, func(i int) plant.SLO {
+		return e.slo(res.Assignment[i])
+	}, targets, durationS)
+}
+
+// targets are the objectives the fleet's slo block names: those every
+// replica is judged by, or, when they differ (groups of profiles with other
+// SLOs and no SLO flags), NaN TTFT and TPOT objectives (null in the
+// document), each request being judged by its replica's.
+func (e *engine) targets() plant.SLO {
+	targets := e.slo(0)
+	for k := range e.specs {
+		if e.slo(k) != targets {
+			return plant.SLO{TTFTSeconds: math.NaN(), TPOTSeconds: math.NaN(), E2ESeconds: targets.E2ESeconds}
+		}
+	}
+	return targets
 }
 
 // slo is what replica k's requests are judged by: its profile's objectives

@@ -35,6 +35,10 @@ type RunConfig struct {
 // summary, dilation, plant and provenance of a single-GPU run.
 type Report struct {
 	Metrics plant.Metrics `json:"metrics"` // metrics: the fleet's (see fleetMetrics)
+	// SLO is the fleet's slo block: every request judged by the objectives
+	// of its replica (the document's objectives are null when those
+	// differ), goodput over the fleet duration.
+	SLO plant.SLOReport `json:"slo"`
 	// Engine is the engine block summed over the replicas
 	// (plant.SumEngineReports); nil (left out) without engine features.
 	Engine     *plant.EngineReport `json:"engine,omitempty"`
@@ -80,6 +84,8 @@ type ReplicaReport struct {
 	SchedulerName  string        `json:"scheduler_name"`  // scheduler_name: its scheduler's name
 	RequestsRouted int           `json:"requests_routed"` // requests_routed: requests routed to it
 	Metrics        plant.Metrics `json:"metrics"`         // metrics: its own metrics, the reference's for its requests
+	// SLO is its own slo block, as a single-GPU document has it.
+	SLO plant.SLOReport `json:"slo"`
 	// Engine is its own engine block; nil (left out) without engine
 	// features.
 	Engine *plant.EngineReport `json:"engine,omitempty"`
@@ -181,6 +187,7 @@ func newReport(res *Result, dilation *float64, w plant.Workload, cfg RunConfig) 
 	}
 	r := &Report{
 		Metrics:    res.Metrics,
+		SLO:        res.SLO,
 		Fleet:      Info{Router: res.Router, Replicas: len(res.Replicas)},
 		Dilation:   dilation,
 		Plant:      cfg.Plant,
@@ -206,6 +213,7 @@ func newReport(res *Result, dilation *float64, w plant.Workload, cfg RunConfig) 
 			SchedulerName:  rep.Result.SchedulerName,
 			RequestsRouted: rep.RequestsRouted,
 			Metrics:        rep.Result.Metrics,
+			SLO:            rep.Result.SLO,
 			Engine:         rep.Result.Engine,
 			Trajectory:     rep.Result.Trajectory,
 		})

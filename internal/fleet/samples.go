@@ -146,10 +146,10 @@ func (g *byReplica) group(replica []uint16, replicas int) {
 	}
 }
 
-// metrics is the fleet's request metrics over its first n requests,
-// counted by tally: the completed requests' samples, in workload order. It
-// reorders the samples.
-func (s *samples) metrics(tally *plant.RecordTally, n int) plant.Metrics {
+// metrics is the fleet's request metrics and slo block (naming targets,
+// over durationS) over its first n requests, counted by tally: the
+// completed requests' samples, in workload order. It reorders the samples.
+func (s *samples) metrics(tally *plant.RecordTally, n int, targets plant.SLO, durationS float64) (plant.Metrics, plant.SLOReport) {
 	kept := 0
 	for i := range n {
 		if math.IsNaN(s.latency[i]) {
@@ -158,19 +158,19 @@ func (s *samples) metrics(tally *plant.RecordTally, n int) plant.Metrics {
 		s.ttft[kept], s.tpot[kept], s.latency[kept] = s.ttft[i], s.tpot[i], s.latency[i]
 		kept++
 	}
-	return tally.Metrics(s.ttft[:kept], s.tpot[:kept], s.latency[:kept])
+	ttft, tpot, latency := s.ttft[:kept], s.tpot[:kept], s.latency[:kept]
+	m := tally.Metrics(ttft, tpot, latency)
+	return m, tally.SLO(targets, ttft, tpot, latency, durationS)
 }
 
 // sampleWriter is one replica's way into the samples: it counts each final
 // record in its tally, judged by its replica's objectives, and writes the
 // samples in batches.
 type sampleWriter struct {
-	samples    *samples
-	tally      plant.RecordTally
-	ttftLimitS float64
-	tpotLimitS float64
-	queue      indexQueue // workload indices of the replica's requests not final yet, in order
-	buf        []placedSample
+	samples *samples
+	tally   plant.RecordTally
+	queue   indexQueue // workload indices of the replica's requests not final yet, in order
+	buf     []placedSample
 }
 
 // placedSample is one request's samples and its place in the workload.
@@ -184,18 +184,16 @@ const sampleBatch = 256
 
 func newSampleWriter(s *samples, horizonS float64, slo plant.SLO) *sampleWriter {
 	return &sampleWriter{
-		samples:    s,
-		tally:      plant.NewRecordTally(horizonS),
-		ttftLimitS: slo.TTFTSeconds,
-		tpotLimitS: slo.TPOTSeconds,
-		buf:        make([]placedSample, 0, sampleBatch),
+		samples: s,
+		tally:   plant.NewRecordTally(horizonS, slo),
+		buf:     make([]placedSample, 0, sampleBatch),
 	}
 }
 
 // record takes the replica's next final record (plant.Stepper.Summarize):
 // that of the oldest request in its queue.
 func (w *sampleWriter) record(r *plant.RequestRecord) {
-	w.tally.Add(r, w.ttftLimitS, w.tpotLimitS)
+	w.tally.Add(r)
 	p := placedSample{index: w.queue.pop(), ttft: math.NaN(), tpot: math.NaN(), latency: math.NaN()}
 	if r.Completed() {
 		p.ttft, p.tpot, p.latency = r.TTFTS(), r.TPOTS(), r.LatencyS()

@@ -220,23 +220,25 @@ func (r *Report) Table() string {
 	t := texttable.Table{Columns: []texttable.Column{
 		{Header: "replica", Text: true}, {Header: "group", Text: true}, {Header: "requests"},
 		{Header: "completed %"}, {Header: "p95 TTFT s"}, {Header: "TTFT viol %"},
-		{Header: "p95 TPOT ms"}, {Header: "TPOT viol %"}, {Header: "energy kJ"}, {Header: "J/token"},
+		{Header: "p95 TPOT ms"}, {Header: "TPOT viol %"}, {Header: "SLO met %"}, {Header: "energy kJ"}, {Header: "J/token"},
 		{Header: "peak W"}, {Header: "peak °C"}, {Header: "peak queued"},
 	}}
 	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
-	row := func(name, group string, requests int, m *plant.Metrics) {
+	row := func(name, group string, requests int, m *plant.Metrics, slo *plant.SLOReport) {
 		t.AddRow(name, group, strconv.Itoa(requests), pct(m.CompletedFraction),
 			texttable.Fixed(m.P95TTFTS, 3), pct(m.TTFTViolationRate),
-			texttable.Fixed(1000*m.P95TPOTS, 2), pct(m.TPOTViolationRate),
+			texttable.Fixed(1000*m.P95TPOTS, 2), pct(m.TPOTViolationRate), pct(slo.Attainment),
 			texttable.Fixed(m.EnergyJ/1000, 2), texttable.Fixed(m.EnergyPerOutputTokenJ, 4),
 			texttable.Fixed(m.PeakPowerW, 1), texttable.Fixed(m.PeakTemperatureC, 1),
 			texttable.Fixed(m.PeakQueuedRequests, 0))
 	}
-	row("fleet", "", len(r.Result.Requests), &r.Metrics)
+	row("fleet", "", len(r.Result.Requests), &r.Metrics, &r.SLO)
 	for _, rep := range r.Replicas {
-		row(strconv.Itoa(rep.Replica), rep.Group, rep.RequestsRouted, &rep.Metrics)
+		row(strconv.Itoa(rep.Replica), rep.Group, rep.RequestsRouted, &rep.Metrics, &rep.SLO)
 	}
 	b.WriteString(t.String())
+	b.WriteString("\nfleet: ")
+	r.SLO.WriteTable(&b, r.Provenance.RequestsLoaded)
 	r.Engine.WriteLines(&b)
 	return b.String()
 }

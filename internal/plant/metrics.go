@@ -139,19 +139,24 @@ func (a *stepStats) metrics(span stepSpan, requests *requestStats, p Plant) (Met
 // RecordMetrics computes the metrics that depend on the request records
 // alone, with the reference's formulas: completed_fraction, the TTFT, TPOT
 // and latency means and 95th percentiles, the two violation rates
-// (records[i] judged by the SLOs slo(i) returns), the unfinished counts at
-// horizonS and at the end, and reporting_horizon_s. Of the other fields,
-// two carry what their formulas need: OutputThroughputTokensPerS holds the
-// output tokens of the completed requests (to be divided by the duration)
-// and EnergyPerOutputTokenJ holds max(1, those tokens) (to divide the
-// energy by); the rest are zero, for the caller to fill.
-func RecordMetrics(records []RequestRecord, horizonS float64, slo func(i int) (ttftS, tpotS float64)) Metrics {
+// (records[i] judged by the objectives judge(i) returns, resolved), the
+// unfinished counts at horizonS and at the end, and reporting_horizon_s. Of
+// the other fields, two carry what their formulas need:
+// OutputThroughputTokensPerS holds the output tokens of the completed
+// requests (to be divided by the duration) and EnergyPerOutputTokenJ holds
+// max(1, those tokens) (to divide the energy by); the rest are zero, for
+// the caller to fill. It also returns the slo block of the records over
+// durationS seconds, each request meeting judge(i)'s objectives or not, the
+// block naming targets as its objectives.
+func RecordMetrics(records []RequestRecord, horizonS float64, judge func(i int) SLO, targets SLO, durationS float64) (Metrics, SLOReport) {
 	stats := newRequestStats(horizonS, SLO{}, len(records))
 	for i := range records {
-		ttftS, tpotS := slo(i)
-		stats.add(&records[i], ttftS, tpotS)
+		stats.judge = judge(i)
+		stats.add(&records[i], stats.judge.TTFTSeconds, stats.judge.TPOTSeconds)
 	}
-	return stats.metrics()
+	m := stats.metrics()
+	stats.judge = targets
+	return m, stats.sloReport(durationS)
 }
 
 // ComputeMetrics recomputes the metrics of r from its stored trajectory and

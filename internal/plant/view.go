@@ -316,14 +316,14 @@ func (r *Report) Table() string {
 	t.AddRow("unfinished at end", texttable.Fixed(m.UnfinishedRequestsAtEnd, 0), "")
 	b.WriteString(t.String())
 	b.WriteByte('\n')
-	writeSLOTable(&b, slo, r.Provenance.RequestsLoaded)
+	slo.WriteTable(&b, r.Provenance.RequestsLoaded)
 	r.Engine.WriteLines(&b)
 	return b.String()
 }
 
-// writeSLOTable renders the slo block: attainment and goodput, then the
+// WriteTable renders the slo block: attainment and goodput, then the
 // latency percentiles against their objectives.
-func writeSLOTable(b *strings.Builder, slo SLOReport, requests int) {
+func (slo SLOReport) WriteTable(b *strings.Builder, requests int) {
 	fmt.Fprintf(b, "SLO attainment %s%% (%d of %d requests meet every SLO), goodput %s requests/s\n\n",
 		texttable.Fixed(100*slo.Attainment, 2), slo.RequestsMeetingSLO, requests, texttable.Fixed(slo.GoodputRequestsPerS, 4))
 	t := texttable.Table{Columns: []texttable.Column{
