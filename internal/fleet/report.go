@@ -86,6 +86,9 @@ type ReplicaReport struct {
 	Metrics        plant.Metrics `json:"metrics"`         // metrics: its own metrics, the reference's for its requests
 	// SLO is its own slo block, as a single-GPU document has it.
 	SLO plant.SLOReport `json:"slo"`
+	// MPCDiagnostics are its controller's mpc_diagnostics (mpc); nil (left
+	// out) for the other controllers.
+	MPCDiagnostics *plant.MPCDiagnostics `json:"mpc_diagnostics,omitempty"`
 	// Engine is its own engine block; nil (left out) without engine
 	// features.
 	Engine *plant.EngineReport `json:"engine,omitempty"`
@@ -214,6 +217,7 @@ func newReport(res *Result, dilation *float64, w plant.Workload, cfg RunConfig) 
 			RequestsRouted: rep.RequestsRouted,
 			Metrics:        rep.Result.Metrics,
 			SLO:            rep.Result.SLO,
+			MPCDiagnostics: rep.Result.MPCDiagnostics,
 			Engine:         rep.Result.Engine,
 			Trajectory:     rep.Result.Trajectory,
 		})
