@@ -156,7 +156,12 @@ func ParseError(cmd *cobra.Command, err error, byName map[string]string) error {
 		return fmt.Errorf("--%s %q: expected %s", f.Name, invalid.GetValue(), Expected(f, byName))
 	case errors.As(err, &missing):
 		f := missing.GetFlag()
-		return fmt.Errorf("--%s needs a value: %s", f.Name, Expected(f, byName))
+		want := Expected(f, byName)
+		if want == ExpectedByType("string") {
+			// A free-form value: what the flag's help says it is.
+			_, want = pflag.UnquoteUsage(f)
+		}
+		return fmt.Errorf("--%s needs a value: %s", f.Name, want)
 	case errors.As(err, &unknown):
 		if names := Suggest(cmd, TypedName(unknown)); len(names) > 0 {
 			return fmt.Errorf("%v; did you mean %s?", err, OrList(names))
