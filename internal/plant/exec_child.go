@@ -1,24 +1,22 @@
 package plant
 
 import (
-	"errors"
 	"os/exec"
 	"sync"
 	"time"
+
+	"servesim/internal/interrupt"
 )
 
 // execChildren are the exec: children alive in this process, so that an
 // interrupted servesim can end them all before it exits
-// (KillExecChildren).
+// (KillExecChildren, which the first child registers with
+// interrupt.KillOnInterrupt).
 var execChildren struct {
 	sync.Mutex
-	live map[*execChild]struct{}
-	// killed: KillExecChildren was called and no child starts any more.
-	killed bool
+	live       map[*execChild]struct{}
+	registered bool
 }
-
-// errExecKilled is why a child does not start after KillExecChildren.
-var errExecKilled = errors.New("servesim is being interrupted")
 
 // execChild is an exec: controller's child process, /bin/sh -c COMMAND,
 // the leader of a process group of its own (on Linux): what it starts is
@@ -39,8 +37,9 @@ type execChild struct {
 func startExecChild(cmd *exec.Cmd) (*execChild, error) {
 	execChildren.Lock()
 	defer execChildren.Unlock()
-	if execChildren.killed {
-		return nil, errExecKilled
+	if !execChildren.registered {
+		interrupt.KillOnInterrupt(KillExecChildren)
+		execChildren.registered = true
 	}
 	if len(execChildren.live) == 0 {
 		adoptOrphans(true)
@@ -101,13 +100,12 @@ func (k *execChild) end(grace time.Duration) error {
 }
 
 // KillExecChildren ends every exec: controller's child alive in this
-// process: it kills each child's process group and reaps the child and
-// what servesim adopted of its group, and from then on no child starts (a
-// controller that would start one fails). An interrupted servesim calls it
-// before it exits; the controllers whose children it killed fail.
+// process: it kills each child's process group, and reaps the child and
+// what servesim adopted of its group (a child being ended already: it
+// waits for that). An interrupted servesim calls it before it exits; the
+// controllers whose children it killed fail.
 func KillExecChildren() {
 	execChildren.Lock()
-	execChildren.killed = true
 	kids := make([]*execChild, 0, len(execChildren.live))
 	for k := range execChildren.live {
 		kids = append(kids, k)

@@ -108,10 +108,8 @@ func TestExecChildThatExitsWhileItsBackgroundHoldsStdout(t *testing.T) {
 
 // TestKillExecChildrenEndsEveryChild: what an interrupted servesim calls
 // ends the children of every controller, waiting for an answer or not,
-// with their grandchildren, and reaps them all before it returns; no
-// child starts afterwards.
+// with their grandchildren, and reaps them all before it returns.
 func TestKillExecChildrenEndsEveryChild(t *testing.T) {
-	defer plant.AllowExecChildren()
 	w, err := plant.DefaultTrace(30)
 	require.NoError(t, err)
 	dir := t.TempDir()
@@ -147,8 +145,4 @@ func TestKillExecChildrenEndsEveryChild(t *testing.T) {
 			t.Fatal("the run did not end")
 		}
 	}
-	c, err := plant.NewController("exec:true")
-	require.NoError(t, err)
-	_, err = runWith(t, w, plant.NewPlant(profile.Default()), c)
-	assert.ErrorContains(t, err, "cannot start: servesim is being interrupted")
 }

@@ -7,11 +7,3 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // Update is update for the package's external tests.
 var Update = update
-
-// AllowExecChildren undoes KillExecChildren's refusal to start children,
-// for the tests that follow one that called it.
-func AllowExecChildren() {
-	execChildren.Lock()
-	defer execChildren.Unlock()
-	execChildren.killed = false
-}
