@@ -49,6 +49,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.StringVar(&opts.Router, "router", fleet.RoundRobinName, "round-robin, random, least-outstanding or least-tokens")
 	f.Uint64Var(&opts.RouterSeed, "router-seed", fleet.DefaultRouterSeed, "seed of the random router")
 	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers compared at the answer (the search runs the first): max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per replica), mpc[:KEY=VALUE,...] (double-quote a spec holding commas)")
+	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
 	f.IntVar(&opts.MaxReplicas, "max-replicas", fleet.DefaultCapacityMaxReplicas, fmt.Sprintf("largest fleet tried, 1 to %d", fleet.MaxReplicas))
 	f.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "simulations (or replicas) at a time")
@@ -81,7 +82,7 @@ func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 }
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
-	o.Stdin, o.Version = s.In, resolvedVersion()
+	o.Stdin, o.Stderr, o.Version = s.In, s.Err, resolvedVersion()
 	study, err := capacityrun.Load(o.Config)
 	if err != nil {
 		return err

@@ -34,7 +34,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, &capacityOptions{Config: capacityrun.Config{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
-		Controllers: []string{"max"}, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
+		Controllers: []string{"max"}, ExecTimeoutS: 5, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
 		Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: plantflag.Engine{Preemption: "none"},
 	}, Format: "json"}, o)
 }
@@ -43,7 +43,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseCapacity(t, "--trace", "t.csv", "--fleet", "f.json", "--max-elapsed", "900",
 		"--ttft-slo", "2", "--tpot-slo", "0.2", "--e2e-slo", "30", "--attainment", "0.9", "--router", "random",
-		"--router-seed", "7", "--controller", "max,reactive", "--controller", "fixed:1500", "--scheduler", "static",
+		"--router-seed", "7", "--controller", "max,reactive", "--controller", "fixed:1500", "--exec-timeout", "0.25", "--scheduler", "static",
 		"--max-replicas", "64", "--jobs", "3", "--quiet", "--format", "table", "-o", "out.json", "--power-limit", "70",
 		"--trace-format", "burstgpt", "--trace-filter", "model=GPT-4,log-type=API log",
 		"--prefix-cache", "--kv-block-tokens", "8", "--shared-prefix-tokens", "100", "--preemption", "recompute")
@@ -53,7 +53,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 	assert.Equal(t, &capacityOptions{Config: capacityrun.Config{
 		TracePath: "t.csv", FleetPath: "f.json", MaxElapsedS: 900, SLO: plant.SLO{TTFTSeconds: 2, TPOTSeconds: 0.2, E2ESeconds: 30},
 		Attainment: 0.9, Router: "random", RouterSeed: 7, Controllers: []string{"max", "reactive", "fixed:1500"},
-		Scheduler: "static", MaxReplicas: 64, Jobs: 3, Plant: p,
+		ExecTimeoutS: 0.25, Scheduler: "static", MaxReplicas: 64, Jobs: 3, Plant: p,
 		Trace: trace.Flags{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
 			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
 		Engine: plantflag.Engine{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},

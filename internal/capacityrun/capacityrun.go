@@ -32,6 +32,8 @@ type Config struct {
 	TracePath string
 	Trace     trace.Flags
 	Stdin     io.Reader
+	// Stderr receives the exec: children's stderr.
+	Stderr io.Writer
 	// ProfilePath is the profile of every replica, or with FleetPath of
 	// the groups without one; empty for the embedded proxy.
 	ProfilePath, FleetPath string
@@ -41,6 +43,7 @@ type Config struct {
 	Router                 string
 	RouterSeed             uint64
 	Controllers            []string
+	ExecTimeoutS           float64 // --exec-timeout: the patience with exec: controllers
 	Scheduler              string
 	MaxReplicas, Jobs      int
 	// Plant holds the plant flags; each group's profile replaces Profile.
@@ -66,6 +69,9 @@ func (cfg *Config) Check() error {
 		if _, err := plant.NewController(c); err != nil {
 			return fmt.Errorf("--controller: %v", err)
 		}
+	}
+	if err := plantflag.CheckExecTimeout(cfg.ExecTimeoutS); err != nil {
+		return err
 	}
 	if _, err := plant.NewScheduler(cfg.Scheduler); err != nil {
 		return fmt.Errorf("--scheduler: %v", err)
@@ -117,7 +123,8 @@ func Load(cfg Config) (*Study, error) {
 		Capacity: fleet.Capacity{
 			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
 			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Engine.Options(),
-			Search: fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
+			ControllerOptions: plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
+			Search:            fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},
 		workload: workload, prov: prov, version: cfg.Version,
 	}, nil

@@ -31,6 +31,9 @@ type Capacity struct {
 	SLO plant.SLO
 	// Engine turns on the plant's engine features in every replica.
 	Engine plant.EngineOptions
+	// ControllerOptions are the settings of every replica's controller
+	// (Config.ControllerOptions).
+	ControllerOptions plant.ControllerOptions
 	// Search sets the target, the largest size (capped so that the fleet
 	// stays within MaxReplicas) and the parallelism; its Used is replaced.
 	Search CapacitySearch
@@ -143,7 +146,7 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 		return Evaluation{}, err
 	}
 	res, err := SimulateContext(ctx, r.requests, Config{Plant: c.Plant, Groups: groups, Router: router,
-		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine}, Jobs: r.fleetJobs})
+		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine}, Jobs: r.fleetJobs, ControllerOptions: c.ControllerOptions})
 	if c.Simulated != nil {
 		c.Simulated(size, controller)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -145,6 +146,8 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("Search.Known", false, func(c *Capacity) { c.Search.Known = []Evaluation{{Replicas: 1}} })
 	check("Progress", false, func(c *Capacity) { c.Progress = func() {} })
 	check("Simulated", false, func(c *Capacity) { c.Simulated = func(int, string) {} })
+	// An exec: child's patience decides whether an evaluation fails, not its result.
+	check("ControllerOptions", false, func(c *Capacity) { c.ControllerOptions = plant.ControllerOptions{ExecTimeout: time.Second} })
 
 	prefixes := map[reflect.Type]string{reflect.TypeFor[Capacity](): "", reflect.TypeFor[Group](): "Unit.",
 		reflect.TypeFor[CapacitySearch](): "Search.", reflect.TypeFor[plant.SLO](): "SLO.", reflect.TypeFor[plant.EngineOptions](): "Engine."}

@@ -64,6 +64,9 @@ type Config struct {
 	// path from several goroutines at once): a caller's way to ask a
 	// controller to time its solves, and to read them afterwards.
 	ControllerBuilt func(replica int, c plant.ClockController)
+	// ControllerOptions are the settings of every replica's controller: an
+	// exec: child's --exec-timeout and where its stderr goes.
+	ControllerOptions plant.ControllerOptions
 	// checksum, when not nil, gives the workload checksum of the requests
 	// (RunContext's, remembered by its workload); nil computes it.
 	checksum func([]plant.Request) string
@@ -127,8 +130,9 @@ func (r *Result) Records() []Record {
 // replicaSpec is one replica to build: its plant, its group and fresh
 // policy instances.
 type replicaSpec struct {
-	group int
-	plant plant.Plant
+	group   int
+	plant   plant.Plant
+	options plant.ControllerOptions // Config.ControllerOptions
 }
 
 // Size returns the number of replicas of the groups, or an error naming the
@@ -207,7 +211,7 @@ func prepare(cfg Config) ([]replicaSpec, Router, error) {
 			return nil, nil, fmt.Errorf("%s: %w", groupName(i, g), err)
 		}
 		for range g.Replicas {
-			specs = append(specs, replicaSpec{group: i, plant: p})
+			specs = append(specs, replicaSpec{group: i, plant: p, options: cfg.ControllerOptions})
 		}
 	}
 	router := cfg.Router
@@ -232,7 +236,7 @@ func (s replicaSpec) newStepper(g Group, opt plant.Options, capacityHint int, bu
 	if err != nil {
 		return nil, err
 	}
-	ctrl, err := plant.NewController(g.Controller)
+	ctrl, err := plant.NewControllerWith(g.Controller, s.options)
 	if err != nil {
 		return nil, err
 	}

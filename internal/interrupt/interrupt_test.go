@@ -37,10 +37,16 @@ func TestStoppedSaysWhatWasWrittenWhere(t *testing.T) {
 }
 
 // TestWatcherStopsInTwoStages sends the process SIGINT: Start closes at
-// once and Wait after the grace period.
+// once and Wait after the grace period; Release, after a signal only,
+// calls what KillOnInterrupt registered.
 func TestWatcherStopsInTwoStages(t *testing.T) {
+	kills := 0
+	KillOnInterrupt(func() { kills++ })
+	quiet := Watch(time.Second)
+	quiet.Release()
+	assert.Zero(t, kills, "no signal, nothing killed")
+
 	w := Watch(50 * time.Millisecond)
-	defer w.Release()
 	assert.Equal(t, syscall.Signal(0), w.Signal())
 	start := time.Now()
 	assert.NoError(t, syscall.Kill(syscall.Getpid(), syscall.SIGINT))
@@ -53,4 +59,7 @@ func TestWatcherStopsInTwoStages(t *testing.T) {
 	}
 	<-w.Wait()
 	assert.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
+	assert.Zero(t, kills, "the runs under way go on")
+	w.Release()
+	assert.Equal(t, 1, kills)
 }

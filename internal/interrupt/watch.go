@@ -70,9 +70,15 @@ func (w *Watcher) Signal() syscall.Signal {
 }
 
 // Release stops watching: the signals get their default behaviour back.
+// After a signal, it ends what the runs still under way, whose results
+// are not waited for, started outside the process (KillOnInterrupt): the
+// process is about to exit.
 func (w *Watcher) Release() {
 	signal.Stop(w.signals)
 	close(w.done)
+	if w.Signal() != 0 {
+		killAll()
+	}
 }
 
 // Stopped ends a task a Watcher stopped: "sweep interrupted: 30 of 150 runs

@@ -35,17 +35,21 @@ const execQuoteBytes = 80
 //
 // A child that exits, writes anything else, or takes longer than Timeout to
 // take an observation or to answer one fails the controller: it kills the
-// child's process group, reaps the child, and from then on returns NaN,
-// which stops Simulate; Close then returns the reason, quoting at most 80
-// bytes of what the child wrote. Close must always be called (Run does):
-// after a successful run it closes the child's stdin, gives the child
-// Timeout to exit and then kills it.
+// child's process group, reaps the child (on Linux also the grandchildren
+// it killed: see execChild), and from then on returns NaN, which stops
+// Simulate; Close then returns the reason, quoting at most 80 bytes of what
+// the child wrote. A child that exits while what it started keeps its
+// stdout open is noticed within execPoll, not after Timeout. Close must
+// always be called (Run does): after a successful run it closes the
+// child's stdin, gives the child Timeout to exit and then kills its process
+// group, the background processes of a child that exited included.
+// KillExecChildren ends the children of every controller at once.
 type ExecController struct {
 	Command string        // shell command, run with /bin/sh -c
 	Timeout time.Duration // longest wait for each observation and answer
 	Stderr  io.Writer     // the child's stderr; nil discards it
 
-	cmd    *exec.Cmd
+	child  *execChild
 	stdin  *os.File      // write end of the child's stdin
 	stdout *os.File      // read end of the child's stdout
 	reader *bufio.Reader // over stdout
@@ -73,7 +77,7 @@ func (c *ExecController) RequestClock(obs Observation) float64 {
 	if c.err != nil || c.closed {
 		return math.NaN()
 	}
-	if c.cmd == nil {
+	if c.child == nil {
 		if err := c.start(); err != nil {
 			c.err = fmt.Errorf("%s: cannot start: %w", c.who(), err)
 			return math.NaN()
@@ -82,15 +86,7 @@ func (c *ExecController) RequestClock(obs Observation) float64 {
 	c.out = appendObservation(c.out[:0], &obs)
 	step := obs.StepIndex
 	deadline := time.Now().Add(c.Timeout)
-	if err := c.stdin.SetWriteDeadline(deadline); err != nil {
-		c.fail(step, err.Error(), nil)
-		return math.NaN()
-	}
-	if err := c.stdout.SetReadDeadline(deadline); err != nil {
-		c.fail(step, err.Error(), nil)
-		return math.NaN()
-	}
-	if _, err := c.stdin.Write(c.out); err != nil {
+	if err := c.write(deadline); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			c.fail(step, fmt.Sprintf("did not take its observation within %v (--exec-timeout)", c.Timeout), nil)
 		} else {
@@ -98,7 +94,7 @@ func (c *ExecController) RequestClock(obs Observation) float64 {
 		}
 		return math.NaN()
 	}
-	line, err := c.readLine()
+	line, err := c.readLine(deadline)
 	switch {
 	case errors.Is(err, bufio.ErrBufferFull):
 		c.fail(step, fmt.Sprintf("answer longer than %d bytes", MaxExecAnswerBytes), line)
@@ -143,7 +139,7 @@ func (c *ExecController) start() error {
 	// a straggler longer than for an answer.
 	cmd.WaitDelay = c.Timeout
 	cmd.SysProcAttr = childProcAttr()
-	err = cmd.Start()
+	child, err := startExecChild(cmd)
 	inChild.Close()
 	outChild.Close()
 	if err != nil {
@@ -151,19 +147,64 @@ func (c *ExecController) start() error {
 		out.Close()
 		return err
 	}
-	c.cmd, c.stdin, c.stdout = cmd, in, out
+	c.child, c.stdin, c.stdout = child, in, out
 	c.reader = bufio.NewReaderSize(out, 64<<10)
 	c.line = make([]byte, 0, 256) // never nil: readLine's result is what the child wrote
 	return nil
 }
 
+// execPoll is how often a controller waiting for its child to take an
+// observation or to answer looks whether the child has exited.
+const execPoll = 50 * time.Millisecond
+
+// pollDeadline is the deadline of one wait on a pipe: deadline, or
+// execPoll from now when that is sooner.
+func pollDeadline(deadline time.Time) time.Time {
+	if next := time.Now().Add(execPoll); next.Before(deadline) {
+		return next
+	}
+	return deadline
+}
+
+// orphaned looks, when a wait on a pipe ran out before deadline, whether
+// the child has exited (what it started may hold its pipes open): if so,
+// it kills the child's process group, so that the pipes close and the
+// child's end is seen there. It reports whether to wait again.
+func (c *ExecController) orphaned(err error, deadline time.Time) bool {
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(deadline) {
+		return false
+	}
+	if c.child.exited() {
+		c.child.kill()
+	}
+	return true
+}
+
+// write writes the observation c.out by deadline.
+func (c *ExecController) write(deadline time.Time) error {
+	out := c.out
+	for {
+		if err := c.stdin.SetWriteDeadline(pollDeadline(deadline)); err != nil {
+			return err
+		}
+		n, err := c.stdin.Write(out)
+		out = out[n:]
+		if err == nil || !c.orphaned(err, deadline) {
+			return err
+		}
+	}
+}
+
 // readLine reads one line, its end of line included, of at most
-// MaxExecAnswerBytes. It returns what it read with bufio.ErrBufferFull for
-// a longer line, and with the read error (end of file or the deadline)
-// otherwise.
-func (c *ExecController) readLine() ([]byte, error) {
+// MaxExecAnswerBytes by deadline. It returns what it read with
+// bufio.ErrBufferFull for a longer line, and with the read error (end of
+// file or the deadline) otherwise.
+func (c *ExecController) readLine(deadline time.Time) ([]byte, error) {
 	c.line = c.line[:0]
 	for {
+		if err := c.stdout.SetReadDeadline(pollDeadline(deadline)); err != nil {
+			return c.line, err
+		}
 		chunk, err := c.reader.ReadSlice('\n')
 		if err == nil && len(c.line) == 0 {
 			return chunk, nil
@@ -173,7 +214,7 @@ func (c *ExecController) readLine() ([]byte, error) {
 			return c.line, bufio.ErrBufferFull
 		}
 		c.line = append(c.line, chunk...)
-		if err != bufio.ErrBufferFull {
+		if err != bufio.ErrBufferFull && !c.orphaned(err, deadline) {
 			return c.line, err
 		}
 	}
@@ -185,8 +226,9 @@ func (c *ExecController) readLine() ([]byte, error) {
 // unfinished answer, quoted in the error; nil when there is nothing to
 // quote, or, for a child that ended, when its last words are still unread.
 func (c *ExecController) fail(step int, reason string, wrote []byte) {
-	c.kill()
-	waitErr := c.reap()
+	c.closed = true
+	c.stdin.Close()
+	waitErr := c.child.end(0)
 	if reason == "" {
 		reason = endedHow(waitErr, wrote == nil) + " before answering"
 		if wrote == nil {
@@ -229,38 +271,21 @@ func endedHow(waitErr error, closedStdin bool) string {
 // rest is what the child left unread on its stdout, at most
 // MaxExecAnswerBytes, after it ended.
 func (c *ExecController) rest() []byte {
-	if c.stdout.SetReadDeadline(time.Now().Add(c.Timeout)) != nil {
-		return nil
-	}
-	line, _ := c.readLine()
+	line, _ := c.readLine(time.Now().Add(c.Timeout))
 	return line
-}
-
-// kill kills the child's process group.
-func (c *ExecController) kill() {
-	killProcessGroup(c.cmd.Process)
-}
-
-// reap closes the child's stdin and waits for the child to end; it returns
-// the child's Wait error.
-func (c *ExecController) reap() error {
-	c.closed = true
-	c.stdin.Close()
-	return c.cmd.Wait()
 }
 
 // Close ends the child: after a failure it is already gone; otherwise its
 // stdin is closed and it has Timeout to exit before its process group is
-// killed. It returns why the controller failed, or nil. Close is
-// idempotent.
+// killed (what it left running in the background too). It returns why the
+// controller failed, or nil. Close is idempotent.
 func (c *ExecController) Close() error {
-	if c.cmd == nil || c.closed {
+	if c.child == nil || c.closed {
 		return c.err
 	}
-	// The child's exit status after its last answer does not matter.
-	kill := time.AfterFunc(c.Timeout, c.kill)
-	_ = c.reap()
-	kill.Stop()
+	c.closed = true
+	c.stdin.Close()
+	_ = c.child.end(c.Timeout) // its exit status after its last answer does not matter
 	c.stdout.Close()
 	return c.err
 }

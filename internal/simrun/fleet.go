@@ -9,6 +9,7 @@ import (
 
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 )
 
@@ -46,12 +47,13 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 	}
 	run := fleet.RunConfig{
 		Config: fleet.Config{
-			Plant:           c.Plant,
-			Groups:          groups,
-			Router:          router,
-			Options:         c.options(),
-			Jobs:            c.Fleet.Jobs,
-			ControllerBuilt: built,
+			Plant:             c.Plant,
+			Groups:            groups,
+			Router:            router,
+			Options:           c.options(),
+			Jobs:              c.Fleet.Jobs,
+			ControllerBuilt:   built,
+			ControllerOptions: plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr),
 		},
 		Normalize:   c.Normalize,
 		ProfilePath: profilePath,

@@ -1,0 +1,148 @@
+package plant_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+)
+
+// readPid waits (up to 10 s, for a loaded machine) for a shell to write a
+// pid to path and returns it.
+func readPid(t *testing.T, path string) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		data, err := os.ReadFile(path)
+		if s := strings.TrimSpace(string(data)); err == nil && strings.HasSuffix(string(data), "\n") {
+			pid, err := strconv.Atoi(s)
+			require.NoError(t, err)
+			return pid
+		}
+		require.True(t, time.Now().Before(deadline), "no pid in %s", path)
+	}
+}
+
+// requireReaped checks that process pid is gone, not even a zombie: on
+// Linux servesim reaps what it kills before it returns.
+func requireReaped(t *testing.T, pid int) {
+	t.Helper()
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	require.True(t, os.IsNotExist(err), "process %d is still there: %s", pid, stat)
+}
+
+// TestExecSuccessEndsTheChildsBackgroundProcesses: after a successful run
+// the child exits at the end of its input, and what it left running in the
+// background, its output detached or not, is killed and reaped too.
+func TestExecSuccessEndsTheChildsBackgroundProcesses(t *testing.T) {
+	w, err := plant.DefaultTrace(30)
+	require.NoError(t, err)
+	p := plant.NewPlant(profile.Default())
+	for name, bg := range map[string]string{
+		"background": "sleep 98761 &",
+		"detached":   "sleep 98761 </dev/null >/dev/null 2>&1 &",
+	} {
+		t.Run(name, func(t *testing.T) {
+			bgPid := filepath.Join(t.TempDir(), "bg")
+			command := bg + " echo $! > " + shellQuote(bgPid) + `; while read l; do echo '{"clock_mhz": 1500}'; done`
+			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 10 * time.Second})
+			require.NoError(t, err)
+			_, err = runWith(t, w, p, c)
+			require.NoError(t, err)
+			requireReaped(t, readPid(t, bgPid))
+		})
+	}
+}
+
+// TestExecFailureReapsTheGrandchildren: the shell runs the real controller
+// as its child; a failure kills it with its group and reaps it, instead of
+// leaving a zombie for init.
+func TestExecFailureReapsTheGrandchildren(t *testing.T) {
+	w, err := plant.DefaultTrace(30)
+	require.NoError(t, err)
+	grandchild := filepath.Join(t.TempDir(), "grandchild")
+	// "; true": the shell cannot exec the inner one, which execs sleep.
+	command := "sh -c 'echo $$ > " + grandchild + "; exec sleep 98762'; true"
+	c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	_, err = runWith(t, w, plant.NewPlant(profile.Default()), c)
+	require.ErrorContains(t, err, "step 0: no answer within 300ms (--exec-timeout); it wrote nothing")
+	requireReaped(t, readPid(t, grandchild))
+}
+
+// TestExecChildThatExitsWhileItsBackgroundHoldsStdout: a child that exits
+// is reported as exited, with its status, also when a process it started
+// keeps its stdout open, and without waiting for --exec-timeout; that
+// process is killed and reaped.
+func TestExecChildThatExitsWhileItsBackgroundHoldsStdout(t *testing.T) {
+	w, err := plant.DefaultTrace(60)
+	require.NoError(t, err)
+	p := plant.NewPlant(profile.Default())
+	const timeout = 20 * time.Second
+	for _, tt := range []struct{ name, script, want string }{
+		{"at once", "exit 0", "step 0: exited with status 0 before answering; it wrote nothing"},
+		{"mid-run", `i=0; while [ $i -lt 5 ] && read l; do echo '{"clock_mhz": 1500}'; i=$((i+1)); done; exit 4`,
+			"step 5: exited with status 4 before answering; it wrote nothing"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bgPid := filepath.Join(t.TempDir(), "bg")
+			command := "sleep 98763 & echo $! > " + shellQuote(bgPid) + "; " + tt.script
+			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: timeout})
+			require.NoError(t, err)
+			start := time.Now()
+			_, err = runWith(t, w, p, c)
+			require.Error(t, err)
+			assert.Less(t, time.Since(start), timeout/2, "the exit is noticed, not the timeout waited for")
+			assert.True(t, strings.HasSuffix(err.Error(), tt.want), err.Error())
+			requireReaped(t, readPid(t, bgPid))
+		})
+	}
+}
+
+// TestKillExecChildrenEndsEveryChild: what an interrupted servesim calls
+// ends the children of every controller, waiting for an answer or not,
+// with their grandchildren, and reaps them all before it returns.
+func TestKillExecChildrenEndsEveryChild(t *testing.T) {
+	w, err := plant.DefaultTrace(30)
+	require.NoError(t, err)
+	dir := t.TempDir()
+	type run struct {
+		child, grandchild string
+		done              chan error
+	}
+	runs := make([]run, 2)
+	for i := range runs {
+		r := run{filepath.Join(dir, "child"+strconv.Itoa(i)), filepath.Join(dir, "grandchild"+strconv.Itoa(i)), make(chan error, 1)}
+		runs[i] = r
+		command := "echo $$ > " + r.child + "; sh -c 'echo $$ > " + r.grandchild + "; exec sleep 98764'; true"
+		c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: time.Minute})
+		require.NoError(t, err)
+		go func() {
+			_, err := runWith(t, w, plant.NewPlant(profile.Default()), c)
+			r.done <- err
+		}()
+	}
+	pids := []int{}
+	for _, r := range runs {
+		pids = append(pids, readPid(t, r.child), readPid(t, r.grandchild))
+	}
+	plant.KillExecChildren()
+	for _, pid := range pids {
+		requireReaped(t, pid)
+	}
+	for _, r := range runs {
+		select {
+		case err := <-r.done:
+			assert.ErrorContains(t, err, "step 0: closed its stdout before answering")
+		case <-time.After(30 * time.Second):
+			t.Fatal("the run did not end")
+		}
+	}
+}
