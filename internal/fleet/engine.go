@@ -142,24 +142,37 @@ func (e *engine) runParallel() error {
 	// workers never write to one cache line.
 	workerSums := make([]*stepSums, jobs)
 	errs := make([]error, n)
+	closeErrs := make([]error, n)
+	var closes sync.WaitGroup
+	closing := func(k int, st *plant.Stepper) {
+		closes.Go(func() {
+			if err := st.Close(); err != nil {
+				closeErrs[k] = fmt.Errorf("replica %d: %w", k, err)
+			}
+		})
+	}
 	var next atomic.Int64
+	var failed atomic.Bool // no replica starts after one failed
 	var wg sync.WaitGroup
 	for w := range jobs {
 		sums := &stepSums{scale: e.sums.scale}
 		sums.reserve(e.expectedSteps())
 		workerSums[w] = sums
 		wg.Go(func() {
-			for {
+			for !failed.Load() {
 				k := int(next.Add(1) - 1)
 				if k >= n {
 					return
 				}
-				errs[k] = e.runAlone(k, routed[counts[k]:counts[k+1]], sums)
+				if errs[k] = e.runAlone(k, routed[counts[k]:counts[k+1]], sums, closing); errs[k] != nil {
+					failed.Store(true)
+				}
 			}
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
+	closes.Wait()
+	for _, err := range append(errs, closeErrs...) {
 		if err != nil {
 			return err
 		}
@@ -172,13 +185,19 @@ func (e *engine) runParallel() error {
 }
 
 // runAlone simulates replica k on its requests (workload indices routed)
-// to the end.
-func (e *engine) runAlone(k int, routed []int, sums *stepSums) (err error) {
+// to the end, and hands its Stepper to closing, which closes it (and may
+// take up to a controller's timeout to let its child go) while the next
+// replica runs; on an error it closes it itself.
+func (e *engine) runAlone(k int, routed []int, sums *stepSums, closing func(k int, st *plant.Stepper)) (err error) {
 	st, err := e.newStepper(k, len(routed))
 	if err != nil {
 		return err
 	}
 	defer func() {
+		if err == nil {
+			closing(k, st)
+			return
+		}
 		// A controller's Close error says why it stopped the run, as
 		// plant.Run reports it.
 		if cerr := st.Close(); cerr != nil {
@@ -293,13 +312,8 @@ func (e *engine) runLockStep() (err error) {
 		// On an error, the replicas not finished yet still hold their
 		// controllers; a controller's Close error says why it stopped the
 		// run, as plant.Run reports it.
-		for k, st := range ls.steppers {
-			if st == nil {
-				continue
-			}
-			if cerr := st.Close(); cerr != nil {
-				err = fmt.Errorf("replica %d: %w", k, cerr)
-			}
+		if cerr := closeAll(ls.steppers); cerr != nil {
+			err = cerr
 		}
 	}()
 	for {
@@ -326,9 +340,32 @@ func (e *engine) runLockStep() (err error) {
 	for k, st := range ls.steppers {
 		ls.deferred[k].drop()
 		e.finish(k, st, ls.routed[k], ls.counts[k])
-		ls.steppers[k], ls.routed[k] = nil, nil // its records are copied: free them
-		if err := st.Close(); err != nil {
-			return fmt.Errorf("replica %d: %w", k, err)
+		ls.routed[k] = nil // its records are copied: free them
+	}
+	steppers := ls.steppers
+	ls.steppers = nil
+	return closeAll(steppers)
+}
+
+// closeAll closes the steppers that are not nil, at once (a controller may
+// take up to its timeout to let its child go), and returns the first
+// error in replica order.
+func closeAll(steppers []*plant.Stepper) error {
+	errs := make([]error, len(steppers))
+	var wg sync.WaitGroup
+	for k, st := range steppers {
+		if st != nil {
+			wg.Go(func() {
+				if err := st.Close(); err != nil {
+					errs[k] = fmt.Errorf("replica %d: %w", k, err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -91,6 +91,7 @@ func (e *engine) runParallelStream() error {
 	size := max(16, min(1024, 1<<16/n))
 	for k := range feeds {
 		feeds[k] = newFeed(size, tokens, stop, &e.stream.writers[k].queue)
+		feeds[k].halt = halt
 		feeds[k].steps = stepRun{sums: &e.sums, mu: &sumsMu}
 	}
 	errs := make([]error, n)
@@ -164,7 +165,13 @@ func (e *engine) runFed(k int, f *feed, held []*plant.Stepper) (err error) {
 	if !f.acquire() {
 		return errFeedStopped
 	}
-	defer f.release()
+	defer func() {
+		if err != nil {
+			// Before the token goes to a replica not started yet.
+			f.halt()
+		}
+		f.release()
+	}()
 	st, err := e.newStepper(k, 0)
 	if err != nil {
 		return err
@@ -199,23 +206,16 @@ func (e *engine) runFed(k int, f *feed, held []*plant.Stepper) (err error) {
 // finishFed ends, one at a time, the runs of the replicas held once they
 // have all stepped to the end (their metrics take the samples of their
 // requests from the fleet's, which they all write: lend), unless the run
-// failed, and closes them.
+// failed, and closes them (closeAll).
 func (e *engine) finishFed(held []*plant.Stepper, feeds []*feed, failed bool) error {
-	var err error
-	for k, st := range held {
-		if st == nil {
-			continue
-		}
-		if !failed && err == nil {
-			e.finish(k, st, nil, feeds[k].count)
-		}
-		if cerr := st.Close(); cerr != nil && err == nil {
-			// A controller's Close error says why it stopped the run,
-			// as plant.Run reports it.
-			err = fmt.Errorf("replica %d: %w", k, cerr)
+	if !failed {
+		for k, st := range held {
+			if st != nil {
+				e.finish(k, st, nil, feeds[k].count)
+			}
 		}
 	}
-	return err
+	return closeAll(held)
 }
 
 // lend makes replica k's Stepper keep none of the samples of its requests
@@ -248,6 +248,7 @@ type feed struct {
 	full chan []routedRequest // batches sent, in order; closed after the last
 	free chan []routedRequest // batches read, for the router to fill again
 	stop chan struct{}        // closed when the run stops on an error
+	halt func()               // closes stop, once
 	// The router's side.
 	out []routedRequest
 	// The replica's side.
@@ -364,6 +365,14 @@ func (f *feed) Err() error { return f.err }
 func (f *feed) acquire() bool {
 	select {
 	case <-f.tokens:
+		select {
+		case <-f.stop:
+			// Stopped while it waited: the token goes back.
+			f.tokens <- struct{}{}
+			f.err = errFeedStopped
+			return false
+		default:
+		}
 		f.held = true
 		return true
 	case <-f.stop:
