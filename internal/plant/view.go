@@ -317,6 +317,10 @@ func (r *Report) Table() string {
 	b.WriteString(t.String())
 	b.WriteByte('\n')
 	slo.WriteTable(&b, r.Provenance.RequestsLoaded)
+	if d := r.MPCDiagnostics; d != nil {
+		fmt.Fprintf(&b, "\nmpc: %d solves applied, %d fell back to race-to-idle (period %v s, horizon %d periods)\n",
+			d.SuccessfulSolves, d.FallbackCount, d.ControlPeriodS, d.HorizonSteps)
+	}
 	r.Engine.WriteLines(&b)
 	return b.String()
 }
