@@ -134,9 +134,10 @@ func (h *histogram) bins(f func(count, value float64)) {
 // finishWithin is the probability that a value above g is at most g+more:
 // P(V <= g+more | V > g); h must be prepared. With nothing above g, it is 0.
 func (h *histogram) finishWithin(g, more float64) float64 {
-	above := 1 - h.cdf(g)
+	below := h.cdf(g)
+	above := 1 - below
 	if above <= 1e-12 {
 		return 0
 	}
-	return clamp01((h.cdf(g+more) - h.cdf(g)) / above)
+	return clamp01((h.cdf(g+more) - below) / above)
 }

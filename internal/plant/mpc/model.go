@@ -164,11 +164,12 @@ func (pr *problem) run(m *Controller, plan []int, o *outcome) {
 		r.backlog += pr.items[r.arrivedTo-1].work
 	}
 	r.prefilled = -pr.lostWork
+	steady := steadyFrom(plan)
 	for k := range pr.blocks {
 		b := &pr.blocks[k]
 		r.k = k
 		level := plan[b.first]
-		if r.settled() && constantFrom(plan, b.first) {
+		if b.first >= steady && r.settled() {
 			r.tail(level, pr.horizonS-r.t, b.restDecay)
 			break
 		}
@@ -185,14 +186,13 @@ func (pr *problem) run(m *Controller, plan []int, o *outcome) {
 	}
 }
 
-// constantFrom reports whether plan holds one level from period k on.
-func constantFrom(plan []int, k int) bool {
-	for _, l := range plan[k+1:] {
-		if l != plan[k] {
-			return false
-		}
+// steadyFrom is the first period from which plan holds one level.
+func steadyFrom(plan []int) int {
+	k := len(plan) - 1
+	for k > 0 && plan[k-1] == plan[k] {
+		k--
 	}
-	return true
+	return k
 }
 
 // settled reports whether nothing followed one by one remains: the rest of
