@@ -19,10 +19,6 @@ import (
 // loaded replica at each step.
 const maxReplicaLines = 8
 
-// leastSmoothingS is the shortest rolling window of the clock panel, in
-// simulated seconds, as a single GPU's figure has it.
-const leastSmoothingS = 10
-
 // Figure draws a fleet run (simulate --plot with a fleet): the replicas'
 // queues and GPU clocks (with the plans of planning controllers), the
 // fleet's queue and power over simulated time, the TTFT and TPOT
@@ -80,7 +76,7 @@ func replicaClocks(r *Report) (title, yLabel string, series []figure.Series, lim
 	replicas := r.Result.Replicas
 	dt := r.Plant.TimeStepS
 	span := float64(r.Result.Steps) * dt
-	window, width := figure.SmoothingWindow(span, dt, leastSmoothingS)
+	window, width := figure.SmoothingWindow(span, dt, plant.LeastSmoothingS)
 	mean := ": " + strconv.FormatFloat(width, 'g', -1, 64) + " s mean"
 	if len(replicas) > maxReplicaLines {
 		title = "GPU clock of the replicas"

@@ -15,10 +15,10 @@ import (
 	"servesim/internal/texttable"
 )
 
-// leastSmoothingS is the shortest rolling window of the queue, KV, clock and
+// LeastSmoothingS is the shortest rolling window of the queue, KV, clock and
 // power panels, in simulated seconds: those series change every step, so
 // each is drawn as its rolling mean over the min-max band of the same window.
-const leastSmoothingS = 10
+const LeastSmoothingS = 10
 
 // Figure draws a run (simulate --plot): five aligned panels over simulated
 // time (queues, KV cache, clocks with a planner's plans, power,
@@ -41,7 +41,7 @@ func (r *Report) Figure(full *Result, normalize, maxElapsedS float64) figure.Fig
 	if n := len(t.TimeS); n > 0 {
 		span = t.TimeS[n-1] - t.TimeS[0]
 	}
-	window, width := figure.SmoothingWindow(span, r.Plant.TimeStepS, leastSmoothingS)
+	window, width := figure.SmoothingWindow(span, r.Plant.TimeStepS, LeastSmoothingS)
 	mean := fmt.Sprintf(": %s s mean", strconv.FormatFloat(width, 'g', -1, 64))
 	band := fmt.Sprintf(": %s s min-max", strconv.FormatFloat(width, 'g', -1, 64))
 	return figure.Figure{
