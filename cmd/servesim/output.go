@@ -80,12 +80,15 @@ func writeResult(s *streams, out outputOptions, write func(io.Writer) error) err
 
 // writeStdout runs write on standard output. A stdout that was closed when
 // servesim started is an error before anything is written: the result
-// would be lost. A write error is an error too, except a pipe closed by its
+// would be lost. The Go runtime puts /dev/null open for reading and
+// writing in a closed stream's place, which is also what Python's
+// subprocess.DEVNULL passes: the two cannot be told apart, so the message
+// names both and the way to discard a result on purpose. A write error is an error too, except a pipe closed by its
 // reader (`| head`), which ends the process quietly with SIGPIPE as the Go
 // runtime does by default.
 func writeStdout(s *streams, write func(io.Writer) error) error {
 	if s.OutClosed {
-		return errors.New("stdout is closed: the result has nowhere to go (give -o FILE)")
+		return errors.New("stdout is closed (or is /dev/null open for reading and writing, as Python's subprocess.DEVNULL passes it): the result has nowhere to go (give -o FILE; -o /dev/null discards it)")
 	}
 	if err := write(s.Out); err != nil {
 		if pathErr, ok := err.(*fs.PathError); ok {
