@@ -255,7 +255,7 @@ func (m *MPC) RequestClock(obs Observation) float64 {
 	if m.core == nil || m.view.state == nil {
 		return RaceToIdle{}.RequestClock(obs)
 	}
-	m.view.obs = obs
+	m.view.observe(&obs)
 	return m.levels[m.core.Step(&m.view)]
 }
 
@@ -311,19 +311,32 @@ func (m *MPC) SolveTimes() *mpc.SolveTimes {
 // decodes every step.
 const chunkedKVPressure = 0.7
 
-// serverView shows a ServerState (and the step's Observation) to the model.
-// It forwards only what a real server knows: no unfinished request's output
-// length is reachable through a ServerState.
+// serverView shows a ServerState (and what the model reads of the step's
+// Observation) to the model. It forwards only what a real server knows: no
+// unfinished request's output length is reachable through a ServerState.
 type serverView struct {
 	state *ServerState
-	obs   Observation
+	// Of the Observation: step start, step index, temperature, KV
+	// occupancy and prompt tokens queued. (Copied field by field: a whole
+	// Observation copied at every step the model is asked cost more.)
+	timeS        float64
+	stepIndex    int
+	temperatureC float64
+	kvTokens     float64
+	queuedTokens float64
 }
 
-func (v *serverView) TimeS() float64              { return v.obs.TimeS }
-func (v *serverView) StepIndex() int              { return v.obs.StepIndex }
-func (v *serverView) TemperatureC() float64       { return v.obs.TemperatureC }
-func (v *serverView) KVTokens() float64           { return v.obs.KVTokens }
-func (v *serverView) QueuedPromptTokens() float64 { return v.obs.PrefillRemainingTokens }
+// observe takes what the model reads of obs.
+func (v *serverView) observe(obs *Observation) {
+	v.timeS, v.stepIndex, v.temperatureC = obs.TimeS, obs.StepIndex, obs.TemperatureC
+	v.kvTokens, v.queuedTokens = obs.KVTokens, obs.PrefillRemainingTokens
+}
+
+func (v *serverView) TimeS() float64              { return v.timeS }
+func (v *serverView) StepIndex() int              { return v.stepIndex }
+func (v *serverView) TemperatureC() float64       { return v.temperatureC }
+func (v *serverView) KVTokens() float64           { return v.kvTokens }
+func (v *serverView) QueuedPromptTokens() float64 { return v.queuedTokens }
 func (v *serverView) Arrived() int                { return v.state.Arrived() }
 func (v *serverView) Queued() int                 { return v.state.Queued() }
 func (v *serverView) Active() int                 { return v.state.Active() }
@@ -336,9 +349,17 @@ func (v *serverView) QueuedAt(i int) mpc.Queued {
 	return mpc.Queued{Arrival: arrival(q.ArrivedRequest), PrefillLeft: q.PrefillRemainingTokens}
 }
 
-func (v *serverView) ActiveAt(i int) mpc.Active {
-	a := v.state.ActiveAt(i)
-	return mpc.Active{Arrival: arrival(a.ArrivedRequest), FirstTokenS: a.FirstTokenTimeS, Generated: a.GeneratedTokens}
+func (v *serverView) AppendActive(dst []mpc.Active) []mpc.Active {
+	for i := range v.state.Active() {
+		a := v.state.ActiveAt(i)
+		// Filled in place (a composite literal is copied with wide loads
+		// that stall on its narrow stores).
+		dst = append(dst, mpc.Active{})
+		d := &dst[len(dst)-1]
+		d.ID, d.ArrivalS, d.Prompt = a.ID, a.ArrivalTimeS, a.PromptTokens
+		d.FirstTokenS, d.Generated = a.FirstTokenTimeS, a.GeneratedTokens
+	}
+	return dst
 }
 
 func (v *serverView) CompletedAt(i int) mpc.Completion {

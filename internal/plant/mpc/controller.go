@@ -21,8 +21,10 @@ type Server interface {
 	Queued() int                 // requests waiting for (or in) prefill
 	QueuedAt(i int) Queued       // the i-th queued request, in service order
 	Active() int                 // decoding requests
-	ActiveAt(i int) Active       // the i-th decoding request
-	Completed() int              // completed requests
+	// AppendActive appends the decoding requests to dst, in admission
+	// order.
+	AppendActive(dst []Active) []Active
+	Completed() int // completed requests
 	CompletedAt(i int) Completion
 }
 
@@ -170,6 +172,10 @@ func New(p Plant, slo SLO, set Settings) (*Controller, error) {
 	c.lastUniform = len(c.levels.list) - 1
 
 	c.pr.dtS = p.TimeStepS
+	c.pr.stepsPerS = 1 / p.TimeStepS
+	c.pr.ttftS = slo.TTFTS
+	c.pr.emptyTTFT = make([][2]float64, 2*len(p.Levels))
+	c.pr.emptyTTFTFor = -1
 	c.pr.layBlocks(set, p.ThermalTauS)
 	return c, nil
 }

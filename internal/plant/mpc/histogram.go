@@ -16,8 +16,10 @@ const histogramBins = 25 * subBins
 type histogram struct {
 	count [histogramBins]float64
 	sum   [histogramBins]float64
-	n     float64
-	total float64
+	// square[i] is count[i] times the square of bin i's mean value.
+	square [histogramBins]float64
+	n      float64
+	total  float64
 	// cumCount[i] and cumSum[i] are the counts and sums of bins below i,
 	// for i up to top+1.
 	cumCount [histogramBins + 1]float64
@@ -48,11 +50,25 @@ func binLow(i int) float64 {
 	return float64((subBins + sub) << (e - 3))
 }
 
+// binLows[i] is binLow(i), and binScales[i] is 1 over the width of bin i
+// (a power of two, so that multiplying by it divides exactly).
+var binLows, binScales = func() (lows [histogramBins + 1]float64, scales [histogramBins]float64) {
+	for i := range lows {
+		lows[i] = binLow(i)
+	}
+	for i := range scales {
+		scales[i] = 1 / (lows[i+1] - lows[i])
+	}
+	return lows, scales
+}()
+
 // add counts value v (at least 1).
 func (h *histogram) add(v int) {
 	b := binOf(max(v, 1))
 	h.count[b]++
 	h.sum[b] += float64(v)
+	mean := h.sum[b] / h.count[b]
+	h.square[b] = h.count[b] * mean * mean
 	h.n++
 	h.total += float64(v)
 	h.dirtyFrom = min(h.dirtyFrom, b)
@@ -93,8 +109,7 @@ func (h *histogram) cdf(x float64) float64 {
 	if b > h.top {
 		return 1
 	}
-	lo, hi := binLow(b), binLow(b+1)
-	frac := (x - lo + 1) / (hi - lo)
+	frac := (x - binLows[b] + 1) * binScales[b]
 	return (h.cumCount[b] + min(frac, 1)*h.count[b]) / h.n
 }
 
@@ -114,8 +129,8 @@ func (h *histogram) above(g float64) (count, sum float64) {
 	}
 	count = h.n - h.cumCount[b+1]
 	sum = h.total - h.cumSum[b+1]
-	lo, hi := binLow(b), binLow(b+1)
-	if share := (hi - 1 - g) / (hi - lo); share > 0 && h.count[b] > 0 {
+	hi := binLows[b+1]
+	if share := (hi - 1 - g) * binScales[b]; share > 0 && h.count[b] > 0 {
 		count += share * h.count[b]
 		sum += share * h.count[b] * (g + hi) / 2
 	}
@@ -129,6 +144,16 @@ func (h *histogram) bins(f func(count, value float64)) {
 			f(h.count[i], h.sum[i]/h.count[i])
 		}
 	}
+}
+
+// sumOfSquares is the sum over the values of their bin's mean value
+// squared, bin by bin as bins gives them.
+func (h *histogram) sumOfSquares() float64 {
+	s := 0.0
+	for _, q := range h.square[:h.top+1] {
+		s += q
+	}
+	return s
 }
 
 // finishWithin is the probability that a value above g is at most g+more:

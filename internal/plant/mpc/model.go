@@ -1,6 +1,9 @@
 package mpc
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // item is a request the model follows one by one: a queued request, or in
 // a clairvoyant solve a future arrival. Times are relative to the solve.
@@ -15,7 +18,9 @@ type item struct {
 // problem is one solve's input: the state at the solve and what is
 // predicted of the future, shared by every candidate plan's rollout.
 type problem struct {
-	dtS float64
+	dtS       float64
+	stepsPerS float64 // 1 / dtS
+	ttftS     float64 // the TTFT objective
 	// The horizon is followed in blocks of periods (1, 1, 2, 4, ...),
 	// the first partial when the solve is not at a period's start; a plan
 	// holds one level over each block (the search varies the first
@@ -45,8 +50,9 @@ type problem struct {
 	// chunked scheduler's alternation at the solve.
 	firstPrefillWaitS float64
 	// Predicted arrivals (none in a clairvoyant solve): rate, mean prompt
-	// and mean output.
+	// and mean output, and the prompt tokens they bring per second.
 	rate, meanPrompt, meanOutput float64
+	inflow                       float64
 	// Stationary outcome of each level under the predicted arrivals.
 	stationary []stationary
 	// TPOT success by per-request share, from the learned outputs.
@@ -61,9 +67,16 @@ type problem struct {
 	// maxFew (fewBuf holds them).
 	few    []fewActive
 	fewBuf [maxFew]fewActive
+	// activeBuf holds the decoding requests at the solve.
+	activeBuf []Active
 	// alone caches aloneSoon by level (at the solve every rollout runs a
 	// level with the same thermal state); negative until computed.
 	alone []float64
+	// emptyTTFT caches ttftMet with nothing ahead, by phaseLevel.slot and
+	// cycle (one step, two), for the prompt distribution of emptyTTFTFor
+	// arrivals; NaN until computed.
+	emptyTTFT    [][2]float64
+	emptyTTFTFor float64
 }
 
 // block is a run of periods of the horizon: the first, its span and the
@@ -144,18 +157,30 @@ type admission struct {
 	output  float64 // known output tokens, or 0
 }
 
+// extend appends a zero element to s and returns s and the element, to be
+// filled in place. The hot paths fill their records this way: a composite
+// literal is built aside and copied, and the copy's wide loads stall on the
+// narrow stores just made.
+func extend[T any](s []T) ([]T, *T) {
+	s = slices.Grow(s, 1)[:len(s)+1]
+	p := &s[len(s)-1]
+	*p = *new(T)
+	return s, p
+}
+
 // run follows plan (a level index per period) and sets o to its outcome.
 func (pr *problem) run(m *Controller, plan []int, o *outcome) {
-	r := rollout{
-		m: m, pr: pr,
-		active:     pr.active,
-		decodeLeft: pr.decodeLeft,
-		kvTokens:   pr.kvTokens,
-		tempC:      pr.temperatureC,
-		peakTempC:  pr.temperatureC,
-		misses:     pr.certainMisses,
-		judged:     pr.certainMisses + float64(len(pr.needs)),
-	}
+	// Fields set one by one, as extend's callers do (about a tenth of a
+	// rollout's time).
+	var r rollout
+	r.m, r.pr = m, pr
+	r.active = pr.active
+	r.decodeLeft = pr.decodeLeft
+	r.kvTokens = pr.kvTokens
+	r.tempC = pr.temperatureC
+	r.peakTempC = pr.temperatureC
+	r.misses = pr.certainMisses
+	r.judged = pr.certainMisses + float64(len(pr.needs))
 	pr.trace = pr.trace[:0]
 	pr.admitted = pr.admitted[:0]
 	r.arrivedTo = pr.arrived
@@ -180,10 +205,8 @@ func (pr *problem) run(m *Controller, plan []int, o *outcome) {
 	}
 	r.judgeTPOT()
 	r.finish(plan[len(plan)-1])
-	*o = outcome{
-		energyJ: r.energyJ, misses: r.misses, requests: r.judged, peakTempC: r.peakTempC, states: r.states,
-		leftoverS: r.leftoverS,
-	}
+	o.energyJ, o.misses, o.requests = r.energyJ, r.misses, r.judged
+	o.peakTempC, o.states, o.leftoverS = r.peakTempC, r.states, r.leftoverS
 }
 
 // steadyFrom is the first period from which plan holds one level.
@@ -210,7 +233,9 @@ func (r *rollout) block(level int, b *block) {
 	if r.tempC >= r.m.plant.ThermalLimitC {
 		pl = &r.m.levels.hot[level]
 	}
-	r.pr.trace = append(r.pr.trace, periodTrace{steps: b.spanS / r.pr.dtS})
+	var trace *periodTrace
+	r.pr.trace, trace = extend(r.pr.trace)
+	trace.steps = b.spanS / r.pr.dtS
 	start := r.energyJ
 	end := r.t + b.spanS
 	for r.t < end-1e-12 {
@@ -241,7 +266,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		horizon = min(horizon, pr.items[r.arrivedTo].arrivalS)
 	}
 	span := horizon - r.t
-	inflow := pr.rate * pr.meanPrompt // predicted prompt tokens per second
+	inflow := pr.inflow
 
 	// Prefill: the queue drains at drain tokens/s, one chunk per prefill
 	// step, a prefill step every cycle steps: every other step while the
@@ -255,7 +280,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		alone = 1 / (1 + n*(1+n*(0.5+n/6)))
 		cycle = 2 * dt
 	}
-	drain := pl.chunk / dt * (alone + (1-alone)/2)
+	drain := pl.chunkPerS * (alone + (1-alone)/2)
 	blocked := r.active >= float64(p.MaxActive)-0.5 ||
 		r.kvTokens+(r.active+1)*p.KVReserveTokensPerActive >= p.KVCapacityTokens ||
 		(p.Scheduler == Chunked && r.active >= 0.5 && r.kvTokens >= p.KVPressure*p.KVCapacityTokens) ||
@@ -274,14 +299,14 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	} else if !queued && inflow > 0 {
 		// Arrivals are prefilled as they come, a step per chunk.
 		prefillRate = inflow
-		prefillSteps = min(pr.rate*(pr.meanPrompt/pl.chunk+0.5), 1/dt)
+		prefillSteps = min(pr.rate*(pr.meanPrompt/pl.chunk+0.5), pr.stepsPerS)
 	}
-	decodeSteps := max(0, 1/dt-prefillSteps)
+	decodeSteps := max(0, pr.stepsPerS-prefillSteps)
 	if p.Scheduler == Static && queued && drain > 0 {
 		// Static prefills first: decode only in what prefill steps leave.
 		decodeSteps = 0
 	}
-	leftRate := pl.leftDecodeRate * max(0, dt-pl.chunkTimeS) * prefillSteps
+	leftRate := pl.leftPerPrefillStep * prefillSteps
 	capacityRate := leftRate + pl.decodeRate*decodeSteps*dt
 
 	// The regime lasts until the queue empties or, while the chunked
@@ -357,9 +382,9 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		ahead := max(0, r.backlog-0.5*(inflow-prefilled/span)*span)
 		// An arrival's prompt steps run back to back when nothing
 		// decodes.
-		ttft := pr.ttftMet(r.m.slo.TTFTS, pl, ahead, dt)
+		ttft := pr.ttftMet(pl, ahead, dt)
 		if alone < 1 {
-			ttft = alone*ttft + (1-alone)*pr.ttftMet(r.m.slo.TTFTS, pl, ahead, cycle)
+			ttft = alone*ttft + (1-alone)*pr.ttftMet(pl, ahead, cycle)
 		}
 		trace.arrivals += arrivals
 		trace.ttftMet += arrivals * ttft
@@ -409,7 +434,9 @@ func (r *rollout) admitItem(it *item, firstS, firstAloneS, alone float64) {
 	if firstAloneS <= it.deadlineS+1e-9 {
 		ttft += alone
 	}
-	r.pr.admitted = append(r.pr.admitted, admission{block: r.k, ttftMet: ttft, output: it.output})
+	var a *admission
+	r.pr.admitted, a = extend(r.pr.admitted)
+	a.block, a.ttftMet, a.output = r.k, ttft, it.output
 	r.judged++
 	r.active++
 	output := it.output
@@ -527,11 +554,33 @@ func (r *rollout) finish(level int) {
 func clamp01(x float64) float64 { return max(0, min(1, x)) }
 
 // ttftMet is the share of arrivals that meet the TTFT objective behind
-// ahead queued prompt tokens: a prompt of p tokens needs ceil((ahead+p) /
-// chunk) prefill steps, one per cycle, and the first token comes at the end
-// of the last, the arrival falling uniformly in a cycle.
-func (pr *problem) ttftMet(ttftS float64, pl *phaseLevel, ahead, cycle float64) float64 {
-	z := (ttftS - pr.dtS) / cycle
+// ahead queued prompt tokens, the next prefill step every cycle (one or
+// two steps). With nothing ahead it depends on the level and the cycle
+// alone for the prompt distribution of a solve, and is computed once.
+func (pr *problem) ttftMet(pl *phaseLevel, ahead, cycle float64) float64 {
+	if ahead != 0 {
+		return pr.ttftMetBehind(pl, ahead, cycle)
+	}
+	var v *float64
+	switch cycle {
+	case pr.dtS:
+		v = &pr.emptyTTFT[pl.slot][0]
+	case 2 * pr.dtS:
+		v = &pr.emptyTTFT[pl.slot][1]
+	default:
+		return pr.ttftMetBehind(pl, 0, cycle)
+	}
+	if math.IsNaN(*v) {
+		*v = pr.ttftMetBehind(pl, 0, cycle)
+	}
+	return *v
+}
+
+// ttftMetBehind is ttftMet computed: a prompt of p tokens needs
+// ceil((ahead+p) / chunk) prefill steps, one per cycle, and the first token
+// comes at the end of the last, the arrival falling uniformly in a cycle.
+func (pr *problem) ttftMetBehind(pl *phaseLevel, ahead, cycle float64) float64 {
+	z := (pr.ttftS - pr.dtS) / cycle
 	if z < 0 {
 		return 0
 	}
@@ -543,6 +592,18 @@ func (pr *problem) ttftMet(ttftS float64, pl *phaseLevel, ahead, cycle float64) 
 	full := h.cdf(whole*pl.chunk - ahead)
 	part := h.cdf((whole+1)*pl.chunk-ahead) - full
 	return min(1, full+(z-whole)*part)
+}
+
+// forgetEmptyTTFT empties ttftMet's cache unless the prompt distribution
+// is the one it was computed for (a histogram changes only by growing).
+func (pr *problem) forgetEmptyTTFT() {
+	if pr.emptyTTFTFor == pr.prompts.n {
+		return
+	}
+	pr.emptyTTFTFor = pr.prompts.n
+	for i := range pr.emptyTTFT {
+		pr.emptyTTFT[i] = [2]float64{math.NaN(), math.NaN()}
+	}
 }
 
 // maxFew is the most decoding requests whose individual chance of

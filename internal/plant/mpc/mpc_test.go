@@ -174,14 +174,14 @@ func (s *staticServer) QueuedPromptTokens() float64 {
 	}
 	return total
 }
-func (s *staticServer) Arrived() int               { return len(s.queued) + len(s.active) }
-func (s *staticServer) ArrivedAt(i int) Arrival    { return s.all()[i] }
-func (s *staticServer) Queued() int                { return len(s.queued) }
-func (s *staticServer) QueuedAt(i int) Queued      { return s.queued[i] }
-func (s *staticServer) Active() int                { return len(s.active) }
-func (s *staticServer) ActiveAt(i int) Active      { return s.active[i] }
-func (s *staticServer) Completed() int             { return 0 }
-func (s *staticServer) CompletedAt(int) Completion { panic("no completion") }
+func (s *staticServer) Arrived() int                       { return len(s.queued) + len(s.active) }
+func (s *staticServer) ArrivedAt(i int) Arrival            { return s.all()[i] }
+func (s *staticServer) Queued() int                        { return len(s.queued) }
+func (s *staticServer) QueuedAt(i int) Queued              { return s.queued[i] }
+func (s *staticServer) Active() int                        { return len(s.active) }
+func (s *staticServer) AppendActive(dst []Active) []Active { return append(dst, s.active...) }
+func (s *staticServer) Completed() int                     { return 0 }
+func (s *staticServer) CompletedAt(int) Completion         { panic("no completion") }
 func (s *staticServer) all() []Arrival {
 	var all []Arrival
 	for _, a := range s.active {

@@ -114,6 +114,9 @@ type phaseLevel struct {
 	prefillPowerW    float64
 	leftDecodeRate   float64
 	leftDecodePowerW float64
+	// chunkPerS is a chunk per step, in tokens per second, and
+	// leftPerPrefillStep the decode tokens of a prefill step's rest.
+	chunkPerS, leftPerPrefillStep float64
 	// alternatingPerStep is the decode tokens per step of the chunked
 	// scheduler's alternation of prefill and decode steps.
 	alternatingPerStep float64
@@ -123,6 +126,9 @@ type phaseLevel struct {
 	idlePowerW   float64
 	// Marginal energies per token above idling at the lowest level, J.
 	prefillJ, decodeJ float64
+	// slot tells the phase levels apart: 2 i for level i, 2 i + 1 for
+	// level i under thermal downshift.
+	slot int
 }
 
 // levelTable resolves every requested level, hot (thermal downshift) or not.
@@ -155,6 +161,8 @@ func newLevelTable(p *Plant) levelTable {
 			alternatingPerStep: (ld.DecodeRate*p.TimeStepS + left) / 2,
 			chunk:              chunk,
 			chunkTimeS:         chunk / lp.PrefillRate,
+			chunkPerS:          chunk / p.TimeStepS,
+			leftPerPrefillStep: lp.DecodeRate * max(0, p.TimeStepS-chunk/lp.PrefillRate),
 			prefillPowerW:      lp.PrefillPowerW,
 			leftDecodeRate:     lp.DecodeRate,
 			leftDecodePowerW:   lp.DecodePowerW,
@@ -168,6 +176,7 @@ func newLevelTable(p *Plant) levelTable {
 	for i := range n {
 		t.cool[i] = resolve(i)
 		t.hot[i] = resolve(max(0, i-1))
+		t.cool[i].slot, t.hot[i].slot = 2*i, 2*i+1
 		l := p.Levels[i]
 		t.allowed[i] = p.Governed || max(l.PrefillPowerW, l.DecodePowerW) <= p.PowerLimitW+1e-12
 		if t.allowed[i] {

@@ -76,13 +76,10 @@ func (c *Controller) build(s Server, period int) {
 	for i := lo; i < last; i++ {
 		q := s.QueuedAt(i)
 		work += q.PrefillLeft
-		pr.items = append(pr.items, item{
-			arrivalS:  q.ArrivalS - now,
-			deadlineS: q.ArrivalS + c.slo.TTFTS - now,
-			work:      work,
-			prompt:    float64(q.Prompt),
-			output:    c.knownOutput(q.ID),
-		})
+		var it *item
+		pr.items, it = extend(pr.items)
+		it.arrivalS, it.deadlineS = q.ArrivalS-now, q.ArrivalS+c.slo.TTFTS-now
+		it.work, it.prompt, it.output = work, float64(q.Prompt), c.knownOutput(q.ID)
 	}
 	behind := float64(queued-last) * c.learn.prompts.mean()
 	pr.lostWork = max(0, s.QueuedPromptTokens()-work-behind)
@@ -97,8 +94,9 @@ func (c *Controller) build(s Server, period int) {
 	}
 	pr.decodeLeft = 0
 	pr.needs = pr.needs[:0]
-	for i := range active {
-		a := s.ActiveAt(i)
+	pr.activeBuf = s.AppendActive(pr.activeBuf[:0])
+	for i := range pr.activeBuf {
+		a := &pr.activeBuf[i]
 		g := a.Generated
 		left := c.learn.remaining(g)
 		if out := c.knownOutput(a.ID); out > 0 {
@@ -108,7 +106,7 @@ func (c *Controller) build(s Server, period int) {
 		if i < len(pr.few) {
 			pr.few[i] = fewActive{generated: g, left: c.knownOutput(a.ID) - g}
 		}
-		need, ok := c.need(&a, left, now)
+		need, ok := c.need(a, left, now)
 		if !ok {
 			pr.certainMisses++
 			continue
@@ -126,6 +124,7 @@ func (c *Controller) build(s Server, period int) {
 	}
 	pr.tpot = &c.learn.tpot
 	pr.prompts = &c.learn.prompts
+	pr.forgetEmptyTTFT()
 	pr.outputs = &c.learn.outputs
 	pr.meanPrompt = max(1, c.learn.prompts.mean())
 	pr.meanOutput = c.learn.meanOutput()
@@ -135,6 +134,7 @@ func (c *Controller) build(s Server, period int) {
 	} else {
 		pr.rate = c.learn.rate(now)
 	}
+	pr.inflow = pr.rate * pr.meanPrompt
 	pr.arrived = 0
 	for pr.arrived < len(pr.items) && pr.items[pr.arrived].arrivalS <= 0 {
 		pr.arrived++
@@ -225,13 +225,10 @@ func (c *Controller) addFuture(now float64) {
 	for ; i < len(c.future) && c.future[i].ArrivalS < now+span; i++ {
 		r := &c.future[i]
 		work += float64(r.Prompt)
-		pr.items = append(pr.items, item{
-			arrivalS:  r.ArrivalS - now,
-			deadlineS: r.ArrivalS + c.slo.TTFTS - now,
-			work:      work,
-			prompt:    float64(r.Prompt),
-			output:    float64(r.Output),
-		})
+		var it *item
+		pr.items, it = extend(pr.items)
+		it.arrivalS, it.deadlineS = r.ArrivalS-now, r.ArrivalS+c.slo.TTFTS-now
+		it.work, it.prompt, it.output = work, float64(r.Prompt), float64(r.Output)
 	}
 }
 
@@ -246,9 +243,7 @@ func (c *Controller) stationaries() {
 	st.rate, st.prompts, st.outputs, st.valid = pr.rate, c.learn.prompts.n, c.learn.outputsSeen, true
 	p := &c.plant
 	dt := p.TimeStepS
-	meanSquare := 0.0
-	c.learn.prompts.bins(func(count, value float64) { meanSquare += count * value * value })
-	meanSquare /= max(c.learn.prompts.n, 1)
+	meanSquare := c.learn.prompts.sumOfSquares() / max(c.learn.prompts.n, 1)
 	for i := range pr.stationary {
 		pl := &c.levels.cool[i]
 		s := &pr.stationary[i]
@@ -277,7 +272,7 @@ func (c *Controller) stationaries() {
 			prefillLoad := min(0.95, pr.rate*stepsPerRequest*(alone*dt+(1-alone)*2*dt))
 			ahead := meanSquare / (2 * pr.meanPrompt) / (1 - prefillLoad)
 			ttftAt := func(cycle float64) float64 {
-				return (1-prefillLoad)*pr.ttftMet(c.slo.TTFTS, pl, 0, cycle) + prefillLoad*pr.ttftMet(c.slo.TTFTS, pl, ahead, cycle)
+				return (1-prefillLoad)*pr.ttftMet(pl, 0, cycle) + prefillLoad*pr.ttftMet(pl, ahead, cycle)
 			}
 			ttft := alone*ttftAt(dt) + (1-alone)*ttftAt(2*dt)
 			// Processor sharing: an arrival finds n decoding with
@@ -395,7 +390,7 @@ func (c *Controller) search(start time.Time) bool {
 	for i := range c.uniform {
 		c.uniform[i].valid = false
 	}
-	c.uniform[len(levels)-1] = uniformOutcome{ref, true}
+	c.uniform[len(levels)-1].outcome, c.uniform[len(levels)-1].valid = ref, true
 	lo := min(c.lastUniform, len(levels)-1)
 	o, ok := c.uniformPlan(lo)
 	if !ok {
