@@ -88,13 +88,31 @@ func writeResult(s *streams, out outputOptions, write func(io.Writer) error) err
 // runtime does by default.
 func writeStdout(s *streams, write func(io.Writer) error) error {
 	if s.OutClosed {
-		return errors.New("stdout is closed (or is /dev/null open for reading and writing, as Python's subprocess.DEVNULL passes it): the result has nowhere to go (give -o FILE; -o /dev/null discards it)")
+		return errStdoutClosed
 	}
 	if err := write(s.Out); err != nil {
 		if pathErr, ok := err.(*fs.PathError); ok {
 			err = pathErr.Err // "no space left on device", not "write /dev/stdout: ..."
 		}
 		return fmt.Errorf("stdout: %w", err)
+	}
+	return nil
+}
+
+// errStdoutClosed is the error of a result bound for a stdout closed at
+// start.
+var errStdoutClosed = errors.New("stdout is closed (or is /dev/null open for reading and writing, as Python's subprocess.DEVNULL passes it): the result has nowhere to go (give -o FILE; -o /dev/null discards it)")
+
+// checkStdoutOpen fails cmd before it does any work when its result (its
+// -o flag unset or -) would go to a stdout closed at start: writeStdout
+// would say so only after a run of any length, or after starting an exec
+// controller.
+func checkStdoutOpen(s *streams, cmd *cobra.Command) error {
+	if !s.OutClosed {
+		return nil
+	}
+	if f := cmd.Flags().Lookup("output"); f != nil && (f.Value.String() == "" || f.Value.String() == "-") {
+		return withExitCode(errStdoutClosed, exitInput)
 	}
 	return nil
 }

@@ -57,6 +57,7 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(flagError)
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkStdoutOpen(s, cmd) }
 	root.SuggestionsMinimumDistance = 2
 	for _, sub := range subcommandsFor(subs, args) {
 		root.AddCommand(sub.build(s))
