@@ -327,3 +327,21 @@ func TestMPCHeldStepsAreExact(t *testing.T) {
 		assert.Positive(t, held.MPCDiagnostics.SuccessfulSolves, tt.spec)
 	}
 }
+
+// TestMPCFollowsTheEndToEndObjective: with an end-to-end objective, the
+// default target (max's attainment, as predicted) counts it for every
+// request, queued and to come: mpc stays within 0.5 point of max's
+// attainment and spends no more than race-to-idle.
+func TestMPCFollowsTheEndToEndObjective(t *testing.T) {
+	requests := smallWorkload(t)
+	for _, slo := range []SLO{{E2ESeconds: 0.3}, {TTFTSeconds: 2, TPOTSeconds: 0.1, E2ESeconds: 1}} {
+		opt := Options{Summary: true, SLO: slo}
+		maxRun := mpcRun(t, requests, "max", opt)
+		rti := mpcRun(t, requests, "race-to-idle", opt)
+		m := mpcRun(t, requests, "mpc", opt)
+		assert.GreaterOrEqual(t, m.SLO.Attainment, maxRun.SLO.Attainment-0.005, "%+v", slo)
+		assert.LessOrEqual(t, m.Metrics.EnergyPerOutputTokenJ, rti.Metrics.EnergyPerOutputTokenJ, "%+v", slo)
+		t.Logf("%+v: max %.4f, race-to-idle %.4f %.4f J, mpc %.4f %.4f J", slo, maxRun.SLO.Attainment,
+			rti.SLO.Attainment, rti.Metrics.EnergyPerOutputTokenJ, m.SLO.Attainment, m.Metrics.EnergyPerOutputTokenJ)
+	}
+}

@@ -91,12 +91,16 @@ func (s *SolveTimes) Percentile(p float64) time.Duration {
 
 // Controller is the model-predictive controller. Give every run its own.
 type Controller struct {
-	plant    Plant
-	slo      SLO
-	set      Settings
-	levels   levelTable
-	idleMinW float64
-	learn    learner
+	plant Plant
+	slo   SLO
+	// firstTokenS is the time after its arrival by which a request must
+	// have its first token: the TTFT objective, or the end-to-end one if
+	// shorter.
+	firstTokenS float64
+	set         Settings
+	levels      levelTable
+	idleMinW    float64
+	learn       learner
 
 	clairvoyant bool
 	future      []Request   // by arrival, clairvoyant only
@@ -139,8 +143,9 @@ type uniformOutcome struct {
 // statCache remembers the stationary outcomes and what they were computed
 // for.
 type statCache struct {
-	rate, prompts, outputs float64
-	valid                  bool
+	rate, prompts float64
+	tables        int // the learner's tpotBuilds
+	valid         bool
 }
 
 // New returns a controller for plant p judged by slo.
@@ -173,7 +178,12 @@ func New(p Plant, slo SLO, set Settings) (*Controller, error) {
 
 	c.pr.dtS = p.TimeStepS
 	c.pr.stepsPerS = 1 / p.TimeStepS
-	c.pr.ttftS = slo.TTFTS
+	c.firstTokenS = slo.TTFTS
+	if slo.E2ES > 0 {
+		c.firstTokenS = min(slo.TTFTS, slo.E2ES)
+	}
+	c.pr.ttftS = c.firstTokenS
+	c.pr.e2eS = slo.E2ES
 	c.pr.emptyTTFT = make([][2]float64, 2*len(p.Levels))
 	c.pr.emptyTTFTFor = -1
 	c.pr.layBlocks(set, p.ThermalTauS)
@@ -301,11 +311,14 @@ func (c *Controller) observe(s Server) {
 	for n := s.Completed(); c.seenCompleted < n; c.seenCompleted++ {
 		r := s.CompletedAt(c.seenCompleted)
 		c.learn.complete(r.Output)
+		if ttft := r.FirstTokenS - r.ArrivalS; ttft <= c.firstTokenS {
+			c.learn.firstTokenInTime(ttft)
+		}
 		if !c.met(&r) {
 			c.completedMisses++
 		}
 	}
-	c.learn.prepare(c.plant.TimeStepS, c.slo.TPOTS, c.plant.MaxActive)
+	c.learn.prepare(c.plant.TimeStepS, c.slo.TPOTS, c.slo.E2ES, c.plant.MaxActive)
 }
 
 // met reports whether a completed request met every objective.

@@ -27,9 +27,14 @@ type learner struct {
 	windowStart int
 	prompts     histogram
 	outputs     histogram
-	// outputsSeen is outputs.n when the derived tables were last built.
+	// outputsSeen is outputs.n when the derived tables were last built,
+	// and tpotBuilds the number of builds.
 	outputsSeen float64
+	tpotBuilds  int
 	tpot        tpotTable
+	// The times to first token of the completed requests that had it in
+	// time: sum and count.
+	ttftSum, ttftCount float64
 }
 
 // arrive records an arrival.
@@ -41,6 +46,28 @@ func (l *learner) arrive(timeS float64, promptTokens int) {
 
 // complete records a completed request's output length.
 func (l *learner) complete(outputTokens int) { l.outputs.add(outputTokens) }
+
+// firstTokenInTime records the time to first token of a completed request
+// that had its first token in time.
+func (l *learner) firstTokenInTime(ttftS float64) {
+	l.ttftSum += ttftS
+	l.ttftCount++
+}
+
+// decodeBudget is the time an end-to-end objective e2eS leaves a request
+// after its first token, for a typical time to first token (the mean of
+// those in time: the requests that can still meet every objective; a step
+// before any): +Inf without one (e2eS 0).
+func (l *learner) decodeBudget(dtS, e2eS float64) float64 {
+	if e2eS == 0 {
+		return math.Inf(1)
+	}
+	typical := dtS
+	if l.ttftCount > 0 {
+		typical = max(dtS, l.ttftSum/l.ttftCount)
+	}
+	return e2eS - typical
+}
 
 // rate is the arrival rate at nowS, requests/s: the arrivals of the last
 // rateWindowS seconds over the window (over the time since the first
@@ -100,16 +127,19 @@ func (l *learner) remaining(g float64) float64 {
 }
 
 // prepare brings the distributions and the tables derived from them up to
-// date; dtS and tpotS are the step and the TPOT objective, maxActive the
-// most requests decoding at once.
-func (l *learner) prepare(dtS, tpotS float64, maxActive int) {
+// date; dtS, tpotS and e2eS are the step and the TPOT and end-to-end
+// objectives (e2eS 0: none), maxActive the most requests decoding at once.
+func (l *learner) prepare(dtS, tpotS, e2eS float64, maxActive int) {
 	l.prompts.prepare()
 	l.outputs.prepare()
 	// The TPOT tables follow the output distribution every time it
-	// grows fourfold.
-	if !l.tpot.built || l.outputs.n >= 4*l.outputsSeen && l.outputs.n > 0 {
-		l.tpot.build(&l.outputs, dtS, tpotS, maxActive)
+	// grows fourfold, and the decode budget an end-to-end objective
+	// leaves every time it moves by 5% of the objective.
+	budget := l.decodeBudget(dtS, e2eS)
+	if !l.tpot.built || l.outputs.n >= 4*l.outputsSeen && l.outputs.n > 0 || math.Abs(budget-l.tpot.budgetS) > 0.05*e2eS {
+		l.tpot.build(&l.outputs, dtS, tpotS, budget, maxActive)
 		l.outputsSeen = l.outputs.n
+		l.tpotBuilds++
 	}
 }
 
@@ -132,6 +162,9 @@ const (
 type tpotTable struct {
 	met   [tpotPoints + 1]float64
 	built bool
+	// budgetS is the end-to-end budget after the first token the table
+	// was built for (+Inf: none).
+	budgetS float64
 	// shared[i][j] is the share meeting the objective when a decode
 	// throughput of capacity psCapacity(i) tokens per step is shared by
 	// the n requests decoding, n geometrically distributed (as in a
@@ -167,12 +200,17 @@ func pseudoExp2(u float64) float64 {
 }
 
 // tpotMet reports whether a request of o output tokens getting x tokens
-// per step meets tpotS on steps of dtS.
-func tpotMet(o, x, dtS, tpotS float64) bool {
+// per step meets tpotS on steps of dtS, and ends within budgetS of its
+// first token (+Inf: no end-to-end objective).
+func tpotMet(o, x, dtS, tpotS, budgetS float64) bool {
+	if budgetS < 0 {
+		return false
+	}
 	if o <= x || o <= 1 {
 		return true
 	}
-	return math.Ceil((o-x)/x)*dtS <= tpotS*(o-1)*(1+1e-9)
+	decodeS := math.Ceil((o-x)/x) * dtS
+	return decodeS <= tpotS*(o-1)*(1+1e-9) && decodeS <= budgetS*(1+1e-9)
 }
 
 // tpotMetShared is the chance that a request of o output tokens meets
@@ -181,12 +219,17 @@ func tpotMet(o, x, dtS, tpotS float64) bool {
 // for the learned outputs: the request finds n others with probability
 // (1-q) q^n, q = mean/(1+mean), n < maxActive, and meets the objective
 // (tpotMet) when its share capacity/(n+1) is at least o/(K+1), K the steps
-// the objective allows after its first token.
-func tpotMetShared(o, capacity, mean, dtS, tpotS float64, maxActive int) float64 {
+// the objectives (TPOT, and the end-to-end budget budgetS after the first
+// token) allow after its first token.
+func tpotMetShared(o, capacity, mean, dtS, tpotS, budgetS float64, maxActive int) float64 {
+	if budgetS < 0 {
+		return 0
+	}
 	if o <= 1 {
 		return 1
 	}
 	steps := math.Floor(tpotS * (o - 1) * (1 + 1e-9) / dtS)
+	steps = math.Min(steps, math.Floor(budgetS*(1+1e-9)/dtS))
 	slots := math.Min(math.Floor(capacity*(steps+1)/o*(1+1e-9)), float64(maxActive))
 	if slots < 1 {
 		return 0
@@ -198,20 +241,22 @@ func tpotMetShared(o, capacity, mean, dtS, tpotS float64, maxActive int) float64
 	return (1 - math.Pow(q, slots)) / (1 - math.Pow(q, float64(maxActive)))
 }
 
-// build tabulates the tables for outputs.
-func (t *tpotTable) build(outputs *histogram, dtS, tpotS float64, maxActive int) {
+// build tabulates the tables for outputs, with the end-to-end budget
+// budgetS after the first token.
+func (t *tpotTable) build(outputs *histogram, dtS, tpotS, budgetS float64, maxActive int) {
+	t.budgetS = budgetS
 	for i := range t.met {
 		x := math.Ldexp(1+float64(i%tpotGrid)/tpotGrid, tpotMinExp+i/tpotGrid)
 		if outputs.n == 0 {
 			t.met[i] = 0
-			if tpotMet(defaultOutputTokens, x, dtS, tpotS) {
+			if tpotMet(defaultOutputTokens, x, dtS, tpotS, budgetS) {
 				t.met[i] = 1
 			}
 			continue
 		}
 		met := 0.0
 		outputs.bins(func(count, value float64) {
-			if tpotMet(value, x, dtS, tpotS) {
+			if tpotMet(value, x, dtS, tpotS, budgetS) {
 				met += count
 			}
 		})

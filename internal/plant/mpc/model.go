@@ -20,7 +20,8 @@ type item struct {
 type problem struct {
 	dtS       float64
 	stepsPerS float64 // 1 / dtS
-	ttftS     float64 // the TTFT objective
+	ttftS     float64 // the time to the first token an arrival is allowed (Controller.firstTokenS)
+	e2eS      float64 // the end-to-end objective, 0 for none
 	// The horizon is followed in blocks of periods (1, 1, 2, 4, ...),
 	// the first partial when the solve is not at a period's start; a plan
 	// holds one level over each block (the search varies the first
@@ -155,6 +156,9 @@ type admission struct {
 	block   int
 	ttftMet float64
 	output  float64 // known output tokens, or 0
+	// budgetS is, for a known output, the time the end-to-end objective
+	// leaves it after its expected first token (+Inf: none).
+	budgetS float64
 }
 
 // extend appends a zero element to s and returns s and the element, to be
@@ -347,7 +351,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 		itemsAlone = 1
 		if pr.active > 0 && cycle > dt {
 			if pr.alone[r.level] < 0 {
-				pr.alone[r.level] = pr.aloneSoon(pl, r.m.slo.TTFTS)
+				pr.alone[r.level] = pr.aloneSoon(pl, pr.ttftS)
 			}
 			itemsAlone = pr.alone[r.level]
 		}
@@ -437,6 +441,10 @@ func (r *rollout) admitItem(it *item, firstS, firstAloneS, alone float64) {
 	var a *admission
 	r.pr.admitted, a = extend(r.pr.admitted)
 	a.block, a.ttftMet, a.output = r.k, ttft, it.output
+	a.budgetS = math.Inf(1)
+	if it.output > 0 && r.pr.e2eS > 0 {
+		a.budgetS = r.pr.e2eS - (alone*firstAloneS + (1-alone)*firstS - it.arrivalS)
+	}
 	r.judged++
 	r.active++
 	output := it.output
@@ -495,7 +503,7 @@ func (r *rollout) judgeTPOT() {
 		var tpot float64
 		if a.output > 0 {
 			// Clairvoyant: the same queue, for its known output.
-			tpot = tpotMetShared(a.output, tr.capacity/tr.steps, tr.decoding/tr.steps, dt, tpotS, r.m.plant.MaxActive)
+			tpot = tpotMetShared(a.output, tr.capacity/tr.steps, tr.decoding/tr.steps, dt, tpotS, a.budgetS, r.m.plant.MaxActive)
 		} else {
 			tpot = pr.tpot.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
 		}

@@ -73,7 +73,7 @@ func TestLearnerRemaining(t *testing.T) {
 	for _, o := range []int{10, 20, 30, 40} {
 		l.complete(o)
 	}
-	l.prepare(0.1, 0.05, 64)
+	l.prepare(0.1, 0.05, 0, 64)
 	assert.InDelta(t, 25, l.meanOutput(), 1e-9)
 	assert.InDelta(t, 30-15, l.remaining(15), 1.5, "of 20, 30, 40: 15 to go on average")
 	assert.InDelta(t, 25, l.remaining(1000), 1e-9, "longer than any seen: its mean again")
@@ -93,7 +93,7 @@ func TestTPOTMet(t *testing.T) {
 		{1000, 3.4, true}, // 294 steps for 999 tokens
 	}
 	for _, tt := range tests {
-		assert.Equal(t, tt.want, tpotMet(tt.o, tt.x, dt, tpot), "%v tokens at %v per step", tt.o, tt.x)
+		assert.Equal(t, tt.want, tpotMet(tt.o, tt.x, dt, tpot, math.Inf(1)), "%v tokens at %v per step", tt.o, tt.x)
 	}
 }
 
@@ -102,7 +102,7 @@ func TestTPOTTable(t *testing.T) {
 	for o := 2; o <= 400; o += 2 {
 		l.complete(o)
 	}
-	l.prepare(0.1, 0.05, 64)
+	l.prepare(0.1, 0.05, 0, 64)
 	tab := &l.tpot
 	// More tokens per step, more requests meet the objective.
 	previous := -1.0

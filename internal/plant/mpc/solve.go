@@ -63,7 +63,7 @@ func (c *Controller) build(s Server, period int) {
 	lo, hi := 0, queued
 	for lo < hi {
 		mid := (lo + hi) / 2
-		if s.QueuedAt(mid).ArrivalS+c.slo.TTFTS < now+dt-1e-9 {
+		if s.QueuedAt(mid).ArrivalS+c.firstTokenS < now+dt-1e-9 {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -78,7 +78,7 @@ func (c *Controller) build(s Server, period int) {
 		work += q.PrefillLeft
 		var it *item
 		pr.items, it = extend(pr.items)
-		it.arrivalS, it.deadlineS = q.ArrivalS-now, q.ArrivalS+c.slo.TTFTS-now
+		it.arrivalS, it.deadlineS = q.ArrivalS-now, q.ArrivalS+c.firstTokenS-now
 		it.work, it.prompt, it.output = work, float64(q.Prompt), c.knownOutput(q.ID)
 	}
 	behind := float64(queued-last) * c.learn.prompts.mean()
@@ -176,7 +176,7 @@ func (c *Controller) need(a *Active, left, now float64) (float64, bool) {
 			return 0, false
 		}
 		elapsed = now - a.FirstTokenS
-	} else if now+dt-a.ArrivalS > c.slo.TTFTS {
+	} else if now+dt-a.ArrivalS > c.firstTokenS {
 		return 0, false
 	}
 	output := a.Generated + left
@@ -227,7 +227,7 @@ func (c *Controller) addFuture(now float64) {
 		work += float64(r.Prompt)
 		var it *item
 		pr.items, it = extend(pr.items)
-		it.arrivalS, it.deadlineS = r.ArrivalS-now, r.ArrivalS+c.slo.TTFTS-now
+		it.arrivalS, it.deadlineS = r.ArrivalS-now, r.ArrivalS+c.firstTokenS-now
 		it.work, it.prompt, it.output = work, float64(r.Prompt), float64(r.Output)
 	}
 }
@@ -237,10 +237,10 @@ func (c *Controller) addFuture(now float64) {
 func (c *Controller) stationaries() {
 	pr := &c.pr
 	st := &c.stat
-	if st.valid && math.Abs(pr.rate-st.rate) <= 0.05*st.rate && c.learn.prompts.n < st.prompts*9/8 && c.learn.outputsSeen == st.outputs {
+	if st.valid && math.Abs(pr.rate-st.rate) <= 0.05*st.rate && c.learn.prompts.n < st.prompts*9/8 && c.learn.tpotBuilds == st.tables {
 		return
 	}
-	st.rate, st.prompts, st.outputs, st.valid = pr.rate, c.learn.prompts.n, c.learn.outputsSeen, true
+	st.rate, st.prompts, st.tables, st.valid = pr.rate, c.learn.prompts.n, c.learn.tpotBuilds, true
 	p := &c.plant
 	dt := p.TimeStepS
 	meanSquare := c.learn.prompts.sumOfSquares() / max(c.learn.prompts.n, 1)
