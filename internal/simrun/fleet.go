@@ -73,6 +73,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 	if err != nil {
 		return nil, err
 	}
+	warnNormalizeUnchanged(c.Stderr, c.Normalize, report.Dilation)
 	warnArrivalsPastMaxSimTime(c.Stderr, report.LastArrivalS, report.Provenance.RequestsLoaded, c.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	for _, k := range slices.Sorted(maps.Keys(controllers)) {
 		c.reportSolveTimes(fmt.Sprintf("replica %d: ", k), controllers[k])

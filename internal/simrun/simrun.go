@@ -155,6 +155,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	warnNormalizeUnchanged(cfg.Stderr, cfg.Normalize, report.Dilation)
 	warnArrivalsPastMaxSimTime(cfg.Stderr, report.LastArrivalS, report.Provenance.RequestsLoaded, cfg.Plant.MaxSimulationTimeS, report.Metrics.UnfinishedRequestsAtEnd)
 	cfg.reportSolveTimes("", ctrl)
 	return &Result{cfg: cfg, plant: report}, nil

@@ -39,6 +39,30 @@ func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
 	}
 }
 
+func TestWarnNormalizeUnchanged(t *testing.T) {
+	t.Parallel()
+	one, stretched := 1.0, 2.5
+	tests := []struct {
+		name     string
+		target   float64
+		dilation *float64
+		want     string
+	}{
+		{"no --normalize", 0, nil, ""},
+		{"stretched", 0.6, &stretched, ""},
+		{"already below the target", 0.6, &one,
+			"servesim: --normalize 0.6: the trace already offers less than that share of the maximum-clock capacity, so its arrivals are unchanged " +
+				"(normalization only stretches a trace, as the reference's does; dilation 1)\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var errOut bytes.Buffer
+			warnNormalizeUnchanged(&errOut, tt.target, tt.dilation)
+			assert.Equal(t, tt.want, errOut.String())
+		})
+	}
+}
+
 func TestWarnFixedClock(t *testing.T) {
 	t.Parallel()
 	prof := profile.Default() // levels 420, 690, 960, ..., 2040 MHz

@@ -95,3 +95,16 @@ func warnArrivalsPastMaxSimTime(w io.Writer, last float64, requests int, maxSimT
 
 // formatMHz formats a clock in MHz as briefly as it is exact.
 func formatMHz(mhz float64) string { return strconv.FormatFloat(mhz, 'f', -1, 64) }
+
+// warnNormalizeUnchanged says on w, in one line, that --normalize left the
+// arrivals as they were (dilation 1): the trace already offers less than
+// the target, and normalization, as the reference's, only stretches a
+// trace. Without it, a --normalize 0.6 on a trace at 0.2 looks like a run
+// at 0.6.
+func warnNormalizeUnchanged(w io.Writer, target float64, dilation *float64) {
+	if target == 0 || dilation == nil || *dilation != 1 {
+		return
+	}
+	fmt.Fprintf(w, "servesim: --normalize %s: the trace already offers less than that share of the maximum-clock capacity, so its arrivals are unchanged "+
+		"(normalization only stretches a trace, as the reference's does; dilation 1)\n", strconv.FormatFloat(target, 'g', -1, 64))
+}
