@@ -44,6 +44,9 @@ type run struct {
 	// written and failed count the records written and the failed runs
 	// among them, once write returned.
 	written, failed int
+	// unstretched counts the runs --normalize left as they were: their
+	// trace already offers less than the target (dilation 1).
+	unstretched int
 }
 
 // Run runs the sweep: it loads its profiles and traces, reads the records
@@ -124,10 +127,17 @@ func (r *run) write(w io.Writer) error {
 		if bar != nil {
 			bar.Increment()
 		}
+		if o.report != nil && o.report.Dilation != nil && *o.report.Dilation == 1 {
+			r.unstretched++
+		}
 		return rw.Add(s.record(r.in, c, o))
 	})
 	if bar != nil {
 		bar.Finish() // erased, also after a sweep that stopped early
+	}
+	if r.unstretched > 0 {
+		fmt.Fprintf(out.Stderr, "servesim: sweep: --normalize left the arrivals of %d of %d runs unchanged: their trace already offers less than the target "+
+			"(normalization only stretches a trace, as the reference's does; dilation 1)\n", r.unstretched, toRun)
 	}
 	stopped := errors.Is(err, sweep.ErrStopped)
 	if err == nil || stopped {
