@@ -167,7 +167,7 @@ func TestSweepInterruptClearsTheProgressLineFirst(t *testing.T) {
 // merge, and compares with the whole grid run at once, byte for byte.
 func TestSweepShardsOnSchedulersMergeToTheWholeGrid(t *testing.T) {
 	t.Parallel()
-	grid := []string{"--max-elapsed", "20", "--scheduler", "static,chunked", "--controller", "max,min,reactive,fixed:1125,sampled-reactive", "--normalize", "none,0.6"}
+	grid := []string{"--max-elapsed", "20", "--scheduler", "static,chunked", "--controller", "max,min,reactive,fixed:1125,sampled-reactive", "--normalize", "none,0.1"}
 	whole := runSweepTo(t, grid...)
 	schedulers := []struct {
 		name  string

@@ -150,7 +150,7 @@ func runSweepOK(t *testing.T, want int, args ...string) string {
 func TestSweepOutputIsIdenticalWhateverTheJobs(t *testing.T) {
 	t.Parallel()
 	args := []string{"--max-elapsed", "60", "--scheduler", "static,continuous,chunked",
-		"--controller", "max,min,reactive", "--normalize", "none,0.7"}
+		"--controller", "max,min,reactive", "--normalize", "none,0.1"}
 	one := runSweepOK(t, 18, append(args, "--jobs", "1")...)
 	two := runSweepOK(t, 18, append(args, "--jobs", "2")...)
 	many := runSweepOK(t, 18, append(args, "--jobs", "7")...)
@@ -196,7 +196,7 @@ func TestSweepFailingCellIsReportedWhileOthersComplete(t *testing.T) {
 
 func TestSweepParetoAndBest(t *testing.T) {
 	t.Parallel()
-	code, out, errOut := runCLI(t, "sweep", "--max-elapsed", "60", "--normalize", "0.3,0.5", "--controller", "max,min,reactive,fixed:1200",
+	code, out, errOut := runCLI(t, "sweep", "--max-elapsed", "60", "--normalize", "0.05,0.1", "--controller", "max,min,reactive,fixed:1200",
 		"--ttft-slo", "5", "--tpot-slo", "1")
 	require.Equal(t, exitOK, code, errOut)
 	runs, pareto := decodeRecords(t, out)

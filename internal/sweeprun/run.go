@@ -135,7 +135,7 @@ func (r *run) write(w io.Writer) error {
 	if bar != nil {
 		bar.Finish() // erased, also after a sweep that stopped early
 	}
-	if r.unstretched > 0 {
+	if r.unstretched > 0 && err == nil {
 		fmt.Fprintf(out.Stderr, "servesim: sweep: --normalize left the arrivals of %d of %d runs unchanged: their trace already offers less than the target "+
 			"(normalization only stretches a trace, as the reference's does; dilation 1)\n", r.unstretched, toRun)
 	}
