@@ -103,12 +103,16 @@ func writeStdout(s *streams, write func(io.Writer) error) error {
 // start.
 var errStdoutClosed = errors.New("stdout is closed (or is /dev/null open for reading and writing, as Python's subprocess.DEVNULL passes it): the result has nowhere to go (give -o FILE; -o /dev/null discards it)")
 
-// checkStdoutOpen fails cmd before it does any work when its result (its
-// -o flag unset or -) would go to a stdout closed at start: writeStdout
-// would say so only after a run of any length, or after starting an exec
-// controller.
-func checkStdoutOpen(s *streams, cmd *cobra.Command) error {
-	if !s.OutClosed {
+// stdoutClosedKey marks the context of a command run while stdout was
+// closed at start (runCommands).
+type stdoutClosedKey struct{}
+
+// checkStdoutOpen fails cmd, once its flags are checked and before it does
+// any work, when its result (its -o flag unset or -) would go to a stdout
+// closed at start: writeStdout would say so only after a run of any
+// length, or after starting an exec controller.
+func checkStdoutOpen(cmd *cobra.Command) error {
+	if closed, _ := cmd.Context().Value(stdoutClosedKey{}).(bool); !closed {
 		return nil
 	}
 	if f := cmd.Flags().Lookup("output"); f != nil && (f.Value.String() == "" || f.Value.String() == "-") {

@@ -57,7 +57,6 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.SetFlagErrorFunc(flagError)
-	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error { return checkStdoutOpen(s, cmd) }
 	root.SuggestionsMinimumDistance = 2
 	for _, sub := range subcommandsFor(subs, args) {
 		root.AddCommand(sub.build(s))
@@ -68,13 +67,17 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 }
 
 // checkThenRun returns a command's RunE: check validates the parsed
-// arguments and flags (its errors are usage errors), then the options go
+// arguments and flags (its errors are usage errors), a result bound for a
+// stdout closed at start is refused (checkStdoutOpen), then the options go
 // to runF when a test supplied one (to see what was parsed), else to run
 // with the command's context.
 func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF func(*O) error, run func(context.Context, *O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := check(cmd, args); err != nil {
 			return asUsage(err)
+		}
+		if err := checkStdoutOpen(cmd); err != nil {
+			return err
 		}
 		if runF != nil {
 			return runF(opts)
@@ -158,6 +161,9 @@ func runCommands(ctx context.Context, args []string, s *streams, subs []subcomma
 	}()
 	root := newRootCmd(s, args, subs)
 	root.SetArgs(args)
+	if s.OutClosed {
+		ctx = context.WithValue(ctx, stdoutClosedKey{}, true)
+	}
 	err := root.ExecuteContext(ctx)
 	if in := interrupt.Of(ctx); in != nil {
 		in.End() // held until the process exits

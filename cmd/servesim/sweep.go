@@ -132,7 +132,12 @@ func newSweepMergeCmd(s *streams) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(_ *cobra.Command, files []string) error { return mergeSweep(s, out, files) },
+		RunE: func(cmd *cobra.Command, files []string) error {
+			if err := checkStdoutOpen(cmd); err != nil {
+				return err
+			}
+			return mergeSweep(s, out, files)
+		},
 	}
 	addOutputFlag(cmd, &out)
 	return cmd
