@@ -2,6 +2,7 @@ package plant
 
 import (
 	"math"
+	"os"
 	"slices"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
+	"servesim/internal/sharedtest"
 )
 
 // mpcRun simulates requests on the embedded proxy under controller spec.
@@ -344,4 +346,35 @@ func TestMPCFollowsTheEndToEndObjective(t *testing.T) {
 		t.Logf("%+v: max %.4f, race-to-idle %.4f %.4f J, mpc %.4f %.4f J", slo, maxRun.SLO.Attainment,
 			rti.SLO.Attainment, rti.Metrics.EnergyPerOutputTokenJ, m.SLO.Attainment, m.Metrics.EnergyPerOutputTokenJ)
 	}
+}
+
+// TestMPCEndToEndUnderHeavyLoad: where nearly every request misses the
+// end-to-end objective whatever the clock (the first 900 s of the
+// conversation trace at 0.8 on the proxy, e2e 2 s), its misses alone
+// hardly tell plans apart; judged without it as well, mpc keeps at least
+// the attainment it had when the model ignored the objective for waiting
+// requests (0.0866; 0.0662 judged by the objective alone), at no more than
+// race-to-idle's energy.
+func TestMPCEndToEndUnderHeavyLoad(t *testing.T) {
+	f, err := os.Open(sharedtest.ConvTrace(t))
+	require.NoError(t, err)
+	w, err := LoadWorkload(f, "conv", 900)
+	f.Close()
+	require.NoError(t, err)
+	requests, _, err := NormalizeOfferedLoad(w.Requests, profile.Default(), 0.8)
+	require.NoError(t, err)
+	p := NewPlant(profile.Default())
+	p.MaxSimulationTimeS = 100000
+	opt := Options{Summary: true, SLO: SLO{TTFTSeconds: 5, TPOTSeconds: 0.1, E2ESeconds: 2}}
+	run := func(spec string) *Result {
+		c, err := NewController(spec)
+		require.NoError(t, err)
+		res, err := Simulate(requests, p, ChunkedPrefill{}, c, opt)
+		require.NoError(t, err)
+		return res
+	}
+	m, rti := run("mpc"), run("race-to-idle")
+	assert.GreaterOrEqual(t, m.SLO.Attainment, 0.0866)
+	assert.LessOrEqual(t, m.Metrics.EnergyPerOutputTokenJ, rti.Metrics.EnergyPerOutputTokenJ)
+	t.Logf("mpc %.4f %.4f J, race-to-idle %.4f %.4f J", m.SLO.Attainment, m.Metrics.EnergyPerOutputTokenJ, rti.SLO.Attainment, rti.Metrics.EnergyPerOutputTokenJ)
 }

@@ -32,6 +32,9 @@ type learner struct {
 	outputsSeen float64
 	tpotBuilds  int
 	tpot        tpotTable
+	// tpotPlain is tpot without the end-to-end objective, when there is
+	// one (plainTPOT).
+	tpotPlain tpotTable
 	// The times to first token of the completed requests that had it in
 	// time: sum and count.
 	ttftSum, ttftCount float64
@@ -137,10 +140,21 @@ func (l *learner) prepare(dtS, tpotS, e2eS float64, maxActive int) {
 	// leaves every time it moves by 5% of the objective.
 	budget := l.decodeBudget(dtS, e2eS)
 	if !l.tpot.built || l.outputs.n >= 4*l.outputsSeen && l.outputs.n > 0 || math.Abs(budget-l.tpot.budgetS) > 0.05*e2eS {
+		if e2eS > 0 && (!l.tpotPlain.built || l.outputs.n != l.outputsSeen) {
+			l.tpotPlain.build(&l.outputs, dtS, tpotS, math.Inf(1), maxActive)
+		}
 		l.tpot.build(&l.outputs, dtS, tpotS, budget, maxActive)
 		l.outputsSeen = l.outputs.n
 		l.tpotBuilds++
 	}
+}
+
+// plainTPOT is the TPOT table without the end-to-end objective.
+func (l *learner) plainTPOT() *tpotTable {
+	if l.tpotPlain.built {
+		return &l.tpotPlain
+	}
+	return &l.tpot
 }
 
 // tpotGrid is the number of per-request decode shares tabulated per factor

@@ -58,6 +58,13 @@ type problem struct {
 	stationary []stationary
 	// TPOT success by per-request share, from the learned outputs.
 	tpot *tpotTable
+	// dual is set when the end-to-end objective is judged and the
+	// default target holds: a plan must then also keep, judged without
+	// it (tpotPlain), within the highest level's plan's misses. Where
+	// nearly every request misses the end-to-end objective whatever the
+	// clock (heavy load), its misses alone hardly tell the plans apart.
+	dual      bool
+	tpotPlain *tpotTable
 	// Scratch of the rollouts: each period's trace and the followed
 	// items admitted.
 	trace    []periodTrace
@@ -93,10 +100,13 @@ type block struct {
 // energy rate, share of arrivals missing an objective, and equilibrium
 // temperature. Overloaded levels miss every arrival.
 type stationary struct {
-	powerW       float64
-	missShare    float64
-	temperatureC float64
-	decodeLeft   float64 // mean output tokens still to generate, over the decoding requests
+	powerW    float64
+	missShare float64
+	// missSharePlain is missShare judged without the end-to-end objective
+	// (problem.dual).
+	missSharePlain float64
+	temperatureC   float64
+	decodeLeft     float64 // mean output tokens still to generate, over the decoding requests
 	// spare is the decode capacity a level has left over, tokens/s, and
 	// growth the work an overloaded level leaves undone per second, in
 	// seconds of work; 0 for a level that keeps up.
@@ -105,11 +115,14 @@ type stationary struct {
 
 // outcome is a candidate plan's predicted result.
 type outcome struct {
-	energyJ   float64
-	misses    float64
-	requests  float64 // requests judged: in the system and predicted arrivals
-	peakTempC float64
-	states    int // model states expanded
+	energyJ float64
+	misses  float64
+	// missesPlain are the misses judged without the end-to-end objective,
+	// when problem.dual.
+	missesPlain float64
+	requests    float64 // requests judged: in the system and predicted arrivals
+	peakTempC   float64
+	states      int // model states expanded
 	// leftoverS is the work left undone at the end of the horizon, in
 	// seconds at the highest level's rates.
 	leftoverS float64
@@ -133,8 +146,10 @@ type rollout struct {
 	peakTempC  float64
 	energyJ    float64
 	misses     float64
-	judged     float64
-	states     int
+	// missesPlain: misses without the end-to-end objective (problem.dual).
+	missesPlain float64
+	judged      float64
+	states      int
 	// leftoverS is the work the horizon leaves undone, in seconds at the
 	// highest level's rates.
 	leftoverS float64
@@ -184,6 +199,7 @@ func (pr *problem) run(m *Controller, plan []int, o *outcome) {
 	r.tempC = pr.temperatureC
 	r.peakTempC = pr.temperatureC
 	r.misses = pr.certainMisses
+	r.missesPlain = pr.certainMisses
 	r.judged = pr.certainMisses + float64(len(pr.needs))
 	pr.trace = pr.trace[:0]
 	pr.admitted = pr.admitted[:0]
@@ -210,6 +226,7 @@ func (pr *problem) run(m *Controller, plan []int, o *outcome) {
 	r.judgeTPOT()
 	r.finish(plan[len(plan)-1])
 	o.energyJ, o.misses, o.requests = r.energyJ, r.misses, r.judged
+	o.missesPlain = r.missesPlain
 	o.peakTempC, o.states, o.leftoverS = r.peakTempC, r.states, r.leftoverS
 }
 
@@ -496,6 +513,9 @@ func (r *rollout) judgeTPOT() {
 		tr := &pr.trace[k]
 		if tr.arrivals > 0 {
 			r.misses += tr.arrivals - tr.ttftMet*pr.tpot.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
+			if pr.dual {
+				r.missesPlain += tr.arrivals - tr.ttftMet*pr.tpotPlain.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
+			}
 		}
 	}
 	for _, a := range pr.admitted {
@@ -506,6 +526,9 @@ func (r *rollout) judgeTPOT() {
 			tpot = tpotMetShared(a.output, tr.capacity/tr.steps, tr.decoding/tr.steps, dt, tpotS, a.budgetS, r.m.plant.MaxActive)
 		} else {
 			tpot = pr.tpot.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
+			if pr.dual {
+				r.missesPlain += 1 - a.ttftMet*pr.tpotPlain.sharedAt(tr.capacity/tr.steps, tr.decoding/tr.steps)
+			}
 		}
 		r.misses += 1 - a.ttftMet*tpot
 	}
@@ -524,6 +547,7 @@ func (r *rollout) judgeTPOT() {
 			}
 		}
 		r.misses += float64(len(needs) - lo)
+		r.missesPlain += float64(len(needs) - lo)
 	}
 }
 
@@ -544,6 +568,7 @@ func (r *rollout) tail(level int, span, decay float64) {
 	r.decodeLeft = 0
 	arrivals := r.pr.rate * span
 	r.misses += arrivals * s.missShare
+	r.missesPlain += arrivals * s.missSharePlain
 	r.judged += arrivals
 	r.tempC = s.temperatureC + (r.tempC-s.temperatureC)*decay
 	r.peakTempC = max(r.peakTempC, r.tempC)

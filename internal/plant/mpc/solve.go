@@ -123,6 +123,8 @@ func (c *Controller) build(s Server, period int) {
 		pr.firstPrefillWaitS = dt
 	}
 	pr.tpot = &c.learn.tpot
+	pr.tpotPlain = c.learn.plainTPOT()
+	pr.dual = c.slo.E2ES > 0 && c.set.Attainment == 0 && !c.clairvoyant
 	pr.prompts = &c.learn.prompts
 	pr.forgetEmptyTTFT()
 	pr.outputs = &c.learn.outputs
@@ -261,7 +263,7 @@ func (c *Controller) stationaries() {
 		s.powerW = c.idleMinW + pr.rate*(pr.meanPrompt*pl.prefillJ+pr.meanOutput*pl.decodeJ)
 		if prefillSteps >= 1 || decodeLoad >= 1 {
 			// Overloaded: the queue grows and every arrival misses.
-			s.missShare = 1
+			s.missShare, s.missSharePlain = 1, 1
 			s.spare, s.growth = 0, max(prefillSteps, decodeLoad)-1
 			s.powerW = max(s.powerW, max(pl.prefillPowerW, pl.decodePowerW))
 		} else {
@@ -279,6 +281,10 @@ func (c *Controller) stationaries() {
 			// probability (1-rho) rho^n.
 			tpot := pr.tpot.sharedAt(capacity*dt, decodeLoad/(1-decodeLoad))
 			s.missShare = 1 - ttft*tpot
+			s.missSharePlain = s.missShare
+			if pr.dual {
+				s.missSharePlain = 1 - ttft*pr.tpotPlain.sharedAt(capacity*dt, decodeLoad/(1-decodeLoad))
+			}
 			s.decodeLeft = decodeLoad / (1 - decodeLoad) * pr.meanOutput
 			s.spare, s.growth = (1-decodeLoad)*capacity, 0
 		}
@@ -293,6 +299,7 @@ type searchState struct {
 	// A feasible plan's misses are within target, and it leaves at most
 	// leftoverS of work at the end of the horizon.
 	target, leftoverS float64
+	targetPlain       float64 // the target of the misses without the end-to-end objective (problem.dual)
 	bestEnergy        float64 // of the cheapest feasible plan so far (c.best)
 }
 
@@ -311,7 +318,7 @@ func (c *Controller) eval(plan []int, o *outcome) bool {
 // feasible reports whether an outcome is within the target, the thermal
 // limit and the leftover work allowed.
 func (c *Controller) feasible(o *outcome) bool {
-	return o.misses <= c.sr.target+1e-9 && o.peakTempC < c.plant.ThermalLimitC &&
+	return o.misses <= c.sr.target+1e-9 && (!c.pr.dual || o.missesPlain <= c.sr.targetPlain+1e-9) && o.peakTempC < c.plant.ThermalLimitC &&
 		o.leftoverS <= c.sr.leftoverS
 }
 
@@ -361,6 +368,7 @@ func (c *Controller) search(start time.Time) bool {
 		return false
 	}
 	target := ref.misses + attainmentGap*ref.requests
+	sr.targetPlain = ref.missesPlain + attainmentGap*ref.requests
 	if a := c.set.Attainment; a > 0 {
 		// ... or, with an attainment target, within a tolerance of the
 		// requests its first period decides for (in the system and
