@@ -98,7 +98,7 @@ func TestSweepOutputIsWhatItWasBeforeStreaming(t *testing.T) {
 	code, out, errOut := runCLI(t, append([]string{"sweep", "--quiet", "--profile", "embedded,nosuch.csv"}, grid...)...)
 	require.Equal(t, exitInput, code)
 	// (0.7 is above the embedded trace's own load: those runs are not stretched.)
-	assert.Equal(t, "servesim: sweep: --normalize left the arrivals of 8 of 32 runs unchanged: their trace already offers less than the target "+
+	assert.Equal(t, "servesim: sweep: --normalize left the arrivals of 8 of the 32 runs it ran unchanged: their trace already offers less than the target "+
 		"(normalization only stretches a trace, as the reference's does; dilation 1)\n"+
 		"servesim: 16 of 32 runs failed (see their records' error)\n", errOut)
 	assert.Equal(t, string(want), string(withoutGridMembers(t, []byte(out))))

@@ -136,7 +136,7 @@ func (r *run) write(w io.Writer) error {
 		bar.Finish() // erased, also after a sweep that stopped early
 	}
 	if r.unstretched > 0 && err == nil {
-		fmt.Fprintf(out.Stderr, "servesim: sweep: --normalize left the arrivals of %d of %d runs unchanged: their trace already offers less than the target "+
+		fmt.Fprintf(out.Stderr, "servesim: sweep: --normalize left the arrivals of %d of the %d runs it ran unchanged: their trace already offers less than the target "+
 			"(normalization only stretches a trace, as the reference's does; dilation 1)\n", r.unstretched, toRun)
 	}
 	stopped := errors.Is(err, sweep.ErrStopped)
