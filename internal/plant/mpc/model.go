@@ -547,7 +547,9 @@ func (r *rollout) judgeTPOT() {
 			}
 		}
 		r.misses += float64(len(needs) - lo)
-		r.missesPlain += float64(len(needs) - lo)
+		if pr.dual {
+			r.missesPlain += float64(len(needs) - lo)
+		}
 	}
 }
 
@@ -568,7 +570,9 @@ func (r *rollout) tail(level int, span, decay float64) {
 	r.decodeLeft = 0
 	arrivals := r.pr.rate * span
 	r.misses += arrivals * s.missShare
-	r.missesPlain += arrivals * s.missSharePlain
+	if r.pr.dual {
+		r.missesPlain += arrivals * s.missSharePlain
+	}
 	r.judged += arrivals
 	r.tempC = s.temperatureC + (r.tempC-s.temperatureC)*decay
 	r.peakTempC = max(r.peakTempC, r.tempC)
