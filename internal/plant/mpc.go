@@ -350,14 +350,16 @@ func (v *serverView) QueuedAt(i int) mpc.Queued {
 }
 
 func (v *serverView) AppendActive(dst []mpc.Active) []mpc.Active {
-	for i := range v.state.Active() {
-		a := v.state.ActiveAt(i)
-		// Filled in place (a composite literal is copied with wide loads
-		// that stall on its narrow stores).
+	// Read from the plant's records and filled in place, as
+	// ServerState.ActiveAt reads them: its composite literals, copied with
+	// wide loads that stall on their narrow stores, cost more.
+	sim := v.state.sim
+	for _, j := range sim.active {
+		r := &sim.records[j]
 		dst = append(dst, mpc.Active{})
 		d := &dst[len(dst)-1]
-		d.ID, d.ArrivalS, d.Prompt = a.ID, a.ArrivalTimeS, a.PromptTokens
-		d.FirstTokenS, d.Generated = a.FirstTokenTimeS, a.GeneratedTokens
+		d.ID, d.ArrivalS, d.Prompt = r.RequestID, r.ArrivalTimeS, r.PromptTokens
+		d.FirstTokenS, d.Generated = r.FirstTokenTimeS, sim.progress[j].generated
 	}
 	return dst
 }

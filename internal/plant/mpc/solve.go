@@ -363,10 +363,17 @@ func (c *Controller) search(start time.Time) bool {
 	// as well as it within a tolerance...
 	levels := c.levels.list
 	fill(c.plan, c.levels.top)
-	var ref outcome
-	if !c.eval(c.plan, &ref) {
+	// Evaluated in its constant plan's slot: copied there, the outcome's
+	// wide loads would stall on the stores just made (see extend).
+	for i := range c.uniform {
+		c.uniform[i].valid = false
+	}
+	topPlan := &c.uniform[len(levels)-1]
+	ref := &topPlan.outcome
+	if !c.eval(c.plan, ref) {
 		return false
 	}
+	topPlan.valid = true
 	target := ref.misses + attainmentGap*ref.requests
 	sr.targetPlain = ref.missesPlain + attainmentGap*ref.requests
 	if a := c.set.Attainment; a > 0 {
@@ -389,16 +396,12 @@ func (c *Controller) search(start time.Time) bool {
 	// backlog would drift up.
 	sr.target, sr.leftoverS = target, ref.leftoverS+c.plant.TimeStepS
 	sr.bestEnergy = math.Inf(1)
-	c.consider(&ref, c.plan)
+	c.consider(ref, c.plan)
 
 	// Constant plans: the lowest feasible level (misses grow as the level
 	// falls), searched from the last solve's constant level down while
 	// feasible or up until feasible, then the levels above it while
 	// energy falls. Each constant plan is evaluated once.
-	for i := range c.uniform {
-		c.uniform[i].valid = false
-	}
-	c.uniform[len(levels)-1].outcome, c.uniform[len(levels)-1].valid = ref, true
 	lo := min(c.lastUniform, len(levels)-1)
 	o, ok := c.uniformPlan(lo)
 	if !ok {
