@@ -47,6 +47,11 @@ const (
 // byte the same; from 50% and below it changes, its verdicts not.
 const crowdedShare = 0.6
 
+// crowdedLeast is the fewest decoding requests that are crowded: on a
+// plant of few slots (--max-active 1 to 26) a share of them is a small
+// batch, where the model still tells the clocks apart.
+const crowdedLeast = 16
+
 // refinedPeriods is the number of leading periods whose level the search
 // refines one at a time after choosing the best constant plan.
 const refinedPeriods = 1
@@ -408,7 +413,7 @@ func (c *Controller) search(start time.Time) bool {
 	sr.target, sr.leftoverS = target, ref.leftoverS+c.plant.TimeStepS
 	sr.bestEnergy = math.Inf(1)
 	c.consider(ref, c.plan)
-	if c.pr.active >= crowdedShare*float64(c.plant.MaxActive) && c.feasible(ref) {
+	if c.pr.active >= max(crowdedShare*float64(c.plant.MaxActive), crowdedLeast) && c.feasible(ref) {
 		return true // the highest level's plan, as crowdedShare says
 	}
 
