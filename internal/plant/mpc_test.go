@@ -356,27 +356,9 @@ func TestMPCFollowsTheEndToEndObjective(t *testing.T) {
 // requests (0.0866; 0.0662 judged by the objective alone), at no more than
 // race-to-idle's energy.
 func TestMPCEndToEndUnderHeavyLoad(t *testing.T) {
-	f, err := os.Open(sharedtest.ConvTrace(t))
-	require.NoError(t, err)
-	w, err := LoadWorkload(f, "conv", 900)
-	f.Close()
-	require.NoError(t, err)
-	requests, _, err := NormalizeOfferedLoad(w.Requests, profile.Default(), 0.8)
-	require.NoError(t, err)
-	p := NewPlant(profile.Default())
-	p.MaxSimulationTimeS = 100000
-	opt := Options{Summary: true, SLO: SLO{TTFTSeconds: 5, TPOTSeconds: 0.1, E2ESeconds: 2}}
-	run := func(spec string) *Result {
-		c, err := NewController(spec)
-		require.NoError(t, err)
-		res, err := Simulate(requests, p, ChunkedPrefill{}, c, opt)
-		require.NoError(t, err)
-		return res
-	}
-	m, rti := run("mpc"), run("race-to-idle")
+	m, rti := convProxyMPCAndRaceToIdle(t, 0.8, SLO{TTFTSeconds: 5, TPOTSeconds: 0.1, E2ESeconds: 2})
 	assert.GreaterOrEqual(t, m.SLO.Attainment, 0.0866)
 	assert.LessOrEqual(t, m.Metrics.EnergyPerOutputTokenJ, rti.Metrics.EnergyPerOutputTokenJ)
-	t.Logf("mpc %.4f %.4f J, race-to-idle %.4f %.4f J", m.SLO.Attainment, m.Metrics.EnergyPerOutputTokenJ, rti.SLO.Attainment, rti.Metrics.EnergyPerOutputTokenJ)
 }
 
 // TestMPCHoldsTheHighestLevelWhenCrowded: with most of the plant's
@@ -385,25 +367,34 @@ func TestMPCEndToEndUnderHeavyLoad(t *testing.T) {
 // (crowdedShare): on the conversation trace's first 900 s at 0.85 of the
 // proxy's capacity mpc ended at 0.1745 against max's 0.5332 before.
 func TestMPCHoldsTheHighestLevelWhenCrowded(t *testing.T) {
+	m, rti := convProxyMPCAndRaceToIdle(t, 0.85, SLO{TTFTSeconds: 5, TPOTSeconds: 0.1})
+	assert.GreaterOrEqual(t, m.SLO.Attainment, 0.40)
+	assert.LessOrEqual(t, m.Metrics.EnergyPerOutputTokenJ, rti.Metrics.EnergyPerOutputTokenJ)
+}
+
+// convProxyMPCAndRaceToIdle runs mpc and race-to-idle on the first 900 s
+// of the conversation trace normalized to load on the embedded proxy,
+// until every request completes, judged by slo.
+func convProxyMPCAndRaceToIdle(t *testing.T, load float64, slo SLO) (m, rti *Result) {
+	t.Helper()
 	f, err := os.Open(sharedtest.ConvTrace(t))
 	require.NoError(t, err)
 	w, err := LoadWorkload(f, "conv", 900)
 	f.Close()
 	require.NoError(t, err)
-	requests, _, err := NormalizeOfferedLoad(w.Requests, profile.Default(), 0.85)
+	requests, _, err := NormalizeOfferedLoad(w.Requests, profile.Default(), load)
 	require.NoError(t, err)
 	p := NewPlant(profile.Default())
 	p.MaxSimulationTimeS = 100000
-	opt := Options{Summary: true, SLO: SLO{TTFTSeconds: 5, TPOTSeconds: 0.1}}
 	run := func(spec string) *Result {
 		c, err := NewController(spec)
 		require.NoError(t, err)
-		res, err := Simulate(requests, p, ChunkedPrefill{}, c, opt)
+		res, err := Simulate(requests, p, ChunkedPrefill{}, c, Options{Summary: true, SLO: slo})
 		require.NoError(t, err)
 		return res
 	}
-	m, rti := run("mpc"), run("race-to-idle")
-	assert.GreaterOrEqual(t, m.SLO.Attainment, 0.40)
-	assert.LessOrEqual(t, m.Metrics.EnergyPerOutputTokenJ, rti.Metrics.EnergyPerOutputTokenJ)
-	t.Logf("mpc %.4f %.4f J, race-to-idle %.4f %.4f J", m.SLO.Attainment, m.Metrics.EnergyPerOutputTokenJ, rti.SLO.Attainment, rti.Metrics.EnergyPerOutputTokenJ)
+	m, rti = run("mpc"), run("race-to-idle")
+	t.Logf("load %v, %+v: mpc %.4f %.4f J, race-to-idle %.4f %.4f J", load, slo, m.SLO.Attainment,
+		m.Metrics.EnergyPerOutputTokenJ, rti.SLO.Attainment, rti.Metrics.EnergyPerOutputTokenJ)
+	return m, rti
 }
