@@ -350,16 +350,10 @@ func (v *serverView) QueuedAt(i int) mpc.Queued {
 }
 
 func (v *serverView) AppendActive(dst []mpc.Active) []mpc.Active {
-	// Read from the plant's records and filled in place, as
-	// ServerState.ActiveAt reads them: its composite literals, copied with
-	// wide loads that stall on their narrow stores, cost more.
-	sim := v.state.sim
-	for _, j := range sim.active {
-		r := &sim.records[j]
+	for i := range v.state.Active() {
 		dst = append(dst, mpc.Active{})
-		d := &dst[len(dst)-1]
-		d.ID, d.ArrivalS, d.Prompt = r.RequestID, r.ArrivalTimeS, r.PromptTokens
-		d.FirstTokenS, d.Generated = r.FirstTokenTimeS, sim.progress[j].generated
+		d := &dst[len(dst)-1] // filled in place (see ServerState.active)
+		d.ID, d.ArrivalS, d.Prompt, d.FirstTokenS, d.Generated = v.state.active(i)
 	}
 	return dst
 }

@@ -83,12 +83,18 @@ func (s *ServerState) Active() int { return len(s.sim.active) }
 // ActiveAt returns the i-th decoding request in admission order,
 // 0 <= i < Active().
 func (s *ServerState) ActiveAt(i int) ActiveRequest {
+	var a ActiveRequest
+	a.ID, a.ArrivalTimeS, a.PromptTokens, a.FirstTokenTimeS, a.GeneratedTokens = s.active(i)
+	return a
+}
+
+// active returns ActiveAt's fields one by one (in registers: a struct built
+// and copied is loaded with wide loads that stall on its narrow stores,
+// which a caller filling its own record, as the mpc adapter does, avoids).
+func (s *ServerState) active(i int) (id int, arrivalS float64, prompt int, firstTokenS, generated float64) {
 	j := s.sim.active[i]
-	return ActiveRequest{
-		ArrivedRequest:  s.sim.arrived(j),
-		FirstTokenTimeS: s.sim.records[j].FirstTokenTimeS,
-		GeneratedTokens: s.sim.progress[j].generated,
-	}
+	r := &s.sim.records[j]
+	return r.RequestID, r.ArrivalTimeS, r.PromptTokens, r.FirstTokenTimeS, s.sim.progress[j].generated
 }
 
 // Completed is the number of completed requests.
