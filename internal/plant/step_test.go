@@ -88,25 +88,36 @@ func TestStepperAddingAtArrivalIsSimulate(t *testing.T) {
 		for _, pol := range stepperPolicies {
 			want := simulateWith(t, requests, p, pol.sched, pol.ctrl, Options{Stride: 3})
 			st := newTestStepper(t, p, pol.sched, pol.ctrl, Options{Stride: 3})
-			next, idleSteps := 0, 0
-			timeS := 0.0
-			for {
-				for next < len(requests) && requests[next].ArrivalTimeS <= timeS+1e-12 {
-					require.NoError(t, st.Add(requests[next]))
-					next++
+			idleSteps := 0
+			stepAddingAtArrival(t, st, requests, p.TimeStepS, func(done bool, added int) bool {
+				if done && added == len(requests) {
+					idleSteps++ // step on past the end: the tail is rolled back
 				}
-				done, err := st.Step()
-				require.NoError(t, err)
-				timeS += p.TimeStepS
-				if done && next == len(requests) {
-					// Step on past the end: the tail is rolled back.
-					if idleSteps++; idleSteps > 25 {
-						break
-					}
-				}
-			}
+				return idleSteps > 25
+			})
 			got, _ := st.Result()
 			sameResult(t, want, got, "%v", pol)
+		}
+	}
+}
+
+// stepAddingAtArrival adds each request to st just before the step it
+// arrives in (steps of dtS from time 0) and steps st until stop, told
+// whether the step was done and how many requests were added, says so; it
+// returns how many were added.
+func stepAddingAtArrival(t *testing.T, st *Stepper, requests []Request, dtS float64, stop func(done bool, added int) bool) int {
+	t.Helper()
+	next, timeS := 0, 0.0
+	for {
+		for next < len(requests) && requests[next].ArrivalTimeS <= timeS+1e-12 {
+			require.NoError(t, st.Add(requests[next]))
+			next++
+		}
+		done, err := st.Step()
+		require.NoError(t, err)
+		timeS += dtS
+		if stop(done, next) {
+			return next
 		}
 	}
 }

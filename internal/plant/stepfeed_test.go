@@ -41,19 +41,9 @@ func TestSummarizingStepperIsSimulate(t *testing.T) {
 					}
 					require.NoError(t, st.Drain())
 				} else {
-					next, timeS := 0, 0.0
-					for {
-						for next < len(requests) && requests[next].ArrivalTimeS <= timeS+1e-12 {
-							require.NoError(t, st.Add(requests[next]))
-							next++
-						}
-						done, err := st.Step()
-						require.NoError(t, err)
-						timeS += p.TimeStepS
-						if done && (next == len(requests) || st.Expired()) {
-							break
-						}
-					}
+					next := stepAddingAtArrival(t, st, requests, p.TimeStepS, func(done bool, added int) bool {
+						return done && (added == len(requests) || st.Expired())
+					})
 					for ; next < len(requests); next++ {
 						require.NoError(t, st.Add(requests[next]))
 					}
