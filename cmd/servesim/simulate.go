@@ -59,6 +59,7 @@ func newSimulateCmd(s *streams, runF func(*simulateOptions) error) *cobra.Comman
 		"json", "table", formatVLLMBench)
 	addRequestLogFlag(cmd, &opts.RequestLog)
 	plantflag.AddEngine(cmd, &opts.Engine)
+	plantflag.AddService(cmd, &opts.Service)
 	plantflag.AddMaxSteps(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
 	addOutputFlag(cmd, &opts.Output)
@@ -77,6 +78,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 		return usageErrorf("--normalize %v: expected %s", o.Normalize, flagExpectations["normalize"])
 	}
 	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
+		return err
+	}
+	if err := o.Service.Check(cmd); err != nil {
 		return err
 	}
 	if err := o.Config.Check(); err != nil {

@@ -27,6 +27,16 @@ type Options struct {
 	// Engine turns on the prefix cache and preemption; the zero value
 	// keeps the reference's plant.
 	Engine EngineOptions
+	// Service chooses the service model: the zero value is the
+	// reference's (one decode budget shared by the running requests); a
+	// batched one serves a batch per engine iteration (see batched.go).
+	Service ServiceModel
+	// MaxConcurrency, when positive, closes the loop as a benchmark
+	// client with that many slots does: a request is sent at the later of
+	// its arrival and the moment fewer than MaxConcurrency requests are
+	// outstanding, in arrival order; its record's arrival is when it was
+	// sent. Zero is an open loop (every request at its arrival).
+	MaxConcurrency int
 	// RequestLog keeps, whatever Summary says, what a per-request log
 	// needs: the request records and each request's KV-cache occupancy at
 	// the start of its arrival step (Result.Log), one float per request.
@@ -40,6 +50,9 @@ type requestProgress struct {
 	prefillRemaining float64
 	promptProcessed  float64
 	generated        float64
+	// scheduled is the tokens of the batched model's iteration in flight
+	// for the request (0 when it has none).
+	scheduled float64
 }
 
 // clockLevel is everything the plant needs about one profile level,
@@ -69,6 +82,9 @@ type clockLevel struct {
 	// quantized down to (this level, unless two levels lie within 1e-12
 	// MHz).
 	quantized *clockLevel
+	// memoryRate and computeRate are the batched model's memory
+	// bandwidth (bytes/s) and compute (FLOP/s) at this level.
+	memoryRate, computeRate float64
 	// decode is the last decode-only step at this level: the tokens it
 	// decoded (NaN before the first) and its power (decodeStepPower).
 	decode struct {
@@ -161,6 +177,14 @@ type simulation struct {
 	completed    int
 	// engine is the state of the engine features, nil when all are off.
 	engine *engine
+	// batched is the batched service model's state, nil under the
+	// reference's model; lookaheadS is how far past a step's start the
+	// requests are read (the batched model serves them at their own
+	// arrival within the step; 0 for the reference's).
+	batched    *batchEngine
+	lookaheadS float64
+	// gate is the closed loop of Options.MaxConcurrency (n = 0: open).
+	gate gate
 	// arrivalKV[i] is the KV occupancy at the start of request i's arrival
 	// step; nil unless Options.RequestLog.
 	arrivalKV []float64
@@ -336,7 +360,10 @@ func windowCapacity(opt Options, c ClockController, n int) int {
 // their place among the records) need them.
 func compacts(opt Options, c ClockController) bool {
 	_, observer := c.(ServerStateController)
-	return opt.Summary && !opt.RequestLog && !opt.Engine.Enabled() && !observer
+	// The batched model keeps its own preemption state, which follows
+	// the records.
+	engineState := opt.Engine.PrefixCache || (opt.Engine.Enabled() && !opt.Service.Batched())
+	return opt.Summary && !opt.RequestLog && !engineState && !observer
 }
 
 // feed makes stream the source of the run's requests: each is added when it
@@ -405,7 +432,21 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	if err := opt.Engine.Validate(p); err != nil {
 		return nil, err
 	}
-	if opt.Engine.Enabled() {
+	if err := opt.Service.Validate(); err != nil {
+		return nil, err
+	}
+	if opt.MaxConcurrency < 0 {
+		return nil, &FieldError{Field: FieldMaxConcurrency, Value: float64(opt.MaxConcurrency), Why: "must be 0 (an open loop) or positive"}
+	}
+	sim.gate.n = opt.MaxConcurrency
+	switch {
+	case opt.Service.Batched():
+		if opt.Engine.PrefixCache {
+			return nil, &EngineError{Field: FieldPrefixCache, Value: "true", Reason: "not modelled under the batched service model yet (use --service-model reference)"}
+		}
+		sim.batched = newBatchEngine(p, opt.Service, schedulerKindOf(s), opt.Engine.Preemption == PreemptionRecompute, capacity)
+		sim.lookaheadS = p.TimeStepS
+	case opt.Engine.Enabled():
 		if sim.engine, err = newEngine(p, opt.Engine, capacity); err != nil {
 			return nil, err
 		}
@@ -466,6 +507,9 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	}
 	if sim.clockKind == clockConstant {
 		sim.constantLevel = sim.quantize(sim.constantMHz)
+	}
+	if sim.batched != nil {
+		sim.batched.levelRates(sim.levels)
 	}
 	return sim, nil
 }
@@ -601,9 +645,16 @@ func (sim *simulation) steps(n int) (bool, error) {
 			return true, err
 		}
 		arrived := sim.pending
-		for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
-			sim.queuedPrompt += sim.records[sim.pending].PromptTokens
-			sim.pending++
+		switch {
+		case sim.batched != nil:
+			// Sent as the iterations reach their arrival (serveBatched).
+		case sim.gate.n > 0:
+			sim.send(sim.timeS)
+		default:
+			for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
+				sim.queuedPrompt += sim.records[sim.pending].PromptTokens
+				sim.pending++
+			}
 		}
 		var (
 			requested, power float64
@@ -612,7 +663,9 @@ func (sim *simulation) steps(n int) (bool, error) {
 			planned          bool
 			err              error
 		)
-		if (sim.idleFast || sim.held.valid) && sim.head == sim.pending && len(sim.active) == 0 && sim.engine.waitingCount() == 0 {
+		endS := sim.timeS + dt
+		if (sim.idleFast || sim.held.valid) && sim.head == sim.pending && len(sim.active) == 0 && sim.waitingCount() == 0 &&
+			(sim.batched == nil || sim.batchedIdle(endS)) {
 			if requested, level, err = sim.idleStep(); err != nil {
 				return true, err
 			}
@@ -665,6 +718,8 @@ func (sim *simulation) steps(n int) (bool, error) {
 			// A phase with nothing to serve gives way to the other one.
 			phase = action.phase
 			switch {
+			case sim.batched != nil:
+				phase = sim.batchedPhase(endS)
 			case phase == phasePrefill && !sim.queued():
 				phase = phaseIdle
 				if len(sim.active) > 0 {
@@ -681,9 +736,10 @@ func (sim *simulation) steps(n int) (bool, error) {
 				return true, level.realizedErr
 			}
 
-			endS := sim.timeS + dt
-			switch phase {
-			case phasePrefill:
+			switch {
+			case sim.batched != nil:
+				power, phase = sim.serveBatched(level, sim.timeS, endS)
+			case phase == phasePrefill:
 				budget := pyMin(level.prefillRate*dt, action.prefillCap)
 				served := sim.servePrefill(budget)
 				sim.cumulativePrefill += served
@@ -706,7 +762,7 @@ func (sim *simulation) steps(n int) (bool, error) {
 					phase = phaseIdle
 				}
 				power = level.stepPower(prefillTime, decodeTime, dt)
-			case phaseDecode:
+			case phase == phaseDecode:
 				decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
 				sim.cumulativeDecode += decoded
 				if decoded <= 1e-12 {
@@ -717,9 +773,12 @@ func (sim *simulation) steps(n int) (bool, error) {
 				power = level.idleStepPower
 			}
 
-			if sim.engine == nil {
+			switch {
+			case sim.batched != nil:
+				sim.kvAtEnd = sim.batchedOccupancy()
+			case sim.engine == nil:
 				sim.kvAtEnd = sim.plainOccupancy()
-			} else {
+			default:
 				sim.kvAtEnd = sim.engineOccupancy()
 			}
 		}
@@ -733,7 +792,7 @@ func (sim *simulation) steps(n int) (bool, error) {
 		sim.timeS += dt
 		sim.step++
 		sim.stats.add(sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
-			sim.pending-sim.head+sim.engine.waitingCount()+len(sim.active), len(sim.active))
+			sim.pending-sim.head+sim.waitingCount()+len(sim.active), len(sim.active))
 		// The stride rule of as_dict: every stride-th step, and every step
 		// holding a plan.
 		if sim.keep && ((sim.step-1)%sim.trace.Stride == 0 || planned) {
@@ -769,7 +828,7 @@ func (sim *simulation) last() stepSample {
 	return stepSample{
 		index:             sim.step - 1,
 		timeS:             sim.timeS,
-		prefillQueue:      sim.pending - sim.head + sim.engine.waitingCount(),
+		prefillQueue:      sim.pending - sim.head + sim.waitingCount(),
 		decodeActive:      len(sim.active),
 		completed:         sim.completed,
 		kvTokens:          sim.kvAtEnd,
@@ -789,10 +848,16 @@ func (sim *simulation) queued() bool {
 	return sim.head < sim.pending || sim.engine.waitingCount() > 0
 }
 
+// waitingCount is the number of preempted requests waiting to be
+// prefilled again: the engine features' or the batched model's.
+func (sim *simulation) waitingCount() int {
+	return sim.engine.waitingCount() + sim.batched.preemptedCount()
+}
+
 // over reports whether the run is over after a step: every request
 // has arrived and completed.
 func (sim *simulation) over() bool {
-	return len(sim.active) == 0 && sim.head == sim.pending && sim.pending == len(sim.records) && sim.stream == nil && sim.engine.waitingCount() == 0
+	return len(sim.active) == 0 && sim.head == sim.pending && sim.pending == len(sim.records) && sim.stream == nil && sim.waitingCount() == 0
 }
 
 // askPolicies observes the step in full and asks the scheduler, the

@@ -149,7 +149,7 @@ func (st *Stepper) Expired() bool { return st.expired }
 // Idle reports whether every request added so far has completed.
 func (st *Stepper) Idle() bool {
 	sim := st.sim
-	return sim.head == len(sim.records) && len(sim.active) == 0 && sim.engine.waitingCount() == 0
+	return sim.head == len(sim.records) && len(sim.active) == 0 && sim.waitingCount() == 0
 }
 
 // Steps is the number of steps simulated so far.
@@ -219,7 +219,7 @@ type Load struct {
 func (st *Stepper) Load() Load {
 	sim := st.sim
 	l := Load{
-		QueuedRequests: len(sim.records) - sim.head + sim.engine.waitingCount(),
+		QueuedRequests: len(sim.records) - sim.head + sim.waitingCount(),
 		ActiveDecodes:  len(sim.active),
 		KVTokens:       sim.occupancy(),
 		TemperatureC:   sim.temperatureC,

@@ -22,6 +22,7 @@ func (sim *simulation) makeRoom() {
 	for _, i := range sim.active {
 		first = min(first, i)
 	}
+	first = sim.batched.firstHeld(first)
 	if n := len(sim.records); first == 0 || 4*first < n {
 		// By half, at least compactWindow at once; below compactWindow
 		// records held, no more room than the requests still expected
@@ -53,6 +54,7 @@ func (sim *simulation) makeRoom() {
 	for j := range sim.active {
 		sim.active[j] -= first
 	}
+	sim.batched.shift(first)
 	sim.dropped += first
 }
 

@@ -34,6 +34,13 @@ type Config struct {
 	TracePath   string
 	Trace       trace.Flags
 	Stdin       io.Reader
+	// Workload, when not nil, is the run's workload in place of a trace
+	// (servesim bench generates one); TracePath and Trace are then unused.
+	Workload *plant.Workload
+	// MaxConcurrency closes the loop (plant.Options.MaxConcurrency).
+	MaxConcurrency int
+	// Service is the service model and its cards (--service-model).
+	Service plantflag.Service
 	MaxElapsedS float64 // plant.NoElapsedLimit keeps every request
 	Normalize   float64 // 0: the arrivals as they are
 	Scheduler   string
@@ -134,6 +141,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	cfg.Plant.Profile = prof
+	if err := cfg.Service.Resolve(&cfg.Plant); err != nil {
+		return nil, err
+	}
 	if err := cfg.Plant.Validate(); err != nil {
 		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
 	}
@@ -166,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // and Summary ask), else what Stride and Summary say.
 func (c *Config) options() plant.Options {
 	options := plant.Options{Stride: c.Stride, Summary: c.Summary, MaxSteps: c.MaxSteps, SLO: c.SLO,
-		RequestLog: c.Requests, Engine: c.Engine.Options()}
+		RequestLog: c.Requests, Engine: c.Service.EngineOptions(c.Engine.Options()), Service: c.Service.Model(), MaxConcurrency: c.MaxConcurrency}
 	if c.Figure {
 		options.Stride, options.Summary = 1, false
 	}
@@ -199,7 +209,7 @@ func (c *Config) run(ctx context.Context, cfg plant.Config) (*plant.Report, erro
 // trace file (standard input only without Normalize, which reads it twice)
 // whose hash ids the prefix cache does not need.
 func (c *Config) streams() bool {
-	return c.TracePath != "" && !c.Engine.PrefixCache && (c.TracePath != "-" || c.Normalize == 0)
+	return c.Workload == nil && c.TracePath != "" && !c.Engine.PrefixCache && (c.TracePath != "-" || c.Normalize == 0)
 }
 
 // source is the trace file as a workload source.
@@ -210,6 +220,9 @@ func (c *Config) source() *trace.Source {
 // loadTrace reads the trace file, or the embedded synthetic trace without
 // one; a Mooncake trace's hash ids go to the prefix cache.
 func (c *Config) loadTrace() (plant.Workload, error) {
+	if c.Workload != nil {
+		return *c.Workload, nil
+	}
 	if c.TracePath == "" {
 		return plant.DefaultTrace(c.MaxElapsedS)
 	}

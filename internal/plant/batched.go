@@ -1,0 +1,456 @@
+package plant
+
+import (
+	"math"
+)
+
+// The batched service model (ServiceBatched): iteration-level serving as
+// vLLM's V1 scheduler does it. The GPU runs one engine iteration after
+// another; each serves one decode token to every running request that has
+// finished its prompt and fills the rest of a token budget
+// (MaxNumBatchedTokens) with prefill chunks, running requests first, then
+// waiting ones, oldest first, up to MaxNumSeqs running requests. An
+// iteration lasts the fixed overhead plus the longer of its memory reads
+// (the weights once, every scheduled request's KV) and its compute (the
+// dense work of its tokens and their attention over their context), at the
+// bandwidth and compute the GPU card attains, scaled to the step's clock
+// level by the profile's rows: memory by the decode rate's ratio to the top
+// level's, compute by the prefill rate's. An iteration's effects (its
+// tokens, first tokens, completions) happen at its end; its power is the
+// profile's prefill and decode powers at the realized clock, weighted by
+// its compute and memory time.
+//
+// Iterations run in continuous time: they do not start or stop at step
+// boundaries, requests join at their own arrival times, and the step grid
+// only samples the state, sets the clock of the iterations that start in
+// it, and heats the GPU with the energy drawn in it. So the results do not
+// depend on the time step beyond what it samples.
+//
+// Mapping onto the plant's state: the queue (head:pending) holds the
+// requests sent and not admitted, the active list the running ones
+// (prefilling or decoding, vLLM's num_requests_running) in admission order,
+// and preempted ones wait in front of the queue. A request's
+// promptProcessed is the tokens of its KV cache.
+
+// kvBlockTokens is the KV block size of the batched model (vLLM's
+// block_size default).
+const kvBlockTokens = 16
+
+// batchEngine is the state of the batched service model of one run.
+type batchEngine struct {
+	svc ServiceModel
+	// static, whole: the admission rule of the scheduler (static: a new
+	// batch only when none runs; whole: prompts are never split).
+	static, whole bool
+	// recompute preempts the latest admitted request when KV runs out
+	// (vLLM); otherwise a request without room waits (stalls).
+	recompute bool
+
+	weightBytes, kvBytesPerToken float64
+	flopsPerToken, attentionCoef float64
+	overheadS                    float64
+	maxSeqs, maxTokens           int
+	capacityBlocks, usedBlocks   int
+
+	// freeS is when the GPU finished its last iteration (it has idled
+	// since, when none is in flight).
+	freeS float64
+	// The iteration in flight.
+	inFlight                bool
+	startS, endS, powerW    float64
+	accountedS              float64
+	hasPrefill, hasDecode   bool
+	prefillTokens, decodeTk float64
+	// scheduled lists the requests of the iteration in flight.
+	scheduled []int
+	// preempted are requests preempted for recomputation, waiting in
+	// front of the queue (the last preempted first).
+	preempted []int
+	// preemptions counts the preemptions of the run.
+	preemptions int
+	// recomputedTokens counts the tokens prefilled again.
+	recomputedTokens float64
+	// iterations counts the iterations, batched the requests they served.
+	iterations, batched int
+}
+
+// gate is the closed loop of Options.MaxConcurrency: a client with n
+// slots sends a request only while fewer than n are outstanding.
+type gate struct {
+	n int
+	// full says that n requests were outstanding at the last send or
+	// since; openedS is when a completion last opened a full gate.
+	full    bool
+	openedS float64
+}
+
+// complete notes a completion at timeS.
+func (g *gate) complete(timeS float64) {
+	if g.full {
+		g.full, g.openedS = false, timeS
+	}
+}
+
+// newBatchEngine prepares the batched model of a run on p.
+func newBatchEngine(p Plant, svc ServiceModel, kind schedulerKind, recompute bool, capacity int) *batchEngine {
+	m := svc.Model
+	return &batchEngine{
+		svc:             svc,
+		static:          kind == schedulerStatic,
+		whole:           kind == schedulerStatic || kind == schedulerContinuous,
+		recompute:       recompute,
+		weightBytes:     m.WeightGB * 1e9,
+		kvBytesPerToken: m.KVBytesPerToken(),
+		flopsPerToken:   m.FLOPsPerToken(),
+		attentionCoef:   m.AttentionFLOPs(0, 1), // 4*L*H*d: one token after no context
+		overheadS:       svc.GPU.IterationOverheadS,
+		maxSeqs:         svc.MaxNumSeqs,
+		maxTokens:       svc.MaxNumBatchedTokens,
+		capacityBlocks:  int(math.Floor(p.KVCapacityTokens / kvBlockTokens)),
+		scheduled:       make([]int, 0, min(svc.MaxNumSeqs, capacity)),
+	}
+}
+
+// preemptedCount is the number of preempted requests waiting (0 without
+// the batched model).
+func (b *batchEngine) preemptedCount() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.preempted)
+}
+
+// levelRates sets the batched model's memory bandwidth and compute at each
+// level: the card's at the profile's top level, scaled by the level's
+// decode and prefill rates.
+func (b *batchEngine) levelRates(levels []clockLevel) {
+	top := &levels[len(levels)-1]
+	bandwidth := b.svc.GPU.MemoryBandwidthGBps * 1e9 * b.svc.GPU.MemoryEfficiency
+	compute := b.svc.GPU.PeakTFLOPS * 1e12 * b.svc.GPU.ComputeEfficiency
+	for i := range levels {
+		l := &levels[i]
+		l.memoryRate = bandwidth * l.decodeRate / top.decodeRate
+		l.computeRate = compute * l.prefillRate / top.prefillRate
+	}
+}
+
+// blocksFor is the KV blocks that tokens take.
+func blocksFor(tokens float64) int { return int(math.Ceil(tokens / kvBlockTokens)) }
+
+// batchedPhase is the phase the power governor judges a batched step by:
+// prefill while any prompt waits or is being prefilled, decode while
+// requests run, else idle.
+func (sim *simulation) batchedPhase(endS float64) stepPhase {
+	b := sim.batched
+	if sim.head < sim.pending || len(b.preempted) > 0 || (sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS < endS) {
+		return phasePrefill
+	}
+	for _, i := range sim.active {
+		if sim.progress[i].prefillRemaining > 0 {
+			return phasePrefill
+		}
+	}
+	if len(sim.active) > 0 {
+		return phaseDecode
+	}
+	return phaseIdle
+}
+
+// batchedIdle reports whether a batched step from the current time would
+// find nothing to do: no iteration in flight, nothing running or waiting,
+// and no request to send before the step's end.
+func (sim *simulation) batchedIdle(endS float64) bool {
+	return !sim.batched.inFlight && !(sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS < endS)
+}
+
+// send moves the requests that arrive by timeS into the queue, as the
+// closed loop's gate allows; a request the gate held is sent when it
+// opened.
+func (sim *simulation) send(timeS float64) {
+	first := sim.pending
+	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= timeS+1e-12 {
+		if g := &sim.gate; g.n > 0 {
+			if sim.dropped+sim.pending-sim.completed >= g.n {
+				g.full = true
+				break
+			}
+			if r := &sim.records[sim.pending]; r.ArrivalTimeS < g.openedS {
+				r.ArrivalTimeS = g.openedS
+			}
+		}
+		sim.queuedPrompt += sim.records[sim.pending].PromptTokens
+		sim.pending++
+	}
+	if g := &sim.gate; g.n > 0 && sim.dropped+sim.pending-sim.completed >= g.n {
+		g.full = true
+	}
+	if sim.pending > first {
+		sim.noteArrivals(first, sim.kvAtEnd)
+	}
+}
+
+// serveBatched runs the batched model over the step from startS to endS at
+// level: it finishes the iteration in flight, starts iterations while the
+// step lasts, and returns the step's mean power and its phase.
+func (sim *simulation) serveBatched(level *clockLevel, startS, endS float64) (float64, stepPhase) {
+	b := sim.batched
+	energy, busy := 0.0, 0.0
+	prefilled, decoded := false, false
+	for {
+		if b.inFlight {
+			until := min(b.endS, endS)
+			if span := until - b.accountedS; span > 0 {
+				energy += b.powerW * span
+				busy += span
+				b.accountedS = until
+			}
+			prefilled = prefilled || b.hasPrefill
+			decoded = decoded || b.hasDecode
+			if b.endS > endS {
+				break
+			}
+			sim.finishIteration()
+		}
+		s := b.freeS
+		sim.send(s)
+		if len(sim.active) == 0 && sim.head == sim.pending && len(b.preempted) == 0 {
+			// Nothing to serve: the next request sent starts the next
+			// iteration, if it comes within the step.
+			if sim.pending == len(sim.records) || sim.records[sim.pending].ArrivalTimeS >= endS {
+				break
+			}
+			s = max(s, sim.records[sim.pending].ArrivalTimeS)
+			sim.send(s)
+		}
+		if !sim.startIteration(level, s) {
+			break // nothing can run (KV full without preemption): wait
+		}
+	}
+	idle := max(0, (endS-startS)-busy)
+	power := (energy + level.idlePower*idle) / (endS - startS)
+	phase := phaseIdle
+	switch {
+	case prefilled && decoded:
+		phase = phaseInterleaved
+	case prefilled:
+		phase = phasePrefill
+	case decoded:
+		phase = phaseDecode
+	}
+	return power, phase
+}
+
+// startIteration schedules an iteration starting at startS at level, as
+// vLLM V1's scheduler does: the running requests first (a decode token or
+// a prefill chunk each), then, unless one was preempted, waiting requests
+// while the budget and MaxNumSeqs allow. It reports whether the
+// iteration does any work.
+func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
+	b := sim.batched
+	budget := b.maxTokens
+	b.scheduled = b.scheduled[:0]
+	memoryTokens, attention, tokens := 0.0, 0.0, 0.0
+	prefillTokens, decodeTokens := 0.0, 0.0
+	preempted := false
+	runningAtStart := len(sim.active)
+	for k := 0; k < len(sim.active) && budget > 0; k++ {
+		i := sim.active[k]
+		pr := &sim.progress[i]
+		want := 1.0
+		if pr.prefillRemaining > 0 {
+			want = pr.prefillRemaining
+			if !b.whole {
+				want = min(want, float64(budget))
+			} else if want > float64(budget) && len(b.scheduled) > 0 {
+				continue // a whole prompt waits for an iteration of its own
+			}
+		}
+		need := blocksFor(pr.promptProcessed+want) - blocksFor(pr.promptProcessed)
+		for need > b.capacityBlocks-b.usedBlocks && b.recompute {
+			// Preempt the latest admitted request (perhaps this one).
+			last := sim.active[len(sim.active)-1]
+			sim.preemptBatched(last)
+			preempted = true
+			if last == i {
+				break
+			}
+		}
+		if k >= len(sim.active) || sim.active[k] != i {
+			break // this request was preempted: so are all after it
+		}
+		if need > b.capacityBlocks-b.usedBlocks {
+			continue // no room and no preemption: the request stalls
+		}
+		b.usedBlocks += need
+		pr.scheduled = want
+		b.scheduled = append(b.scheduled, i)
+		memoryTokens += pr.promptProcessed + want
+		attention += want*pr.promptProcessed + want*(want+1)/2
+		tokens += want
+		budget -= int(want)
+		if pr.prefillRemaining > 0 {
+			prefillTokens += want
+		} else {
+			decodeTokens += want
+		}
+	}
+	if !preempted && !(b.static && runningAtStart > 0) {
+		for budget > 0 && len(sim.active) < b.maxSeqs {
+			i, fromQueue := -1, false
+			switch {
+			case len(b.preempted) > 0:
+				i = b.preempted[len(b.preempted)-1]
+			case sim.head < sim.pending:
+				i, fromQueue = sim.head, true
+			default:
+			}
+			if i < 0 {
+				break
+			}
+			pr := &sim.progress[i]
+			want := pr.prefillRemaining
+			if !b.whole {
+				want = min(want, float64(budget))
+			} else if want > float64(budget) && len(b.scheduled) > 0 {
+				break
+			}
+			need := blocksFor(want)
+			if need > b.capacityBlocks-b.usedBlocks {
+				break
+			}
+			if fromQueue {
+				sim.queuedPrompt -= sim.records[i].PromptTokens
+				sim.head++
+			} else {
+				b.preempted = b.preempted[:len(b.preempted)-1]
+			}
+			if r := &sim.records[i]; math.IsNaN(r.PrefillStartS) {
+				r.PrefillStartS = startS
+			}
+			sim.active = append(sim.active, i)
+			b.usedBlocks += need
+			pr.scheduled = want
+			b.scheduled = append(b.scheduled, i)
+			memoryTokens += want
+			attention += want * (want + 1) / 2
+			tokens += want
+			prefillTokens += want
+			budget -= int(want)
+		}
+	}
+	if len(b.scheduled) == 0 {
+		b.freeS = max(b.freeS, startS)
+		return false
+	}
+	b.iterations++
+	b.batched += len(b.scheduled)
+	memoryS := (b.weightBytes + b.kvBytesPerToken*memoryTokens) / level.memoryRate
+	computeS := (b.flopsPerToken*tokens + b.attentionCoef*attention) / level.computeRate
+	b.inFlight = true
+	b.startS, b.accountedS = startS, startS
+	b.endS = startS + b.overheadS + max(memoryS, computeS)
+	w := computeS / (computeS + memoryS)
+	b.powerW = w*level.prefillPower + (1-w)*level.decodePower
+	b.hasPrefill, b.hasDecode = prefillTokens > 0, decodeTokens > 0
+	b.prefillTokens, b.decodeTk = prefillTokens, decodeTokens
+	return true
+}
+
+// preemptBatched frees request i's KV and puts it in front of the queue to be
+// prefilled again, its prompt and the tokens it generated.
+func (sim *simulation) preemptBatched(i int) {
+	b := sim.batched
+	pr := &sim.progress[i]
+	b.usedBlocks -= blocksFor(pr.promptProcessed)
+	b.recomputedTokens += pr.promptProcessed
+	pr.prefillRemaining = float64(sim.records[i].PromptTokens) + pr.generated
+	pr.promptProcessed = 0
+	pr.scheduled = 0
+	b.preemptions++
+	// Out of the running list, keeping admission order.
+	for k, j := range sim.active {
+		if j == i {
+			sim.active = append(sim.active[:k], sim.active[k+1:]...)
+			break
+		}
+	}
+	b.preempted = append(b.preempted, i)
+}
+
+// finishIteration applies the iteration in flight at its end: the tokens
+// it prefilled and decoded, the first tokens of the prompts it finished
+// and the requests it completed.
+func (sim *simulation) finishIteration() {
+	b := sim.batched
+	endS := b.endS
+	b.inFlight = false
+	b.freeS = endS
+	finished := 0
+	for _, i := range b.scheduled {
+		pr := &sim.progress[i]
+		want := pr.scheduled
+		pr.scheduled = 0
+		pr.promptProcessed += want
+		if pr.prefillRemaining > 0 {
+			pr.prefillRemaining -= want
+			sim.cumulativePrefill += want
+			if pr.prefillRemaining > 0 {
+				continue // a chunk: no token yet
+			}
+		}
+		// A token: the first after the prompt, or one more decoded.
+		pr.generated++
+		sim.cumulativeDecode++
+		r := &sim.records[i]
+		if math.IsNaN(r.FirstTokenTimeS) {
+			r.FirstTokenTimeS = endS
+		}
+		if pr.generated >= pr.outputTokens {
+			r.CompletionTimeS = endS
+			b.usedBlocks -= blocksFor(pr.promptProcessed)
+			finished++
+			sim.gate.complete(endS)
+			if sim.observer != nil {
+				sim.finished = append(sim.finished, i)
+			}
+		}
+	}
+	if finished > 0 {
+		sim.dropCompleted(finished)
+	}
+	sim.kvAtEnd = sim.batchedOccupancy()
+}
+
+// batchedOccupancy is the KV tokens of the running requests.
+func (sim *simulation) batchedOccupancy() float64 {
+	total := 0.0
+	for _, i := range sim.active {
+		total += sim.progress[i].promptProcessed
+	}
+	return total
+}
+
+// shift renumbers the batched model's request indices after the first
+// records were dropped (makeRoom).
+func (b *batchEngine) shift(first int) {
+	if b == nil {
+		return
+	}
+	for k := range b.preempted {
+		b.preempted[k] -= first
+	}
+	for k := range b.scheduled {
+		b.scheduled[k] -= first
+	}
+}
+
+// firstHeld is the lowest record index the batched model still needs.
+func (b *batchEngine) firstHeld(first int) int {
+	if b == nil {
+		return first
+	}
+	for _, i := range b.preempted {
+		first = min(first, i)
+	}
+	return first
+}

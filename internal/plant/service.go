@@ -1,0 +1,131 @@
+package plant
+
+import (
+	"fmt"
+	"strings"
+
+	"servesim/internal/cards"
+)
+
+// Service model names (--service-model).
+const (
+	// ServiceReference is the reference's service model: each phase has
+	// one token budget per second at a clock, shared by every running
+	// request. It is the default.
+	ServiceReference = "reference"
+	// ServiceBatched is iteration-level serving as vLLM's V1 engine does
+	// it: each iteration serves one decode token to every running request
+	// and fills a token budget with prefill chunks, and lasts as long as
+	// its memory reads and its compute take on the GPU card.
+	ServiceBatched = "batched"
+)
+
+// ServiceModelNames are the service models, the default first.
+var ServiceModelNames = []string{ServiceReference, ServiceBatched}
+
+// ServiceModel chooses how a plant serves its requests. The zero value is
+// the reference's model.
+type ServiceModel struct {
+	// Kind is ServiceReference ("" means it) or ServiceBatched.
+	Kind string `json:"service_model"`
+	// GPU and Model are the cards of the batched model.
+	GPU   cards.GPU   `json:"gpu"`
+	Model cards.Model `json:"model"`
+	// MaxNumSeqs is the most requests an iteration serves (vLLM's
+	// max_num_seqs).
+	MaxNumSeqs int `json:"max_num_seqs"`
+	// MaxNumBatchedTokens is an iteration's token budget, decode and
+	// prefill tokens together (vLLM's max_num_batched_tokens).
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
+	// GPUMemoryUtilization is the share of the GPU's memory the engine
+	// takes for the weights and the KV cache (vLLM's
+	// gpu_memory_utilization); it sizes the KV capacity when the plant's
+	// is not given (KVCapacityTokens).
+	GPUMemoryUtilization float64 `json:"gpu_memory_utilization"`
+}
+
+// vLLM V1's defaults for its OpenAI server (vllm serve), as of v0.11
+// (EngineArgs._set_default_args): GPUs of 70 GiB or more other than the
+// A100 get the larger budget.
+const (
+	DefaultMaxNumSeqs                 = 256
+	DefaultMaxNumBatchedTokens        = 2048
+	LargeGPUMaxNumSeqs                = 1024
+	LargeGPUMaxNumBatchedTokens       = 8192
+	DefaultGPUMemoryUtilization       = 0.9
+	largeGPUBytes               int64 = 70 << 30
+)
+
+// NewBatchedService returns the batched model on gpu and model with vLLM
+// V1's defaults for that GPU.
+func NewBatchedService(gpu cards.GPU, model cards.Model) ServiceModel {
+	seqs, tokens := DefaultLimits(gpu)
+	return ServiceModel{Kind: ServiceBatched, GPU: gpu, Model: model, MaxNumSeqs: seqs,
+		MaxNumBatchedTokens: tokens, GPUMemoryUtilization: DefaultGPUMemoryUtilization}
+}
+
+// DefaultLimits are vLLM V1's default max_num_seqs and
+// max_num_batched_tokens for its OpenAI server on gpu.
+func DefaultLimits(gpu cards.GPU) (maxNumSeqs, maxNumBatchedTokens int) {
+	if gpu.MemoryGB*1e9 >= float64(largeGPUBytes) && !strings.HasPrefix(strings.ToUpper(gpu.Name), "A100") {
+		return LargeGPUMaxNumSeqs, LargeGPUMaxNumBatchedTokens
+	}
+	return DefaultMaxNumSeqs, DefaultMaxNumBatchedTokens
+}
+
+// Batched reports whether the model is the batched one.
+func (s ServiceModel) Batched() bool { return s.Kind == ServiceBatched }
+
+// Name is the model's name: ServiceReference for the zero value.
+func (s ServiceModel) Name() string {
+	if s.Kind == "" {
+		return ServiceReference
+	}
+	return s.Kind
+}
+
+// Names of the service model's fields in errors.
+const (
+	FieldServiceModel         = "service_model"
+	FieldMaxNumSeqs           = "max_num_seqs"
+	FieldMaxNumBatchedTokens  = "max_num_batched_tokens"
+	FieldGPUMemoryUtilization = "gpu_memory_utilization"
+)
+
+// Validate checks the model: a known kind and, for the batched one, valid
+// cards, at least one sequence and one batched token, and a memory
+// utilization in (0, 1]. The error is a *FieldError or a card's error.
+func (s ServiceModel) Validate() error {
+	switch s.Kind {
+	case "", ServiceReference:
+		return nil
+	case ServiceBatched:
+	default:
+		return fmt.Errorf("%s %q: expected %s", FieldServiceModel, s.Kind, strings.Join(ServiceModelNames, " or "))
+	}
+	if err := s.GPU.Validate(); err != nil {
+		return err
+	}
+	if err := s.Model.Validate(); err != nil {
+		return err
+	}
+	if s.MaxNumSeqs < 1 {
+		return &FieldError{Field: FieldMaxNumSeqs, Value: float64(s.MaxNumSeqs), Why: "must be at least 1"}
+	}
+	if s.MaxNumBatchedTokens < 1 {
+		return &FieldError{Field: FieldMaxNumBatchedTokens, Value: float64(s.MaxNumBatchedTokens), Why: "must be at least 1"}
+	}
+	if !(s.GPUMemoryUtilization > 0 && s.GPUMemoryUtilization <= 1) {
+		return &FieldError{Field: FieldGPUMemoryUtilization, Value: s.GPUMemoryUtilization, Why: "must be in (0, 1]"}
+	}
+	return nil
+}
+
+// KVCapacityTokens is the KV cache the batched model's cards leave at its
+// memory utilization (cards.KVCapacityTokens).
+func (s ServiceModel) KVCapacityTokens() (float64, error) {
+	return cards.KVCapacityTokens(s.GPU, s.Model, s.GPUMemoryUtilization)
+}
+
+// FieldMaxConcurrency names Options.MaxConcurrency in errors.
+const FieldMaxConcurrency = "max_concurrency"
