@@ -31,16 +31,16 @@ type Config struct {
 	ProfilePath string
 	// TracePath is a trace file ("-": Stdin); empty for the embedded
 	// trace. Trace says how to read it (its Options parsed).
-	TracePath   string
-	Trace       trace.Flags
-	Stdin       io.Reader
+	TracePath string
+	Trace     trace.Flags
+	Stdin     io.Reader
 	// Workload, when not nil, is the run's workload in place of a trace
 	// (servesim bench generates one); TracePath and Trace are then unused.
 	Workload *plant.Workload
 	// MaxConcurrency closes the loop (plant.Options.MaxConcurrency).
 	MaxConcurrency int
 	// Service is the service model and its cards (--service-model).
-	Service plantflag.Service
+	Service     plantflag.Service
 	MaxElapsedS float64 // plant.NoElapsedLimit keeps every request
 	Normalize   float64 // 0: the arrivals as they are
 	Scheduler   string
