@@ -13,11 +13,17 @@ const (
 	DefaultIterationOverheadS = 0.002
 )
 
-// The L4's efficiencies and per-iteration overhead, set by calibration
-// against the measured L4 profile; change them here.
+// The L4's efficiencies and per-iteration overhead, fitted to the
+// measured L4 run (Qwen2.5-7B-Instruct, vLLM 0.28.0, at its top requested
+// clock, realized near 970 MHz under the 72 W cap): with a 2 ms
+// iteration, a lone request's decode iteration (the weights and about
+// 1,089 tokens of KV, 15.29 GB) takes the measured 57.06 ms TPOT at 92.6%
+// of 300 GB/s, and its 1,024-token prompt (15.8 TFLOP with attention)
+// the measured 314.5 ms TTFT at 41.8% of 121 TFLOPS (the cap holds the
+// clock at about 48% of the 2,040 MHz boost). See docs/calibration.md.
 const (
-	L4MemoryEfficiency   = 0.87
-	L4ComputeEfficiency  = 0.42
+	L4MemoryEfficiency   = 0.926
+	L4ComputeEfficiency  = 0.418
 	L4IterationOverheadS = 0.002
 )
 
