@@ -1098,6 +1098,7 @@ func (sim *simulation) serveDecode(budget, endS float64, unserved bool) float64 
 			if item.generated >= item.outputTokens-1e-8 {
 				item.generated = item.outputTokens
 				sim.records[i].CompletionTimeS = endS
+				sim.gate.complete(endS)
 				finished++
 				if sim.observer != nil {
 					sim.finished = append(sim.finished, i)

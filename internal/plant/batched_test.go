@@ -1,0 +1,280 @@
+package plant
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/cards"
+	"servesim/internal/profile"
+)
+
+// batchedService is the batched model on the default cards.
+func batchedService(t testing.TB) ServiceModel {
+	t.Helper()
+	gpu, ok := cards.BuiltinGPU(cards.DefaultGPU)
+	require.True(t, ok)
+	model, ok := cards.BuiltinModel(cards.DefaultModel)
+	require.True(t, ok)
+	return NewBatchedService(gpu, model)
+}
+
+// batchedPlant is the embedded proxy with the default cards' KV capacity.
+func batchedPlant(t testing.TB, svc ServiceModel) Plant {
+	t.Helper()
+	p := NewPlant(profile.Default())
+	kv, err := svc.KVCapacityTokens()
+	require.NoError(t, err)
+	p.KVCapacityTokens = kv
+	return p
+}
+
+// batchedOptions are summary options of the batched model preempting as
+// vLLM does.
+func batchedOptions(svc ServiceModel) Options {
+	return Options{Service: svc, Engine: EngineOptions{Preemption: PreemptionRecompute}}
+}
+
+// simultaneous is n requests of prompt and output tokens at time 0.
+func simultaneous(n, prompt, output int) []Request {
+	requests := make([]Request, n)
+	for i := range requests {
+		requests[i] = Request{ID: i, PromptTokens: prompt, OutputTokens: output}
+	}
+	return requests
+}
+
+func TestBatchedResultsDoNotDependOnTheTimeStep(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	trace := DefaultTraceConfig()
+	trace.DurationS = 600
+	loaded := trace.Requests()
+	heavy := slices.Clone(loaded)
+	for i := range heavy {
+		heavy[i].ArrivalTimeS /= 4 // 4.8 requests/s: a queue builds
+	}
+	cases := []struct {
+		name       string
+		requests   []Request
+		scheduler  Scheduler
+		controller ClockController
+	}{
+		{"embedded trace, chunked, max", loaded, ChunkedPrefill{}, MaxClock{}},
+		{"embedded trace, continuous, fixed 1230 MHz", loaded, ContinuousBatch{}, FixedClock{MHz: 1230}},
+		{"embedded trace, static, min", loaded, StaticBatch{}, MinClock{}},
+		{"four times the rate, chunked, max", heavy, ChunkedPrefill{}, MaxClock{}},
+		{"closed loop of 4 at time 0", simultaneous(64, 700, 90), ChunkedPrefill{}, MaxClock{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var want Metrics
+			for k, dt := range []float64{0.1, 0.01, 0.001} {
+				p := batchedPlant(t, svc)
+				p.TimeStepS = dt
+				opt := batchedOptions(svc)
+				opt.Summary = true
+				if tc.name == "closed loop of 4 at time 0" {
+					opt.MaxConcurrency = 4
+				}
+				res, err := Simulate(tc.requests, p, tc.scheduler, tc.controller, opt)
+				require.NoError(t, err)
+				got := res.Metrics
+				require.Equal(t, 1.0, got.CompletedFraction)
+				if k == 0 {
+					want = got
+					continue
+				}
+				for _, m := range []struct {
+					name      string
+					want, got float64
+				}{
+					{"throughput", want.OutputThroughputTokensPerS, got.OutputThroughputTokensPerS},
+					{"mean TTFT", want.MeanTTFTS, got.MeanTTFTS},
+					{"mean TPOT", want.MeanTPOTS, got.MeanTPOTS},
+				} {
+					assert.InDelta(t, 0, m.got/m.want-1, 0.02, "%s at time step %v: %v against %v at 0.1", m.name, dt, m.got, m.want)
+				}
+			}
+		})
+	}
+}
+
+func TestBatchedServesABatchPerIteration(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	p := batchedPlant(t, svc)
+	// Decode throughput grows almost linearly with the batch: the weights
+	// are read once per iteration whatever the batch.
+	rate := func(n int) float64 {
+		res, err := Simulate(simultaneous(n, 128, 256), p, ChunkedPrefill{}, MaxClock{}, batchedOptions(svc))
+		require.NoError(t, err)
+		last := 0.0
+		for _, r := range res.Requests {
+			last = max(last, r.CompletionTimeS)
+		}
+		return float64(n*256) / last
+	}
+	one, eight, sixtyFour := rate(1), rate(8), rate(64)
+	assert.Greater(t, eight/one, 6.5, "8 requests decode %v tokens/s against %v alone", eight, one)
+	assert.Greater(t, sixtyFour/one, 30.0, "64 requests decode %v tokens/s against %v alone", sixtyFour, one)
+	// The reference shares one decode budget: no gain from the batch.
+	ref := func(n int) float64 {
+		res, err := Simulate(simultaneous(n, 128, 256), NewPlant(profile.Default()), ChunkedPrefill{}, MaxClock{}, Options{})
+		require.NoError(t, err)
+		return float64(n*256) / res.Metrics.MeanLatencyS
+	}
+	assert.Less(t, ref(8)/ref(1), 2.0)
+}
+
+func TestBatchedIterationTimeFollowsTheCards(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	p := batchedPlant(t, svc)
+	p.PowerLimitW = 1e6 // no governor: the top level runs
+	res, err := Simulate(simultaneous(1, 1024, 129), p, ChunkedPrefill{}, MaxClock{}, batchedOptions(svc))
+	require.NoError(t, err)
+	r := res.Requests[0]
+	m, g := svc.Model, svc.GPU
+	// One iteration prefills the prompt (within 2048 tokens) and gives the
+	// first token: compute bound.
+	flops := 1024*m.FLOPsPerToken() + m.AttentionFLOPs(0, 1024)
+	assert.InDelta(t, g.IterationOverheadS+flops/(g.PeakTFLOPS*1e12*g.ComputeEfficiency), r.FirstTokenTimeS, 1e-9)
+	// Each decode iteration reads the weights and the KV: memory bound.
+	bytes := 0.0
+	for k := range 128 {
+		bytes += m.WeightGB*1e9 + m.KVBytesPerToken()*float64(1024+k+1)
+	}
+	decode := 128*g.IterationOverheadS + bytes/(g.MemoryBandwidthGBps*1e9*g.MemoryEfficiency)
+	assert.InDelta(t, decode, r.CompletionTimeS-r.FirstTokenTimeS, 1e-9)
+	assert.Equal(t, 0.0, r.PrefillStartS)
+}
+
+func TestBatchedAdmissionRules(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	svc.MaxNumBatchedTokens = 512
+	p := batchedPlant(t, svc)
+	// A 1500-token prompt: chunked prefill splits it into three
+	// iterations; without chunking it runs whole in one.
+	chunked, err := Simulate(simultaneous(1, 1500, 2), p, ChunkedPrefill{}, MaxClock{}, batchedOptions(svc))
+	require.NoError(t, err)
+	whole, err := Simulate(simultaneous(1, 1500, 2), p, ContinuousBatch{}, MaxClock{}, batchedOptions(svc))
+	require.NoError(t, err)
+	assert.Greater(t, chunked.Requests[0].FirstTokenTimeS, whole.Requests[0].FirstTokenTimeS+2*svc.GPU.IterationOverheadS*0.99)
+	// Static batching admits no request while a batch runs.
+	requests := []Request{{ID: 0, PromptTokens: 100, OutputTokens: 50}, {ID: 1, ArrivalTimeS: 0.05, PromptTokens: 100, OutputTokens: 5}}
+	static, err := Simulate(requests, p, StaticBatch{}, MaxClock{}, batchedOptions(svc))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, static.Requests[1].PrefillStartS, static.Requests[0].CompletionTimeS)
+	continuous, err := Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, batchedOptions(svc))
+	require.NoError(t, err)
+	assert.Less(t, continuous.Requests[1].CompletionTimeS, continuous.Requests[0].CompletionTimeS)
+	// max_num_seqs bounds the running requests.
+	svc.MaxNumSeqs = 2
+	capped, err := Simulate(simultaneous(4, 10, 20), p, ChunkedPrefill{}, MaxClock{}, batchedOptions(svc))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, capped.Requests[2].PrefillStartS, capped.Requests[0].CompletionTimeS)
+}
+
+func TestBatchedClosedLoopKeepsTheSlots(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	for _, model := range []string{ServiceReference, ServiceBatched} {
+		for _, slots := range []int{1, 3} {
+			t.Run(fmt.Sprintf("%s, %d slots", model, slots), func(t *testing.T) {
+				t.Parallel()
+				p := batchedPlant(t, svc)
+				opt := Options{MaxConcurrency: slots}
+				if model == ServiceBatched {
+					opt = batchedOptions(svc)
+					opt.MaxConcurrency = slots
+				}
+				res, err := Simulate(simultaneous(10, 200, 20), p, ChunkedPrefill{}, MaxClock{}, opt)
+				require.NoError(t, err)
+				completions := make([]float64, 0, len(res.Requests))
+				for i, r := range res.Requests {
+					require.False(t, math.IsNaN(r.CompletionTimeS), "request %d completes", i)
+					if i < slots {
+						assert.Equal(t, 0.0, r.ArrivalTimeS, "the first %d are sent at once", slots)
+					} else {
+						// Sent when the (i - slots + 1)-th completion frees a slot.
+						slices.Sort(completions)
+						assert.InDelta(t, completions[i-slots], r.ArrivalTimeS, 1e-9, "request %d", i)
+					}
+					completions = append(completions, r.CompletionTimeS)
+				}
+			})
+		}
+	}
+}
+
+func TestBatchedPreemptsWhenKVRunsOut(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	p := batchedPlant(t, svc)
+	p.KVCapacityTokens = 4096 // 256 blocks: eight 400-token requests outgrow it
+	opt := batchedOptions(svc)
+	res, err := Simulate(simultaneous(8, 400, 200), p, ChunkedPrefill{}, MaxClock{}, opt)
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, res.Metrics.CompletedFraction)
+	assert.LessOrEqual(t, res.Metrics.PeakKVTokens, 4096.0)
+	sim, err := startSimulation(simultaneous(8, 400, 200), p, ChunkedPrefill{}, MaxClock{}, opt)
+	require.NoError(t, err)
+	require.NoError(t, sim.runToEnd(t.Context()))
+	assert.Positive(t, sim.batched.preemptions)
+	assert.Zero(t, sim.batched.usedBlocks, "every block is freed")
+}
+
+func TestBatchedReferenceUnchanged(t *testing.T) {
+	t.Parallel()
+	// The zero service model is the reference's: same run as no option.
+	requests := DefaultTraceConfig().Requests()[:300]
+	p := NewPlant(profile.Default())
+	want, err := Simulate(requests, p, ChunkedPrefill{}, Reactive{}, Options{})
+	require.NoError(t, err)
+	got, err := Simulate(requests, p, ChunkedPrefill{}, Reactive{}, Options{Service: ServiceModel{Kind: ServiceReference}})
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+}
+
+func TestBatchedStepAllocatesNothing(t *testing.T) {
+	svc := batchedService(t)
+	p := batchedPlant(t, svc)
+	trace := DefaultTraceConfig()
+	requests := trace.Requests()
+	opt := batchedOptions(svc)
+	opt.Summary = true
+	sim, err := startSimulation(requests, p, ChunkedPrefill{}, Reactive{}, opt)
+	require.NoError(t, err)
+	_, err = sim.steps(3000) // warm: the lists have grown
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(2000, func() {
+		if _, err := sim.steps(1); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs)
+}
+
+func TestBatchedRefusesWhatItDoesNotModel(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	p := batchedPlant(t, svc)
+	_, err := Simulate(simultaneous(1, 10, 10), p, ChunkedPrefill{}, MaxClock{},
+		Options{Service: svc, Engine: EngineOptions{PrefixCache: true}})
+	require.ErrorContains(t, err, "prefix_cache")
+	bad := svc
+	bad.MaxNumSeqs = 0
+	_, err = Simulate(simultaneous(1, 10, 10), p, ChunkedPrefill{}, MaxClock{}, Options{Service: bad})
+	require.EqualError(t, err, "max_num_seqs 0: must be at least 1")
+	bad = svc
+	bad.Kind = "fluid"
+	_, err = Simulate(simultaneous(1, 10, 10), p, ChunkedPrefill{}, MaxClock{}, Options{Service: bad})
+	require.EqualError(t, err, `service_model "fluid": expected reference or batched`)
+}
