@@ -15,7 +15,9 @@ Written by \`make bench\`; do not edit. The size-tier benchmarks (\`go test -ben
 10,000 and 100,000 requests, so that they need no shared data: simulate on one GPU (embedded proxy
 profile, chunked prefill, reactive clock, summary only), reading the trace as an Azure CSV, and a
 fleet of 8 replicas with a state-free router (round-robin: replicas in parallel) and a
-state-aware one (least-outstanding: lock-step). Allocations per run stay flat across the tiers;
+state-aware one (least-outstanding: lock-step). \`SimulateBatchedTiers\` is the one-GPU run under
+\`--service-model batched\` (L4 and Qwen2.5-7B-Instruct cards); ns/step compares a step of each
+model (the batched step at most 2x the reference's). Allocations per run stay flat across the tiers;
 the times are of one machine, shared with other jobs, on the date below.
 
 - machine: $(nproc) CPUs, ${cpu:-unknown CPU}
@@ -23,16 +25,17 @@ the times are of one machine, shared with other jobs, on the date below.
 - commit: $commit
 - date: $(date -u +%Y-%m-%d)
 
-| benchmark | ns/op | B/op | allocs/op |
-|---|---:|---:|---:|
+| benchmark | ns/op | ns/step | B/op | allocs/op |
+|---|---:|---:|---:|---:|
 HEAD
 awk '/^Benchmark/ {
 	name = $1; sub(/^Benchmark/, "", name); sub(/-[0-9]+$/, "", name)
-	ns = ""; bytes = ""; allocs = ""
+	ns = ""; step = ""; bytes = ""; allocs = ""
 	for (i = 2; i < NF; i++) {
 		if ($(i+1) == "ns/op") ns = $i
+		if ($(i+1) == "ns/step") step = $i
 		if ($(i+1) == "B/op") bytes = $i
 		if ($(i+1) == "allocs/op") allocs = $i
 	}
-	printf "| %s | %s | %s | %s |\n", name, ns, bytes, allocs
+	printf "| %s | %s | %s | %s | %s |\n", name, ns, step, bytes, allocs
 }'

@@ -49,10 +49,40 @@ func BenchmarkSimulateTiers(b *testing.B) {
 		p := tierPlant(trace)
 		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) {
 			b.ReportAllocs()
+			var steps int
 			for b.Loop() {
-				_, err := Simulate(requests, p, ChunkedPrefill{}, Reactive{}, Options{Summary: true})
+				res, err := Simulate(requests, p, ChunkedPrefill{}, Reactive{}, Options{Summary: true})
 				require.NoError(b, err)
+				steps = res.Steps
 			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(steps), "ns/step")
+		})
+	}
+}
+
+// BenchmarkSimulateBatchedTiers is BenchmarkSimulateTiers under the
+// batched service model (the default cards, vLLM's preemption), beside the
+// reference's: its step costs O(running requests) too.
+func BenchmarkSimulateBatchedTiers(b *testing.B) {
+	svc := batchedService(b)
+	for _, n := range tiers {
+		trace := tierTrace(n, 2.57)
+		requests := trace.Requests()
+		p := tierPlant(trace)
+		kv, err := svc.KVCapacityTokens()
+		require.NoError(b, err)
+		p.KVCapacityTokens = kv
+		opt := batchedOptions(svc)
+		opt.Summary = true
+		b.Run(fmt.Sprintf("requests=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var steps int
+			for b.Loop() {
+				res, err := Simulate(requests, p, ChunkedPrefill{}, Reactive{}, opt)
+				require.NoError(b, err)
+				steps = res.Steps
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(steps), "ns/step")
 		})
 	}
 }
