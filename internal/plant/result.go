@@ -38,6 +38,10 @@ type Result struct {
 	// Engine is the engine block, after slo: the engine features' options
 	// and what they did; nil (left out) when they are all off.
 	Engine *EngineReport `json:"engine,omitempty"`
+	// Service is the service block, after engine: the batched model, its
+	// cards and what its iterations did; nil (left out) under the
+	// reference's model.
+	Service *ServiceReport `json:"service,omitempty"`
 	// Steps is the number of simulated steps (the length of the full
 	// trajectory).
 	Steps int `json:"-"`

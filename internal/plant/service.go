@@ -129,3 +129,35 @@ func (s ServiceModel) KVCapacityTokens() (float64, error) {
 
 // FieldMaxConcurrency names Options.MaxConcurrency in errors.
 const FieldMaxConcurrency = "max_concurrency"
+
+// ServiceReport is the service block of a run under the batched model.
+type ServiceReport struct {
+	ServiceModel
+	// KVCapacityTokens is the KV cache the run had, tokens.
+	KVCapacityTokens float64 `json:"kv_capacity_tokens"`
+	// Iterations is the number of engine iterations.
+	Iterations int `json:"iterations"`
+	// MeanBatch is the mean number of requests an iteration served
+	// (null without iterations).
+	MeanBatch *float64 `json:"mean_batch_requests"`
+	// Preemptions counts the requests preempted for recomputation, and
+	// RecomputedTokens the KV tokens they lost.
+	Preemptions      int     `json:"preemptions"`
+	RecomputedTokens float64 `json:"recomputed_tokens"`
+}
+
+// serviceReport is the service block of the run; nil under the
+// reference's model.
+func (sim *simulation) serviceReport() *ServiceReport {
+	b := sim.batched
+	if b == nil {
+		return nil
+	}
+	r := &ServiceReport{ServiceModel: b.svc, KVCapacityTokens: sim.plant.KVCapacityTokens, Iterations: b.iterations,
+		Preemptions: b.preemptions, RecomputedTokens: b.recomputedTokens}
+	if b.iterations > 0 {
+		mean := float64(b.batched) / float64(b.iterations)
+		r.MeanBatch = &mean
+	}
+	return r
+}

@@ -1135,6 +1135,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 		SLO:              slo,
 		Steps:            sim.step,
 		Engine:           sim.engineReport(),
+		Service:          sim.serviceReport(),
 		Log:              sim.requestLog(),
 	}
 	if sim.planner != nil {
