@@ -55,6 +55,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "simulations (or replicas) at a time")
 	plantflag.AddPlant(cmd, &opts.Plant)
 	plantflag.AddEngine(cmd, &opts.Engine)
+	plantflag.AddService(cmd, &opts.Service)
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or table", "json", "table")
 	addOutputFlag(cmd, &opts.Output)
@@ -73,6 +74,9 @@ func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 		return err
 	}
 	if err := o.Config.Check(); err != nil {
+		return err
+	}
+	if err := o.Service.Check(cmd); err != nil {
 		return err
 	}
 	if err := o.Engine.Check(cmd, o.Plant); err != nil {

@@ -49,6 +49,8 @@ type Config struct {
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant  plant.Plant
 	Engine plantflag.Engine
+	// Service is the service model and its cards (--service-model).
+	Service plantflag.Service
 	// Version is the servesim version the document records.
 	Version string
 }
@@ -101,6 +103,9 @@ func Load(cfg Config) (*Study, error) {
 		return nil, err
 	}
 	cfg.Plant.Profile = unit[0].Profile
+	if err := cfg.Service.Resolve(&cfg.Plant); err != nil {
+		return nil, err
+	}
 	if err := cfg.Plant.Validate(); err != nil {
 		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
 	}
@@ -122,7 +127,7 @@ func Load(cfg Config) (*Study, error) {
 	return &Study{
 		Capacity: fleet.Capacity{
 			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
-			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Engine.Options(),
+			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(),
 			ControllerOptions: plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
 			Search:            fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},

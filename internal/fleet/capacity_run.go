@@ -31,6 +31,9 @@ type Capacity struct {
 	SLO plant.SLO
 	// Engine turns on the plant's engine features in every replica.
 	Engine plant.EngineOptions
+	// Service is every replica's service model (the reference's when
+	// zero).
+	Service plant.ServiceModel
 	// ControllerOptions are the settings of every replica's controller
 	// (Config.ControllerOptions).
 	ControllerOptions plant.ControllerOptions
@@ -146,7 +149,7 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 		return Evaluation{}, err
 	}
 	res, err := SimulateContext(ctx, r.requests, Config{Plant: c.Plant, Groups: groups, Router: router,
-		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine}, Jobs: r.fleetJobs, ControllerOptions: c.ControllerOptions})
+		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine, Service: c.Service}, Jobs: r.fleetJobs, ControllerOptions: c.ControllerOptions})
 	if c.Simulated != nil {
 		c.Simulated(size, controller)
 	}

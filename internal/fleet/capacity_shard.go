@@ -91,11 +91,17 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 		SLO              objectives  `json:"slo"`
 		Engine           engineID    `json:"engine"`
 		Sizes            []int       `json:"sizes"`
+		// Service is the batched model, absent under the reference's
+		// (whose identities stay as they were).
+		Service *plant.ServiceModel `json:"service,omitempty"`
 	}{
 		Version: version, TraceSHA256: traceSHA256, RequestsSHA256: requestsDigest(requests),
 		Plant: c.Plant, Unit: unit, Router: router, RouterSeed: c.RouterSeed, SearchController: c.Controllers[0],
 		SLO: objectives{c.SLO.TTFTSeconds, c.SLO.TPOTSeconds, c.SLO.E2ESeconds}, Sizes: sizes,
 		Engine: engineIdentity(c.Engine, requests),
+	}
+	if c.Service.Batched() {
+		identity.Service = &c.Service
 	}
 	data, err := json.Marshal(identity)
 	if err != nil {

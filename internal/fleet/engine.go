@@ -379,8 +379,14 @@ func (ls *lockStep) advance() (bool, error) {
 	if !(ls.timeS <= p.MaxSimulationTimeS+1e-12) {
 		return true, nil
 	}
-	if r, ok := ls.arrivals.peek(); ok && r.ArrivalTimeS <= ls.timeS+1e-12 {
-		if err := ls.routeUntil(ls.timeS + 1e-12); err != nil {
+	// The batched service model serves a request at its own arrival
+	// within a step: it is routed before the step it arrives in.
+	untilS := ls.timeS + 1e-12
+	if e.cfg.Service.Batched() {
+		untilS += p.TimeStepS
+	}
+	if r, ok := ls.arrivals.peek(); ok && r.ArrivalTimeS <= untilS {
+		if err := ls.routeUntil(untilS); err != nil {
 			return true, err
 		}
 		if _, more := ls.arrivals.peek(); !more {

@@ -193,6 +193,9 @@ func (e *engine) run(parallel func() error) (*Result, error) {
 // prepare checks the groups of cfg and returns the replicas to build and
 // the router (round-robin when cfg has none).
 func prepare(cfg Config) ([]replicaSpec, Router, error) {
+	if cfg.MaxConcurrency > 0 {
+		return nil, nil, errors.New("a closed loop (--max-concurrency) over a fleet is not modelled yet: run it on one GPU, or give the fleet an open-loop --request-rate")
+	}
 	n, err := Size(cfg.Groups)
 	if err != nil {
 		return nil, nil, err
