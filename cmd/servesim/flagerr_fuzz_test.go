@@ -35,6 +35,7 @@ var fuzzedCommands = []struct {
 	}, []string{"x.csv"}, ""},
 	{"trace", buildFuzzedTrace, []string{"x.csv"}, "stats"},
 	{"trace", buildFuzzedTrace, []string{"x.csv"}, "convert"},
+	{"bench", func(s *streams) *cobra.Command { return newBenchCmd(s, func(*benchOptions) error { return nil }) }, nil, ""},
 }
 
 // requiredFlags are the flags a fuzzed subcommand cannot run without.

@@ -45,6 +45,18 @@ var flagExpectations = map[string]string{
 	"cold-prefix-hit-pct":   "a finite number (percent)",
 	"cold-ttft-ms":          "a finite number of ms",
 	"by-window":             "a positive number of seconds",
+	// bench (vllm bench serve's flags)
+	"num-prompts":         "a whole number of at least 1",
+	"seed":                "a whole number",
+	"random-input-len":    "a whole number of tokens, 0 or more",
+	"random-output-len":   "a whole number of tokens of at least 1",
+	"random-range-ratio":  "a number in [0, 1)",
+	"random-prefix-len":   "a whole number of tokens, 0 or more",
+	"custom-output-len":   "a whole number of tokens of at least 1",
+	"sharegpt-output-len": "a whole number of tokens of at least 1",
+	"request-rate":        "a positive number of requests per second, or inf",
+	"burstiness":          "a positive number",
+	"max-concurrency":     "a whole number of at least 1",
 }
 
 // fileFlags are the flags that name files, with the extensions the shell
@@ -58,6 +70,8 @@ var fileFlags = map[string][]string{
 	"plot":     {"png", "svg"},
 	// simulate's request log
 	"request-log": {"csv", "jsonl"},
+	// bench's dataset
+	"dataset-path": {"json", "jsonl"},
 }
 
 // flagCompletions complete the values of the flags that name a policy, in

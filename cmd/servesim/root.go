@@ -96,6 +96,7 @@ type subcommand struct {
 // (and nowhere else): the list is the whole command tree.
 func commands() []subcommand {
 	return []subcommand{
+		{"bench", func(s *streams) *cobra.Command { return newBenchCmd(s, nil) }},
 		{"capacity", func(s *streams) *cobra.Command { return newCapacityCmd(s, nil) }},
 		{"diagnose", func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) }},
 		{"scenarios", func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) }},

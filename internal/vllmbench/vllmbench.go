@@ -18,7 +18,6 @@ package vllmbench
 import (
 	"errors"
 	"math"
-	"slices"
 
 	"servesim/internal/fleet"
 	"servesim/internal/numeric"
@@ -66,6 +65,20 @@ type Result struct {
 // records (Result.Requests, or Result.Log with a summary); goodput counts
 // the requests meeting the objectives of its slo block.
 func FromPlant(res *plant.Result) (*Result, error) {
+	records, err := plantRecords(res)
+	if err != nil {
+		return nil, err
+	}
+	slo := plant.SLO{TTFTSeconds: res.SLO.TTFTSLOSeconds, TPOTSeconds: res.SLO.TPOTSLOSeconds}
+	if res.SLO.E2ESLOSeconds != nil {
+		slo.E2ESeconds = *res.SLO.E2ESLOSeconds
+	}
+	return Compute(records, func(int) plant.SLO { return slo }), nil
+}
+
+// plantRecords are the request records a single-GPU run kept
+// (Result.Requests, or Result.Log with a summary).
+func plantRecords(res *plant.Result) ([]plant.RequestRecord, error) {
 	records := []plant.RequestRecord(res.Requests)
 	if res.Log != nil {
 		records = res.Log.Records
@@ -73,11 +86,7 @@ func FromPlant(res *plant.Result) (*Result, error) {
 	if records == nil {
 		return nil, errors.New("vllm-bench: the run kept no request records (plant.Options.RequestLog)")
 	}
-	slo := plant.SLO{TTFTSeconds: res.SLO.TTFTSLOSeconds, TPOTSeconds: res.SLO.TPOTSLOSeconds}
-	if res.SLO.E2ESLOSeconds != nil {
-		slo.E2ESeconds = *res.SLO.E2ESLOSeconds
-	}
-	return Compute(records, func(int) plant.SLO { return slo }), nil
+	return records, nil
 }
 
 // FromFleet is the document of a fleet run: every request, each judged by
@@ -152,26 +161,15 @@ func Compute(records []plant.RequestRecord, slo func(i int) plant.SLO) *Result {
 }
 
 // statsMs are vLLM's mean, median, standard deviation and 99th percentile
-// of values in seconds, each times 1000; zeros for no values (numpy's
-// statistics of `values or 0`). It sorts values.
+// of values in seconds, each times 1000 (summaryMs at the 99th
+// percentile). It sorts values.
 func statsMs(values []float64) (mean, median, std, p99 float64) {
-	n := len(values)
-	if n == 0 {
-		return 0, 0, 0, 0
-	}
-	mean, std = numeric.Mean(values), numeric.Std(values) // sums in request order, as numpy's
-	slices.Sort(values)
-	median = values[n/2] // np.median: the middle value, or the mean of the middle two
-	if n%2 == 0 {
-		median = (values[n/2-1] + values[n/2]) / 2
-	}
-	return mean * 1000, median * 1000, std * 1000, numeric.PercentileLinearSorted(values, 99) * 1000
+	s := summaryMs(values, p99Only)
+	return s.Mean, s.Median, s.Std, s.Percentiles[0]
 }
 
 // repeatedStatsMs is statsMs of a sample of repeated values.
 func repeatedStatsMs(r numeric.Repeated) (mean, median, std, p99 float64) {
-	if r.Len() == 0 {
-		return 0, 0, 0, 0
-	}
-	return r.Mean() * 1000, r.Median() * 1000, r.Std() * 1000, r.PercentileLinear(99) * 1000
+	s := repeatedSummaryMs(r, p99Only)
+	return s.Mean, s.Median, s.Std, s.Percentiles[0]
 }

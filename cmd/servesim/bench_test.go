@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/benchload"
+	"servesim/internal/plant"
+	"servesim/internal/vllmbench"
+)
+
+// parseBench runs `servesim bench args` with a runF that captures the
+// options instead of benchmarking.
+func parseBench(t *testing.T, args ...string) (*benchOptions, int, string) {
+	t.Helper()
+	o, code, _, stderr := parseFlags(t, "bench", newBenchCmd, args...)
+	return o, code, stderr
+}
+
+func TestBenchFlagDefaultsAreVLLMs(t *testing.T) {
+	t.Parallel()
+	o, code, stderr := parseBench(t)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, benchload.Options{
+		DatasetName: "random", NumPrompts: 1000, RandomInputLen: 1024, RandomOutputLen: 128,
+		CustomOutputLen: 256, RequestRate: math.Inf(1), Burstiness: 1,
+	}, o.Load)
+	assert.Zero(t, o.MaxConcurrency, "no --max-concurrency: an open loop")
+	assert.Equal(t, vllmbench.ServeOptions{Metrics: []string{"ttft", "tpot", "itl"}, Percentiles: []float64{99}, Goodput: vllmbench.Goodput{}}, o.Report)
+	assert.False(t, o.SaveResult)
+	assert.Empty(t, o.ResultDir)
+	assert.Empty(t, o.ResultFilename)
+	assert.True(t, o.Requests && o.Summary, "records kept for the report, no trajectory")
+	assert.Equal(t, plant.NewPlant(nil), o.Plant)
+	assert.Equal(t, "chunked", o.Scheduler)
+	assert.Equal(t, "max", o.Controller)
+	assert.Equal(t, plant.ServiceReference, o.Service.Kind)
+}
+
+func TestBenchFlagsSetEveryField(t *testing.T) {
+	t.Parallel()
+	o, code, stderr := parseBench(t,
+		"--dataset-name", "sharegpt", "--dataset-path", "sg.json", "--num-prompts", "50", "--seed", "7",
+		"--sharegpt-output-len", "64", "--request-rate", "2.5", "--burstiness", "0.5", "--max-concurrency", "8",
+		"--goodput", "ttft:500", "tpot:50", "--percentile-metrics", "ttft,e2el", "--metric-percentiles", "50,99.9",
+		"--save-result", "--result-dir", "out", "--result-filename", "r.json", "--ignore-eos",
+		"--replicas", "2", "--controller", "min", "-o", "summary.txt")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, benchload.Options{
+		DatasetName: "sharegpt", DatasetPath: "sg.json", NumPrompts: 50, Seed: 7, RandomInputLen: 1024, RandomOutputLen: 128,
+		CustomOutputLen: 256, ShareGPTOutputLen: 64, RequestRate: 2.5, Burstiness: 0.5,
+	}, o.Load)
+	assert.Equal(t, 8, o.MaxConcurrency)
+	assert.Equal(t, vllmbench.ServeOptions{Metrics: []string{"ttft", "e2el"}, Percentiles: []float64{50, 99.9},
+		Goodput: vllmbench.Goodput{"ttft": 500, "tpot": 50}, MaxConcurrency: 8}, o.Report)
+	assert.True(t, o.SaveResult && o.IgnoreEOS)
+	assert.Equal(t, "out", o.ResultDir)
+	assert.Equal(t, "r.json", o.ResultFilename)
+	assert.True(t, o.Fleet.Enabled)
+	assert.Equal(t, "min", o.Controller)
+	assert.Equal(t, "summary.txt", o.Output.Path)
+}
+
+func TestBenchUsageErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dataset-name", "sonnet"}, `--dataset-name "sonnet": expected random, sharegpt or custom`},
+		{[]string{"--dataset-path", "x.json"}, `--dataset-path "x.json": cannot be used with --dataset-name random (give --dataset-name sharegpt or custom)`},
+		{[]string{"--dataset-name", "custom"}, `--dataset-name custom: needs --dataset-path`},
+		{[]string{"--dataset-name", "custom", "--dataset-path", "c.json"}, `--dataset-path "c.json": expected a .jsonl file for --dataset-name custom (JSON Lines)`},
+		{[]string{"--num-prompts", "0"}, `--num-prompts 0: expected a whole number from 1 to 10000000`},
+		{[]string{"--num-prompts", "x"}, `--num-prompts "x": expected a whole number of at least 1`},
+		{[]string{"--random-range-ratio", "1"}, `--random-range-ratio 1: expected a number in [0, 1)`},
+		{[]string{"--random-input-len", "0"}, `--random-input-len 0: too small: with --random-range-ratio 0 and --random-prefix-len 0 the shortest prompt has 0 tokens (expected at least 1)`},
+		{[]string{"--random-output-len", "0"}, `--random-output-len 0: expected a whole number of tokens of at least 1`},
+		{[]string{"--request-rate", "0"}, `--request-rate 0: expected a positive number of requests per second, or inf`},
+		{[]string{"--request-rate", "-inf"}, `--request-rate -Inf: expected a positive number of requests per second, or inf`},
+		{[]string{"--burstiness", "0"}, `--burstiness 0: expected a positive number (1: Poisson arrivals)`},
+		{[]string{"--max-concurrency", "0"}, `--max-concurrency 0: expected a whole number of at least 1`},
+		{[]string{"--goodput", "ttft"}, `--goodput "ttft": expected a KEY:VALUE pair, KEY ttft, tpot or e2el and VALUE a number of ms`},
+		{[]string{"--goodput", "ttft:1", "itl:2"}, `--goodput "itl:2": unknown metric "itl": expected ttft, tpot or e2el`},
+		{[]string{"--goodput", "e2el:-5"}, `--goodput "e2el:-5": expected a nonnegative number of ms`},
+		{[]string{"--percentile-metrics", "ttft,latency"}, `--percentile-metrics "ttft,latency": unknown metric "latency": expected a comma-separated list of ttft, tpot, itl, e2el`},
+		{[]string{"--metric-percentiles", "99,100.5"}, `--metric-percentiles "99,100.5": "100.5": expected a comma-separated list of percentiles in [0, 100]`},
+		{[]string{"tpot:50"}, `unexpected argument "tpot:50": bench takes flags only (arguments may only follow --goodput)`},
+		{[]string{"--scheduler", "fifo"}, `--scheduler: `},
+		{[]string{"--gpu", "h100"}, `--gpu: needs --service-model batched`},
+		{[]string{"--replicas", "0"}, `--replicas 0: expected a whole number from 1 to 4096`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.want, func(t *testing.T) {
+			t.Parallel()
+			o, code, stderr := parseBench(t, tt.args...)
+			assert.Nil(t, o, "refused before running")
+			assert.Equal(t, exitUsage, code)
+			assert.Regexp(t, "^servesim: "+regexp.QuoteMeta(tt.want), stderr)
+			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line")
+		})
+	}
+}
+
+// summaryValue is the value of a label's line of the summary block.
+func summaryValue(t *testing.T, text, label string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(label) + ` +(\S+) *$`).FindStringSubmatch(text)
+	require.NotNil(t, m, "%q in\n%s", label, text)
+	v, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	return v
+}
+
+func TestBenchRunIsConsistentWithItsWorkload(t *testing.T) {
+	t.Parallel()
+	args := []string{"--num-prompts", "40", "--request-rate", "4", "--random-range-ratio", "0.5",
+		"--random-input-len", "200", "--random-output-len", "20", "--random-prefix-len", "10", "--seed", "3"}
+	w, err := benchload.Generate(benchload.Options{DatasetName: "random", NumPrompts: 40, Seed: 3, RandomInputLen: 200,
+		RandomOutputLen: 20, RandomRangeRatio: 0.5, RandomPrefixLen: 10, RequestRate: 4, Burstiness: 1})
+	require.NoError(t, err)
+	prompt, output := 0, 0
+	for _, r := range w.Requests {
+		prompt, output = prompt+r.PromptTokens, output+r.OutputTokens
+	}
+	s, out, errOut := testStreams("")
+	require.Equal(t, exitOK, run(context.Background(), append([]string{"bench"}, args...), s), errOut.String())
+	text := out.String()
+	assert.Regexp(t, `^============ Serving Benchmark Result ============\n`, text)
+	assert.Regexp(t, `\n==================================================\n$`, text)
+	assert.Equal(t, 40.0, summaryValue(t, text, "Successful requests:"))
+	assert.Equal(t, float64(prompt), summaryValue(t, text, "Total input tokens:"))
+	assert.Equal(t, float64(output), summaryValue(t, text, "Total generated tokens:"))
+	duration := summaryValue(t, text, "Benchmark duration (s):")
+	assert.InEpsilon(t, 40/duration, summaryValue(t, text, "Request throughput (req/s):"), 0.02)
+	assert.NotContains(t, text, "Maximum request concurrency:")
+	assert.NotContains(t, text, "Request goodput")
+	for _, header := range []string{"---------------Time to First Token----------------", "-----Time per Output Token (excl. 1st token)------",
+		"---------------Inter-token Latency----------------"} {
+		assert.Contains(t, text, header+"\n")
+	}
+	assert.Positive(t, summaryValue(t, text, "P99 ITL (ms):"))
+}
