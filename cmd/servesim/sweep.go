@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -55,6 +57,7 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
 	cliflag.AddList(cmd, &opts.Normalize, "normalize", []string{"none"}, "utilizations in (0, 1) or none", "offered-utilization targets, 0 < U < 1, or none")
 	plantAxes = plantflag.AddPlantAxes(cmd)
+	addSweepServiceFlags(cmd, &opts.Service, &opts.ServiceModels)
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
 	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
 	cliflag.AddChoice(cmd, &opts.Format, "format", sweep.FormatJSONL, "output format: jsonl, csv or table", sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable)
@@ -69,6 +72,23 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	addOutputFlag(cmd, &opts.Output)
 	cmd.AddCommand(newSweepMergeCmd(s))
 	return cmd
+}
+
+// addSweepServiceFlags defines simulate's service flags on cmd
+// (plantflag.AddService) with --service-model a comma-separated list, an
+// axis of the sweep stored in models; the card and limit flags take one
+// value for the whole sweep.
+func addSweepServiceFlags(cmd *cobra.Command, o *plantflag.Service, models *[]string) {
+	plantflag.AddService(cmd, o)
+	f := cmd.Flags()
+	var axis cobra.Command // a list flag, put in place of AddService's string
+	cliflag.AddList(&axis, models, "service-model", []string{plant.ServiceReference}, "service models",
+		"service models: "+strings.Join(plant.ServiceModelNames, ", ")+" (reference: one token budget per phase shared by the running requests, the specification; "+
+			"batched: vLLM V1 iterations timed from --gpu and --model); a sweep of both, or of batched, records each run's service_model")
+	*f.Lookup("service-model") = *axis.Flags().Lookup("service-model")
+	for _, name := range []string{"gpu", "model", "max-num-seqs", "max-num-batched-tokens", "gpu-memory-utilization"} {
+		f.Lookup(name).Usage += " (one value: the same for every batched run of the sweep)"
+	}
 }
 
 // check parses every axis value and plans the shard before anything runs.
@@ -92,6 +112,15 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	o.Stdin, o.Version = s.In, resolvedVersion()
 	var err error
 	if o.sweep, err = sweeprun.New(o.Config); err != nil {
+		return err
+	}
+	// The card flags are checked as simulate checks them with the batched
+	// model, when the axis has it, else the reference's.
+	o.Service.Kind = plant.ServiceReference
+	if slices.Contains(o.ServiceModels, plant.ServiceBatched) {
+		o.Service.Kind = plant.ServiceBatched
+	}
+	if err := o.Service.Check(cmd); err != nil {
 		return err
 	}
 	i, n, err := sweep.ParseShardFlag(o.Shard, s.env)

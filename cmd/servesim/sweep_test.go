@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"servesim/internal/plantflag"
 	"servesim/internal/sharedtest"
 	"servesim/internal/sweep"
+	"servesim/internal/sweeprun"
 )
 
 // runCLI runs servesim in-process and returns its exit code, stdout and stderr.
@@ -47,6 +49,45 @@ func TestSweepFlagParsing(t *testing.T) {
 	assert.Equal(t, 3, got.Jobs)
 }
 
+// TestSweepServiceFlags: --service-model is an axis, the other service
+// flags one value each.
+func TestSweepServiceFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		args   []string
+		models []string
+		axis   bool
+		gpu    string
+		seqs   int
+	}{
+		{"default", nil, []string{plant.ServiceReference}, false, "L4", 0},
+		{"reference", []string{"--service-model", "reference"}, []string{plant.ServiceReference}, false, "L4", 0},
+		{"batched", []string{"--service-model", "batched", "--gpu", "H100", "--max-num-seqs", "64"}, []string{plant.ServiceBatched}, true, "H100", 64},
+		{"both", []string{"--service-model", "reference,batched"}, []string{plant.ServiceReference, plant.ServiceBatched}, true, "L4", 0},
+		{"repeated", []string{"--service-model", "reference", "--service-model", "batched"}, []string{plant.ServiceReference, plant.ServiceBatched}, true, "L4", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var got *sweepOptions
+			cmd := newSweepCmd(&streams{}, func(o *sweepOptions) error { got = o; return nil })
+			cmd.SetArgs(tt.args)
+			require.NoError(t, cmd.Execute())
+			require.NotNil(t, got)
+			assert.Equal(t, tt.models, got.ServiceModels)
+			var names []string
+			for _, a := range got.sweep.Shard().Axes {
+				names = append(names, a.Name)
+			}
+			assert.Equal(t, tt.axis, slices.Contains(names, sweeprun.AxisServiceModel), "%v", names)
+			assert.Equal(t, len(tt.models), got.sweep.Shard().Len())
+			assert.Equal(t, tt.gpu, got.Service.GPU)
+			assert.Equal(t, tt.seqs, got.Service.MaxNumSeqs)
+		})
+	}
+}
+
 func TestSweepRejectsBadAxisValuesBeforeRunning(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -64,6 +105,10 @@ func TestSweepRejectsBadAxisValuesBeforeRunning(t *testing.T) {
 		{"format", []string{"--format", "xml"}, "--format"},
 		{"jobs", []string{"--jobs", "0"}, "--jobs"},
 		{"empty profile", []string{"--profile", ""}, "--profile"},
+		{"service model", []string{"--service-model", "reference,vllm"}, `--service-model "vllm": expected reference or batched`},
+		{"card without batched", []string{"--gpu", "H100"}, "--gpu: needs --service-model batched"},
+		{"unknown card", []string{"--service-model", "reference,batched", "--model", "gpt-5"}, `--model "gpt-5": expected a built-in card`},
+		{"limit", []string{"--service-model", "batched", "--max-num-seqs", "0"}, "--max-num-seqs 0: expected a whole number of at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -21,6 +21,33 @@ type inputs struct {
 	workloadErrs map[string]error
 	// hashIDs are the block hash ids of the Mooncake traces.
 	hashIDs map[string]plant.HashIDSource
+	// service is the batched service model, when the grid runs it.
+	service *batchedService
+}
+
+// batchedService is the batched service model of a sweep, its cards read
+// once and shared by its runs.
+type batchedService struct {
+	// flags are the service flags resolved (plantflag.Service.Resolve):
+	// their Model and EngineOptions.
+	flags plantflag.Service
+	// kvTokens is the KV capacity the cards leave: a run's unless the
+	// sweep has a --kv-capacity.
+	kvTokens float64
+	// err is why the cards cannot serve (a card file that does not read,
+	// weights that do not fit): it fails every batched run.
+	err error
+}
+
+// resolveService reads the cards of the batched service model.
+func (s *Sweep) resolveService() *batchedService {
+	b := &batchedService{flags: s.cfg.Service}
+	b.flags.Kind = plant.ServiceBatched
+	var p plant.Plant
+	if b.err = b.flags.Resolve(&p); b.err == nil {
+		b.kvTokens, b.err = b.flags.Model().KVCapacityTokens()
+	}
+	return b
 }
 
 // load reads every profile and trace of the sweep.
@@ -60,6 +87,9 @@ func (s *Sweep) load() *inputs {
 			in.workloads[path] = w
 		}
 	}
+	if s.batched() {
+		in.service = s.resolveService()
+	}
 	return in
 }
 
@@ -70,7 +100,9 @@ type outcome struct {
 }
 
 // runCell runs the simulate configuration of one cell; an exec: controller
-// runs a child of its own, its stderr going to execStderr.
+// runs a child of its own, its stderr going to execStderr. A batched cell
+// runs on the cards' KV capacity unless the sweep has a --kv-capacity, and
+// with the batched model's engine options (Service.EngineOptions).
 func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStderr io.Writer) outcome {
 	profilePath := s.grid.Parsed(c, sweep.AxisProfile).(string)
 	tracePath := s.grid.Parsed(c, sweep.AxisTrace).(string)
@@ -82,6 +114,15 @@ func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStder
 	}
 	prof := in.profiles[profilePath]
 	p := plant.NewPlant(prof)
+	options := plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps, SLO: s.cfg.SLO, Engine: s.cfg.Engine.OptionsFor(in.hashIDs[tracePath])}
+	if s.grid.Has(AxisServiceModel) && s.grid.Parsed(c, AxisServiceModel) == plant.ServiceBatched {
+		b := in.service
+		if b.err != nil {
+			return outcome{err: b.err}
+		}
+		p.KVCapacityTokens = b.kvTokens // a --kv-capacity axis sets it again below
+		options.Service, options.Engine = b.flags.Model(), b.flags.EngineOptions(options.Engine)
+	}
 	for _, pp := range plantflag.Params {
 		if s.grid.Has(pp.Flag) {
 			_ = pp.Set(&p, s.grid.Parsed(c, pp.Flag).(float64))
@@ -102,7 +143,7 @@ func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStder
 		Scheduler:   sched,
 		Controller:  ctrl,
 		Normalize:   normalize,
-		Options:     plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps, SLO: s.cfg.SLO, Engine: s.cfg.Engine.OptionsFor(in.hashIDs[tracePath])},
+		Options:     options,
 		ProfilePath: recordedPath,
 		Version:     s.cfg.Version,
 	})
@@ -113,7 +154,7 @@ func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStder
 // block and mpc_diagnostics. The TTFT and TPOT SLOs it is judged by are
 // the flags', else its profile's when it ran, else none.
 func (s *Sweep) record(in *inputs, c sweep.Cell, r outcome) sweep.Record {
-	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(s.grid, c, plantflag.AxisKey), Err: r.err,
+	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(s.grid, c, axisKey), Err: r.err,
 		TTFTSLOSeconds: s.cfg.SLO.TTFTSeconds, TPOTSLOSeconds: s.cfg.SLO.TPOTSeconds}
 	if w, ok := in.workloads[s.grid.Text(c, sweep.AxisTrace)]; ok {
 		rec.TraceSHA = w.SHA256

@@ -8,7 +8,6 @@ import (
 	"io"
 
 	"servesim/internal/jsonout"
-	"servesim/internal/plantflag"
 	"servesim/internal/sweep"
 )
 
@@ -25,9 +24,11 @@ type identity struct {
 // for one that did not load), the options that change a run or the Pareto
 // record (--max-elapsed, --max-steps, --exec-timeout, --ttft-slo,
 // --tpot-slo, --e2e-slo when given, and the engine flags when a feature is
-// on) and the servesim version; not the shard, so every shard of a grid
-// has the same. An option added later enters only when given, so a grid
-// without it keeps the digest it had.
+// on), the batched service model's cards, limits and preemption when the
+// service-model axis holds it (the axis itself is among the axes) and the
+// servesim version; not the shard, so every shard of a grid has the same.
+// An option added later enters only when given, so a grid without it
+// keeps the digest it had.
 func (s *Sweep) identify(in *inputs) identity {
 	axes := make([]jsonout.Object, len(s.axes))
 	for i, a := range s.axes {
@@ -64,6 +65,9 @@ func (s *Sweep) identify(in *inputs) identity {
 			{Key: "shared_prefix_tokens", Value: e.SharedPrefixTokens}, {Key: "preemption", Value: string(e.Preemption)},
 		}})
 	}
+	if in.service != nil {
+		doc = append(doc, jsonout.Member{Key: "service", Value: in.service.identity(c)})
+	}
 	line, _ := jsonout.AppendLine(nil, doc) // strings and numbers always encode
 	sum := sha256.Sum256(line)
 	return identity{digest: hex.EncodeToString(sum[:]), cells: s.shard.Cells}
@@ -98,7 +102,7 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 		return fmt.Errorf("cell %d is not in this shard (cells %d to %d)", r.Cell, s.shard.Lo, s.shard.Hi-1)
 	}
 	c := s.shard.Cell(r.Cell)
-	want := sweep.CellAxes(s.grid, c, plantflag.AxisKey)
+	want := sweep.CellAxes(s.grid, c, axisKey)
 	if len(want) != len(r.Axes) {
 		return fmt.Errorf("cell %d has %d axis values, this grid's cells have %d", r.Cell, len(r.Axes), len(want))
 	}
@@ -128,7 +132,7 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 	}
 	if r.Grid != id.digest {
 		return fmt.Errorf("the record is of another grid (grid_sha256 %.12s..., this grid's %.12s...): other axis values, "+
-			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, --e2e-slo, engine flag or profile manifest", r.Grid, id.digest)
+			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, --e2e-slo, engine flag, service flag or profile manifest", r.Grid, id.digest)
 	}
 	return nil
 }
@@ -137,4 +141,20 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 func compactJSON(v any) []byte {
 	line, _ := jsonout.AppendLine(nil, v) // the values compared are strings, numbers and null
 	return line[:len(line)-1]
+}
+
+// identity is what identifies the batched service model of a sweep: the
+// cards as given and as read (null for cards that did not read), the
+// limits and the preemption of its runs.
+func (b *batchedService) identity(c Config) jsonout.Object {
+	var model any
+	if b.err == nil {
+		model = b.flags.Model()
+	}
+	return jsonout.Object{
+		{Key: "gpu", Value: c.Service.GPU}, {Key: "model", Value: c.Service.ModelCard}, {Key: "resolved", Value: model},
+		{Key: "max_num_seqs", Value: c.Service.MaxNumSeqs}, {Key: "max_num_batched_tokens", Value: c.Service.MaxNumBatchedTokens},
+		{Key: "gpu_memory_utilization", Value: c.Service.GPUMemoryUtilization},
+		{Key: "preemption", Value: string(b.flags.EngineOptions(c.Engine.Options()).Preemption)},
+	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"servesim/internal/interrupt"
 	"servesim/internal/outfile"
-	"servesim/internal/plantflag"
 	"servesim/internal/progress"
 	"servesim/internal/sweep"
 )
@@ -108,7 +107,7 @@ func (r *run) close() {
 // outfile.Write gave it).
 func (r *run) write(w io.Writer) error {
 	s, out := r.s, r.out
-	rw, err := sweep.NewWriter(w, out.Format, s.grid, plantflag.AxisKey, r.id.digest, r.id.cells, r.resumed)
+	rw, err := sweep.NewWriter(w, out.Format, s.grid, axisKey, r.id.digest, r.id.cells, r.resumed)
 	if err != nil {
 		return err
 	}

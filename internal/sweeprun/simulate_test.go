@@ -17,13 +17,16 @@ import (
 )
 
 // simulateDocument is the document of the simulate --summary run of one
-// sweep cell, members by key as written.
-func simulateDocument(t *testing.T, cfg Config, controller string) map[string]json.RawMessage {
+// sweep cell (its controller and service model), members by key as
+// written.
+func simulateDocument(t *testing.T, cfg Config, controller, serviceModel string) map[string]json.RawMessage {
 	t.Helper()
+	service := cfg.Service
+	service.Kind = serviceModel
 	r, err := simrun.Run(context.Background(), simrun.Config{
 		MaxElapsedS: cfg.MaxElapsedS, Scheduler: cfg.Schedulers[0], Controller: controller, Stride: 1, Summary: true,
 		SLO: cfg.SLO, Plant: plant.NewPlant(nil), MaxSteps: cfg.MaxSteps, ExecTimeoutS: cfg.ExecTimeoutS,
-		Engine: cfg.Engine, Version: cfg.Version, Stderr: io.Discard,
+		Engine: cfg.Engine, Service: service, Version: cfg.Version, Stderr: io.Discard,
 	})
 	require.NoError(t, err)
 	line, err := jsonout.AppendLine(nil, r.Document())
@@ -67,7 +70,7 @@ func TestCellsEqualSimulateUnderSLOFlags(t *testing.T) {
 	runs := sweepRecords(t, cfg)
 	require.Len(t, runs, len(cfg.Controllers))
 	for i, controller := range cfg.Controllers {
-		sim := simulateDocument(t, cfg, controller)
+		sim := simulateDocument(t, cfg, controller, plant.ServiceReference)
 		rec := runs[i]
 		require.Equal(t, "null", string(rec["error"]), controller)
 		for _, key := range []string{"metrics", "summary", "slo"} {
@@ -91,7 +94,7 @@ func TestCellsEqualSimulateUnderSLOFlags(t *testing.T) {
 	plain := sweepRecords(t, cfg)
 	assert.NotEqual(t, string(plain[0]["metrics"]), string(runs[0]["metrics"]), "max: violation rates judged by the flags")
 	assert.NotEqual(t, string(plain[2]["metrics"]), string(runs[2]["metrics"]), "mpc: tuned to the flags' objectives")
-	assert.JSONEq(t, string(simulateDocument(t, cfg, "mpc")["slo"]), string(plain[2]["slo"]), "without flags: the profile's SLOs, as simulate")
+	assert.JSONEq(t, string(simulateDocument(t, cfg, "mpc", plant.ServiceReference)["slo"]), string(plain[2]["slo"]), "without flags: the profile's SLOs, as simulate")
 }
 
 // TestNewChecksTheSLOsAsSimulate: an objective set without flags obeys

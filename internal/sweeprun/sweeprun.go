@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,6 +35,13 @@ type Config struct {
 	// Schedulers and Controllers are specs as simulate takes them;
 	// Normalize utilizations, "none" for the raw trace.
 	Schedulers, Controllers, Normalize []string
+	// ServiceModels are the service models (--service-model), an axis of
+	// the sweep when it has more than one or the batched one; none means
+	// the reference's.
+	ServiceModels []string
+	// Service holds the other service flags (its Kind is not read): one
+	// card pair and one set of limits for every batched run.
+	Service plantflag.Service
 	// PlantAxes holds the values of every plant flag given, by flag name.
 	PlantAxes   map[string][]string
 	MaxElapsedS float64
@@ -74,6 +82,9 @@ func New(cfg Config) (*Sweep, error) {
 		{Name: sweep.AxisController, Values: cfg.Controllers},
 		{Name: sweep.AxisNormalize, Values: cfg.Normalize},
 	}}
+	if serviceAxis(cfg.ServiceModels) {
+		s.axes = append(s.axes, sweep.Axis{Name: AxisServiceModel, Values: cfg.ServiceModels})
+	}
 	for _, pp := range plantflag.Params {
 		if values, ok := cfg.PlantAxes[pp.Flag]; ok {
 			s.axes = append(s.axes, sweep.Axis{Name: pp.Flag, Values: values})
@@ -95,6 +106,32 @@ func New(cfg Config) (*Sweep, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// AxisServiceModel is the axis of --service-model, a record's
+// service_model.
+const AxisServiceModel = "service-model"
+
+// serviceAxis reports whether the service models make an axis: more than
+// one, or the batched one. A sweep of the reference's model alone has
+// none, so that its records and its grid_sha256 are those of a sweep from
+// before the service models.
+func serviceAxis(models []string) bool {
+	return len(models) > 1 || len(models) == 1 && models[0] != plant.ServiceReference
+}
+
+// axisKey is the output name of a sweep axis: service_model, else
+// plantflag.AxisKey's.
+func axisKey(axis string) string {
+	if axis == AxisServiceModel {
+		return plant.FieldServiceModel
+	}
+	return plantflag.AxisKey(axis)
+}
+
+// batched reports whether the grid runs the batched service model.
+func (s *Sweep) batched() bool {
+	return slices.Contains(s.grid.Values(AxisServiceModel), any(plant.ServiceBatched))
 }
 
 // Plan picks the i-th of n shards of the grid (1 of 1: the whole grid),
@@ -128,7 +165,8 @@ func (s *Sweep) Shard() sweep.Shard { return s.shard }
 
 // parseAxisValue parses one value of a named axis, once: a path (profile,
 // trace), a scheduler name or controller spec that builds, a utilization
-// (normalize: 0 for none) or a plant flag's number.
+// (normalize: 0 for none), a service model's name or a plant flag's
+// number.
 func parseAxisValue(axis, v string) (any, error) {
 	switch axis {
 	case sweep.AxisProfile, sweep.AxisTrace:
@@ -148,6 +186,11 @@ func parseAxisValue(axis, v string) (any, error) {
 		return v, nil
 	case sweep.AxisNormalize:
 		return parseNormalize(v)
+	case AxisServiceModel:
+		if !slices.Contains(plant.ServiceModelNames, v) {
+			return nil, fmt.Errorf("--service-model %q: expected %s", v, strings.Join(plant.ServiceModelNames, " or "))
+		}
+		return v, nil
 	}
 	pp, _ := plantflag.ByFlag(axis)
 	x, err := pp.ParseValue(v)
