@@ -36,7 +36,9 @@ func TestCapacityFlagDefaults(t *testing.T) {
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, ExecTimeoutS: 5, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
 		Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: plantflag.Engine{Preemption: "none"},
+		Service: o.Service,
 	}, Format: "json"}, o)
+	assert.Equal(t, plant.ServiceReference, o.Service.Kind, "the reference service model by default")
 }
 
 func TestCapacityFlagsSetEveryField(t *testing.T) {
@@ -56,7 +58,8 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 		ExecTimeoutS: 0.25, Scheduler: "static", MaxReplicas: 64, Jobs: 3, Plant: p,
 		Trace: trace.Flags{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
 			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
-		Engine: plantflag.Engine{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
+		Engine:  plantflag.Engine{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
+		Service: o.Service,
 	}, Quiet: true, Format: "table", Output: outputOptions{Path: "out.json"}}, o)
 }
 

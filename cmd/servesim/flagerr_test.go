@@ -21,7 +21,7 @@ func TestUnknownFlagsAreSuggested(t *testing.T) {
 		{[]string{"simulate", "--norm=0.5"}, "unknown flag: --norm; did you mean --normalize?"},
 		{[]string{"simulate", "--normalise", "0.5"}, "unknown flag: --normalise; did you mean --normalize?"},
 		{[]string{"simulate", "--stirde", "5"}, "unknown flag: --stirde; did you mean --stride?"},
-		{[]string{"simulate", "--max", "5"}, "unknown flag: --max; did you mean --max-active, --max-elapsed or --max-sim-time?"},
+		{[]string{"simulate", "--max", "5"}, "unknown flag: --max; did you mean --max-active, --max-elapsed or --max-num-batched-tokens?"},
 		{[]string{"simulate", "-normalize", "0.5"}, "unknown shorthand flag: 'n' in -normalize; did you mean --normalize?"},
 		{[]string{"sweep", "--schedulers", "static"}, "unknown flag: --schedulers; did you mean --scheduler?"},
 		{[]string{"diagnose", "--by-windows", "60"}, "unknown flag: --by-windows; did you mean --by-window?"},

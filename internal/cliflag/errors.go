@@ -78,6 +78,8 @@ func Suggest(cmd *cobra.Command, typed string) []string {
 			return
 		}
 		switch d := levenshtein(lower, f.Name); {
+		case d >= len(f.Name):
+			// Every letter edited: nothing alike ("-x" is not "--gpu").
 		case d < best:
 			best, near = d, []string{f.Name}
 		case d == best:
