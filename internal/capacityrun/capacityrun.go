@@ -106,6 +106,10 @@ func Load(cfg Config) (*Study, error) {
 	if err := cfg.Service.Resolve(&cfg.Plant); err != nil {
 		return nil, err
 	}
+	if svc := cfg.Service.Model(); svc.Batched() {
+		// The batched model's own objectives, where none is given.
+		cfg.SLO = cfg.SLO.ObjectivesFor(nil, svc)
+	}
 	if err := cfg.Plant.Validate(); err != nil {
 		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
 	}

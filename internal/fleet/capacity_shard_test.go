@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/cards"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 )
@@ -139,6 +140,14 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("Engine.Preemption", true, func(c *Capacity) { c.Engine.Preemption = plant.PreemptionRecompute })
 	check("Engine.Preemption none", false, func(c *Capacity) { c.Engine.Preemption = plant.PreemptionNone }) // the default
 	check("Engine.HashIDs", true, func(c *Capacity) { c.Engine.HashIDs = hashIDs{} })
+	batched := func(c *Capacity) {
+		gpu, _ := cards.BuiltinGPU(cards.DefaultGPU)
+		model, _ := cards.BuiltinModel(cards.DefaultModel)
+		c.Service = plant.NewBatchedService(gpu, model)
+	}
+	check("Service", true, batched)
+	check("Service.Kind reference", false, func(c *Capacity) { c.Service.Kind = plant.ServiceReference }) // the default, as before
+	check("Service.MaxNumSeqs", true, func(c *Capacity) { batched(c); c.Service.MaxNumSeqs = 8 })
 	check("Search.MaxReplicas", true, func(c *Capacity) { c.Search.MaxReplicas = 128 })
 	check("Search.Target", false, func(c *Capacity) { c.Search.Target = 0.99 })
 	check("Search.Jobs", false, func(c *Capacity) { c.Search.Jobs = 1 })

@@ -128,5 +128,5 @@ func (e *engine) targets() plant.SLO {
 // slo is what replica k's requests are judged by: its profile's objectives
 // unless Options.SLO sets them.
 func (e *engine) slo(k int) plant.SLO {
-	return e.cfg.Options.SLO.OrProfile(e.cfg.Groups[e.specs[k].group].Profile)
+	return e.cfg.Options.SLO.ObjectivesFor(e.cfg.Groups[e.specs[k].group].Profile, e.cfg.Options.Service)
 }

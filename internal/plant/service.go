@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"servesim/internal/cards"
+	"servesim/internal/profile"
 )
 
 // Service model names (--service-model).
@@ -160,4 +161,55 @@ func (sim *simulation) serviceReport() *ServiceReport {
 		r.MeanBatch = &mean
 	}
 	return r
+}
+
+// baselinePromptTokens and baselineOutputTokens are the lone request the
+// batched model's default objectives are judged on: the measured L4
+// profile's 1,024-token decode condition, 128 tokens out.
+const (
+	baselinePromptTokens = 1024
+	baselineOutputTokens = 128
+)
+
+// Baseline is a lone request's TTFT and TPOT under the batched model at
+// the profile's top level (a 1,024-token prompt, 128 tokens out), seconds:
+// what the profile's baseline is to the reference's model.
+func (s ServiceModel) Baseline() (ttftS, tpotS float64) {
+	g, m := s.GPU, s.Model
+	bandwidth := g.MemoryBandwidthGBps * 1e9 * g.MemoryEfficiency
+	compute := g.PeakTFLOPS * 1e12 * g.ComputeEfficiency
+	iteration := func(context, tokens float64) float64 {
+		memory := (m.WeightGB*1e9 + m.KVBytesPerToken()*(context+tokens)) / bandwidth
+		work := (m.FLOPsPerToken()*tokens + m.AttentionFLOPs(context, tokens)) / compute
+		return g.IterationOverheadS + max(memory, work)
+	}
+	budget := float64(max(1, s.MaxNumBatchedTokens))
+	for done := 0.0; done < baselinePromptTokens; {
+		chunk := min(budget, baselinePromptTokens-done)
+		ttftS += iteration(done, chunk)
+		done += chunk
+	}
+	for k := range baselineOutputTokens - 1 {
+		tpotS += iteration(float64(baselinePromptTokens+k), 1)
+	}
+	return ttftS, tpotS / (baselineOutputTokens - 1)
+}
+
+// ObjectivesFor is what a run on profile p under svc judges requests by:
+// the objectives given, a zero TTFT or TPOT taken as 2 and 1.5 times the
+// baseline's (the reference's rule): the profile's under the reference's
+// model, the batched model's own (Baseline) under it, since the profile's
+// baseline describes the reference's service.
+func (s SLO) ObjectivesFor(p *profile.Profile, svc ServiceModel) SLO {
+	if !svc.Batched() {
+		return s.OrProfile(p)
+	}
+	ttft, tpot := svc.Baseline()
+	if s.TTFTSeconds == 0 {
+		s.TTFTSeconds = 2 * ttft
+	}
+	if s.TPOTSeconds == 0 {
+		s.TPOTSeconds = 1.5 * tpot
+	}
+	return s
 }

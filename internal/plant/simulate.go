@@ -389,7 +389,7 @@ func (sim *simulation) compact(opt Options, n int) {
 	if sim.lent != nil {
 		room = 0
 	}
-	sim.requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), room)
+	sim.requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.ObjectivesFor(sim.plant.Profile, opt.Service), room)
 	sim.requests.lent = sim.lent
 	sim.expected = n
 }
@@ -472,7 +472,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		sim.observer = observer
 		sim.state.sim = sim
 		sim.finished = make([]int, 0, capacity)
-		info := RunInfo{Plant: p, SLO: opt.SLO.OrProfile(prof), SchedulerName: s.Name()}
+		info := RunInfo{Plant: p, SLO: opt.SLO.ObjectivesFor(prof, opt.Service), SchedulerName: s.Name()}
 		if err := observer.Start(info); err != nil {
 			return nil, fmt.Errorf("clock controller %s: %w", c.Name(), err)
 		}
@@ -1122,7 +1122,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 	records := sim.records
 	requests := sim.requests
 	if requests == nil {
-		requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.OrProfile(sim.plant.Profile), len(records))
+		requests = newRequestStats(sim.plant.ReportingHorizonS, opt.SLO.ObjectivesFor(sim.plant.Profile, opt.Service), len(records))
 	}
 	requests.addAll(records)
 	metrics, slo := sim.stats.metrics(sim.span(), requests, sim.plant)
