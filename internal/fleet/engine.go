@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -265,6 +266,20 @@ type lockStep struct {
 	next     int     // workload index of the first request not routed yet
 	step     int     // fleet step about to run
 	timeS    float64 // its start
+	// loop is the closed loop of Options.MaxConcurrency (slots 0: open).
+	loop closedLoop
+}
+
+// closedLoop is a benchmark client with slots outstanding requests at
+// most over the whole fleet: a request is sent (routed) at the later of
+// its arrival and the completion that frees a slot for it.
+type closedLoop struct {
+	slots, outstanding int
+	// releaseS is when the last completion freed a slot of a full loop:
+	// a request that arrived before waited until then.
+	releaseS float64
+	// completions is the step's completion times over the replicas.
+	completions []float64
 }
 
 // newLockStep builds the replicas of a lock-step run; a streamed run's
@@ -281,6 +296,7 @@ func (e *engine) newLockStep() (*lockStep, error) {
 		routed:   make([][]int, n),
 		counts:   make([]int, n),
 	}
+	ls.loop.slots = e.cfg.MaxConcurrency
 	hint := len(e.requests)/n + 1
 	if e.stream != nil {
 		ls.arrivals, hint = &streamedArrivals{ws: e.stream.ws}, 0
@@ -291,6 +307,9 @@ func (e *engine) newLockStep() (*lockStep, error) {
 			return nil, err
 		}
 		ls.steppers[k] = st
+		if ls.loop.slots > 0 {
+			st.LogCompletions()
+		}
 		if e.stream != nil {
 			e.lend(k, st)
 			st.Summarize(e.stream.expected/n, e.stream.writers[k].record)
@@ -428,9 +447,36 @@ func (ls *lockStep) advance() (bool, error) {
 		}
 		running++
 	}
+	if ls.loop.slots > 0 {
+		if err := ls.release(); err != nil {
+			return true, err
+		}
+	}
 	ls.step++
 	ls.timeS += p.TimeStepS
 	return running == 0, nil
+}
+
+// release takes the step's completions in time order: each frees a slot
+// of the closed loop, and a request that arrived by then is routed at once,
+// sent at the completion.
+func (ls *lockStep) release() error {
+	l := &ls.loop
+	l.completions = l.completions[:0]
+	for _, st := range ls.steppers {
+		l.completions = st.Completions(l.completions)
+	}
+	slices.Sort(l.completions)
+	for _, c := range l.completions {
+		if l.outstanding >= l.slots {
+			l.releaseS = c
+		}
+		l.outstanding--
+		if err := ls.routeUntil(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // routeUntil routes the requests not routed yet that arrive by untilS.
@@ -448,6 +494,13 @@ func (ls *lockStep) routeUntil(untilS float64) error {
 		r, ok := ls.arrivals.peek()
 		if !ok || r.ArrivalTimeS > untilS {
 			return nil
+		}
+		if l := &ls.loop; l.slots > 0 {
+			if l.outstanding >= l.slots {
+				return nil // it waits for a completion (release)
+			}
+			r.ArrivalTimeS = max(r.ArrivalTimeS, l.releaseS)
+			l.outstanding++
 		}
 		k, err := e.route(ls.next, &r, ls.states)
 		if err != nil {

@@ -179,7 +179,7 @@ func SimulateContext(ctx context.Context, requests []plant.Request, cfg Config) 
 // result.
 func (e *engine) run(parallel func() error) (*Result, error) {
 	var err error
-	if isStateFree(e.router) {
+	if isStateFree(e.router) && e.cfg.MaxConcurrency == 0 {
 		err = parallel()
 	} else {
 		err = e.runLockStep()
@@ -193,9 +193,6 @@ func (e *engine) run(parallel func() error) (*Result, error) {
 // prepare checks the groups of cfg and returns the replicas to build and
 // the router (round-robin when cfg has none).
 func prepare(cfg Config) ([]replicaSpec, Router, error) {
-	if cfg.MaxConcurrency > 0 {
-		return nil, nil, errors.New("a closed loop (--max-concurrency) over a fleet is not modelled yet: run it on one GPU, or give the fleet an open-loop --request-rate")
-	}
 	n, err := Size(cfg.Groups)
 	if err != nil {
 		return nil, nil, err
@@ -246,5 +243,8 @@ func (s replicaSpec) newStepper(g Group, opt plant.Options, capacityHint int, bu
 	if built != nil {
 		built(ctrl)
 	}
+	// A closed loop is the fleet's (its client sends to the router), not
+	// each replica's.
+	opt.MaxConcurrency = 0
 	return plant.NewStepper(s.plant, sched, ctrl, opt, capacityHint)
 }

@@ -82,12 +82,19 @@ type gate struct {
 	// since; openedS is when a completion last opened a full gate.
 	full    bool
 	openedS float64
+	// logged, when set, keeps every completion time in times, for a
+	// fleet's gate (Stepper.LogCompletions).
+	logged bool
+	times  []float64
 }
 
 // complete notes a completion at timeS.
 func (g *gate) complete(timeS float64) {
 	if g.full {
 		g.full, g.openedS = false, timeS
+	}
+	if g.logged {
+		g.times = append(g.times, timeS)
 	}
 }
 

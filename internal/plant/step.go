@@ -142,6 +142,21 @@ func (st *Stepper) Step() (done bool, err error) {
 	return finished, nil
 }
 
+// LogCompletions makes the stepper keep the completion time of every
+// request (Completions): a fleet's closed loop sends a waiting request
+// when one completes.
+func (st *Stepper) LogCompletions() { st.sim.gate.logged = true }
+
+// Completions appends to dst the completion times since the last call (in
+// the order the requests completed, which is the order of their times),
+// and forgets them; none unless LogCompletions was called.
+func (st *Stepper) Completions(dst []float64) []float64 {
+	g := &st.sim.gate
+	dst = append(dst, g.times...)
+	g.times = g.times[:0]
+	return dst
+}
+
 // Expired reports whether the run has passed MaxSimulationTimeS: no step
 // can follow.
 func (st *Stepper) Expired() bool { return st.expired }
