@@ -1,6 +1,7 @@
 package vllmbench
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -229,9 +230,12 @@ func (g Goodput) met(values map[string]float64) bool {
 // (calculate_metrics) of records: over the completed requests, one-second
 // buckets from the earliest arrival (when the request was sent) to the
 // latest completion (ceil, plus one); each request's tokens at its first
-// token and then one TPOT apart, each counted in its bucket; each request
-// counted active in every bucket from its arrival's to its completion's,
-// both included.
+// token and then one TPOT apart, each counted in its bucket. The peak
+// concurrency is exact, as newer vLLM computes it: the most requests
+// between their arrival and their completion at any instant (a request
+// sent at a completion does not overlap it). vLLM 0.11's buckets counted a
+// request active in every second it touched, so a closed loop of N showed
+// peaks above N.
 func peaks(records []plant.RequestRecord) (maxTokens float64, maxConcurrent int) {
 	minStart, maxEnd, found := 0.0, 0.0, false
 	for i := range records {
@@ -251,7 +255,12 @@ func peaks(records []plant.RequestRecord) (maxTokens float64, maxConcurrent int)
 		return 0, 0
 	}
 	buckets := int(math.Ceil(maxEnd-minStart)) + 1
-	tokens, active := make([]int, buckets), make([]int, buckets)
+	tokens := make([]int, buckets)
+	type event struct {
+		timeS float64
+		delta int
+	}
+	events := make([]event, 0, 2*len(records))
 	count := func(t float64) {
 		if b := int(t - minStart); b >= 0 && b < buckets {
 			tokens[b]++
@@ -272,11 +281,20 @@ func peaks(records []plant.RequestRecord) (maxTokens float64, maxConcurrent int)
 				count(t)
 			}
 		}
-		for b := max(0, int(start-minStart)); b <= int(start+latency-minStart) && b < buckets; b++ {
-			active[b]++
-		}
+		events = append(events, event{start, 1}, event{start + latency, -1})
 	}
-	return float64(slices.Max(tokens)), slices.Max(active)
+	slices.SortFunc(events, func(a, b event) int {
+		if a.timeS != b.timeS {
+			return cmp.Compare(a.timeS, b.timeS)
+		}
+		return cmp.Compare(a.delta, b.delta) // completions first
+	})
+	active := 0
+	for _, e := range events {
+		active += e.delta
+		maxConcurrent = max(maxConcurrent, active)
+	}
+	return float64(slices.Max(tokens)), maxConcurrent
 }
 
 // summaryMs are vLLM's mean, median, standard deviation and percentiles ps
