@@ -281,7 +281,7 @@ func peaks(records []plant.RequestRecord) (maxTokens float64, maxConcurrent int)
 				count(t)
 			}
 		}
-		events = append(events, event{start, 1}, event{start + latency, -1})
+		events = append(events, event{start, 1}, event{r.CompletionTimeS, -1})
 	}
 	slices.SortFunc(events, func(a, b event) int {
 		if a.timeS != b.timeS {
