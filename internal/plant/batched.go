@@ -72,6 +72,10 @@ type batchEngine struct {
 	recomputedTokens float64
 	// iterations counts the iterations, batched the requests they served.
 	iterations, batched int
+	// savedRequest and savedProgress are a request's state before its
+	// prefix cache look-up (undoLookUp).
+	savedRequest  engineRequest
+	savedProgress requestProgress
 }
 
 // gate is the closed loop of Options.MaxConcurrency: a client with n
@@ -143,6 +147,68 @@ func (b *batchEngine) levelRates(levels []clockLevel) {
 
 // blocksFor is the KV blocks that tokens take.
 func blocksFor(tokens float64) int { return int(math.Ceil(tokens / kvBlockTokens)) }
+
+// The batched model's KV cache: counted in blocks of kvBlockTokens on its
+// own (usedBlocks of capacityBlocks), or, with the prefix cache, the
+// engine's block cache (sim.engine, its blocks of KVBlockTokens), whose
+// cached blocks count as free.
+
+// kvNeed is the blocks request i must add to hold tokens of context.
+func (sim *simulation) kvNeed(i int, tokens float64) int {
+	if e := sim.engine; e != nil {
+		return e.blocksFor(tokens) - e.reqs[i].blocks
+	}
+	return blocksFor(tokens) - blocksFor(sim.progress[i].promptProcessed)
+}
+
+// kvFree is the blocks a request can take.
+func (sim *simulation) kvFree() int {
+	if e := sim.engine; e != nil {
+		return e.cache.available()
+	}
+	return sim.batched.capacityBlocks - sim.batched.usedBlocks
+}
+
+// kvTake gives request i need more blocks.
+func (sim *simulation) kvTake(i, need int) {
+	if e := sim.engine; e != nil {
+		e.cache.allocate(need)
+		e.reqs[i].blocks += need
+		return
+	}
+	sim.batched.usedBlocks += need
+}
+
+// kvRelease gives back request i's blocks.
+func (sim *simulation) kvRelease(i int) {
+	if sim.engine != nil {
+		sim.releaseKV(i)
+		return
+	}
+	sim.batched.usedBlocks -= blocksFor(sim.progress[i].promptProcessed)
+}
+
+// lookUpBatched starts request i's prefill pass with the prefix cache
+// (lookUp: its cached leading blocks are held and not prefilled), keeping
+// what undoLookUp restores if the request is not admitted after all.
+func (sim *simulation) lookUpBatched(i int) {
+	e, b := sim.engine, sim.batched
+	if e == nil {
+		return
+	}
+	b.savedRequest, b.savedProgress = e.reqs[i], sim.progress[i]
+	sim.lookUp(i)
+}
+
+// undoLookUp gives back what lookUpBatched took for request i.
+func (sim *simulation) undoLookUp(i int) {
+	e, b := sim.engine, sim.batched
+	if e == nil {
+		return
+	}
+	sim.releaseKV(i)
+	e.reqs[i], sim.progress[i] = b.savedRequest, b.savedProgress
+}
 
 // batchedPhase is the phase the power governor judges a batched step by:
 // prefill while any prompt waits or is being prefilled, decode while
@@ -272,8 +338,8 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 				continue // a whole prompt waits for an iteration of its own
 			}
 		}
-		need := blocksFor(pr.promptProcessed+want) - blocksFor(pr.promptProcessed)
-		for need > b.capacityBlocks-b.usedBlocks && b.recompute {
+		need := sim.kvNeed(i, pr.promptProcessed+want)
+		for need > sim.kvFree() && b.recompute && len(sim.active) > 1 {
 			// Preempt the latest admitted request (perhaps this one).
 			last := sim.active[len(sim.active)-1]
 			sim.preemptBatched(last)
@@ -285,10 +351,10 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 		if k >= len(sim.active) || sim.active[k] != i {
 			break // this request was preempted: so are all after it
 		}
-		if need > b.capacityBlocks-b.usedBlocks {
+		if need > sim.kvFree() {
 			continue // no room and no preemption: the request stalls
 		}
-		b.usedBlocks += need
+		sim.kvTake(i, need)
 		pr.scheduled = want
 		b.scheduled = append(b.scheduled, i)
 		memoryTokens += pr.promptProcessed + want
@@ -315,14 +381,14 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 				break
 			}
 			pr := &sim.progress[i]
+			sim.lookUpBatched(i)
 			want := pr.prefillRemaining
 			if !b.whole {
 				want = min(want, float64(budget))
-			} else if want > float64(budget) && len(b.scheduled) > 0 {
-				break
 			}
-			need := blocksFor(want)
-			if need > b.capacityBlocks-b.usedBlocks {
+			need := sim.kvNeed(i, pr.promptProcessed+want)
+			if (b.whole && want > float64(budget) && len(b.scheduled) > 0) || need > sim.kvFree() {
+				sim.undoLookUp(i)
 				break
 			}
 			if fromQueue {
@@ -335,11 +401,11 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 				r.PrefillStartS = startS
 			}
 			sim.active = append(sim.active, i)
-			b.usedBlocks += need
+			sim.kvTake(i, need)
 			pr.scheduled = want
 			b.scheduled = append(b.scheduled, i)
-			memoryTokens += want
-			attention += want * (want + 1) / 2
+			memoryTokens += pr.promptProcessed + want
+			attention += want*pr.promptProcessed + want*(want+1)/2
 			tokens += want
 			prefillTokens += want
 			budget -= int(want)
@@ -368,7 +434,13 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 func (sim *simulation) preemptBatched(i int) {
 	b := sim.batched
 	pr := &sim.progress[i]
-	b.usedBlocks -= blocksFor(pr.promptProcessed)
+	sim.kvRelease(i)
+	if e := sim.engine; e != nil {
+		r := &e.reqs[i]
+		r.lookedUp = false
+		r.Preemptions++
+		e.preemptions++
+	}
 	b.recomputedTokens += pr.promptProcessed
 	pr.prefillRemaining = float64(sim.records[i].PromptTokens) + pr.generated
 	pr.promptProcessed = 0
@@ -393,16 +465,29 @@ func (sim *simulation) finishIteration() {
 	b.inFlight = false
 	b.freeS = endS
 	finished := 0
+	e := sim.engine
 	for _, i := range b.scheduled {
 		pr := &sim.progress[i]
 		want := pr.scheduled
 		pr.scheduled = 0
-		pr.promptProcessed += want
 		if pr.prefillRemaining > 0 {
+			if e != nil {
+				// Fills and registers the prompt's blocks; prefill below
+				// the request's high-water mark is recomputation.
+				sim.prefillServe(i, want)
+				sim.chargeBatchedRecompute(endS - b.startS)
+			} else {
+				pr.promptProcessed += want
+			}
 			pr.prefillRemaining -= want
 			sim.cumulativePrefill += want
 			if pr.prefillRemaining > 0 {
 				continue // a chunk: no token yet
+			}
+		} else {
+			pr.promptProcessed += want
+			if e != nil {
+				e.reqs[i].highWater = max(e.reqs[i].highWater, pr.promptProcessed)
 			}
 		}
 		// A token: the first after the prompt, or one more decoded.
@@ -414,7 +499,7 @@ func (sim *simulation) finishIteration() {
 		}
 		if pr.generated >= pr.outputTokens {
 			r.CompletionTimeS = endS
-			b.usedBlocks -= blocksFor(pr.promptProcessed)
+			sim.kvRelease(i)
 			finished++
 			sim.gate.complete(endS)
 			if sim.observer != nil {
@@ -435,6 +520,23 @@ func (sim *simulation) batchedOccupancy() float64 {
 		total += sim.progress[i].promptProcessed
 	}
 	return total
+}
+
+// chargeBatchedRecompute turns the recomputation of the iteration that
+// just ended, of durationS, into time: each request's share of it is its
+// recomputed tokens over the iteration's prefill and decode tokens.
+func (sim *simulation) chargeBatchedRecompute(durationS float64) {
+	e, b := sim.engine, sim.batched
+	tokens := b.prefillTokens + b.decodeTk
+	for _, c := range e.recompute {
+		r := &e.reqs[c.request]
+		t := durationS * c.tokens / tokens
+		r.RecomputeS += t
+		if !math.IsNaN(sim.records[c.request].FirstTokenTimeS) {
+			r.RecomputeAfterFirstTokenS += t
+		}
+	}
+	e.recompute = e.recompute[:0]
 }
 
 // shift renumbers the batched model's request indices after the first

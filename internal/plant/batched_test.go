@@ -248,33 +248,88 @@ func TestBatchedStepAllocatesNothing(t *testing.T) {
 	p := batchedPlant(t, svc)
 	trace := DefaultTraceConfig()
 	requests := trace.Requests()
-	opt := batchedOptions(svc)
-	opt.Summary = true
-	sim, err := startSimulation(requests, p, ChunkedPrefill{}, Reactive{}, opt)
-	require.NoError(t, err)
-	_, err = sim.steps(3000) // warm: the lists have grown
-	require.NoError(t, err)
-	allocs := testing.AllocsPerRun(2000, func() {
-		if _, err := sim.steps(1); err != nil {
-			t.Fatal(err)
-		}
-	})
-	assert.Zero(t, allocs)
+	for _, prefixCache := range []bool{false, true} {
+		opt := batchedOptions(svc)
+		opt.Summary = true
+		opt.Engine.PrefixCache, opt.Engine.SharedPrefixTokens = prefixCache, 64*int(btoi(prefixCache))
+		sim, err := startSimulation(requests, p, ChunkedPrefill{}, Reactive{}, opt)
+		require.NoError(t, err)
+		_, err = sim.steps(3000) // warm: the lists have grown
+		require.NoError(t, err)
+		allocs := testing.AllocsPerRun(2000, func() {
+			if _, err := sim.steps(1); err != nil {
+				t.Fatal(err)
+			}
+		})
+		assert.Zero(t, allocs, "prefix cache %v", prefixCache)
+	}
 }
 
-func TestBatchedRefusesWhatItDoesNotModel(t *testing.T) {
+// btoi is 1 for true.
+func btoi(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestBatchedRefusesBadSettings(t *testing.T) {
 	t.Parallel()
 	svc := batchedService(t)
 	p := batchedPlant(t, svc)
-	_, err := Simulate(simultaneous(1, 10, 10), p, ChunkedPrefill{}, MaxClock{},
-		Options{Service: svc, Engine: EngineOptions{PrefixCache: true}})
-	require.ErrorContains(t, err, "prefix_cache")
 	bad := svc
 	bad.MaxNumSeqs = 0
-	_, err = Simulate(simultaneous(1, 10, 10), p, ChunkedPrefill{}, MaxClock{}, Options{Service: bad})
+	_, err := Simulate(simultaneous(1, 10, 10), p, ChunkedPrefill{}, MaxClock{}, Options{Service: bad})
 	require.EqualError(t, err, "max_num_seqs 0: must be at least 1")
 	bad = svc
 	bad.Kind = "fluid"
 	_, err = Simulate(simultaneous(1, 10, 10), p, ChunkedPrefill{}, MaxClock{}, Options{Service: bad})
 	require.EqualError(t, err, `service_model "fluid": expected reference or batched`)
+	_, err = Simulate(simultaneous(1, 10, 10), p, ChunkedPrefill{}, MaxClock{}, Options{Service: svc, MaxConcurrency: -1})
+	require.EqualError(t, err, "max_concurrency -1: must be 0 (an open loop) or positive")
+}
+
+func TestBatchedPrefixCacheSkipsCachedPrefill(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	p := batchedPlant(t, svc)
+	p.PowerLimitW = 1e6
+	// Two requests one after the other sharing a 1,536-token prefix: the
+	// second prefills only what the cache lacks.
+	requests := []Request{{ID: 0, PromptTokens: 2000, OutputTokens: 4}, {ID: 1, ArrivalTimeS: 5, PromptTokens: 2000, OutputTokens: 4}}
+	opt := batchedOptions(svc)
+	opt.Engine.PrefixCache, opt.Engine.SharedPrefixTokens = true, 1536
+	res, err := Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, opt)
+	require.NoError(t, err)
+	first := res.Requests[0].TTFTS()
+	second := res.Requests[1].TTFTS()
+	assert.Less(t, second, first/2, "the second prompt finds 1,536 of its 2,000 tokens cached")
+	require.NotNil(t, res.Engine)
+	assert.Equal(t, 1536.0, res.Engine.PrefixCachedTokens)
+	assert.InDelta(t, 1536.0/4000, res.Engine.PrefixCacheHitRate, 1e-12)
+	// Without the cache both prefill everything.
+	opt.Engine.PrefixCache, opt.Engine.SharedPrefixTokens = false, 0
+	plain, err := Simulate(requests, p, ChunkedPrefill{}, MaxClock{}, opt)
+	require.NoError(t, err)
+	assert.InDelta(t, plain.Requests[0].TTFTS(), plain.Requests[1].TTFTS(), 1e-9)
+	assert.InDelta(t, first, plain.Requests[0].TTFTS(), 1e-9)
+}
+
+func TestBatchedPrefixCacheWithPreemption(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	p := batchedPlant(t, svc)
+	p.KVCapacityTokens = 4096
+	opt := batchedOptions(svc)
+	opt.Engine.PrefixCache, opt.Engine.SharedPrefixTokens = true, 256
+	sim, err := startSimulation(simultaneous(8, 400, 400), p, ChunkedPrefill{}, MaxClock{}, opt)
+	require.NoError(t, err)
+	require.NoError(t, sim.runToEnd(t.Context()))
+	res := sim.result("", opt)
+	assert.Equal(t, 1.0, res.Metrics.CompletedFraction)
+	assert.Positive(t, res.Engine.Preemptions)
+	assert.Positive(t, res.Engine.RecomputedTokens)
+	assert.Positive(t, res.Engine.RecomputeTimeS)
+	assert.Positive(t, res.Engine.PrefixCachedTokens)
+	assert.Zero(t, sim.engine.cache.live, "every block is given back")
 }

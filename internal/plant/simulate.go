@@ -441,10 +441,14 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 	sim.gate.n = opt.MaxConcurrency
 	switch {
 	case opt.Service.Batched():
-		if opt.Engine.PrefixCache {
-			return nil, &EngineError{Field: FieldPrefixCache, Value: "true", Reason: "not modelled under the batched service model yet (use --service-model reference)"}
-		}
 		sim.batched = newBatchEngine(p, opt.Service, schedulerKindOf(s), opt.Engine.Preemption == PreemptionRecompute, capacity)
+		if opt.Engine.PrefixCache {
+			// The engine's block cache and per-request records; its
+			// queue and serving are the batched model's.
+			if sim.engine, err = newEngine(p, opt.Engine, capacity); err != nil {
+				return nil, err
+			}
+		}
 		sim.lookaheadS = p.TimeStepS
 	case opt.Engine.Enabled():
 		if sim.engine, err = newEngine(p, opt.Engine, capacity); err != nil {
@@ -557,6 +561,9 @@ func (sim *simulation) reserveTrajectory(lastArrivalS float64) {
 // same floating-point sum since the others add exactly 0.0. Under the
 // engine features it is counted the engine's way.
 func (sim *simulation) occupancy() float64 {
+	if sim.batched != nil {
+		return sim.batchedOccupancy()
+	}
 	if sim.engine != nil {
 		return sim.engineOccupancy()
 	}
@@ -937,7 +944,7 @@ func (sim *simulation) idleStep() (requested float64, level *clockLevel, err err
 	if level.realizedErr != nil {
 		return 0, nil, level.realizedErr
 	}
-	if sim.engine != nil {
+	if sim.engine != nil && sim.batched == nil {
 		sim.kvAtEnd = sim.engineOccupancy()
 	} else {
 		sim.kvAtEnd = 0 // nothing holds KV
