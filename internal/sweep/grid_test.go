@@ -74,3 +74,17 @@ func TestParetoBestUnderTheSLOs(t *testing.T) {
 	assert.Equal(t, []int{3}, front, "cell 3 beats every other run on both axes")
 	assert.Nil(t, groups[1].Best)
 }
+
+func TestParetoJudgesEachRunByItsOwnObjectives(t *testing.T) {
+	var p Pareto[string]
+	// Runs under two service models take different default objectives.
+	p.Add(ParetoRun[string]{Cell: 0, Profile: "p", Trace: "t", OK: true, TTFTSLOSeconds: 0.5, TPOTSLOSeconds: 0.03,
+		EnergyPerOutputTokenJ: 1, P95TTFTS: 0.4, P95TPOTS: 0.05, Data: "reference"}) // misses its 0.03 s TPOT
+	p.Add(ParetoRun[string]{Cell: 1, Profile: "p", Trace: "t", OK: true, TTFTSLOSeconds: 0.6, TPOTSLOSeconds: 0.09,
+		EnergyPerOutputTokenJ: 2, P95TTFTS: 0.55, P95TPOTS: 0.06, Data: "batched"}) // within its own
+	g := p.Groups()[0]
+	require.NotNil(t, g.Best)
+	assert.Equal(t, "batched", g.Best.Data)
+	assert.Zero(t, g.TTFTSLOSeconds, "no one objective for the group")
+	assert.Zero(t, g.TPOTSLOSeconds)
+}

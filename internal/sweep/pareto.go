@@ -21,10 +21,12 @@ type ParetoRun[T any] struct {
 type ParetoGroup[T any] struct {
 	Profile, Trace string
 	// TTFTSLOSeconds and TPOTSLOSeconds are the group's objectives: those
-	// of its first run with metrics, else of its first run.
+	// of its first run with metrics, else of its first run; zero when its
+	// runs with metrics have different ones (runs under different service
+	// models take different defaults): each run is then judged by its own.
 	TTFTSLOSeconds, TPOTSLOSeconds float64
 	// Best is, among the runs in which every request completed and p95
-	// TTFT and p95 TPOT meet the objectives, the one with the lowest
+	// TTFT and p95 TPOT meet the run's objectives, the one with the lowest
 	// energy per output token (the earlier on a tie); nil when none does.
 	Best  *ParetoRun[T]
 	anyOK bool
@@ -62,9 +64,15 @@ func (p *Pareto[T]) Add(r ParetoRun[T]) {
 		g.anyOK = true
 		g.TTFTSLOSeconds, g.TPOTSLOSeconds = r.TTFTSLOSeconds, r.TPOTSLOSeconds
 	}
+	if r.TTFTSLOSeconds != g.TTFTSLOSeconds {
+		g.TTFTSLOSeconds = 0
+	}
+	if r.TPOTSLOSeconds != g.TPOTSLOSeconds {
+		g.TPOTSLOSeconds = 0
+	}
 	run := &r
 	g.front.Add(Point{Index: r.Cell, X: r.EnergyPerOutputTokenJ, Y: r.P95TTFTS}, run)
-	feasible := r.UnfinishedRequests == 0 && r.P95TTFTS <= g.TTFTSLOSeconds && r.P95TPOTS <= g.TPOTSLOSeconds
+	feasible := r.UnfinishedRequests == 0 && r.P95TTFTS <= r.TTFTSLOSeconds && r.P95TPOTS <= r.TPOTSLOSeconds
 	if feasible && (g.Best == nil || r.EnergyPerOutputTokenJ < g.Best.EnergyPerOutputTokenJ) {
 		g.Best = run
 	}
