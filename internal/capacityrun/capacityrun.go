@@ -197,7 +197,11 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fle
 	if err != nil && !errors.As(err, &unreachable) {
 		return nil, err
 	}
-	return &fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(s.SLO, s.Unit), Provenance: s.prov}, err
+	doc := &fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(s.SLO, s.Unit), Provenance: s.prov}
+	if s.Service.Batched() {
+		doc.Service = &s.Service
+	}
+	return doc, err
 }
 
 // useEvaluations reads the records the evaluations name into the search,

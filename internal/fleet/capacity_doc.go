@@ -10,6 +10,9 @@ type CapacityDocument struct {
 	*CapacityReport
 	SLO        CapacitySLO        `json:"slo"`        // slo: the objectives the requests were judged by
 	Provenance CapacityProvenance `json:"provenance"` // provenance: the inputs
+	// Service is the batched service model and its cards; nil (left out)
+	// under the reference's model.
+	Service *plant.ServiceModel `json:"service,omitempty"`
 }
 
 // CapacitySLO holds the objectives used, in seconds; nil (null) for an

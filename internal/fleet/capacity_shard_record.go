@@ -156,7 +156,7 @@ func isHexSHA256(s string) bool {
 func (g CapacityGrid) check(r EvaluationRecord) error {
 	if r.GridSHA256 != g.Digest {
 		return fmt.Errorf("the record is of another capacity study (grid_sha256 %.12s..., this study's %.12s...): "+
-			"another trace, --max-elapsed or trace option, profile, fleet file, plant or engine flag, SLO, router or --router-seed, "+
+			"another trace, --max-elapsed or trace option, profile, fleet file, plant, engine or service flag (--service-model and its cards), SLO, router or --router-seed, "+
 			"search controller (the first --controller), --scheduler, --max-replicas or servesim version", r.GridSHA256, g.Digest)
 	}
 	if r.GridCells != len(g.Sizes) {
