@@ -41,14 +41,18 @@ type Report struct {
 	SLO plant.SLOReport `json:"slo"`
 	// Engine is the engine block summed over the replicas
 	// (plant.SumEngineReports); nil (left out) without engine features.
-	Engine     *plant.EngineReport `json:"engine,omitempty"`
-	Fleet      Info                `json:"fleet"`              // fleet: router, replica count, requests per replica, groups
-	Replicas   []ReplicaReport     `json:"replicas"`           // replicas: one run per replica, in replica order
-	Requests   []Record            `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
-	Summary    plant.Summary       `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
-	Dilation   *float64            `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
-	Plant      plant.Plant         `json:"plant"`              // plant: the parameters every replica shares
-	Provenance plant.Provenance    `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
+	Engine *plant.EngineReport `json:"engine,omitempty"`
+	// Service is the service block summed over the replicas
+	// (plant.SumServiceReports); nil (left out) under the reference's
+	// service model.
+	Service    *plant.ServiceReport `json:"service,omitempty"`
+	Fleet      Info                 `json:"fleet"`              // fleet: router, replica count, requests per replica, groups
+	Replicas   []ReplicaReport      `json:"replicas"`           // replicas: one run per replica, in replica order
+	Requests   []Record             `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
+	Summary    plant.Summary        `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
+	Dilation   *float64             `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
+	Plant      plant.Plant          `json:"plant"`              // plant: the parameters every replica shares
+	Provenance plant.Provenance     `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
 	// Result is the run the report describes, for figures and tables.
 	Result *Result `json:"-"`
 	// LastArrivalS is the arrival of the workload's last request, after
@@ -92,6 +96,9 @@ type ReplicaReport struct {
 	// Engine is its own engine block; nil (left out) without engine
 	// features.
 	Engine *plant.EngineReport `json:"engine,omitempty"`
+	// Service is its own service block; nil (left out) under the
+	// reference's service model.
+	Service *plant.ServiceReport `json:"service,omitempty"`
 	// The trajectory as a single-GPU document has it (time_s ... phase),
 	// left out with Summary or when the replica has no step.
 	plant.Trajectory
@@ -206,6 +213,7 @@ func newReport(res *Result, dilation *float64, w plant.Workload, cfg RunConfig) 
 		})
 	}
 	var engines []*plant.EngineReport
+	var services []*plant.ServiceReport
 	for _, rep := range res.Replicas {
 		r.Fleet.RequestsRouted = append(r.Fleet.RequestsRouted, rep.RequestsRouted)
 		r.Replicas = append(r.Replicas, ReplicaReport{
@@ -219,14 +227,17 @@ func newReport(res *Result, dilation *float64, w plant.Workload, cfg RunConfig) 
 			SLO:            rep.Result.SLO,
 			MPCDiagnostics: rep.Result.MPCDiagnostics,
 			Engine:         rep.Result.Engine,
+			Service:        rep.Result.Service,
 			Trajectory:     rep.Result.Trajectory,
 		})
 		engines = append(engines, rep.Result.Engine)
+		services = append(services, rep.Result.Service)
 		controllers = appendNew(controllers, rep.Result.ControllerName)
 		schedulers = appendNew(schedulers, rep.Result.SchedulerName)
 		statuses = appendNew(statuses, rep.Result.ProfileStatus)
 	}
 	r.Engine = plant.SumEngineReports(engines)
+	r.Service = plant.SumServiceReports(services)
 	if !cfg.Summary {
 		r.Requests = res.Records()
 	}

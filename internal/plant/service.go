@@ -213,3 +213,31 @@ func (s SLO) ObjectivesFor(p *profile.Profile, svc ServiceModel) SLO {
 	}
 	return s
 }
+
+// SumServiceReports is the service block of a fleet: the replicas'
+// iterations, preemptions and recomputed tokens summed, the mean batch
+// over all their iterations, the model and KV capacity of the first (all
+// replicas share them); nil when reports has no block.
+func SumServiceReports(reports []*ServiceReport) *ServiceReport {
+	var sum *ServiceReport
+	batched := 0.0
+	for _, r := range reports {
+		if r == nil {
+			continue
+		}
+		if sum == nil {
+			sum = &ServiceReport{ServiceModel: r.ServiceModel, KVCapacityTokens: r.KVCapacityTokens}
+		}
+		sum.Iterations += r.Iterations
+		sum.Preemptions += r.Preemptions
+		sum.RecomputedTokens += r.RecomputedTokens
+		if r.MeanBatch != nil {
+			batched += *r.MeanBatch * float64(r.Iterations)
+		}
+	}
+	if sum != nil && sum.Iterations > 0 {
+		mean := batched / float64(sum.Iterations)
+		sum.MeanBatch = &mean
+	}
+	return sum
+}
