@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/benchload"
+	"servesim/internal/cards"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
@@ -26,7 +30,10 @@ type benchOptions struct {
 	Load benchload.Options
 	// IgnoreEOS is accepted for vLLM's command lines: outputs always run
 	// to their length.
-	IgnoreEOS         bool
+	IgnoreEOS bool
+	// SaveDetailed is accepted for vLLM's command lines: the saved file
+	// always holds the per-request lists.
+	SaveDetailed      bool
 	Goodput           []string // --goodput KEY:VALUE pairs (and the arguments after them)
 	PercentileMetrics string
 	MetricPercentiles string
@@ -35,7 +42,8 @@ type benchOptions struct {
 	ResultFilename    string
 	Output            outputOptions
 	// Report is what check parsed of --percentile-metrics,
-	// --metric-percentiles, --goodput and --max-concurrency.
+	// --metric-percentiles, --goodput, --max-concurrency and
+	// --request-rate.
 	Report vllmbench.ServeOptions
 }
 
@@ -74,6 +82,7 @@ func newBenchCmd(s *streams, runF func(*benchOptions) error) *cobra.Command {
 	f.StringVar(&opts.ResultDir, "result-dir", "", "folder of --save-result (created; default: the current one)")
 	f.StringVar(&opts.ResultFilename, "result-filename", "", "file name of --save-result (default: servesim-{request_rate}qps[-concurrency{N}]-{model}-{date}.json)")
 	f.BoolVar(&opts.IgnoreEOS, "ignore-eos", false, "accepted for vLLM's command lines: simulated outputs always run to their length")
+	f.BoolVar(&opts.SaveDetailed, "save-detailed", false, "accepted for vLLM's command lines: the file of --save-result always holds the per-request lists")
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV, or a bundle folder holding l4_profile.csv (default: the embedded engineering proxy)")
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
 	f.StringVar(&opts.Controller, "controller", "max", "clock controller, as simulate's --controller")
@@ -113,7 +122,7 @@ func (o *benchOptions) check(cmd *cobra.Command, args []string) error {
 	if o.Report.Percentiles, err = vllmbench.ParseMetricPercentiles(o.MetricPercentiles); err != nil {
 		return err
 	}
-	o.Report.MaxConcurrency = o.MaxConcurrency
+	o.Report.MaxConcurrency, o.Report.RequestRate = o.MaxConcurrency, o.Load.RequestRate
 	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
 	}
@@ -133,11 +142,19 @@ func (o *benchOptions) check(cmd *cobra.Command, args []string) error {
 }
 
 // runBench generates the workload, simulates it and prints vLLM's result
-// block (and saves the result JSON with --save-result).
+// block (and saves the result JSON with --save-result). Requests
+// unfinished at --max-sim-time are failed ones: one stderr line says how
+// many, and the exit is still 0, as vLLM's with failed requests.
 func runBench(ctx context.Context, s *streams, o *benchOptions) error {
 	workload, err := benchload.Generate(o.Load)
 	if err != nil {
 		return err
+	}
+	model := ""
+	if o.SaveResult {
+		if model, err = o.modelID(); err != nil {
+			return err
+		}
 	}
 	o.Workload, o.Stdin, o.Stderr, o.Version = &workload, s.In, s.Err, resolvedVersion()
 	res, err := simrun.Run(ctx, o.Config)
@@ -149,20 +166,42 @@ func runBench(ctx context.Context, s *streams, o *benchOptions) error {
 		return internalError(err)
 	}
 	if o.SaveResult {
-		if err := o.save(report, time.Now()); err != nil {
+		if err := o.save(report, model, time.Now()); err != nil {
 			return err
 		}
 	}
-	return writeBytes(s, o.Output, []byte(report.Text()))
+	if err := writeBytes(s, o.Output, []byte(report.Text())); err != nil {
+		return err
+	}
+	if report.Failed > 0 {
+		fmt.Fprintf(s.Err, "servesim: %d of %d requests failed: unfinished when the simulation stopped at --max-sim-time %g s (raise --max-sim-time to let them finish)\n",
+			report.Failed, report.Completed+report.Failed, o.Plant.MaxSimulationTimeS)
+	}
+	return nil
 }
 
-// save writes the result JSON to --result-dir/--result-filename (vLLM's
-// name by default), atomically, creating the folder.
-func (o *benchOptions) save(report *vllmbench.Serve, now time.Time) error {
-	model := "servesim-proxy"
-	if o.Service.Kind == plant.ServiceBatched {
-		model = o.Service.ModelCard
+// modelID is the model_id (and tokenizer_id) of the saved file:
+// "servesim-proxy" under the reference model; under the batched model the
+// --model value as given for a built-in card (its name or Hugging Face
+// id, as vLLM's --model), and a card file's name (its "name", by default
+// the file's base name), not its path.
+func (o *benchOptions) modelID() (string, error) {
+	if o.Service.Kind != plant.ServiceBatched {
+		return "servesim-proxy", nil
 	}
+	if _, ok := cards.BuiltinModel(o.Service.ModelCard); ok {
+		return o.Service.ModelCard, nil
+	}
+	m, err := cards.ResolveModel(o.Service.ModelCard)
+	if err != nil {
+		return "", err
+	}
+	return m.Name, nil
+}
+
+// save writes the result JSON of model to --result-dir/--result-filename
+// (vLLM's name by default), atomically, creating the folder.
+func (o *benchOptions) save(report *vllmbench.Serve, model string, now time.Time) error {
 	cfg := vllmbench.SaveConfig{
 		Date: now.Format("20060102-150405"), Backend: "servesim", ModelID: model, TokenizerID: model,
 		NumPrompts: o.Load.NumPrompts, RequestRate: o.Load.RequestRate, Burstiness: o.Load.Burstiness,
@@ -174,7 +213,7 @@ func (o *benchOptions) save(report *vllmbench.Serve, now time.Time) error {
 	}
 	if o.ResultDir != "" {
 		if err := os.MkdirAll(o.ResultDir, 0o777); err != nil {
-			return fmt.Errorf("--result-dir %w", err)
+			return resultDirError(o.ResultDir, err)
 		}
 		name = filepath.Join(o.ResultDir, name)
 	}
@@ -183,4 +222,28 @@ func (o *benchOptions) save(report *vllmbench.Serve, now time.Time) error {
 		return internalError(err)
 	}
 	return writeTarget("--save-result", name, chunksWriter(chunks))
+}
+
+// resultDirError says in one line why --result-dir dir could not be made
+// (err is os.MkdirAll's): it, or a folder on its way, is a file (a
+// regular one, a device, a FIFO, ...), or the folder it goes in is not
+// writable.
+func resultDirError(dir string, err error) error {
+	at := dir // the path MkdirAll failed on
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		at, err = pathErr.Path, pathErr.Err
+	}
+	switch {
+	case errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist):
+		if at == dir {
+			return fmt.Errorf("--result-dir %s: not a folder", dir)
+		}
+		return fmt.Errorf("--result-dir %s: %s is not a folder", dir, at)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("--result-dir %s: folder %s is not writable", dir, filepath.Dir(at))
+	case errors.Is(err, syscall.EROFS):
+		return fmt.Errorf("--result-dir %s: folder %s is on a read-only file system", dir, filepath.Dir(at))
+	}
+	return fmt.Errorf("--result-dir %s: cannot create folder %s: %w", dir, at, err)
 }

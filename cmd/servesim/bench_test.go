@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -33,8 +37,10 @@ func TestBenchFlagDefaultsAreVLLMs(t *testing.T) {
 		CustomOutputLen: 256, RequestRate: math.Inf(1), Burstiness: 1,
 	}, o.Load)
 	assert.Zero(t, o.MaxConcurrency, "no --max-concurrency: an open loop")
-	assert.Equal(t, vllmbench.ServeOptions{Metrics: []string{"ttft", "tpot", "itl"}, Percentiles: []float64{99}, Goodput: vllmbench.Goodput{}}, o.Report)
+	assert.Equal(t, vllmbench.ServeOptions{Metrics: []string{"ttft", "tpot", "itl"}, Percentiles: []float64{99}, Goodput: vllmbench.Goodput{},
+		RequestRate: math.Inf(1)}, o.Report)
 	assert.False(t, o.SaveResult)
+	assert.False(t, o.SaveDetailed)
 	assert.Empty(t, o.ResultDir)
 	assert.Empty(t, o.ResultFilename)
 	assert.True(t, o.Requests && o.Summary, "records kept for the report, no trajectory")
@@ -50,7 +56,7 @@ func TestBenchFlagsSetEveryField(t *testing.T) {
 		"--dataset-name", "sharegpt", "--dataset-path", "sg.json", "--num-prompts", "50", "--seed", "7",
 		"--sharegpt-output-len", "64", "--request-rate", "2.5", "--burstiness", "0.5", "--max-concurrency", "8",
 		"--goodput", "ttft:500", "tpot:50", "--percentile-metrics", "ttft,e2el", "--metric-percentiles", "50,99.9",
-		"--save-result", "--result-dir", "out", "--result-filename", "r.json", "--ignore-eos",
+		"--save-result", "--result-dir", "out", "--result-filename", "r.json", "--ignore-eos", "--save-detailed",
 		"--replicas", "2", "--controller", "min", "-o", "summary.txt")
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, benchload.Options{
@@ -59,8 +65,8 @@ func TestBenchFlagsSetEveryField(t *testing.T) {
 	}, o.Load)
 	assert.Equal(t, 8, o.MaxConcurrency)
 	assert.Equal(t, vllmbench.ServeOptions{Metrics: []string{"ttft", "e2el"}, Percentiles: []float64{50, 99.9},
-		Goodput: vllmbench.Goodput{"ttft": 500, "tpot": 50}, MaxConcurrency: 8}, o.Report)
-	assert.True(t, o.SaveResult && o.IgnoreEOS)
+		Goodput: vllmbench.Goodput{"ttft": 500, "tpot": 50}, MaxConcurrency: 8, RequestRate: 2.5}, o.Report)
+	assert.True(t, o.SaveResult && o.IgnoreEOS && o.SaveDetailed)
 	assert.Equal(t, "out", o.ResultDir)
 	assert.Equal(t, "r.json", o.ResultFilename)
 	assert.True(t, o.Fleet.Enabled)
@@ -147,4 +153,147 @@ func TestBenchRunIsConsistentWithItsWorkload(t *testing.T) {
 		assert.Contains(t, text, header+"\n")
 	}
 	assert.Positive(t, summaryValue(t, text, "P99 ITL (ms):"))
+}
+
+func TestBenchRequestRateRow(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string // the row's value; "" for no row
+	}{
+		{[]string{"--request-rate", "4"}, "4.00"},
+		{[]string{"--request-rate", "0.5", "--max-concurrency", "2"}, "0.50"},
+		{nil, ""}, // inf
+	} {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
+			s, out, errOut := testStreams("")
+			args := append([]string{"bench", "--num-prompts", "4", "--random-input-len", "64", "--random-output-len", "8"}, tt.args...)
+			require.Equal(t, exitOK, run(context.Background(), args, s), errOut.String())
+			if tt.want == "" {
+				assert.NotContains(t, out.String(), "Request rate configured")
+				return
+			}
+			assert.Regexp(t, `\nRequest rate configured \(RPS\):           `+regexp.QuoteMeta(tt.want)+` +\nBenchmark duration`, out.String())
+		})
+	}
+}
+
+func TestBenchWarnsOfFailedRequests(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string // the stderr line; "" for none
+	}{
+		{"all finish", []string{"--num-prompts", "10", "--request-rate", "5"}, ""},
+		{"some cut off", []string{"--num-prompts", "50", "--max-sim-time", "5"},
+			`^servesim: (\d+) of 50 requests failed: unfinished when the simulation stopped at --max-sim-time 5 s \(raise --max-sim-time to let them finish\)\n$`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, out, errOut := testStreams("")
+			require.Equal(t, exitOK, run(context.Background(), append([]string{"bench"}, tt.args...), s), "exit 0 with failures, as vLLM")
+			if tt.want == "" {
+				assert.Empty(t, errOut.String())
+				return
+			}
+			m := regexp.MustCompile(tt.want).FindStringSubmatch(errOut.String())
+			require.NotNil(t, m, errOut.String())
+			failed, err := strconv.Atoi(m[1])
+			require.NoError(t, err)
+			assert.Positive(t, failed)
+			assert.Equal(t, float64(50-failed), summaryValue(t, out.String(), "Successful requests:"))
+		})
+	}
+}
+
+func TestBenchModelID(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	card := `"weight_gb": 2.5, "layers": 16, "hidden_size": 2048, "attention_heads": 16, "kv_heads": 4, "head_size": 128, "dtype": "float16"`
+	named, unnamed := filepath.Join(dir, "mymodel.json"), filepath.Join(dir, "other.json")
+	require.NoError(t, os.WriteFile(named, []byte(`{"name": "acme/My-Model-7B", `+card+`}`), 0o644))
+	require.NoError(t, os.WriteFile(unnamed, []byte(`{`+card+`}`), 0o644))
+	for _, tt := range []struct {
+		name, kind, model string
+		want, wantFile    string
+	}{
+		{"the proxy", plant.ServiceReference, "", "servesim-proxy", "servesim-proxy"},
+		{"a built-in card as given", plant.ServiceBatched, "Qwen2.5-7B-Instruct", "Qwen2.5-7B-Instruct", "Qwen2.5-7B-Instruct"},
+		{"a Hugging Face id as given", plant.ServiceBatched, "Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "Qwen2.5-7B-Instruct"},
+		{"a card file's name", plant.ServiceBatched, named, "acme/My-Model-7B", "My-Model-7B"},
+		{"a card file without one: its base name", plant.ServiceBatched, unnamed, "other", "other"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o := &benchOptions{}
+			o.Service.Kind, o.Service.ModelCard = tt.kind, tt.model
+			got, err := o.modelID()
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			cfg := vllmbench.SaveConfig{Backend: "servesim", ModelID: got, RequestRate: math.Inf(1), Date: "20250101-120000"}
+			assert.Equal(t, "servesim-infqps-"+tt.wantFile+"-20250101-120000.json", cfg.FileName())
+		})
+	}
+}
+
+func TestBenchResultDirErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "afile")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	tests := []struct {
+		name, resultDir, want string
+	}{
+		{"a regular file", file, file + ": not a folder"},
+		{"a file with a slash", file + "/", file + "/: not a folder"},
+		{"under a regular file", filepath.Join(file, "sub"), filepath.Join(file, "sub") + ": " + file + " is not a folder"},
+		{"a FIFO", fifo, fifo + ": not a folder"},
+	}
+	// A private character device (as /dev/null's numbers), where the
+	// process may make one.
+	if dev := filepath.Join(dir, "null"); syscall.Mknod(dev, syscall.S_IFCHR|0o600, 1<<8|3) == nil {
+		tests = append(tests, struct{ name, resultDir, want string }{"a device", dev, dev + ": not a folder"})
+	}
+	if os.Geteuid() != 0 { // root writes anywhere
+		ro := filepath.Join(dir, "ro")
+		require.NoError(t, os.Mkdir(ro, 0o555))
+		tests = append(tests, struct{ name, resultDir, want string }{"in a read-only folder", filepath.Join(ro, "a", "b"),
+			filepath.Join(ro, "a", "b") + ": folder " + ro + " is not writable"})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s, out, errOut := testStreams("")
+			code := run(context.Background(), []string{"bench", "--num-prompts", "2", "--save-result", "--result-dir", tt.resultDir}, s)
+			assert.Equal(t, exitInput, code)
+			assert.Equal(t, "servesim: --result-dir "+tt.want+"\n", errOut.String(), "one line")
+			assert.Empty(t, out.String(), "nothing printed")
+		})
+	}
+}
+
+func TestResultDirErrorWording(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{&fs.PathError{Op: "mkdir", Path: "out", Err: syscall.ENOTDIR}, "--result-dir out: not a folder"},
+		{&fs.PathError{Op: "mkdir", Path: "out/", Err: syscall.EEXIST}, "--result-dir out/: not a folder"},
+		{&fs.PathError{Op: "mkdir", Path: "a", Err: syscall.ENOTDIR}, "--result-dir a/b/out: a is not a folder"},
+		{&fs.PathError{Op: "mkdir", Path: "ro/a", Err: syscall.EACCES}, "--result-dir ro/a/out: folder ro is not writable"},
+		{&fs.PathError{Op: "mkdir", Path: "ro/out", Err: syscall.EPERM}, "--result-dir ro/out: folder ro is not writable"},
+		{&fs.PathError{Op: "mkdir", Path: "ro/out", Err: syscall.EROFS}, "--result-dir ro/out: folder ro is on a read-only file system"},
+		{&fs.PathError{Op: "mkdir", Path: "full/out", Err: syscall.ENOSPC}, "--result-dir full/out: cannot create folder full/out: no space left on device"},
+	} {
+		t.Run(tt.want, func(t *testing.T) {
+			t.Parallel()
+			dir := strings.TrimPrefix(strings.SplitN(tt.want, ":", 2)[0], "--result-dir ")
+			assert.EqualError(t, resultDirError(dir, tt.err), tt.want)
+		})
+	}
 }

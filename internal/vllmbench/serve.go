@@ -127,6 +127,10 @@ type ServeOptions struct {
 	Goodput Goodput
 	// MaxConcurrency is --max-concurrency; 0 when not given.
 	MaxConcurrency int
+	// RequestRate is --request-rate, requests per second: a finite one
+	// prints the row "Request rate configured (RPS):" (vLLM v0.10.2 and
+	// later); +Inf (vLLM's default) or 0 prints none.
+	RequestRate float64
 }
 
 // Stats are one metric's statistics, ms.
@@ -333,8 +337,9 @@ func repeatedSummaryMs(r numeric.Repeated, ps []float64) Stats {
 }
 
 // Text is the block `vllm bench serve` prints at the end of a run, with
-// vLLM's labels and widths ("{:<40} {:<10}"), its sections for the
-// metrics of Options.Metrics in vLLM's order.
+// vLLM's labels and widths ("{:<40} {:<10}"), the configured request rate
+// at a finite Options.RequestRate, and its sections for the metrics of
+// Options.Metrics in vLLM's order.
 func (s *Serve) Text() string {
 	var b strings.Builder
 	b.WriteString(centered(" Serving Benchmark Result ", "=") + "\n")
@@ -342,6 +347,9 @@ func (s *Serve) Text() string {
 	line("Successful requests:", strconv.Itoa(s.Completed))
 	if s.Options.MaxConcurrency > 0 {
 		line("Maximum request concurrency:", strconv.Itoa(s.Options.MaxConcurrency))
+	}
+	if r := s.Options.RequestRate; r > 0 && !math.IsInf(r, 1) {
+		line("Request rate configured (RPS):", fixed2(r))
 	}
 	line("Benchmark duration (s):", fixed2(s.DurationS))
 	line("Total input tokens:", strconv.Itoa(s.TotalInputTokens))

@@ -46,7 +46,7 @@ func TestServeTextGolden(t *testing.T) {
 	}{
 		{"serve_default.txt", ServeOptions{Metrics: []string{"ttft", "tpot", "itl"}, Percentiles: []float64{99}}},
 		{"serve_goodput.txt", ServeOptions{Metrics: []string{"e2el", "ttft"}, Percentiles: []float64{50, 99.9},
-			Goodput: Goodput{"ttft": 300, "e2el": 1500}, MaxConcurrency: 8}},
+			Goodput: Goodput{"ttft": 300, "e2el": 1500}, MaxConcurrency: 8, RequestRate: 2.5}},
 	} {
 		got := serveOf(t, tc.opts).Text()
 		path := filepath.Join("testdata", tc.golden)
@@ -57,6 +57,32 @@ func TestServeTextGolden(t *testing.T) {
 		want, err := os.ReadFile(path)
 		require.NoError(t, err)
 		assert.Equal(t, string(want), got, "%s (go test -run TestServeTextGolden -update rewrites it)", path)
+	}
+}
+
+func TestServeTextRequestRateRow(t *testing.T) {
+	t.Parallel()
+	const label = "Request rate configured (RPS):"
+	for _, tt := range []struct {
+		name string
+		rate float64
+		want string // the row; "" for none
+	}{
+		{"finite", 4, label + "           4.00      \n"},
+		{"fraction", 0.125, label + "           0.12      \n"},
+		{"inf: no row", math.Inf(1), ""},
+		{"not given: no row", 0, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			text := serveOf(t, ServeOptions{Metrics: []string{"ttft"}, Percentiles: []float64{99}, MaxConcurrency: 2, RequestRate: tt.rate}).Text()
+			if tt.want == "" {
+				assert.NotContains(t, text, label)
+				return
+			}
+			assert.Contains(t, text, "Maximum request concurrency:             2         \n"+tt.want+"Benchmark duration (s):",
+				"after the concurrency, before the duration, as vLLM prints it")
+		})
 	}
 }
 
@@ -113,8 +139,8 @@ func TestServeDocumentKeys(t *testing.T) {
 	_, err := jsonout.Chunks(doc)
 	assert.NoError(t, err)
 
-	cfg.RequestRate, cfg.MaxConcurrency, cfg.ModelID = 5, 16, "cards/llama-3-8b.json"
-	assert.Equal(t, "servesim-5.0qps-concurrency16-llama-3-8b.json-20250101-120000.json", cfg.FileName())
+	cfg.RequestRate, cfg.MaxConcurrency, cfg.ModelID = 5, 16, "meta-llama/Llama-3-8B"
+	assert.Equal(t, "servesim-5.0qps-concurrency16-Llama-3-8B-20250101-120000.json", cfg.FileName(), "the model id's basename")
 	cfg.RequestRate, cfg.MaxConcurrency, cfg.ModelID = math.Inf(1), 0, "servesim-proxy"
 	assert.Equal(t, "servesim-infqps-servesim-proxy-20250101-120000.json", cfg.FileName())
 }
