@@ -83,7 +83,8 @@ sweep-demo: build
 	cmp bin/sweep-jobs1.jsonl bin/sweep-jobs2.jsonl && echo "sweep-demo: outputs identical"
 
 ## week-scale: the synthetic week of 27.3 million requests (a 1.1 GB trace written to a temporary
-## folder) through the servesim binary, normalized to 0.7, --summary: wall time and peak RSS
+## folder) through the servesim binary, --summary, under each service model (the reference's
+## normalized to 0.7, the batched one to 0.3: see weekRuns): wall time and peak RSS
 week-scale:
 	$(GO) test -run='^$$' -bench='SimulateWeek/week' -benchtime=1x -timeout=30m ./cmd/servesim
 

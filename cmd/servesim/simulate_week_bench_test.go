@@ -31,8 +31,8 @@ var weekSizes = []struct {
 // BenchmarkSimulateWeek runs the real servesim binary (the test binary,
 // which testscript puts on PATH as servesim) on the synthetic week written
 // in the Azure 2024 form (plant.WeekTraceLike, seed 1, in a temporary
-// folder): one replica stretched to 70% load, chunked prefill, the maximum
-// clock, --summary, under each service model. It reports the whole process's wall time (s/run), peak
+// folder): one replica (stretched as weekRuns says), chunked prefill, the
+// maximum clock, --summary, under each service model. It reports the whole process's wall time (s/run), peak
 // resident memory (peak-RSS-MB) and that per request (RSS-B/request). The
 // issue's goal for the week: under 60 s and 1.5 GB on two cores.
 func BenchmarkSimulateWeek(b *testing.B) {
@@ -50,21 +50,33 @@ func BenchmarkSimulateWeek(b *testing.B) {
 			require.NoError(b, f.Close())
 			bin, err := exec.LookPath("servesim")
 			require.NoError(b, err)
-			for _, model := range plant.ServiceModelNames {
-				b.Run(model, func(b *testing.B) { simulateWeek(b, bin, path, model) })
+			for _, run := range weekRuns {
+				b.Run(run.model, func(b *testing.B) { simulateWeek(b, bin, path, run.model, run.normalize) })
 			}
 		})
 	}
 }
 
+// weekRuns are the service models of BenchmarkSimulateWeek and the load
+// each runs the week at: 0.7 of the proxy's isolated maximum-clock service
+// (--normalize) for the reference's; under the batched model (L4 and
+// Qwen2.5-7B-Instruct cards) that load outgrows the GPU (its prefill,
+// about 3,100 tokens/s at the proxy's governed clock, against the proxy's
+// 9,500: the queue grows to 330,000 requests over a million), so it runs
+// at 0.3, a stable operating point (peak queue 64, mean TTFT 3.1 s).
+var weekRuns = []struct {
+	model     string
+	normalize string
+}{{plant.ServiceReference, "0.7"}, {plant.ServiceBatched, "0.3"}}
+
 // simulateWeek is one BenchmarkSimulateWeek run of the trace at path under
-// the service model.
-func simulateWeek(b *testing.B, bin, path, model string) {
+// the service model at the load normalize.
+func simulateWeek(b *testing.B, bin, path, model, normalize string) {
 	var peakRSS int64
 	var requests int
 	for b.Loop() {
 		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, "simulate", "--trace", path, "--normalize", "0.7", "--summary",
+		cmd := exec.Command(bin, "simulate", "--trace", path, "--normalize", normalize, "--summary",
 			"--max-sim-time", "1e9", "--max-steps", "2e10", "--service-model", model)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		require.NoError(b, cmd.Run(), stderr.String())
