@@ -56,11 +56,12 @@ type batchEngine struct {
 	// since, when none is in flight).
 	freeS float64
 	// The iteration in flight.
-	inFlight                bool
-	startS, endS, powerW    float64
-	accountedS              float64
-	hasPrefill, hasDecode   bool
-	prefillTokens, decodeTk float64
+	inFlight              bool
+	startS, endS, powerW  float64
+	accountedS            float64
+	hasPrefill, hasDecode bool
+	// work is what the iteration in flight does.
+	work iterationWork
 	// scheduled lists the requests of the iteration in flight.
 	scheduled []int
 	// preempted are requests preempted for recomputation, waiting in
@@ -76,6 +77,16 @@ type batchEngine struct {
 	// prefix cache look-up (undoLookUp).
 	savedRequest  engineRequest
 	savedProgress requestProgress
+}
+
+// iterationWork is the work of one iteration: its token budget left, the
+// KV tokens it reads and writes, its attention (tokens times context, the
+// sum the attention FLOPs scale), and its tokens.
+type iterationWork struct {
+	budget                      int
+	memoryTokens, attention     float64
+	tokens                      float64
+	prefillTokens, decodeTokens float64
 }
 
 // gate is the closed loop of Options.MaxConcurrency: a client with n
@@ -320,21 +331,20 @@ func (sim *simulation) serveBatched(level *clockLevel, startS, endS float64) (fl
 // iteration does any work.
 func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 	b := sim.batched
-	budget := b.maxTokens
+	w := &b.work
+	*w = iterationWork{budget: b.maxTokens}
 	b.scheduled = b.scheduled[:0]
-	memoryTokens, attention, tokens := 0.0, 0.0, 0.0
-	prefillTokens, decodeTokens := 0.0, 0.0
 	preempted := false
 	runningAtStart := len(sim.active)
-	for k := 0; k < len(sim.active) && budget > 0; k++ {
+	for k := 0; k < len(sim.active) && w.budget > 0; k++ {
 		i := sim.active[k]
 		pr := &sim.progress[i]
 		want := 1.0
 		if pr.prefillRemaining > 0 {
 			want = pr.prefillRemaining
 			if !b.whole {
-				want = min(want, float64(budget))
-			} else if want > float64(budget) && len(b.scheduled) > 0 {
+				want = min(want, float64(w.budget))
+			} else if want > float64(w.budget) && len(b.scheduled) > 0 {
 				continue // a whole prompt waits for an iteration of its own
 			}
 		}
@@ -354,28 +364,16 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 		if need > sim.kvFree() {
 			continue // no room and no preemption: the request stalls
 		}
-		sim.kvTake(i, need)
-		pr.scheduled = want
-		b.scheduled = append(b.scheduled, i)
-		memoryTokens += pr.promptProcessed + want
-		attention += want*pr.promptProcessed + want*(want+1)/2
-		tokens += want
-		budget -= int(want)
-		if pr.prefillRemaining > 0 {
-			prefillTokens += want
-		} else {
-			decodeTokens += want
-		}
+		sim.scheduleBatched(i, need, want)
 	}
 	if !preempted && !(b.static && runningAtStart > 0) {
-		for budget > 0 && len(sim.active) < b.maxSeqs {
+		for w.budget > 0 && len(sim.active) < b.maxSeqs {
 			i, fromQueue := -1, false
 			switch {
 			case len(b.preempted) > 0:
 				i = b.preempted[len(b.preempted)-1]
 			case sim.head < sim.pending:
 				i, fromQueue = sim.head, true
-			default:
 			}
 			if i < 0 {
 				break
@@ -384,10 +382,10 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 			sim.lookUpBatched(i)
 			want := pr.prefillRemaining
 			if !b.whole {
-				want = min(want, float64(budget))
+				want = min(want, float64(w.budget))
 			}
 			need := sim.kvNeed(i, pr.promptProcessed+want)
-			if (b.whole && want > float64(budget) && len(b.scheduled) > 0) || need > sim.kvFree() {
+			if (b.whole && want > float64(w.budget) && len(b.scheduled) > 0) || need > sim.kvFree() {
 				sim.undoLookUp(i)
 				break
 			}
@@ -401,14 +399,7 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 				r.PrefillStartS = startS
 			}
 			sim.active = append(sim.active, i)
-			sim.kvTake(i, need)
-			pr.scheduled = want
-			b.scheduled = append(b.scheduled, i)
-			memoryTokens += pr.promptProcessed + want
-			attention += want*pr.promptProcessed + want*(want+1)/2
-			tokens += want
-			prefillTokens += want
-			budget -= int(want)
+			sim.scheduleBatched(i, need, want)
 		}
 	}
 	if len(b.scheduled) == 0 {
@@ -417,16 +408,35 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 	}
 	b.iterations++
 	b.batched += len(b.scheduled)
-	memoryS := (b.weightBytes + b.kvBytesPerToken*memoryTokens) / level.memoryRate
-	computeS := (b.flopsPerToken*tokens + b.attentionCoef*attention) / level.computeRate
+	memoryS := (b.weightBytes + b.kvBytesPerToken*w.memoryTokens) / level.memoryRate
+	computeS := (b.flopsPerToken*w.tokens + b.attentionCoef*w.attention) / level.computeRate
 	b.inFlight = true
 	b.startS, b.accountedS = startS, startS
 	b.endS = startS + b.overheadS + max(memoryS, computeS)
-	w := computeS / (computeS + memoryS)
-	b.powerW = w*level.prefillPower + (1-w)*level.decodePower
-	b.hasPrefill, b.hasDecode = prefillTokens > 0, decodeTokens > 0
-	b.prefillTokens, b.decodeTk = prefillTokens, decodeTokens
+	share := computeS / (computeS + memoryS)
+	b.powerW = share*level.prefillPower + (1-share)*level.decodePower
+	b.hasPrefill, b.hasDecode = w.prefillTokens > 0, w.decodeTokens > 0
 	return true
+}
+
+// scheduleBatched puts want tokens of running request i, which takes need
+// more KV blocks for them, into the iteration being scheduled.
+func (sim *simulation) scheduleBatched(i, need int, want float64) {
+	b := sim.batched
+	w := &b.work
+	pr := &sim.progress[i]
+	sim.kvTake(i, need)
+	pr.scheduled = want
+	b.scheduled = append(b.scheduled, i)
+	w.memoryTokens += pr.promptProcessed + want
+	w.attention += want*pr.promptProcessed + want*(want+1)/2
+	w.tokens += want
+	w.budget -= int(want)
+	if pr.prefillRemaining > 0 {
+		w.prefillTokens += want
+	} else {
+		w.decodeTokens += want
+	}
 }
 
 // preemptBatched frees request i's KV and puts it in front of the queue to be
@@ -527,7 +537,7 @@ func (sim *simulation) batchedOccupancy() float64 {
 // recomputed tokens over the iteration's prefill and decode tokens.
 func (sim *simulation) chargeBatchedRecompute(durationS float64) {
 	e, b := sim.engine, sim.batched
-	tokens := b.prefillTokens + b.decodeTk
+	tokens := b.work.tokens
 	for _, c := range e.recompute {
 		r := &e.reqs[c.request]
 		t := durationS * c.tokens / tokens
