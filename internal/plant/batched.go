@@ -73,6 +73,11 @@ type batchEngine struct {
 	recomputedTokens float64
 	// iterations counts the iterations, batched the requests they served.
 	iterations, batched int
+	// prefilling counts the running requests still prefilling, and
+	// kvTokens the running requests' KV tokens (their promptProcessed):
+	// kept as they change, so that a step reads them in O(1).
+	prefilling int
+	kvTokens   float64
 	// savedRequest and savedProgress are a request's state before its
 	// prefix cache look-up (undoLookUp).
 	savedRequest  engineRequest
@@ -226,15 +231,11 @@ func (sim *simulation) undoLookUp(i int) {
 // requests run, else idle.
 func (sim *simulation) batchedPhase(endS float64) stepPhase {
 	b := sim.batched
-	if sim.head < sim.pending || len(b.preempted) > 0 || (sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS < endS) {
+	switch {
+	case sim.head < sim.pending || len(b.preempted) > 0 || b.prefilling > 0 ||
+		(sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS < endS):
 		return phasePrefill
-	}
-	for _, i := range sim.active {
-		if sim.progress[i].prefillRemaining > 0 {
-			return phasePrefill
-		}
-	}
-	if len(sim.active) > 0 {
+	case len(sim.active) > 0:
 		return phaseDecode
 	}
 	return phaseIdle
@@ -399,6 +400,8 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 				r.PrefillStartS = startS
 			}
 			sim.active = append(sim.active, i)
+			b.prefilling++
+			b.kvTokens += pr.promptProcessed // its prefix cache hit
 			sim.scheduleBatched(i, need, want)
 		}
 	}
@@ -452,6 +455,10 @@ func (sim *simulation) preemptBatched(i int) {
 		e.preemptions++
 	}
 	b.recomputedTokens += pr.promptProcessed
+	b.kvTokens -= pr.promptProcessed
+	if pr.prefillRemaining > 0 {
+		b.prefilling--
+	}
 	pr.prefillRemaining = float64(sim.records[i].PromptTokens) + pr.generated
 	pr.promptProcessed = 0
 	pr.scheduled = 0
@@ -480,6 +487,7 @@ func (sim *simulation) finishIteration() {
 		pr := &sim.progress[i]
 		want := pr.scheduled
 		pr.scheduled = 0
+		b.kvTokens += want
 		if pr.prefillRemaining > 0 {
 			if e != nil {
 				// Fills and registers the prompt's blocks; prefill below
@@ -494,6 +502,7 @@ func (sim *simulation) finishIteration() {
 			if pr.prefillRemaining > 0 {
 				continue // a chunk: no token yet
 			}
+			b.prefilling--
 		} else {
 			pr.promptProcessed += want
 			if e != nil {
@@ -509,6 +518,7 @@ func (sim *simulation) finishIteration() {
 		}
 		if pr.generated >= pr.outputTokens {
 			r.CompletionTimeS = endS
+			b.kvTokens -= pr.promptProcessed
 			sim.kvRelease(i)
 			finished++
 			sim.gate.complete(endS)
@@ -524,13 +534,7 @@ func (sim *simulation) finishIteration() {
 }
 
 // batchedOccupancy is the KV tokens of the running requests.
-func (sim *simulation) batchedOccupancy() float64 {
-	total := 0.0
-	for _, i := range sim.active {
-		total += sim.progress[i].promptProcessed
-	}
-	return total
-}
+func (sim *simulation) batchedOccupancy() float64 { return sim.batched.kvTokens }
 
 // chargeBatchedRecompute turns the recomputation of the iteration that
 // just ended, of durationS, into time: each request's share of it is its

@@ -333,3 +333,38 @@ func TestBatchedPrefixCacheWithPreemption(t *testing.T) {
 	assert.Positive(t, res.Engine.PrefixCachedTokens)
 	assert.Zero(t, sim.engine.cache.live, "every block is given back")
 }
+
+func TestBatchedCountsFollowTheRequests(t *testing.T) {
+	t.Parallel()
+	svc := batchedService(t)
+	requests := DefaultTraceConfig().Requests()[:400]
+	for i := range requests {
+		requests[i].ArrivalTimeS /= 8 // a queue, preemptions
+	}
+	for _, prefixCache := range []bool{false, true} {
+		p := batchedPlant(t, svc)
+		p.KVCapacityTokens = 8192
+		opt := batchedOptions(svc)
+		opt.Engine.PrefixCache, opt.Engine.SharedPrefixTokens = prefixCache, 128*int(btoi(prefixCache))
+		sim, err := startSimulation(requests, p, ChunkedPrefill{}, MaxClock{}, opt)
+		require.NoError(t, err)
+		for step := 0; ; step++ {
+			done, err := sim.steps(1)
+			require.NoError(t, err)
+			kv, prefilling := 0.0, 0
+			for _, i := range sim.active {
+				kv += sim.progress[i].promptProcessed
+				if sim.progress[i].prefillRemaining > 0 {
+					prefilling++
+				}
+			}
+			require.Equal(t, kv, sim.batched.kvTokens, "prefix cache %v, step %d", prefixCache, step)
+			require.Equal(t, prefilling, sim.batched.prefilling, "prefix cache %v, step %d", prefixCache, step)
+			if done {
+				break
+			}
+		}
+		assert.Positive(t, sim.batched.preemptions, "prefix cache %v", prefixCache)
+		assert.Equal(t, len(requests), sim.completed)
+	}
+}
