@@ -45,7 +45,7 @@ func TestBuiltinEfficiencies(t *testing.T) {
 	}
 	l4, _ := BuiltinGPU("L4")
 	assert.Equal(t, GPU{Name: "L4", MemoryGB: 24, MemoryBandwidthGBps: 300, PeakTFLOPS: 121, BoardPowerW: 72,
-		MemoryEfficiency: 0.87, ComputeEfficiency: 0.42, IterationOverheadS: 0.002}, l4)
+		MemoryEfficiency: 0.926, ComputeEfficiency: 0.418, IterationOverheadS: 0.002}, l4)
 }
 
 func TestModelArithmetic(t *testing.T) {
