@@ -1,8 +1,8 @@
 package plantflag
 
 import (
+	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -77,7 +77,9 @@ func (o *Service) Check(cmd *cobra.Command) error {
 	return checkCard("model", o.ModelCard, cards.ModelNames())
 }
 
-// checkCard accepts a built-in card's name or an existing file.
+// checkCard accepts a built-in card's name, or anything cards reads as a
+// file (whose errors are bad input, Resolve's); an unknown or ambiguous
+// name is a usage error.
 func checkCard(flag, value string, known []string) error {
 	var err error
 	if flag == "gpu" {
@@ -85,11 +87,12 @@ func checkCard(flag, value string, known []string) error {
 	} else {
 		_, err = cards.ResolveModel(value)
 	}
-	if err == nil {
+	var unknown *cards.UnknownCardError
+	switch {
+	case !errors.As(err, &unknown):
 		return nil
-	}
-	if _, statErr := os.Stat(value); statErr == nil {
-		return nil // a card file: its errors are bad input (Resolve)
+	case len(unknown.Ambiguous) > 0:
+		return fmt.Errorf("--%s %q: ambiguous: expected %s", flag, value, strings.Join(unknown.Ambiguous, " or "))
 	}
 	return fmt.Errorf("--%s %q: expected a built-in card (%s) or a card file", flag, value, strings.Join(known, ", "))
 }
