@@ -46,8 +46,8 @@ func (r *Report) Figure(normalize, maxElapsedS float64) figure.Figure {
 	}
 	n := len(r.Replicas)
 	return figure.Figure{
-		Title: fmt.Sprintf("fleet: %d replicas, router %s, %s, %s%s\ntrace %s",
-			n, res.Router, r.Summary.Scheduler, r.Summary.Controller,
+		Title: fmt.Sprintf("fleet: %d replicas, router %s, %s, %s%s%s\ntrace %s",
+			n, res.Router, r.Summary.Scheduler, r.Summary.Controller, r.Service.Label(),
 			plant.LoadFlags(normalize, r.Dilation, maxElapsedS), filepath.Base(r.Provenance.TracePath)),
 		Width:  15 * vg.Inch,
 		Height: 12 * vg.Inch,
@@ -210,9 +210,13 @@ func sharedSLO(res *Result) *plant.SLO {
 // fleet): a line for the fleet, then one per replica.
 func (r *Report) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fleet of %d replicas, router %s; %s, %s; trace %s: %d requests\n\n",
-		r.Fleet.Replicas, r.Fleet.Router, r.Summary.Scheduler, r.Summary.Controller,
+	fmt.Fprintf(&b, "fleet of %d replicas, router %s; %s, %s%s; trace %s: %d requests\n",
+		r.Fleet.Replicas, r.Fleet.Router, r.Summary.Scheduler, r.Summary.Controller, r.Service.Label(),
 		r.Provenance.TracePath, r.Provenance.RequestsLoaded)
+	if line := r.Service.Line(); line != "" {
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("\n")
 	t := texttable.Table{Columns: []texttable.Column{
 		{Header: "replica", Text: true}, {Header: "group", Text: true}, {Header: "requests"},
 		{Header: "completed %"}, {Header: "p95 TTFT s"}, {Header: "TTFT viol %"},

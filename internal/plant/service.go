@@ -2,6 +2,7 @@ package plant
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"servesim/internal/cards"
@@ -240,4 +241,29 @@ func SumServiceReports(reports []*ServiceReport) *ServiceReport {
 		sum.MeanBatch = &mean
 	}
 	return sum
+}
+
+// Label names the batched model and its cards for titles: ", batched
+// L4 + Qwen2.5-7B-Instruct"; empty for a nil report (the reference's
+// model).
+func (r *ServiceReport) Label() string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf(", batched %s + %s", r.GPU.Name, r.Model.Name)
+}
+
+// Line is what a table says of the batched model's run: its limits, KV
+// capacity, iterations, mean batch and preemptions; empty for a nil
+// report.
+func (r *ServiceReport) Line() string {
+	if r == nil {
+		return ""
+	}
+	batch := "-"
+	if r.MeanBatch != nil {
+		batch = strconv.FormatFloat(*r.MeanBatch, 'f', 2, 64)
+	}
+	return fmt.Sprintf("service: %d sequences and %d tokens per iteration, KV %.0f tokens; %d iterations, mean batch %s requests, %d preemptions",
+		r.MaxNumSeqs, r.MaxNumBatchedTokens, r.KVCapacityTokens, r.Iterations, batch, r.Preemptions)
 }

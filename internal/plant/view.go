@@ -188,7 +188,7 @@ func (r *Result) PlanLevels(stepS float64) PlanLevels {
 // figureTitle names what the run simulated: scheduler, controller, the
 // load flags that were given, profile and trace, on two lines.
 func (r *Report) figureTitle(full *Result, normalize, maxElapsedS float64) string {
-	return fmt.Sprintf("simulate: %s, %s%s\nprofile %s, trace %s", full.SchedulerName, full.ControllerName,
+	return fmt.Sprintf("simulate: %s, %s%s%s\nprofile %s, trace %s", full.SchedulerName, full.ControllerName, full.Service.Label(),
 		LoadFlags(normalize, r.Dilation, maxElapsedS), full.ProfileStatus, filepath.Base(r.Provenance.TracePath))
 }
 
@@ -287,9 +287,13 @@ func (records RequestRecords) CompletedLatencies() (ttft, tpot, e2e []float64) {
 func (r *Report) Table() string {
 	m, slo := r.Metrics, r.SLO
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s, %s; profile %s: %s; trace %s: %d requests\n\n",
-		r.SchedulerName, r.ControllerName, r.ProfileStatus, r.Provenance.ProfilePath,
+	fmt.Fprintf(&b, "%s, %s%s; profile %s: %s; trace %s: %d requests\n",
+		r.SchedulerName, r.ControllerName, r.Service.Label(), r.ProfileStatus, r.Provenance.ProfilePath,
 		r.Provenance.TracePath, r.Provenance.RequestsLoaded)
+	if line := r.Service.Line(); line != "" {
+		b.WriteString(line + "\n")
+	}
+	b.WriteString("\n")
 	t := texttable.Table{Columns: []texttable.Column{
 		{Header: "metric", Text: true}, {Header: "value"}, {Header: "limit or SLO", Text: true},
 	}}
