@@ -8,25 +8,32 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/cards"
 	"servesim/internal/plant"
 )
 
-// loggedRun is a run at 0.8 requests/s measured on setup with its power log as
-// nvidia-smi would keep it (a sample every 100 ms, the simulated board
-// power and temperature, the clock of the level that ran), started at
-// start.
+// loggedRun is a run at 0.8 requests/s measured on setup with its power
+// log (loggedRunOf), started at start.
 func loggedRun(t *testing.T, setup *Setup, start time.Time) (*Run, *PowerLog) {
 	t.Helper()
-	run := measuredRun(t, setup, setup.GPU, "c8.json", 150, 0.8, 0, 5)
-	svc := setup.service(setup.GPU)
+	return loggedRunOf(t, setup, measuredRun(t, setup, setup.GPU, "c8.json", 150, 0.8, 0, 5), setup.GPU, start)
+}
+
+// loggedRunOf dates run as started at start and keeps its power log as
+// nvidia-smi would (a sample every 100 ms: the board power and temperature
+// the plant simulates under truth, the clock of the level that ran).
+func loggedRunOf(t *testing.T, setup *Setup, run *Run, truth cards.GPU, start time.Time) (*Run, *PowerLog) {
+	t.Helper()
+	svc := setup.service(truth)
 	p, err := setup.plantFor(svc)
 	require.NoError(t, err)
 	p.TimeStepS = 0.1
+	p.MaxSimulationTimeS = 1e5
 	res, err := plant.Simulate(run.workload(0), p, plant.ChunkedPrefill{}, plant.MaxClock{},
 		plant.Options{Service: svc, Engine: plant.EngineOptions{Preemption: plant.PreemptionRecompute}, MaxConcurrency: run.MaxConcurrency})
 	require.NoError(t, err)
 	tr := &res.Trajectory
-	log := &PowerLog{File: "gpu.csv", Start: start}
+	log := &PowerLog{File: run.File + ".power.csv", Start: start}
 	for k := range tr.TimeS {
 		log.Samples = append(log.Samples, PowerSample{TimeS: tr.TimeS[k], PowerW: tr.PowerW[k], SMClockMHz: tr.RealizedClockMHz[k],
 			MemClockMHz: 6251, TemperatureC: tr.TemperatureC[k], UtilizationPct: math.NaN()})
@@ -69,7 +76,7 @@ func TestAlignPowerRefusesALogOfAnotherTime(t *testing.T) {
 	run, log := loggedRun(t, setup, time.Date(2026, 12, 1, 9, 30, 0, 0, time.Local))
 	log.Start = log.Start.Add(-2 * time.Hour)
 	_, err := AlignPower(log, run)
-	require.ErrorContains(t, err, "power log gpu.csv: 0 samples during bench file c8.json")
+	require.ErrorContains(t, err, "power log c8.json.power.csv: 0 samples during bench file c8.json")
 	run.Date = "yesterday"
 	_, err = AlignPower(log, run)
 	require.EqualError(t, err, `bench file c8.json: key "date" "yesterday": expected vLLM's YYYYMMDD-HHMMSS to align a power log`)

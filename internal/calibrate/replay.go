@@ -105,6 +105,7 @@ func Replay(run *Run, setup *Setup, gpu cards.GPU) (Metrics, error) {
 		seeds = []uint64{0}
 	}
 	var sum Metrics
+	power, energy := 0.0, 0.0
 	for _, seed := range seeds {
 		requests := run.workload(seed)
 		if len(requests) == 0 {
@@ -125,7 +126,13 @@ func Replay(run *Run, setup *Setup, gpu cards.GPU) (Metrics, error) {
 		sum.P99TTFTS += m.P99TTFTS / float64(len(seeds))
 		sum.MeanTPOTS += m.MeanTPOTS / float64(len(seeds))
 		sum.OutputThroughput += m.OutputThroughput / float64(len(seeds))
+		if res.Steps > 0 {
+			power += res.Metrics.EnergyJ / (float64(res.Steps) * p.TimeStepS) / float64(len(seeds))
+		}
+		energy += res.Metrics.EnergyPerOutputTokenJ / float64(len(seeds))
 	}
+	// The board's power and energy under the profile's powers.
+	sum.MeanPowerW, sum.EnergyPerTokenJ = &power, &energy
 	return sum, nil
 }
 

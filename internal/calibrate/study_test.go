@@ -1,0 +1,55 @@
+package calibrate
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestCalibrateRoundTrip(t *testing.T) {
+	t.Parallel()
+	setup := testSetup(t)
+	setup.Seeds = []uint64{0}
+	truth := setup.GPU
+	truth.MemoryEfficiency, truth.ComputeEfficiency, truth.IterationOverheadS = 0.83, 0.45, 0.003
+	start := time.Date(2026, 11, 30, 14, 0, 0, 0, time.Local)
+	study := &Study{Setup: setup}
+	for i, spec := range []struct {
+		name        string
+		n           int
+		concurrency int
+	}{{"c1.json", 40, 1}, {"c8.json", 120, 8}, {"c32.json", 200, 32}} {
+		run, log := loggedRunOf(t, setup, measuredRun(t, setup, truth, spec.name, spec.n, math.Inf(1), spec.concurrency, uint64(i+1)), truth,
+			start.Add(time.Duration(i)*time.Hour))
+		study.Runs = append(study.Runs, run)
+		study.PowerLogs = append(study.PowerLogs, log)
+	}
+	// A run at a rate idles between requests: it tells the idle power.
+	run, log := loggedRunOf(t, setup, measuredRun(t, setup, truth, "r01.json", 40, 0.1, 0, 9), truth, start.Add(5*time.Hour))
+	study.HeldOut = append(study.HeldOut, run)
+	study.PowerLogs = append(study.PowerLogs, log)
+	rep, err := study.Calibrate()
+	require.NoError(t, err)
+	assert.InEpsilon(t, truth.MemoryEfficiency, rep.GPU.MemoryEfficiency, 0.02)
+	assert.InEpsilon(t, truth.ComputeEfficiency, rep.GPU.ComputeEfficiency, 0.02)
+	assert.InEpsilon(t, truth.IterationOverheadS, rep.GPU.IterationOverheadS, 0.02)
+	require.Len(t, rep.Power, 1, "every run ran at the top level")
+	prof := setup.Profile
+	top := len(prof.ClockMHz) - 1
+	assert.InEpsilon(t, prof.IdlePowerW[top], rep.Power[0].IdleW, 0.02)
+	assert.InEpsilon(t, prof.PrefillPowerW[top], rep.Power[0].PrefillW, 0.02)
+	assert.InEpsilon(t, prof.DecodePowerW[top], rep.Power[0].DecodeW, 0.02)
+	require.NotNil(t, rep.Thermal)
+	assert.InEpsilon(t, setup.Plant.ThermalTimeConstantS, rep.Thermal.TimeConstantS, 0.02)
+	require.Len(t, rep.PowerMatches, 4)
+	for _, r := range rep.Runs {
+		require.NotNil(t, r.Errors.MeanPower, r.File)
+		assert.InDelta(t, 0, *r.Errors.MeanPower, 0.02, r.File)
+		assert.InDelta(t, 0, *r.Errors.MeanTPOT, 0.02, r.File)
+	}
+	require.NotNil(t, rep.MedianErrors.HeldOut)
+	assert.Less(t, math.Abs(*rep.MedianErrors.HeldOut.Throughput), 0.05)
+}
