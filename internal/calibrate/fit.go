@@ -145,12 +145,22 @@ func relativeCost(measured, sim Metrics) float64 {
 	return sq(sim.MeanTTFTS, measured.MeanTTFTS) + sq(sim.MeanTPOTS, measured.MeanTPOTS) + sq(sim.OutputThroughput, measured.OutputThroughput)
 }
 
-// loadLevels counts the runs' distinct loads (request rate and
-// concurrency cap).
+// loadLevels counts the runs' distinct loads: a finite request rate, or,
+// when every request is sent at once, how many run at a time (the
+// concurrency cap, or all of them without one: a burst of 10 prompts is
+// another load than one of 40).
 func loadLevels(runs []*Run) int {
 	seen := map[[2]float64]bool{}
 	for _, r := range runs {
-		seen[[2]float64{r.RequestRate, float64(r.MaxConcurrency)}] = true
+		load := [2]float64{r.RequestRate, float64(r.MaxConcurrency)}
+		if math.IsInf(r.RequestRate, 1) {
+			n := len(r.Requests)
+			if r.MaxConcurrency > 0 {
+				n = min(n, r.MaxConcurrency)
+			}
+			load[1] = float64(n)
+		}
+		seen[load] = true
 	}
 	return len(seen)
 }

@@ -128,3 +128,24 @@ func TestFitLatencyRefusesWhatItCannotFit(t *testing.T) {
 	require.NoError(t, err)
 	assert.InEpsilon(t, setup.GPU.MemoryEfficiency, fit.GPU.MemoryEfficiency, 0.02)
 }
+
+func TestLoadLevels(t *testing.T) {
+	t.Parallel()
+	run := func(rate float64, concurrency, n int) *Run {
+		return &Run{RequestRate: rate, MaxConcurrency: concurrency, Requests: make([]Request, n)}
+	}
+	inf := math.Inf(1)
+	for _, tc := range []struct {
+		name string
+		runs []*Run
+		want int
+	}{
+		{"bursts of 10 and 40 prompts", []*Run{run(inf, 0, 10), run(inf, 0, 40)}, 2},
+		{"caps of 8 over 100 and 200 prompts", []*Run{run(inf, 8, 100), run(inf, 8, 200)}, 1},
+		{"a cap above the prompts is the burst", []*Run{run(inf, 64, 10), run(inf, 0, 10)}, 1},
+		{"two rates", []*Run{run(1, 0, 100), run(2, 0, 100)}, 2},
+		{"one rate, two sizes", []*Run{run(1, 0, 100), run(1, 0, 300)}, 1},
+	} {
+		assert.Equal(t, tc.want, loadLevels(tc.runs), tc.name)
+	}
+}
