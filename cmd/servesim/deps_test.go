@@ -45,7 +45,7 @@ var (
 	domainPackages = []string{
 		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",
 		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench", "internal/cards",
-		"internal/benchload",
+		"internal/benchload", "internal/calibrate",
 	}
 	runPackages  = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/plantflag"}
 	testPackages = []string{

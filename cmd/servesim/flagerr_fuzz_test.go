@@ -14,7 +14,7 @@ import (
 var fuzzedCommands = []struct {
 	name  string
 	build func(*streams) *cobra.Command
-	args  []string // positional arguments the command needs
+	args  []string // positional arguments (or required flags) the command needs
 	sub   string   // the subcommand fuzzed, for a command group
 }{
 	{"simulate", func(s *streams) *cobra.Command {
@@ -36,6 +36,9 @@ var fuzzedCommands = []struct {
 	{"trace", buildFuzzedTrace, []string{"x.csv"}, "stats"},
 	{"trace", buildFuzzedTrace, []string{"x.csv"}, "convert"},
 	{"bench", func(s *streams) *cobra.Command { return newBenchCmd(s, func(*benchOptions) error { return nil }) }, nil, ""},
+	{"calibrate", func(s *streams) *cobra.Command {
+		return newCalibrateCmd(s, func(*calibrateOptions) error { return nil })
+	}, []string{"--bench=run.json"}, ""},
 }
 
 // requiredFlags are the flags a fuzzed subcommand cannot run without.

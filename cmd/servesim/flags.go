@@ -57,6 +57,8 @@ var flagExpectations = map[string]string{
 	"request-rate":        "a positive number of requests per second, or inf",
 	"burstiness":          "a positive number",
 	"max-concurrency":     "a whole number of at least 1",
+	// calibrate
+	"seeds": "a whole number of at least 1",
 }
 
 // fileFlags are the flags that name files, with the extensions the shell
@@ -72,6 +74,12 @@ var fileFlags = map[string][]string{
 	"request-log": {"csv", "jsonl"},
 	// bench's dataset
 	"dataset-path": {"json", "jsonl"},
+	// calibrate's inputs and outputs
+	"bench":       {"json"},
+	"holdout":     {"json"},
+	"power-log":   {"csv"},
+	"out-gpu":     {"json"},
+	"out-profile": {"csv"},
 }
 
 // flagCompletions complete the values of the flags that name a policy, in

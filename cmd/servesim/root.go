@@ -97,6 +97,7 @@ type subcommand struct {
 func commands() []subcommand {
 	return []subcommand{
 		{"bench", func(s *streams) *cobra.Command { return newBenchCmd(s, nil) }},
+		{"calibrate", func(s *streams) *cobra.Command { return newCalibrateCmd(s, nil) }},
 		{"capacity", func(s *streams) *cobra.Command { return newCapacityCmd(s, nil) }},
 		{"diagnose", func(s *streams) *cobra.Command { return newDiagnoseCmd(s, nil) }},
 		{"scenarios", func(s *streams) *cobra.Command { return newScenariosCmd(s, nil) }},

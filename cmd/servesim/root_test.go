@@ -109,7 +109,7 @@ func TestRootBuildsOnlyTheNamedSubcommand(t *testing.T) {
 	for _, sub := range commands() {
 		all = append(all, sub.name)
 	}
-	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep", "capacity", "trace", "bench"}, all)
+	require.ElementsMatch(t, []string{"simulate", "validate-profile", "diagnose", "scenarios", "sweep", "capacity", "trace", "bench", "calibrate"}, all)
 	for _, tc := range []struct {
 		args []string
 		want []string
