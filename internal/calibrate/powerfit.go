@@ -25,12 +25,14 @@ const maxPowerCondition = 1e6
 // log (FitPower).
 type LevelPower struct {
 	// ClockMHz is the level's SM clock.
-	ClockMHz float64
+	ClockMHz float64 `json:"clock_mhz"`
 	// IdleW, PrefillW and DecodeW are the board power while idle, while
 	// prefilling and while decoding, W.
-	IdleW, PrefillW, DecodeW float64
+	IdleW    float64 `json:"idle_power_w"`
+	PrefillW float64 `json:"prefill_power_w"`
+	DecodeW  float64 `json:"decode_power_w"`
 	// Samples is how many of the log's samples it was fitted from.
-	Samples int
+	Samples int `json:"samples"`
 }
 
 // ThermalFit is the plant's first-order thermal model fitted from a power
@@ -38,14 +40,14 @@ type LevelPower struct {
 // ResistanceCPerW * power with time constant TimeConstantS.
 type ThermalFit struct {
 	// AmbientC is the temperature at no power, °C.
-	AmbientC float64
+	AmbientC float64 `json:"ambient_c"`
 	// ResistanceCPerW is the temperature rise per W at equilibrium, °C/W.
-	ResistanceCPerW float64
+	ResistanceCPerW float64 `json:"thermal_resistance_c_per_w"`
 	// TimeConstantS is the relaxation time constant, s.
-	TimeConstantS float64
+	TimeConstantS float64 `json:"thermal_time_constant_s"`
 	// RSquared is the share of the temperature's variance the model
 	// explains.
-	RSquared float64
+	RSquared float64 `json:"r_squared"`
 }
 
 // Activity says what the GPU did between two times of a power log,

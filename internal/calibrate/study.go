@@ -84,7 +84,7 @@ func (s *Study) Calibrate() (*Report, error) {
 	}
 	setup := *s.Setup
 	if rep.Power != nil {
-		prof, err := rep.Profile(setup.Profile)
+		prof, err := rep.Profile(&setup)
 		if err != nil {
 			return nil, err
 		}
@@ -198,10 +198,12 @@ type activityPart struct {
 	activity     Activity
 }
 
-// Profile is base with the fitted powers at the levels the power logs
-// covered (a level's realized clock nearest each fit's), its baselines the
-// fitted card's lone request (plant.ServiceModel.Baseline).
-func (r *Report) Profile(base *profile.Profile) (*profile.Profile, error) {
+// Profile is the setup's profile with the fitted powers at the levels the
+// power logs covered (a level's realized clock nearest each fit's), its
+// baselines the fitted card's lone request on the setup's engine
+// (plant.ServiceModel.Baseline).
+func (r *Report) Profile(setup *Setup) (*profile.Profile, error) {
+	base := setup.Profile
 	p := profile.Profile{
 		ClockMHz: base.ClockMHz, PrefillTokensPerS: base.PrefillTokensPerS, DecodeTokensPerS: base.DecodeTokensPerS,
 		IdlePowerW: slices.Clone(base.IdlePowerW), PrefillPowerW: slices.Clone(base.PrefillPowerW), DecodePowerW: slices.Clone(base.DecodePowerW),
@@ -209,6 +211,7 @@ func (r *Report) Profile(base *profile.Profile) (*profile.Profile, error) {
 		Status:      "calibrated_not_validated",
 		SourceLabel: fmt.Sprintf("servesim calibrate: %s + %s, powers fitted at %d of %d levels over %s", r.GPU.Name, r.Model.Name, len(r.Power), len(base.ClockMHz), base.SourceLabel),
 	}
+	p.BaselineTTFTS, p.BaselineTPOTS = setup.service(r.GPU).Baseline()
 	realized := base.RealizedClockLevelsMHz()
 	for _, lp := range r.Power {
 		k := nearest(realized, lp.ClockMHz)

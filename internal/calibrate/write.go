@@ -209,7 +209,7 @@ func (r *Report) ProfileFiles(setup *Setup) (csvData, manifestData []byte, err e
 	if len(r.Power) == 0 {
 		return nil, nil, fmt.Errorf("calibrate: no power was fitted: expected power logs")
 	}
-	p, err := r.Profile(setup.Profile)
+	p, err := r.Profile(setup)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -230,8 +230,7 @@ func (r *Report) ProfileFiles(setup *Setup) (csvData, manifestData []byte, err e
 	if err := w.Error(); err != nil {
 		return nil, nil, err
 	}
-	ttft, tpot := setup.service(r.GPU).Baseline()
-	chunks, err := jsonout.Chunks(manifest{Status: p.Status, SourceLabel: p.SourceLabel, BaselineTTFTS: ttft, BaselineTPOTS: tpot})
+	chunks, err := jsonout.Chunks(manifest{Status: p.Status, SourceLabel: p.SourceLabel, BaselineTTFTS: p.BaselineTTFTS, BaselineTPOTS: p.BaselineTPOTS})
 	if err != nil {
 		return nil, nil, err
 	}
