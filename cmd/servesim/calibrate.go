@@ -40,6 +40,10 @@ type calibrateOptions struct {
 	// OutGPU and OutProfile are the fitted card's file and the fitted
 	// profile's CSV (its manifest beside it); empty for none.
 	OutGPU, OutProfile string
+	// BundleRaw, BundleTelemetry and BundleMetadata are a measured run's
+	// raw rows, telemetry and metadata, written as a measured bundle into
+	// the folder BundleOut (all four or none; with them nothing is fitted).
+	BundleRaw, BundleTelemetry, BundleMetadata, BundleOut string
 	// Format is "json" or "table".
 	Format string
 	Output outputOptions
@@ -56,7 +60,7 @@ type calibrateOptions struct {
 func newCalibrateCmd(s *streams, runF func(*calibrateOptions) error) *cobra.Command {
 	opts := &calibrateOptions{Plant: plant.NewPlant(nil), Format: "json"}
 	cmd := &cobra.Command{
-		Use:     "calibrate --bench FILE... [flags]",
+		Use:     "calibrate --bench FILE... [flags] | --bundle-raw RAW.csv --bundle-telemetry TEL.csv --bundle-metadata META.json --bundle-out DIR",
 		Short:   "Fit the batched model's GPU card (and the profile's powers) to your own vllm bench serve runs",
 		Long:    help("calibrate"),
 		Example: help("calibrate.example"),
@@ -76,6 +80,10 @@ func newCalibrateCmd(s *streams, runF func(*calibrateOptions) error) *cobra.Comm
 	plantflag.AddPlant(cmd, &opts.Plant)
 	f.StringVar(&opts.OutGPU, "out-gpu", "", "also write the fitted card to this GPU card `FILE` (JSON), which --gpu FILE reads")
 	f.StringVar(&opts.OutProfile, "out-profile", "", "with --power-log: also write the profile with the fitted powers to this CSV `FILE`, its manifest beside it as FILE with .json")
+	f.StringVar(&opts.BundleRaw, "bundle-raw", "", "write a measured bundle: the profiler's raw rows `FILE` (l4_profile_raw.csv's schema), with --bundle-telemetry, --bundle-metadata and --bundle-out")
+	f.StringVar(&opts.BundleTelemetry, "bundle-telemetry", "", "the measured run's 100 ms GPU telemetry `FILE` (l4_telemetry.csv's schema), for --bundle-out")
+	f.StringVar(&opts.BundleMetadata, "bundle-metadata", "", "the measured run's metadata `FILE` (JSON: see the help), for --bundle-out")
+	f.StringVar(&opts.BundleOut, "bundle-out", "", "write the measured bundle (aggregate tables, raw rows, telemetry, manifest with SHA-256 digests) into this new `FOLDER`, validated as validate-profile does")
 	cliflag.AddChoice(cmd, &opts.Format, "format", "json", "output format: json or table", "json", "table")
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
@@ -128,6 +136,9 @@ func addBatchedFlags(cmd *cobra.Command, o *plantflag.Service) {
 func (o *calibrateOptions) check(cmd *cobra.Command) error {
 	o.flags = cmd.Flags()
 	o.kvGiven = o.flags.Changed("kv-capacity")
+	if bundle, err := o.checkBundle(); bundle || err != nil {
+		return err
+	}
 	if len(o.Bench) == 0 {
 		return usageErrorf("--bench: expected at least one result file of vllm bench serve --save-result to fit on")
 	}
@@ -150,6 +161,42 @@ func (o *calibrateOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	return o.Plot.check()
+}
+
+// bundleFlags are the flags of a bundle written, all given or none.
+var bundleFlags = []string{"bundle-raw", "bundle-telemetry", "bundle-metadata", "bundle-out"}
+
+// checkBundle reports whether the flags ask for a bundle to be written:
+// all of bundleFlags, with no flag of a fit but -o. Some of them only is a
+// usage error.
+func (o *calibrateOptions) checkBundle() (bool, error) {
+	var given, missing []string
+	for _, name := range bundleFlags {
+		if o.flags.Changed(name) {
+			given = append(given, "--"+name)
+		} else {
+			missing = append(missing, "--"+name)
+		}
+	}
+	if len(given) == 0 {
+		return false, nil
+	}
+	if len(missing) > 0 {
+		return true, usageErrorf("%s: needs %s too: a bundle is written from --bundle-raw, --bundle-telemetry and --bundle-metadata into --bundle-out",
+			strings.Join(given, ", "), strings.Join(missing, ", "))
+	}
+	for _, f := range []struct{ flag, value string }{{"--bundle-raw", o.BundleRaw}, {"--bundle-telemetry", o.BundleTelemetry}, {"--bundle-metadata", o.BundleMetadata}, {"--bundle-out", o.BundleOut}} {
+		if f.value == "" {
+			return true, usageErrorf("%s: expected a file name, not an empty one", f.flag)
+		}
+	}
+	var other error
+	o.flags.Visit(func(f *pflag.Flag) {
+		if other == nil && f.Name != "output" && !slices.Contains(bundleFlags, f.Name) {
+			other = usageErrorf("--%s: not with --bundle-out: writing a bundle fits nothing (run calibrate twice)", f.Name)
+		}
+	})
+	return true, other
 }
 
 // checkFitNames accepts a list of distinct card parameters.
@@ -238,6 +285,9 @@ func (o *calibrateOptions) setup() (*calibrate.Setup, string, error) {
 // card and profile files and the report, and says on stderr what to run
 // next.
 func runCalibrate(s *streams, o *calibrateOptions) error {
+	if o.BundleOut != "" {
+		return runCalibrateBundle(s, o)
+	}
 	setup, profilePath, err := o.setup()
 	if err != nil {
 		return err
@@ -285,6 +335,24 @@ func runCalibrate(s *streams, o *calibrateOptions) error {
 		fmt.Fprintf(s.Err, "servesim: simulate with %s\n", o.nextFlags(rep))
 	}
 	return nil
+}
+
+// runCalibrateBundle writes the measured bundle of --bundle-raw,
+// --bundle-telemetry and --bundle-metadata into --bundle-out and prints
+// what it wrote.
+func runCalibrateBundle(s *streams, o *calibrateOptions) error {
+	in, err := profile.ReadBundleInput(o.BundleRaw, o.BundleTelemetry, o.BundleMetadata)
+	if err != nil {
+		return err
+	}
+	b, err := profile.BuildBundle(in)
+	if err != nil {
+		return err
+	}
+	if err := b.Write(o.BundleOut); err != nil {
+		return err
+	}
+	return writeJSON(s, o.Output, b.Document(o.BundleOut))
 }
 
 // nextFlags are the flags of a simulation on the fitted card: the card

@@ -80,6 +80,11 @@ var fileFlags = map[string][]string{
 	"power-log":   {"csv"},
 	"out-gpu":     {"json"},
 	"out-profile": {"csv"},
+	// calibrate's bundle
+	"bundle-raw":       {"csv"},
+	"bundle-telemetry": {"csv"},
+	"bundle-metadata":  {"json"},
+	"bundle-out":       nil,
 }
 
 // flagCompletions complete the values of the flags that name a policy, in
