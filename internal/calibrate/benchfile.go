@@ -66,10 +66,11 @@ func ReadRun(path string) (*Run, error) {
 //
 // A request failed when its errors entry is non-empty, or when its
 // latency is 0 and its output_lens entry is 0 (how a file without an
-// errors list, such as servesim's, marks a failure; in a vLLM file such a
-// request failed with an empty reason, and vLLM did not count it
-// completed either). A failed request keeps its input and output tokens,
-// its TTFT and latency are 0.
+// errors list, such as servesim's, marks a failure). In a vLLM file such a
+// request with an empty error is ambiguous: an empty completion (vLLM
+// counted it completed) or a failure with an empty reason; the file's
+// completed count decides, the first ones counting as completed. A failed
+// request keeps its input and output tokens, its TTFT and latency are 0.
 //
 // Checks: the per-request lists all have the same length, which is
 // completed + failed when the file has failed, else num_prompts when it
@@ -83,8 +84,9 @@ func ParseRun(file string, data []byte) (*Run, error) {
 }
 
 // Measured is the run's measured Metrics (MeanPowerW and EnergyPerTokenJ
-// nil), computed as vLLM computes its summary: over the completed
-// requests, the mean and numpy's linear 99th percentile of the TTFT; the
+// nil), computed as vLLM computes its summary but over the completed
+// requests that produced a token (an empty completion, whose TTFT vLLM
+// records as 0, is not what a replay can simulate): the mean and numpy's linear 99th percentile of the TTFT; the
 // mean TPOT as vLLM's mean_tpot_ms, over the requests of more than one
 // output token, each (latency - TTFT) / (output tokens - 1); the output
 // throughput, the completed requests' output tokens over the duration.
@@ -95,7 +97,7 @@ func (r *Run) Measured() Metrics {
 	var tpots []float64
 	output := 0
 	for _, q := range r.Requests {
-		if q.Failed {
+		if q.Failed || q.OutputTokens == 0 {
 			continue
 		}
 		ttfts = append(ttfts, q.TTFTS)
@@ -422,6 +424,22 @@ func (p *benchParser) requests(run *Run) error {
 		return err
 	}
 
+	// Requests of no output and no latency with an empty error: as many
+	// completed, in order, as the completed count says beyond the others.
+	want, present, err := p.intKey("completed", 0, false, "a non-negative integer")
+	if err != nil {
+		return err
+	}
+	emptyCompletions := 0
+	if hasErrors && present {
+		clear := 0
+		for i := range n {
+			if errs[i] == "" && !(outputs[i] == 0 && p.latencyOf(i, hasLatencies, latencies, ttfts, itlSums) == 0) {
+				clear++
+			}
+		}
+		emptyCompletions = max(0, want-clear)
+	}
 	run.Requests = make([]Request, n)
 	completed := 0
 	for i := range n {
@@ -436,6 +454,10 @@ func (p *benchParser) requests(run *Run) error {
 		}
 		q := Request{InputTokens: inputs[i], OutputTokens: outputs[i]}
 		q.Failed = (hasErrors && errs[i] != "") || (latency == 0 && outputs[i] == 0)
+		if q.Failed && hasErrors && errs[i] == "" && emptyCompletions > 0 {
+			q.Failed = false // an empty completion
+			emptyCompletions--
+		}
 		if !q.Failed {
 			if ttfts[i] > latency {
 				return p.errorf(`key "ttfts": entry %d is %s, more than the request's latency %s (from %q): expected a TTFT at most the latency`,
@@ -445,10 +467,6 @@ func (p *benchParser) requests(run *Run) error {
 			completed++
 		}
 		run.Requests[i] = q
-	}
-	want, present, err := p.intKey("completed", 0, false, "a non-negative integer")
-	if err != nil {
-		return err
 	}
 	if present && want != completed {
 		return p.errorf(`key "completed" is %d, but %d requests completed (a request failed when its "errors" entry is non-empty, or its latency and "output_lens" entry are 0)`,
@@ -488,4 +506,13 @@ func (p *benchParser) checkCount(n int) error {
 		return p.errorf(`key "input_lens" has %d entries, "num_prompts" %d`, n, numPrompts)
 	}
 	return nil
+}
+
+// latencyOf is request i's latency: its latencies entry, else its TTFT
+// plus its inter-token latencies.
+func (p *benchParser) latencyOf(i int, hasLatencies bool, latencies, ttfts, itlSums []float64) float64 {
+	if hasLatencies {
+		return latencies[i]
+	}
+	return ttfts[i] + itlSums[i]
 }

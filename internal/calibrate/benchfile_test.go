@@ -128,6 +128,14 @@ func TestParseRunAccepts(t *testing.T) {
 			assert.True(t, run.Requests[2].Failed, "its error")
 			assert.Zero(t, run.Requests[2].TTFTS)
 		}},
+		{"an empty completion vLLM counted", map[string]string{"errors": `["", "", ""]`, "ttfts": "[0.5, 0.0, 1.0]", "completed": "3", "failed": "0"}, func(t *testing.T, run *Run) {
+			assert.False(t, run.Requests[1].Failed, "no output, no error, counted completed")
+			m := run.Measured()
+			assert.InDelta(t, 0.75, m.MeanTTFTS, 1e-12, "the empty completion is not fitted on")
+		}},
+		{"an empty reason vLLM counted failed", map[string]string{"errors": `["", "", ""]`, "ttfts": "[0.5, 0.0, 1.0]"}, func(t *testing.T, run *Run) {
+			assert.True(t, run.Requests[1].Failed, "completed says 2")
+		}},
 		{"no failed: num_prompts counts", map[string]string{"failed": ""}, func(t *testing.T, run *Run) {
 			assert.Len(t, run.Requests, 3)
 		}},
