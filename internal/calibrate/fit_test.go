@@ -32,6 +32,14 @@ func testSetup(t testing.TB) *Setup {
 // replayed as Replay replays it and written down as vLLM would.
 func measuredRun(t testing.TB, setup *Setup, truth cards.GPU, name string, n int, rate float64, concurrency int, seed uint64) *Run {
 	t.Helper()
+	run, _ := measuredRecords(t, setup, truth, name, n, rate, concurrency, seed)
+	return run
+}
+
+// measuredRecords is measuredRun with the simulated request records it
+// was written down from.
+func measuredRecords(t testing.TB, setup *Setup, truth cards.GPU, name string, n int, rate float64, concurrency int, seed uint64) (*Run, []plant.RequestRecord) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
 	run := &Run{File: name, RequestRate: rate, Burstiness: 1, MaxConcurrency: concurrency}
 	for range n {
@@ -51,7 +59,7 @@ func measuredRun(t testing.TB, setup *Setup, truth cards.GPU, name string, n int
 		first, last = min(first, r.ArrivalTimeS), max(last, r.CompletionTimeS)
 	}
 	run.DurationS = last - first
-	return run
+	return run, res.Log.Records
 }
 
 func TestFitLatencyRecoversKnownParameters(t *testing.T) {

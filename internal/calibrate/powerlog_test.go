@@ -19,11 +19,14 @@ var logStart = time.Date(2024, 5, 14, 9, 21, 3, 123e6, time.UTC)
 // formatPowerLog writes samples as nvidia-smi does for PowerLogQuery:
 // timestamps from logStart, power with two decimals, whole MHz, degrees
 // and percent.
-func formatPowerLog(samples []PowerSample) []byte {
+func formatPowerLog(samples []PowerSample) []byte { return formatPowerLogAt(logStart, samples) }
+
+// formatPowerLogAt is formatPowerLog with timestamps from start.
+func formatPowerLogAt(start time.Time, samples []PowerSample) []byte {
 	var b strings.Builder
 	b.WriteString(PowerLogHeader + "\n")
 	for _, s := range samples {
-		at := logStart.Add(time.Duration(math.Round(s.TimeS*1e3)) * time.Millisecond)
+		at := start.Add(time.Duration(math.Round(s.TimeS*1e3)) * time.Millisecond)
 		util := "[N/A]"
 		if !math.IsNaN(s.UtilizationPct) {
 			util = fmt.Sprintf("%.0f %%", s.UtilizationPct)

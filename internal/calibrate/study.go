@@ -183,13 +183,29 @@ func (s *Study) fitPower(rep *Report, measured map[string]float64) error {
 		return err
 	}
 	rep.Power = power
+	// The thermal constants of the log whose power varied the most: a log
+	// of steady power tells ambient and resistance apart poorly, whatever
+	// its fit's R squared; an unphysical fit (no positive resistance) is
+	// left out.
+	bestSpread := 0.0
 	for _, log := range s.PowerLogs {
 		thermal, err := FitThermal(log)
-		if err == nil && (rep.Thermal == nil || thermal.RSquared > rep.Thermal.RSquared) {
-			rep.Thermal = &thermal
+		if spread := powerSpread(log); err == nil && thermal.ResistanceCPerW > 0 && spread > bestSpread {
+			rep.Thermal, bestSpread = &thermal, spread
 		}
 	}
 	return nil
+}
+
+// powerSpread is the standard deviation of the log's power, W.
+func powerSpread(log *PowerLog) float64 {
+	var sum, sq float64
+	for _, s := range log.Samples {
+		sum += s.PowerW
+		sq += s.PowerW * s.PowerW
+	}
+	n := float64(len(log.Samples))
+	return math.Sqrt(max(0, sq/n-(sum/n)*(sum/n)))
 }
 
 // activityPart is one matched run's activity on the combined time line.
