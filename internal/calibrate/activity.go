@@ -131,7 +131,7 @@ func shareSteps(run *Run, setup *Setup, gpu cards.GPU, prefillW, decodeW float64
 	requests := run.workload(0)
 	p.MaxSimulationTimeS = max(p.MaxSimulationTimeS, 10*run.DurationS+3600)
 	opt := plant.Options{Stride: 1, Service: svc, Engine: plant.EngineOptions{Preemption: plant.PreemptionRecompute}, MaxConcurrency: run.MaxConcurrency}
-	res, err := plant.Simulate(requests, p, plant.ChunkedPrefill{}, plant.MaxClock{}, opt)
+	res, err := plant.Simulate(requests, p, plant.ChunkedPrefill{}, run.controller(), opt)
 	if err != nil {
 		return nil, err
 	}

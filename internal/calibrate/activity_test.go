@@ -29,7 +29,7 @@ func loggedRunOf(t *testing.T, setup *Setup, run *Run, truth cards.GPU, start ti
 	require.NoError(t, err)
 	p.TimeStepS = 0.1
 	p.MaxSimulationTimeS = 1e5
-	res, err := plant.Simulate(run.workload(0), p, plant.ChunkedPrefill{}, plant.MaxClock{},
+	res, err := plant.Simulate(run.workload(0), p, plant.ChunkedPrefill{}, run.controller(),
 		plant.Options{Service: svc, Engine: plant.EngineOptions{Preemption: plant.PreemptionRecompute}, MaxConcurrency: run.MaxConcurrency})
 	require.NoError(t, err)
 	tr := &res.Trajectory

@@ -26,6 +26,10 @@ type Run struct {
 	DurationS float64
 	// Requests are the run's requests in the order the client sent them.
 	Requests []Request
+	// ClockMHz is the profile level the GPU was locked to while it ran
+	// (its power log's clock says so; Study sets it), 0 for the top level
+	// (a GPU at its default clocks).
+	ClockMHz float64
 }
 
 // Request is one measured request. TTFTS and LatencyS are 0 for a failed

@@ -24,10 +24,13 @@ var ParamNames = []string{ParamMemoryEfficiency, ParamComputeEfficiency, ParamIt
 // RunFit is one run's measured and simulated metrics under the fitted
 // card, and whether the fit saw it.
 type RunFit struct {
-	File      string  `json:"file"`
-	HeldOut   bool    `json:"held_out"`
-	Measured  Metrics `json:"measured"`
-	Simulated Metrics `json:"simulated"`
+	File    string `json:"file"`
+	HeldOut bool   `json:"held_out"`
+	// ClockMHz is the level the run was replayed at when its GPU was
+	// locked below the top (Run.ClockMHz), nil at the top.
+	ClockMHz  *float64 `json:"clock_mhz"`
+	Measured  Metrics  `json:"measured"`
+	Simulated Metrics  `json:"simulated"`
 }
 
 // LatencyFit is a fitted GPU card and how well it fits.
@@ -45,9 +48,13 @@ type LatencyFit struct {
 	Runs        []RunFit `json:"runs"`
 }
 
-// maxEvaluations bounds a fit's evaluations; a fit that has not
-// converged by then fails.
-const maxEvaluations = 600
+// maxEvaluations bounds the evaluations of one Nelder-Mead search; a
+// search that has not converged by then fails. maxRestarts bounds the
+// searches of a fit.
+const (
+	maxEvaluations = 600
+	maxRestarts    = 2
+)
 
 // FitLatency fits the parameters named by free (ParamNames when empty) of
 // setup.GPU so that replays of runs match their measured mean TTFT, mean
@@ -97,15 +104,13 @@ func FitLatency(runs, heldOut []*Run, setup *Setup, free []string) (*LatencyFit,
 		}
 		return total
 	}
-	start := toX(setup.GPU, free)
-	problem := optimize.Problem{Func: cost}
-	settings := &optimize.Settings{FuncEvaluations: maxEvaluations, Converger: &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-6, Iterations: 30}}
-	result, err := optimize.Minimize(problem, start, settings, &optimize.NelderMead{SimplexSize: 0.2})
-	if replayErr != nil {
-		return nil, replayErr
-	}
-	if err != nil || result == nil || result.Status == optimize.FunctionEvaluationLimit {
-		return nil, fmt.Errorf("calibrate: the fit did not converge within %d evaluations (cost %.3g): the runs disagree with the model; check that they share one GPU, model and engine", maxEvaluations, fit.lastCost(result))
+	// Nelder-Mead's simplex can collapse short of the minimum (the
+	// overhead and the memory efficiency trade off along a ridge): the
+	// search restarts where it stopped, with a fresh simplex, while that
+	// lowers the cost by more than a hundredth.
+	result, err := search(optimize.Problem{Func: cost}, toX(setup.GPU, free), &replayErr)
+	if err != nil {
+		return nil, err
 	}
 	fit.GPU = withParams(setup.GPU, free, result.X)
 	fit.Cost = result.F
@@ -118,18 +123,44 @@ func FitLatency(runs, heldOut []*Run, setup *Setup, free []string) (*LatencyFit,
 			if err != nil {
 				return nil, err
 			}
-			fit.Runs = append(fit.Runs, RunFit{File: r.File, HeldOut: set.heldOut, Measured: r.Measured(), Simulated: sim})
+			rf := RunFit{File: r.File, HeldOut: set.heldOut, Measured: r.Measured(), Simulated: sim}
+			if r.ClockMHz > 0 {
+				clock := r.ClockMHz
+				rf.ClockMHz = &clock
+			}
+			fit.Runs = append(fit.Runs, rf)
 		}
 	}
 	return fit, nil
 }
 
-// lastCost is the cost a stopped fit reached (NaN without a result).
-func (f *LatencyFit) lastCost(result *optimize.Result) float64 {
-	if result == nil {
-		return math.NaN()
+// search is one Nelder-Mead search from x, restarted where it stops while
+// that lowers the cost by more than a hundredth; *replayErr is a replay's
+// error, which ends it.
+func search(problem optimize.Problem, x []float64, replayErr *error) (*optimize.Result, error) {
+	var result *optimize.Result
+	for range maxRestarts {
+		settings := &optimize.Settings{FuncEvaluations: maxEvaluations, Converger: &optimize.FunctionConverge{Absolute: 1e-10, Relative: 1e-6, Iterations: 30}}
+		next, err := optimize.Minimize(problem, x, settings, &optimize.NelderMead{SimplexSize: 0.2})
+		if *replayErr != nil {
+			return nil, *replayErr
+		}
+		if err != nil || next == nil || next.Status == optimize.FunctionEvaluationLimit {
+			cost := math.NaN()
+			if next != nil {
+				cost = next.F
+			}
+			return nil, fmt.Errorf("calibrate: the fit did not converge within %d evaluations (cost %.3g): the runs disagree with the model; check that they share one GPU, model and engine", maxEvaluations, cost)
+		}
+		improved := result == nil || next.F < 0.99*result.F
+		if result == nil || next.F < result.F {
+			result, x = next, next.X
+		}
+		if !improved || result.F < 1e-12 {
+			break
+		}
 	}
-	return result.F
+	return result, nil
 }
 
 // relativeCost is the squared relative errors of sim against measured

@@ -40,8 +40,15 @@ func measuredRun(t testing.TB, setup *Setup, truth cards.GPU, name string, n int
 // was written down from.
 func measuredRecords(t testing.TB, setup *Setup, truth cards.GPU, name string, n int, rate float64, concurrency int, seed uint64) (*Run, []plant.RequestRecord) {
 	t.Helper()
+	return measuredRecordsAt(t, setup, truth, name, n, rate, concurrency, seed, 0)
+}
+
+// measuredRecordsAt is measuredRecords with the GPU locked at the level
+// clockMHz (0: the top).
+func measuredRecordsAt(t testing.TB, setup *Setup, truth cards.GPU, name string, n int, rate float64, concurrency int, seed uint64, clockMHz float64) (*Run, []plant.RequestRecord) {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 7))
-	run := &Run{File: name, RequestRate: rate, Burstiness: 1, MaxConcurrency: concurrency}
+	run := &Run{File: name, RequestRate: rate, Burstiness: 1, MaxConcurrency: concurrency, ClockMHz: clockMHz}
 	for range n {
 		run.Requests = append(run.Requests, Request{InputTokens: 200 + rng.IntN(1800), OutputTokens: 20 + rng.IntN(200)})
 	}
@@ -50,7 +57,7 @@ func measuredRecords(t testing.TB, setup *Setup, truth cards.GPU, name string, n
 	require.NoError(t, err)
 	requests := run.workload(0)
 	p.MaxSimulationTimeS = 1e6
-	res, err := plant.Simulate(requests, p, plant.ChunkedPrefill{}, plant.MaxClock{},
+	res, err := plant.Simulate(requests, p, plant.ChunkedPrefill{}, run.controller(),
 		plant.Options{Summary: true, RequestLog: true, Service: svc, Engine: plant.EngineOptions{Preemption: plant.PreemptionRecompute}, MaxConcurrency: concurrency})
 	require.NoError(t, err)
 	first, last := math.Inf(1), 0.0

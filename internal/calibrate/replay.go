@@ -82,6 +82,15 @@ func (r *Run) workload(seed uint64) []plant.Request {
 	return requests
 }
 
+// controller is the clock the run is replayed at: its locked level, else
+// the top one.
+func (r *Run) controller() plant.ClockController {
+	if r.ClockMHz > 0 {
+		return plant.FixedClock{MHz: r.ClockMHz}
+	}
+	return plant.MaxClock{}
+}
+
 // burstiness is the run's, 1 (Poisson) when not known.
 func (r *Run) burstiness() float64 {
 	if r.Burstiness > 0 {
@@ -91,7 +100,8 @@ func (r *Run) burstiness() float64 {
 }
 
 // Replay simulates run on setup with gpu (the setup's card, or a
-// candidate of a fit) at the profile's top clock: a closed loop exactly
+// candidate of a fit) at the run's clock (its locked level, else the
+// profile's top one): a closed loop exactly
 // when the run had a concurrency cap, an open one with the run's arrival
 // process otherwise (metrics averaged over setup.Seeds at a finite rate).
 func Replay(run *Run, setup *Setup, gpu cards.GPU) (Metrics, error) {
@@ -114,7 +124,7 @@ func Replay(run *Run, setup *Setup, gpu cards.GPU) (Metrics, error) {
 		// A replay runs until its requests complete, however long.
 		p.MaxSimulationTimeS = max(p.MaxSimulationTimeS, 10*run.DurationS+requests[len(requests)-1].ArrivalTimeS+3600)
 		opt := plant.Options{Summary: true, RequestLog: true, Service: svc, Engine: plant.EngineOptions{Preemption: plant.PreemptionRecompute}, MaxConcurrency: run.MaxConcurrency}
-		res, err := plant.Simulate(requests, p, plant.ChunkedPrefill{}, plant.MaxClock{}, opt)
+		res, err := plant.Simulate(requests, p, plant.ChunkedPrefill{}, run.controller(), opt)
 		if err != nil {
 			return Metrics{}, err
 		}

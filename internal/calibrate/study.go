@@ -71,6 +71,7 @@ type Report struct {
 // power fit on the fitted card's replays and the thermal fit, then every
 // run replayed on the fitted card and profile.
 func (s *Study) Calibrate() (*Report, error) {
+	s.lockClocks()
 	fit, err := FitLatency(s.Runs, s.HeldOut, s.Setup, s.Free)
 	if err != nil {
 		return nil, err
@@ -111,6 +112,31 @@ func (s *Study) Calibrate() (*Report, error) {
 		rep.MedianErrors.HeldOut = &held
 	}
 	return rep, nil
+}
+
+// lockClocks sets the clock of every run a power log covers at a level
+// below the top (nvidia-smi -lgc): the level whose realized clock is
+// nearest the median SM clock logged while it ran.
+func (s *Study) lockClocks() {
+	prof := s.Setup.Profile
+	realized := prof.RealizedClockLevelsMHz()
+	for _, run := range append(slices.Clone(s.Runs), s.HeldOut...) {
+		for _, log := range s.PowerLogs {
+			aligned, err := AlignPower(log, run)
+			if err != nil {
+				continue
+			}
+			clocks := make([]float64, len(aligned.Samples))
+			for k, smp := range aligned.Samples {
+				clocks[k] = smp.SMClockMHz
+			}
+			sort.Float64s(clocks)
+			if k := nearest(realized, clocks[len(clocks)/2]); k < len(realized)-1 {
+				run.ClockMHz = prof.ClockMHz[k]
+			}
+			break
+		}
+	}
 }
 
 // run is the study's run read from file.
@@ -181,6 +207,17 @@ func (s *Study) fitPower(rep *Report, measured map[string]float64) error {
 	}, s.Setup.Profile.RealizedClockLevelsMHz())
 	if err != nil {
 		return err
+	}
+	for _, lp := range power {
+		for _, w := range []struct {
+			name  string
+			value float64
+		}{{"idle", lp.IdleW}, {"prefill", lp.PrefillW}, {"decode", lp.DecodeW}} {
+			if !(w.value > 0) {
+				return fmt.Errorf("power fit %s: %s power at %g MHz comes out %.3g W: the logs hold too little %s time at that clock to fit it",
+					combined.File, w.name, lp.ClockMHz, w.value, w.name)
+			}
+		}
 	}
 	rep.Power = power
 	// The thermal constants of the log whose power varied the most: a log

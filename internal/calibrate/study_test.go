@@ -38,20 +38,33 @@ func TestCalibrateRoundTrip(t *testing.T) {
 	run, log := loggedRunOf(t, setup, measuredRun(t, setup, truth, "r01.json", 40, 0.1, 0, 9), truth, start.Add(5*time.Hour))
 	study.HeldOut = append(study.HeldOut, run)
 	study.PowerLogs = append(study.PowerLogs, log)
+	// A run with the GPU locked at 1230 MHz (nvidia-smi -lgc): its log's
+	// clock says so, and its replay runs there.
+	locked, _ := measuredRecordsAt(t, setup, truth, "r02-1230.json", 60, 0.2, 0, 11, 1230)
+	locked, log = loggedRunOf(t, setup, locked, truth, start.Add(7*time.Hour))
+	locked.ClockMHz = 0 // as read from its file: the study finds the clock
+	study.HeldOut = append(study.HeldOut, locked)
+	study.PowerLogs = append(study.PowerLogs, log)
 	rep, err := study.Calibrate()
 	require.NoError(t, err)
+	assert.Equal(t, 1230.0, locked.ClockMHz, "the study locks the run's replay at its logged level")
 	assert.InEpsilon(t, truth.MemoryEfficiency, rep.GPU.MemoryEfficiency, 0.02)
 	assert.InEpsilon(t, truth.ComputeEfficiency, rep.GPU.ComputeEfficiency, 0.02)
 	assert.InEpsilon(t, truth.IterationOverheadS, rep.GPU.IterationOverheadS, 0.02)
-	require.Len(t, rep.Power, 1, "every run ran at the top level")
+	require.Len(t, rep.Power, 2, "the top level and the locked one")
 	prof := setup.Profile
 	top := len(prof.ClockMHz) - 1
-	assert.InEpsilon(t, prof.IdlePowerW[top], rep.Power[0].IdleW, 0.02)
-	assert.InEpsilon(t, prof.PrefillPowerW[top], rep.Power[0].PrefillW, 0.02)
-	assert.InEpsilon(t, prof.DecodePowerW[top], rep.Power[0].DecodeW, 0.02)
+	assert.Equal(t, prof.ClockMHz[top], rep.Power[1].ClockMHz)
+	assert.InEpsilon(t, prof.IdlePowerW[top], rep.Power[1].IdleW, 0.02)
+	assert.InEpsilon(t, prof.PrefillPowerW[top], rep.Power[1].PrefillW, 0.02)
+	assert.InEpsilon(t, prof.DecodePowerW[top], rep.Power[1].DecodeW, 0.02)
+	k := nearest(prof.ClockMHz, 1230)
+	assert.Equal(t, 1230.0, rep.Power[0].ClockMHz)
+	assert.InEpsilon(t, prof.PrefillPowerW[k], rep.Power[0].PrefillW, 0.02)
+	assert.InEpsilon(t, prof.DecodePowerW[k], rep.Power[0].DecodeW, 0.02)
 	require.NotNil(t, rep.Thermal)
 	assert.InEpsilon(t, setup.Plant.ThermalTimeConstantS, rep.Thermal.TimeConstantS, 0.02)
-	require.Len(t, rep.PowerMatches, 4)
+	require.Len(t, rep.PowerMatches, 5)
 	for _, r := range rep.Runs {
 		require.NotNil(t, r.Errors.MeanPower, r.File)
 		assert.InDelta(t, 0, *r.Errors.MeanPower, 0.02, r.File)
@@ -59,6 +72,10 @@ func TestCalibrateRoundTrip(t *testing.T) {
 	}
 	require.NotNil(t, rep.MedianErrors.HeldOut)
 	assert.Less(t, math.Abs(*rep.MedianErrors.HeldOut.Throughput), 0.05)
+	held := rep.Runs[len(rep.Runs)-1]
+	require.NotNil(t, held.ClockMHz)
+	assert.Equal(t, 1230.0, *held.ClockMHz, "replayed at its locked level")
+	assert.InDelta(t, 0, *held.Errors.MeanTTFT, 0.02)
 }
 
 func TestCalibrateRoundTripThroughFiles(t *testing.T) {
