@@ -158,11 +158,16 @@ func (r *Report) ThermalFlags() string {
 // one, coloured apart for the fitted and the held-out runs, which are
 // labelled "(held out)" too.
 func (r *Report) Figure() figure.Figure {
+	// Runs go by number on the axes (file names do not fit under a bar);
+	// the title lists them.
 	labels := make([]string, len(r.Runs))
+	names := make([]string, len(r.Runs))
 	for i, run := range r.Runs {
-		labels[i] = filepath.Base(run.File)
+		labels[i] = strconv.Itoa(i + 1)
+		names[i] = fmt.Sprintf("%d %s", i+1, filepath.Base(run.File))
 		if run.HeldOut {
 			labels[i] += " (held out)"
+			names[i] += " (held out)"
 		}
 	}
 	var panels []*figure.Panel
@@ -171,30 +176,24 @@ func (r *Report) Figure() figure.Figure {
 			continue
 		}
 		measured := make([]float64, len(r.Runs))
-		fitted := make([]float64, len(r.Runs))
-		held := make([]float64, len(r.Runs))
+		simulated := make([]float64, len(r.Runs))
 		for i := range r.Runs {
 			run := &r.Runs[i]
-			measured[i], fitted[i], held[i] = math.NaN(), math.NaN(), math.NaN() // no bar
+			measured[i], simulated[i] = math.NaN(), math.NaN() // no bar
 			if m := v.value(&run.Measured); m != nil {
 				measured[i] = *m * v.scale
 			}
-			sim := v.value(&run.Simulated)
-			if sim == nil {
-				continue
-			}
-			if run.HeldOut {
-				held[i] = *sim * v.scale
-			} else {
-				fitted[i] = *sim * v.scale
+			if sim := v.value(&run.Simulated); sim != nil {
+				simulated[i] = *sim * v.scale
 			}
 		}
 		panels = append(panels, figure.Bars(v.name, fmt.Sprintf("%s (%s)", v.name, v.unit), labels, []figure.BarGroup{
-			{Name: "measured", Values: measured}, {Name: "simulated (fitted run)", Values: fitted}, {Name: "simulated (held out)", Values: held},
+			{Name: "measured", Values: measured}, {Name: "simulated", Values: simulated},
 		}))
 	}
 	fig := figure.Figure{
-		Title:  fmt.Sprintf("calibrate: %s for %s, measured against simulated per run", r.GPU.Name, r.Model.Name),
+		Title: fmt.Sprintf("calibrate: %s for %s, measured against simulated per run\nruns: %s", r.GPU.Name, r.Model.Name,
+			strings.Join(names, ", ")),
 		Width:  14 * vg.Inch,
 		Height: 5 * vg.Inch,
 	}

@@ -104,8 +104,8 @@ func TestReportFigure(t *testing.T) {
 			assert.Equal(t, tt.columns+map[bool]int{true: 2, false: 0}[tt.power], panels)
 			data, err := fig.Render("svg")
 			require.NoError(t, err)
-			assert.Contains(t, string(data), "c32.json (held out)")
-			assert.Contains(t, string(data), "simulated (held out)")
+			assert.Contains(t, string(data), "3 c32.json (held out)", "the title lists the runs by number")
+			assert.Contains(t, string(data), ">3 (held out)<", "the axes name them by number")
 		})
 	}
 }
