@@ -50,7 +50,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			Plant:             c.Plant,
 			Groups:            groups,
 			Router:            router,
-			Options:           c.options(),
+			Options:           c.options(), // taken again once a trace is loaded, with its hash ids
 			Jobs:              c.Fleet.Jobs,
 			ControllerBuilt:   built,
 			ControllerOptions: plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr),
@@ -67,6 +67,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 		if workload, err = c.loadTrace(); err != nil {
 			return nil, err
 		}
+		run.Options = c.options()   // with the trace's hash ids
 		run.NormalizeInPlace = true // the trace was loaded for this run alone
 		report, err = fleet.RunContext(ctx, workload, run)
 	}

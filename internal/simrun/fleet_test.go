@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,6 +51,64 @@ func TestFleetSummaryStreamsTheSameDocument(t *testing.T) {
 					require.Equal(t, heldErr, streamedErr)
 				})
 			}
+		}
+	}
+}
+
+// TestFleetPrefixCacheUsesHashIDs runs a Mooncake trace whose requests
+// share hash ids with the prefix cache on one GPU and on fleets (the
+// records kept or not): a fleet takes the trace's hash ids (prefix_source
+// hash_ids, a hit rate above 0) as one GPU does, and a fleet of one
+// replica, which is sent every request, hits the cache as one GPU does.
+func TestFleetPrefixCacheUsesHashIDs(t *testing.T) {
+	var lines bytes.Buffer
+	for i := range 12 {
+		// Every request shares its first eight blocks (128 tokens of 16)
+		// with the others, then has two of its own.
+		fmt.Fprintf(&lines, `{"timestamp": %d, "input_length": 160, "output_length": 4, "hash_ids": [1, 2, 3, 4, 5, 6, 7, 8, %d, %d]}`+"\n",
+			i*2000, 100+2*i, 101+2*i)
+	}
+	path := filepath.Join(t.TempDir(), "mooncake.jsonl")
+	require.NoError(t, os.WriteFile(path, lines.Bytes(), 0o644))
+	run := func(t *testing.T, fleetCfg Fleet, requests bool) *plant.EngineReport {
+		cfg := Config{
+			TracePath: path, MaxElapsedS: plant.NoElapsedLimit,
+			Scheduler: "chunked", Controller: "reactive", Stride: 1, Summary: true,
+			Plant: plant.NewPlant(nil), Requests: requests, Version: "test", Stderr: io.Discard,
+			Fleet: fleetCfg,
+		}
+		cfg.Engine.PrefixCache = true
+		res, err := Run(context.Background(), cfg)
+		require.NoError(t, err)
+		if res.fleet != nil {
+			require.NotNil(t, res.fleet.Engine)
+			return res.fleet.Engine
+		}
+		require.NotNil(t, res.plant.Engine)
+		return res.plant.Engine
+	}
+	gpu := run(t, Fleet{}, false)
+	require.Equal(t, "hash_ids", gpu.PrefixSource)
+	require.Greater(t, gpu.PrefixCacheHitRate, 0.5)
+	for _, tc := range []struct {
+		name  string
+		fleet Fleet
+		same  bool // every request on one replica: the one GPU's hit rate
+	}{
+		{"one replica, router given", Fleet{Enabled: true, Replicas: 1, Router: fleet.RoundRobinName}, true},
+		{"three replicas, round-robin", Fleet{Enabled: true, Replicas: 3, Router: fleet.RoundRobinName}, false},
+		{"three replicas, least-outstanding", Fleet{Enabled: true, Replicas: 3, Router: fleet.LeastOutstandingName}, false},
+	} {
+		for _, requests := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/requests=%v", tc.name, requests), func(t *testing.T) {
+				got := run(t, tc.fleet, requests)
+				require.Equal(t, "hash_ids", got.PrefixSource)
+				require.Greater(t, got.PrefixCacheHitRate, 0.0)
+				if tc.same {
+					require.InDelta(t, gpu.PrefixCacheHitRate, got.PrefixCacheHitRate, 1e-12)
+					require.Equal(t, gpu.PrefixCachedTokens, got.PrefixCachedTokens)
+				}
+			})
 		}
 	}
 }
