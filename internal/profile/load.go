@@ -80,7 +80,8 @@ func Validate(path string) *Report {
 
 	var p Profile
 	if c.needs("profile_table", "profile_csv", "manifest") {
-		c.result("profile_table", fmt.Sprintf("%d clock levels", len(p.ClockMHz)), readProfileTable(table, manifest, &p))
+		problems := readProfileTable(table, manifest, &p) // the detail counts the levels it reads
+		c.result("profile_table", clockLevels(len(p.ClockMHz)), problems)
 	}
 	deps := []string{"profile_table", "profile_status"}
 	if measured && !bundleOK {
@@ -98,6 +99,15 @@ func Validate(path string) *Report {
 		}
 	}
 	return r
+}
+
+// clockLevels is the profile_table check's detail: how many clock levels
+// the table has.
+func clockLevels(n int) string {
+	if n == 1 {
+		return "1 clock level"
+	}
+	return fmt.Sprintf("%d clock levels", n)
 }
 
 // profileFile identifies the profile CSV as it was read: the bundle's
