@@ -19,9 +19,12 @@ SWEEP_GRID := --scheduler static,continuous,chunked \
 all: lint test build
 
 ## build: compile bin/servesim with its version, statically linked: without
-## cgo the binary does not load libc and its dynamic linker at every start (3 ms)
+## cgo the binary does not load libc and its dynamic linker at every start (3 ms);
+## the command is echoed on stderr, leaving stdout to `make run`'s document
+BUILD_CMD := CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/servesim
 build:
-	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/servesim
+	@echo '$(BUILD_CMD)' >&2
+	@$(BUILD_CMD)
 
 ## test: unit, parity, golden and end-to-end tests (the end-to-end tests run the real binary),
 ## then one line saying whether the tests that read the shared data ran or were skipped
@@ -58,9 +61,10 @@ fuzz:
 	  done; \
 	done
 
-## run: the main job on the embedded defaults (profile and trace)
+## run: the main job on the embedded defaults (profile and trace); stdout is
+## the document alone, so `make run | jq` works (make echoes no command)
 run: build
-	./$(BIN) simulate --summary
+	@./$(BIN) simulate --summary
 
 ## docs: regenerate the example figures shown in README.md (docs/*.png)
 docs: build
