@@ -105,6 +105,9 @@ func (v fileArray) String() string {
 	return strings.Join(*v.files, ",")
 }
 
+// Items returns the files given (cliflag.Itemizer).
+func (v fileArray) Items() []string { return *v.files }
+
 // Type names the value's kind: each occurrence is a string.
 func (v fileArray) Type() string { return "string" }
 

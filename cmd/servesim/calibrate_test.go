@@ -252,7 +252,7 @@ func TestCalibrateBundleFlags(t *testing.T) {
 		{"with bench", append([]string{"--bench", "c1.json"}, all...), "--bench: not with --bundle-out: writing a bundle fits nothing"},
 		{"with table", append(all, "--format", "table"), "--format: not with --bundle-out"},
 		{"with a plant flag", append(all, "--power-limit", "70"), "--power-limit: not with --bundle-out"},
-		{"empty name", append(all[:7:7], ""), "--bundle-out: expected a file name, not an empty one"},
+		{"empty name", append(all[:7:7], ""), `--bundle-out "": expected a new folder (an empty value is not "the default"`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o, code, stderr := parseCalibrate(t, tt.args...)

@@ -65,7 +65,7 @@ func TestRouterIsCompletedOnlyWhereItExists(t *testing.T) {
 	with.Flags().String("router", "round-robin", "")
 	without := &cobra.Command{Use: "without", Run: func(*cobra.Command, []string) {}}
 	root.AddCommand(with, without)
-	cliflag.RegisterCompletions(root, flagCompletions, fileFlags)
+	cliflag.RegisterCompletions(root, flagCompletions, pathFlags)
 	fn, found := with.GetFlagCompletionFunc("router")
 	require.True(t, found)
 	got, _ := fn(with, nil, "least")

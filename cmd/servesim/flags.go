@@ -61,31 +61,48 @@ var flagExpectations = map[string]string{
 	"seeds": "a whole number of at least 1",
 }
 
-// fileFlags are the flags that name files, with the extensions the shell
-// offers for them (none: any file). A folder is always offered, so a
-// profile bundle folder completes too.
-var fileFlags = map[string][]string{
-	"profile":  {"csv"},
-	"trace":    {"csv"},
-	"profiles": {"json"},
-	"output":   nil,
-	"plot":     {"png", "svg"},
-	// simulate's request log
-	"request-log": {"csv", "jsonl"},
-	// bench's dataset
-	"dataset-path": {"json", "jsonl"},
-	// calibrate's inputs and outputs
-	"bench":       {"json"},
-	"holdout":     {"json"},
-	"power-log":   {"csv"},
-	"out-gpu":     {"json"},
-	"out-profile": {"csv"},
-	// calibrate's bundle
-	"bundle-raw":       {"csv"},
-	"bundle-telemetry": {"csv"},
-	"bundle-metadata":  {"json"},
-	"bundle-out":       nil,
+// pathFlags are the flags that name a file or folder, by name, in every
+// command that has them: what they expect, the extensions the shell offers
+// for them, and whether "-" is stdin or stdout or why it is refused.
+// checkThenRun refuses an empty value and a refused "-" for every command
+// (cliflag.CheckPaths); a new flag naming a file goes here
+// (TestPathFlagsListed).
+var pathFlags = map[string]cliflag.PathFlag{
+	// read
+	"trace":    {Expected: "a trace file", Extensions: []string{"csv"}, Stdio: true},
+	"profiles": {Expected: "a JSON file of engine profiles", Extensions: []string{"json"}, Stdio: true},
+	"profile":  {Expected: "a profile CSV or bundle folder", Extensions: []string{"csv"}, NotStdio: "a profile is read from files, not stdin (its manifest and bundle files sit beside it)"},
+	"fleet":    {Expected: "a fleet file", Extensions: []string{"json"}, NotStdio: "a fleet file is read from a file, not stdin (its profile paths are relative to it)"},
+	"gpu":      {Expected: "a built-in card or a card file", Extensions: []string{"json"}, NotStdio: "a card is read from a file, not stdin"},
+	"model":    {Expected: "a built-in card or a card file", Extensions: []string{"json"}, NotStdio: "a card is read from a file, not stdin"},
+	"resume":   {Expected: "a sweep output file", NotStdio: "a sweep output is read from a file, not stdin (its records are read back where they lie)"},
+	// capacity --evaluations: files or glob patterns
+	"evaluations":  {Expected: "capacity --shard output files", NotStdio: "capacity --shard outputs are read from files, not stdin (their records are read back where they lie)"},
+	"dataset-path": {Expected: "a dataset file", Extensions: []string{"json", "jsonl"}, NotStdio: "a dataset is read from a file, not stdin"},
+	// calibrate's inputs
+	"bench":            {Expected: "a bench result file", Extensions: []string{"json"}, NotStdio: calibrateNotStdin},
+	"holdout":          {Expected: "a bench result file", Extensions: []string{"json"}, NotStdio: calibrateNotStdin},
+	"power-log":        {Expected: "a power log file", Extensions: []string{"csv"}, NotStdio: calibrateNotStdin},
+	"bundle-raw":       {Expected: "a raw rows CSV file", Extensions: []string{"csv"}, NotStdio: calibrateNotStdin},
+	"bundle-telemetry": {Expected: "a telemetry CSV file", Extensions: []string{"csv"}, NotStdio: calibrateNotStdin},
+	"bundle-metadata":  {Expected: "a metadata JSON file", Extensions: []string{"json"}, NotStdio: calibrateNotStdin},
+	// written
+	"output":          {Expected: "a file path", Stdio: true},
+	"plot":            {Expected: "a .png or .svg file", Extensions: []string{"png", "svg"}, NotStdio: "a figure is written to a .png or .svg file, not stdout" + stdoutHoldsResult},
+	"request-log":     {Expected: "a .csv or .jsonl file", Extensions: []string{"csv", "jsonl"}, NotStdio: "a request log is written to a .csv or .jsonl file, not stdout" + stdoutHoldsResult},
+	"result-dir":      {Expected: "a folder", Folder: true, NotStdio: "--save-result writes its file into a folder, not stdout" + stdoutHoldsResult},
+	"result-filename": {Expected: "a file name", Extensions: []string{"json"}, NotStdio: "--save-result writes a file, not stdout" + stdoutHoldsResult},
+	"out-gpu":         {Expected: "a card file path", Extensions: []string{"json"}, NotStdio: "the fitted card is written to a file, not stdout" + stdoutHoldsResult},
+	"out-profile":     {Expected: "a profile CSV file path", Extensions: []string{"csv"}, NotStdio: "the fitted profile is written to a file with its manifest beside it, not stdout"},
+	"bundle-out":      {Expected: "a new folder", Folder: true, NotStdio: "a bundle is written into a new folder, not stdout"},
 }
+
+// calibrateNotStdin and stdoutHoldsResult are words of pathFlags'
+// refusals of "-".
+const (
+	calibrateNotStdin = "calibrate reads its inputs from files, not stdin"
+	stdoutHoldsResult = " (stdout holds the result)"
+)
 
 // flagCompletions complete the values of the flags that name a policy, in
 // every command that has them.

@@ -61,18 +61,23 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 	for _, sub := range subcommandsFor(subs, args) {
 		root.AddCommand(sub.build(s))
 	}
-	cliflag.RegisterCompletions(root, flagCompletions, fileFlags)
+	cliflag.RegisterCompletions(root, flagCompletions, pathFlags)
 	markRunErrors(root)
 	return root
 }
 
-// checkThenRun returns a command's RunE: check validates the parsed
-// arguments and flags (its errors are usage errors), a result bound for a
-// stdout closed at start is refused (checkStdoutOpen), then the options go
-// to runF when a test supplied one (to see what was parsed), else to run
-// with the command's context.
+// checkThenRun returns a command's RunE: the path flags given are checked
+// (cliflag.CheckPaths on pathFlags: no empty value, "-" only where it is
+// stdin or stdout), check validates the parsed arguments and flags (its
+// errors, like those, are usage errors), a result bound for a stdout
+// closed at start is refused (checkStdoutOpen), then the options go to
+// runF when a test supplied one (to see what was parsed), else to run with
+// the command's context.
 func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF func(*O) error, run func(context.Context, *O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if err := cliflag.CheckPaths(cmd, pathFlags); err != nil {
+			return usageError(err)
+		}
 		if err := check(cmd, args); err != nil {
 			return asUsage(err)
 		}

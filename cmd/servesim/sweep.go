@@ -149,7 +149,7 @@ func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 
 // newSweepMergeCmd builds `servesim sweep merge`.
 func newSweepMergeCmd(s *streams) *cobra.Command {
-	var out outputOptions
+	opts := &sweepMergeOptions{}
 	cmd := &cobra.Command{
 		Use:     "merge FILE...",
 		Short:   "Join the outputs of a sweep's shards into the output of the whole grid",
@@ -161,15 +161,21 @@ func newSweepMergeCmd(s *streams) *cobra.Command {
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, files []string) error {
-			if err := checkStdoutOpen(cmd); err != nil {
-				return err
-			}
-			return mergeSweep(s, out, files)
-		},
+		RunE: checkThenRun(opts, func(_ *cobra.Command, files []string) error {
+			opts.Files = files
+			return cliflag.CheckPathArgs("sweep merge", files, pathFlags["resume"])
+		}, nil, func(_ context.Context, o *sweepMergeOptions) error { return mergeSweep(s, o.Output, o.Files) }),
 	}
-	addOutputFlag(cmd, &out)
+	addOutputFlag(cmd, &opts.Output)
 	return cmd
+}
+
+// sweepMergeOptions are the arguments and flags of `servesim sweep merge`:
+// the sweep outputs to join (read back where their records lie, as
+// --resume reads one) and where the result goes.
+type sweepMergeOptions struct {
+	Files  []string
+	Output outputOptions
 }
 
 // mergeSweep joins the records of files into the output of their grid.

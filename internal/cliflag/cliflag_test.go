@@ -120,14 +120,16 @@ func TestRegisterCompletionsOnlyWhereTheFlagExists(t *testing.T) {
 	with := &cobra.Command{Use: "with", Run: func(*cobra.Command, []string) {}}
 	with.Flags().String("color", "red", "")
 	with.Flags().String("out", "", "")
+	with.Flags().String("dir", "", "")
 	without := &cobra.Command{Use: "without", Run: func(*cobra.Command, []string) {}}
 	root.AddCommand(with, without)
-	RegisterCompletions(root, map[string]cobra.CompletionFunc{"color": Choices([]string{"red", "green"})}, map[string][]string{"out": {"csv"}})
+	RegisterCompletions(root, map[string]cobra.CompletionFunc{"color": Choices([]string{"red", "green"})}, map[string]PathFlag{"out": {Extensions: []string{"csv"}}, "dir": {Folder: true}})
 	fn, found := with.GetFlagCompletionFunc("color")
 	require.True(t, found)
 	got, _ := fn(with, nil, "g")
 	assert.Equal(t, []string{"green"}, got)
 	assert.Equal(t, []string{"csv"}, with.Flags().Lookup("out").Annotations[cobra.BashCompFilenameExt])
+	assert.Contains(t, with.Flags().Lookup("dir").Annotations, cobra.BashCompSubdirsInDir)
 	_, found = without.GetFlagCompletionFunc("color")
 	assert.False(t, found)
 }

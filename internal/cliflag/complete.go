@@ -31,19 +31,23 @@ func CompleteItems(toComplete string, values []string) []cobra.Completion {
 }
 
 // RegisterCompletions makes the shell complete, in every subcommand of
-// root that has them, the flags of funcs by their function and the flags
-// of files as file names with the extensions listed (none: any file; a
-// folder is always offered).
-func RegisterCompletions(root *cobra.Command, funcs map[string]cobra.CompletionFunc, files map[string][]string) {
+// root that has them, the flags of funcs by their function and the path
+// flags of paths as folders (PathFlag.Folder) or file names with their
+// extensions (none: any file; a folder is always offered).
+func RegisterCompletions(root *cobra.Command, funcs map[string]cobra.CompletionFunc, paths map[string]PathFlag) {
 	for _, cmd := range root.Commands() {
 		for name, fn := range funcs {
 			if cmd.Flags().Lookup(name) != nil {
 				_ = cmd.RegisterFlagCompletionFunc(name, fn)
 			}
 		}
-		for name, extensions := range files {
-			if cmd.Flags().Lookup(name) != nil {
-				_ = cmd.MarkFlagFilename(name, extensions...)
+		for name, p := range paths {
+			switch {
+			case cmd.Flags().Lookup(name) == nil:
+			case p.Folder:
+				_ = cmd.MarkFlagDirname(name)
+			default:
+				_ = cmd.MarkFlagFilename(name, p.Extensions...)
 			}
 		}
 	}
