@@ -188,11 +188,6 @@ func (o *calibrateOptions) checkBundle() (bool, error) {
 		return true, usageErrorf("%s: needs %s too: a bundle is written from --bundle-raw, --bundle-telemetry and --bundle-metadata into --bundle-out",
 			strings.Join(given, ", "), strings.Join(missing, ", "))
 	}
-	for _, f := range []struct{ flag, value string }{{"--bundle-raw", o.BundleRaw}, {"--bundle-telemetry", o.BundleTelemetry}, {"--bundle-metadata", o.BundleMetadata}, {"--bundle-out", o.BundleOut}} {
-		if f.value == "" {
-			return true, usageErrorf("%s: expected a file name, not an empty one", f.flag)
-		}
-	}
 	var other error
 	o.flags.Visit(func(f *pflag.Flag) {
 		if other == nil && f.Name != "output" && !slices.Contains(bundleFlags, f.Name) {
