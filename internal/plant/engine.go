@@ -413,6 +413,19 @@ func (sim *simulation) engineRecords() []EngineRecord {
 	return records
 }
 
+// markRecords points each of records (the run's, in workload order) at its
+// preemptions and recomputed tokens when the report's preemption is
+// recompute; nothing otherwise (nor for a nil report).
+func (r *EngineReport) markRecords(records []RequestRecord) {
+	if r == nil || r.Preemption != PreemptionRecompute || len(r.Requests) != len(records) {
+		return
+	}
+	for i := range records {
+		records[i].Preemptions = &r.Requests[i].Preemptions
+		records[i].RecomputedTokens = &r.Requests[i].RecomputedTokens
+	}
+}
+
 // engineReport is the engine block of the run.
 func (sim *simulation) engineReport() *EngineReport {
 	e := sim.engine

@@ -1,6 +1,7 @@
 package plant
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/jsonout"
 	"servesim/internal/profile"
 )
 
@@ -85,6 +87,11 @@ func TestPreemptionWithRoomChangesNothing(t *testing.T) {
 		assert.Zero(t, pre.Engine.Preemptions)
 		engine := pre.Engine
 		pre.Engine = nil
+		for i := range pre.Requests {
+			// The records count their preemptions (none here).
+			require.Zero(t, *pre.Requests[i].Preemptions)
+			pre.Requests[i].Preemptions, pre.Requests[i].RecomputedTokens = nil, nil
+		}
 		sameResult(t, plain, pre, "%s", sched)
 		assert.Equal(t, PreemptionRecompute, engine.Preemption)
 		assert.True(t, math.IsNaN(engine.PrefixCacheHitRate), "no prefix cache, no hit rate")
@@ -385,4 +392,40 @@ func TestEngineStepLoopAllocatesNothing(t *testing.T) {
 		}
 		assert.Positive(t, work, "%+v: the steps measured preempted or evicted", eo)
 	}
+}
+
+func TestRequestRecordsCarryTheirPreemptions(t *testing.T) {
+	t.Parallel()
+	// Under recompute, each record says how often its request was
+	// preempted and what it recomputed, as the engine block does.
+	res, err := Simulate(longOutputs(), starvedPlant(), ChunkedPrefill{}, MaxClock{}, Options{Engine: EngineOptions{Preemption: PreemptionRecompute}})
+	require.NoError(t, err)
+	require.Positive(t, res.Engine.Preemptions)
+	preemptions, recomputed := 0, 0.0
+	for i, r := range res.Requests {
+		require.NotNil(t, r.Preemptions, "request %d", i)
+		require.NotNil(t, r.RecomputedTokens, "request %d", i)
+		assert.Equal(t, res.Engine.Requests[i].Preemptions, *r.Preemptions)
+		preemptions += *r.Preemptions
+		recomputed += *r.RecomputedTokens
+	}
+	assert.Equal(t, res.Engine.Preemptions, preemptions)
+	assert.InDelta(t, res.Engine.RecomputedTokens, recomputed, 1e-9)
+	assert.Contains(t, encoded(t, res.Requests[0]), `"preemptions":`)
+	// Without it (the prefix cache alone, or nothing), the records are the
+	// reference's.
+	for _, engine := range []EngineOptions{{}, {PrefixCache: true}} {
+		res, err := Simulate(longOutputs(), starvedPlant(), ChunkedPrefill{}, MaxClock{}, Options{Engine: engine})
+		require.NoError(t, err)
+		assert.Nil(t, res.Requests[0].Preemptions, "%+v", engine)
+		assert.NotContains(t, encoded(t, res.Requests[0]), "preemptions")
+	}
+}
+
+// encoded is v as the result encoder writes it.
+func encoded(t *testing.T, v any) string {
+	t.Helper()
+	chunks, err := jsonout.Chunks(v)
+	require.NoError(t, err)
+	return string(bytes.Join(chunks, nil))
 }

@@ -160,6 +160,11 @@ type RequestRecord struct {
 	CompletionTimeS float64 `json:"completion_time_s"`  // completion_time_s: end of the step that produced its last output token, s
 	PromptTokens    int     `json:"prompt_tokens"`      // prompt_tokens: prompt length, tokens
 	OutputTokens    int     `json:"output_tokens"`      // output_tokens: output length, tokens
+	// Preemptions and RecomputedTokens are what preemption did to the
+	// request (EngineRecord's), set under --preemption recompute and left
+	// out otherwise; they point into the run's EngineReport.
+	Preemptions      *int     `json:"preemptions,omitempty"`
+	RecomputedTokens *float64 `json:"recomputed_tokens,omitempty"`
 }
 
 // RequestRecords are the records of a run, in workload order.

@@ -1152,6 +1152,7 @@ func (sim *simulation) result(checksum string, opt Options) *Result {
 	if opt.Summary {
 		return res
 	}
+	res.Engine.markRecords(records)
 	if n := sim.trace.Len(); n == 0 || sim.trace.StepIndex[n-1] != sim.step-1 {
 		last := sim.last()
 		sim.trace.append(&last)

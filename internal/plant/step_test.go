@@ -3,6 +3,7 @@ package plant
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,7 +15,25 @@ import (
 // sameResult requires two results to be equal bit for bit (NaN included).
 func sameResult(t *testing.T, want, got *Result, msgAndArgs ...any) {
 	t.Helper()
-	require.Equal(t, fmt.Sprintf("%+v", *want), fmt.Sprintf("%+v", *got), msgAndArgs...)
+	require.Equal(t, describeResult(want), describeResult(got), msgAndArgs...)
+}
+
+// describeResult is r formatted with %+v, its records' preemption counts
+// by value (not by their addresses).
+func describeResult(r *Result) string {
+	c := *r
+	c.Requests = nil
+	var b strings.Builder
+	fmt.Fprintf(&b, "%+v", c)
+	for _, q := range r.Requests {
+		preemptions, recomputed := q.Preemptions, q.RecomputedTokens
+		q.Preemptions, q.RecomputedTokens = nil, nil
+		fmt.Fprintf(&b, "\n%+v", q)
+		if preemptions != nil {
+			fmt.Fprintf(&b, " preemptions %d recomputed %v", *preemptions, *recomputed)
+		}
+	}
+	return b.String()
 }
 
 // stepperPolicies are the scheduler and controller combinations the
