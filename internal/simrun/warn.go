@@ -72,25 +72,36 @@ func warnFixedClock(w io.Writer, spec string, ctrl plant.ClockController, prof *
 }
 
 // maxSimTimeMargin is the share of the last arrival time that the
-// --max-sim-time suggested by warnArrivalsPastMaxSimTime adds for the
-// last requests to be served.
+// --max-sim-time suggested by PastMaxSimTime adds for the last requests to
+// be served.
 const maxSimTimeMargin = 0.10
 
 // warnArrivalsPastMaxSimTime says on w, in one line, how many of the
-// requests could not complete when arrivals (after --normalize, which
-// dilates them) run past --max-sim-time, to last, and a --max-sim-time that
-// covers them: the last arrival plus 10%, rounded up to a whole minute.
+// requests could not complete when arrivals run past --max-sim-time, and
+// why (PastMaxSimTime).
 func warnArrivalsPastMaxSimTime(w io.Writer, last float64, requests int, maxSimTimeS, unfinished float64) {
+	if why := PastMaxSimTime(last, maxSimTimeS, unfinished); why != "" {
+		fmt.Fprintf(w, "servesim: %.0f of %d requests could not complete: %s\n", unfinished, requests, why)
+	}
+}
+
+// PastMaxSimTime says why requests of a run could not complete when its
+// arrivals (after --normalize, which dilates them) run to last, past
+// --max-sim-time maxSimTimeS, and which --max-sim-time covers them: the
+// last arrival plus 10%, rounded up to a whole minute. It is empty when
+// the arrivals end within --max-sim-time or no request is unfinished.
+// simulate's warning ends with it, and so do sweep's, one per trace and
+// --normalize of its runs.
+func PastMaxSimTime(last, maxSimTimeS, unfinished float64) string {
 	if !(last > maxSimTimeS) || unfinished == 0 {
-		return
+		return ""
 	}
 	// Rounded to the microsecond first, so that 5400 s plus 10% is 5940 s,
 	// not 5940.000000000001 s and a minute more.
 	withMargin := math.Round(last*(1+maxSimTimeMargin)*1e6) / 1e6
 	cover := math.Ceil(withMargin/60) * 60
-	fmt.Fprintf(w, "servesim: %.0f of %d requests could not complete: arrivals run to %.1f s, past --max-sim-time %s; "+
-		"--max-sim-time %.0f covers them (the last arrival plus %.0f%%, rounded up to a minute)\n",
-		unfinished, requests, last, strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), cover, maxSimTimeMargin*100)
+	return fmt.Sprintf("arrivals run to %.1f s, past --max-sim-time %s; --max-sim-time %.0f covers them (the last arrival plus %.0f%%, rounded up to a minute)",
+		last, strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), cover, maxSimTimeMargin*100)
 }
 
 // formatMHz formats a clock in MHz as briefly as it is exact.

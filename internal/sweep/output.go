@@ -214,7 +214,7 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 		t.Columns = append(t.Columns, texttable.Column{Header: a.Name, Text: true})
 	}
 	t.Columns = append(t.Columns,
-		texttable.Column{Header: "done (%)"}, texttable.Column{Header: "p95 TTFT (s)"},
+		texttable.Column{Header: "done (%)"}, texttable.Column{Header: "unfinished"}, texttable.Column{Header: "p95 TTFT (s)"},
 		texttable.Column{Header: "p95 TPOT (ms)"}, texttable.Column{Header: "output (tok/s)"},
 		texttable.Column{Header: "energy/token (J)"}, texttable.Column{Header: "peak power (W)"},
 		texttable.Column{Header: "peak temp (C)"}, texttable.Column{Header: "SLO met (%)"},
@@ -224,7 +224,7 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 		row := append([]string{strconv.Itoa(r.Cell.Index)}, r.Cell.Values...)
 		if r.Summary != nil {
 			m := r.Summary.Metrics
-			row = append(row, texttable.Fixed(100*m.CompletedFraction, 1), texttable.Fixed(m.P95TTFTS, 3),
+			row = append(row, texttable.Fixed(100*m.CompletedFraction, 1), texttable.Fixed(m.UnfinishedRequestsAtEnd, 0), texttable.Fixed(m.P95TTFTS, 3),
 				texttable.Fixed(1000*m.P95TPOTS, 2), texttable.Fixed(m.OutputThroughputTokensPerS, 1),
 				texttable.Fixed(m.EnergyPerOutputTokenJ, 3), texttable.Fixed(m.PeakPowerW, 1),
 				texttable.Fixed(m.PeakTemperatureC, 1))
@@ -233,7 +233,7 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 					texttable.Fixed(slo.TTFTS.P99, 3), texttable.Fixed(1000*slo.TPOTS.P99, 2), "")
 			}
 		} else {
-			row = append(row, "", "", "", "", "", "", "", "", "", "", "", limits.OneLine(r.Err.Error()))
+			row = append(row, "", "", "", "", "", "", "", "", "", "", "", "", limits.OneLine(r.Err.Error()))
 		}
 		t.AddRow(row...)
 	}

@@ -80,3 +80,32 @@ func TestTableShowsAttainmentGoodputAndP99s(t *testing.T) {
 	assert.Regexp(t, ` 75\.00 +0\.880 +1\.540 +14\.00$`, lines[1])
 	assert.Regexp(t, `^ +2  fixed:1 +broken$`, lines[3])
 }
+
+// TestTableShowsTheUnfinishedRequests: beside "done (%)", each run's
+// requests still unfinished when it ended (a run cut short by
+// --max-sim-time); empty for a failed run. The JSON record carries the
+// same count in its metrics.
+func TestTableShowsTheUnfinishedRequests(t *testing.T) {
+	t.Parallel()
+	g, recs := sloRecords(t)
+	cut := *recs[1].Summary
+	cut.CompletedFraction, cut.UnfinishedRequestsAtEnd = 0.017, 2150
+	recs[1].Summary = &cut
+	lines := strings.Split(Table(g.Axes, recs, nil), "\n")
+	assert.Regexp(t, `^cell  controller  done \(%\)  unfinished  p95 TTFT \(s\)  `, lines[0])
+	tests := []struct {
+		name string
+		line string
+		want string
+	}{
+		{"every request finished", lines[1], `^ +0  max +0\.0 +0  +1\.500  `},
+		{"cut short", lines[2], `^ +1  mpc +1\.7 +2150  +1\.500  `},
+		{"failed", lines[3], `^ +2  fixed:1 +broken$`},
+	}
+	for _, tt := range tests {
+		assert.Regexp(t, tt.want, tt.line, tt.name)
+	}
+	b, err := jsonout.AppendLine(nil, recs[1].JSON(strings.Repeat("a", 64), 3))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"unfinished_requests_at_end":2150,`)
+}

@@ -23,8 +23,10 @@ type Output struct {
 	// sweep stopped by a signal keeps what it wrote to a regular file as
 	// Path.partial.
 	Path string
-	// Stderr receives warnings about skipped lines of Resume, exec:
-	// children's stderr and, when Progress, the progress bar.
+	// Stderr receives warnings about skipped lines of Resume, about runs
+	// --normalize left unchanged and runs --max-sim-time cut short with
+	// requests unfinished, exec: children's stderr and, when Progress, the
+	// progress bar.
 	Stderr   io.Writer
 	Progress bool
 }
@@ -46,6 +48,9 @@ type run struct {
 	// unstretched counts the runs --normalize left as they were: their
 	// trace already offers less than the target (dilation 1).
 	unstretched int
+	// cut gathers the runs cut short by --max-sim-time with requests
+	// unfinished, for one warning per trace and --normalize.
+	cut cutShort
 }
 
 // Run runs the sweep: it loads its profiles and traces, reads the records
@@ -129,6 +134,7 @@ func (r *run) write(w io.Writer) error {
 		if o.report != nil && o.report.Dilation != nil && *o.report.Dilation == 1 {
 			r.unstretched++
 		}
+		s.addCutShort(&r.cut, c, o.report)
 		return rw.Add(s.record(r.in, c, o))
 	})
 	if bar != nil {
@@ -139,6 +145,9 @@ func (r *run) write(w io.Writer) error {
 			"(normalization only stretches a trace, as the reference's does; dilation 1)\n", r.unstretched, toRun)
 	}
 	stopped := errors.Is(err, sweep.ErrStopped)
+	if err == nil || stopped {
+		r.cut.warn(out.Stderr)
+	}
 	if err == nil || stopped {
 		err = rw.Finish(!stopped)
 	}

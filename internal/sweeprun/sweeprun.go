@@ -243,6 +243,6 @@ func (s *Sweep) checkWork() error {
 		}
 	}
 	extreme("time-step", &p.TimeStepS, math.Min)
-	extreme("max-sim-time", &p.MaxSimulationTimeS, math.Max)
+	extreme(axisMaxSimTime, &p.MaxSimulationTimeS, math.Max)
 	return plantflag.CheckWork(p, plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps}, false)
 }
