@@ -6,13 +6,16 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"path/filepath"
 	"reflect"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/figure"
 	"servesim/internal/jsonout"
 	"servesim/internal/outfile"
+	"servesim/internal/profile"
 	"servesim/internal/reqlog"
 )
 
@@ -34,14 +37,25 @@ func addOutputFlag(cmd *cobra.Command, opts *outputOptions) {
 // writes nothing. Either way a regular file given with -o appears only
 // when complete. An encoding failure is an internal error.
 func writeJSON(s *streams, out outputOptions, v any) error {
+	write, err := jsonWriter(v)
+	if err != nil {
+		return err
+	}
+	return encodingFailure(writeResult(s, out, write))
+}
+
+// jsonWriter returns the write function of v as JSON, as writeJSON writes
+// it: a streamable document encoded while it is written, any other
+// encoded now (an encoding failure is an internal error).
+func jsonWriter(v any) (func(io.Writer) error, error) {
 	if jsonout.Streamable(reflect.TypeOf(v)) {
-		return encodingFailure(writeResult(s, out, func(w io.Writer) error { return jsonout.Stream(w, v) }))
+		return func(w io.Writer) error { return jsonout.Stream(w, v) }, nil
 	}
 	chunks, err := jsonout.Chunks(v)
 	if err != nil {
-		return encodingFailure(err)
+		return nil, encodingFailure(err)
 	}
-	return writeBytes(s, out, chunks...)
+	return chunksWriter(chunks), nil
 }
 
 // writeDocument writes table() for --format table, else doc as JSON
@@ -111,7 +125,13 @@ type stdoutClosedKey struct{}
 // any work, when its result (its -o flag unset or -) would go to a stdout
 // closed at start: writeStdout would say so only after a run of any
 // length, or after starting an exec controller.
+//
+// It also refuses two outputs that name one file (checkDistinctOutputs):
+// it is the check every command passes once its flags are checked.
 func checkStdoutOpen(cmd *cobra.Command) error {
+	if err := checkDistinctOutputs(cmd); err != nil {
+		return err
+	}
 	if closed, _ := cmd.Context().Value(stdoutClosedKey{}).(bool); !closed {
 		return nil
 	}
@@ -170,15 +190,37 @@ func (o plotOptions) write(fig figure.Figure) error {
 	if o.Path == "" {
 		return nil
 	}
+	data, err := o.render(fig)
+	if err != nil {
+		return err
+	}
+	return writeTarget("--plot", o.Path, chunksWriter([][]byte{data}))
+}
+
+// stage renders fig as write does and stages it in set; without a path it
+// does nothing.
+func (o plotOptions) stage(set *outputSet, fig figure.Figure) error {
+	if o.Path == "" {
+		return nil
+	}
+	data, err := o.render(fig)
+	if err != nil {
+		return set.abandon(err)
+	}
+	return set.target("--plot", o.Path, chunksWriter([][]byte{data}))
+}
+
+// render draws fig in the format of the path's extension.
+func (o plotOptions) render(fig figure.Figure) ([]byte, error) {
 	format, err := figure.Format(o.Path)
 	if err != nil {
-		return usageError(err)
+		return nil, usageError(err)
 	}
 	data, err := fig.Render(format)
 	if err != nil {
-		return internalError(fmt.Errorf("drawing %s: %w", o.Path, err))
+		return nil, internalError(fmt.Errorf("drawing %s: %w", o.Path, err))
 	}
-	return writeTarget("--plot", o.Path, chunksWriter([][]byte{data}))
+	return data, nil
 }
 
 // requestLogOptions is simulate's --request-log.
@@ -208,23 +250,183 @@ func (o *requestLogOptions) check(output outputOptions) error {
 	return nil
 }
 
-// write writes the log of a run to --request-log (atomically, like -o)
-// and says in one stderr line how many unfinished requests it leaves out.
-// log builds the log; it is called only when --request-log is given.
-func (o *requestLogOptions) write(s *streams, log func() (*reqlog.Log, error)) error {
+// stage stages the log of a run in set (atomically, like -o), and the
+// stderr line saying how many unfinished requests it leaves out, printed
+// once set commits. log builds the log; it is called only when
+// --request-log is given.
+func (o *requestLogOptions) stage(set *outputSet, log func() (*reqlog.Log, error)) error {
 	if o.Path == "" {
 		return nil
 	}
 	l, err := log()
 	if err != nil {
-		return internalError(err)
+		return set.abandon(internalError(err))
 	}
-	if err := writeTarget("--request-log", o.Path, func(w io.Writer) error { return l.Write(w, o.format) }); err != nil {
+	if err := set.target("--request-log", o.Path, func(w io.Writer) error { return l.Write(w, o.format) }); err != nil {
 		return err
 	}
 	if l.Unfinished > 0 {
-		fmt.Fprintf(s.Err, "servesim: --request-log %s: %d of %d requests left out: unfinished when the run ended\n",
-			o.Path, l.Unfinished, l.Completed+l.Unfinished)
+		set.notes = append(set.notes, fmt.Sprintf("servesim: --request-log %s: %d of %d requests left out: unfinished when the run ended",
+			o.Path, l.Unfinished, l.Completed+l.Unfinished))
+	}
+	return nil
+}
+
+// namedOutput is a file a command writes and the flag that names it.
+type namedOutput struct {
+	flag, path string
+}
+
+// String is how messages name the output: "-o run.json".
+func (o namedOutput) String() string { return o.flag + " " + o.path }
+
+// outputsOf lists the files cmd's flags make it write: -o, --plot,
+// --request-log, calibrate's --out-gpu, --out-profile and the manifest
+// beside it, bench's --save-result when its file name is given. Standard
+// output ("" or "-") is left out.
+func outputsOf(cmd *cobra.Command) []namedOutput {
+	value := func(name string) string {
+		if f := cmd.Flags().Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	outs := []namedOutput{
+		{"-o", value("output")}, {"--plot", value("plot")}, {"--request-log", value("request-log")},
+		{"--out-gpu", value("out-gpu")}, {"--out-profile", value("out-profile")},
+	}
+	if csv := value("out-profile"); csv != "" && csv != "-" {
+		outs = append(outs, namedOutput{"--out-profile's manifest", profile.ManifestPath(csv)})
+	}
+	if value("save-result") == "true" && value("result-filename") != "" {
+		outs = append(outs, namedOutput{"--save-result", filepath.Join(value("result-dir"), value("result-filename"))})
+	}
+	given := outs[:0]
+	for _, o := range outs {
+		if o.path != "" && o.path != "-" {
+			given = append(given, o)
+		}
+	}
+	return given
+}
+
+// checkDistinctOutputs refuses (a usage error) two outputs of cmd that
+// name one file, compared as files, not strings (outfile.SameFile: the
+// same device and inode, or the same resolved path of a file not there
+// yet), since one would replace the other. The message names both flags.
+func checkDistinctOutputs(cmd *cobra.Command) error {
+	outs := outputsOf(cmd)
+	for i, o := range outs {
+		for _, first := range outs[:i] {
+			if !outfile.SameFile(first.path, o.path) {
+				continue
+			}
+			if first.path == o.path {
+				return usageErrorf("%s: %s writes that file already", o, first.flag)
+			}
+			return usageErrorf("%s: %s writes that file already (as %s)", o, first.flag, first.path)
+		}
+	}
+	return nil
+}
+
+// outputSet holds the outputs of one run, so that they appear together or
+// not at all: each regular file is staged (written completely to its
+// temporary file, outfile.Stage) and renamed into place only by commit,
+// once every output is written; a failure discards the staged ones. A
+// device, FIFO or stream (stdout among them) cannot be staged: it
+// receives its output when the output is written, so a set writes its
+// result (-o, often stdout) last.
+type outputSet struct {
+	s      *streams
+	staged []*outfile.Staged
+	names  []string // "--plot fig.svg" for each staged output
+	notes  []string // stderr lines to print once the outputs are in place
+}
+
+// newOutputSet returns an empty set writing to the streams s.
+func newOutputSet(s *streams) *outputSet { return &outputSet{s: s} }
+
+// target stages the output of write to the file that flag names (as
+// writeTarget writes it, but not yet renamed into place). On a failure
+// every staged output is discarded, and the error names the flag, the
+// path and the outputs written directly already, if any.
+func (set *outputSet) target(flag, path string, write func(io.Writer) error) error {
+	st, err := outfile.Stage(path, write)
+	if err != nil {
+		return set.fail(fmt.Errorf("%s %w", flag, err))
+	}
+	set.staged = append(set.staged, st)
+	set.names = append(set.names, namedOutput{flag, path}.String())
+	return nil
+}
+
+// result writes the result to standard output, or stages it to out.Path,
+// as writeResult does.
+func (set *outputSet) result(out outputOptions, write func(io.Writer) error) error {
+	if out.Path == "" || out.Path == "-" {
+		if err := writeStdout(set.s, write); err != nil {
+			return set.fail(err)
+		}
+		return nil
+	}
+	return set.target("-o", out.Path, write)
+}
+
+// finish writes the result last, as writeDocument writes it (table() for
+// --format table, else doc as JSON), then commits the set.
+func (set *outputSet) finish(out outputOptions, format string, doc any, table func() string) error {
+	var write func(io.Writer) error
+	if format == "table" {
+		write = chunksWriter([][]byte{[]byte(table())})
+	} else {
+		var err error
+		if write, err = jsonWriter(doc); err != nil {
+			return set.abandon(err)
+		}
+	}
+	if err := set.result(out, write); err != nil {
+		return encodingFailure(err)
+	}
+	return set.commit()
+}
+
+// fail discards the staged outputs and returns err, adding which outputs
+// went to a device, FIFO or stream already (those cannot be taken back).
+func (set *outputSet) fail(err error) error {
+	var written []string
+	for i, st := range set.staged {
+		if st.InPlace() {
+			written = append(written, set.names[i])
+		}
+	}
+	set.abandon(nil)
+	if len(written) > 0 {
+		return fmt.Errorf("%w (written already: %s)", err, strings.Join(written, ", "))
+	}
+	return err
+}
+
+// abandon discards the staged outputs, for a run that fails before its
+// last output, and returns err.
+func (set *outputSet) abandon(err error) error {
+	outfile.DiscardAll(set.staged)
+	set.staged, set.names, set.notes = nil, nil, nil
+	return err
+}
+
+// commit renames every staged output into place, then prints the notes.
+// A rename that fails part-way says which outputs were written and which
+// were not (outfile.CommitError).
+func (set *outputSet) commit() error {
+	err := outfile.CommitAll(set.staged, set.names)
+	notes := set.notes
+	set.staged, set.names, set.notes = nil, nil, nil
+	if err != nil {
+		return err
+	}
+	for _, note := range notes {
+		fmt.Fprintln(set.s.Err, note)
 	}
 	return nil
 }

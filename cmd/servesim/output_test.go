@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -175,4 +176,118 @@ func TestUnwritableFolder(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join(dir, "ro"))
 	require.NoError(t, err)
 	assert.Empty(t, entries)
+}
+
+// TestOutputsThatAliasAreRefused gives two outputs of one command names of
+// one file (not the same string): a usage error naming both flags, and
+// nothing written.
+func TestOutputsThatAliasAreRefused(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in := func(name string) string { return dir + "/" + name } // not filepath.Join: it would clean "./"
+	require.NoError(t, os.Mkdir(in("rl"), 0o755))
+	require.NoError(t, os.WriteFile(in("x.svg"), []byte("old"), 0o644))
+	require.NoError(t, os.Symlink("x.svg", in("link.svg")))
+	require.NoError(t, os.Symlink("new.svg", in("dangling.svg")))
+	require.NoError(t, os.Link(in("x.svg"), in("hard.svg")))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"dot in the path", []string{"simulate", "--summary", "-o", in("rl/./p.jsonl"), "--request-log", in("rl/p.jsonl")},
+			"--request-log " + in("rl/p.jsonl") + ": -o writes that file already (as " + in("rl/./p.jsonl") + ")"},
+		{"dot-dot in the path", []string{"simulate", "--summary", "-o", in("rl/p.csv"), "--request-log", in("rl/../rl/p.csv")},
+			"--request-log " + in("rl/../rl/p.csv") + ": -o writes that file already (as " + in("rl/p.csv") + ")"},
+		{"symlink to an existing file", []string{"simulate", "--summary", "-o", in("x.svg"), "--plot", in("link.svg")},
+			"--plot " + in("link.svg") + ": -o writes that file already (as " + in("x.svg") + ")"},
+		{"hard link", []string{"simulate", "--summary", "--plot", in("x.svg"), "-o", in("hard.svg")},
+			"--plot " + in("x.svg") + ": -o writes that file already (as " + in("hard.svg") + ")"},
+		{"symlink to a file not there yet", []string{"simulate", "--summary", "-o", in("new.svg"), "--plot", in("dangling.svg")},
+			"--plot " + in("dangling.svg") + ": -o writes that file already (as " + in("new.svg") + ")"},
+		{"scenarios -o and --plot", []string{"scenarios", "-o", in("f.svg"), "--plot", in("f.svg")},
+			"--plot " + in("f.svg") + ": -o writes that file already"},
+		{"scenarios through a symlink", []string{"scenarios", "-o", in("link.svg"), "--plot", in("x.svg")},
+			"--plot " + in("x.svg") + ": -o writes that file already (as " + in("link.svg") + ")"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tc.args...)
+			assert.Equal(t, exitUsage, code)
+			assert.Equal(t, "servesim: "+tc.want+"\n", stderr)
+			assert.Empty(t, stdout)
+		})
+	}
+	assert.ElementsMatch(t, []string{"rl", "x.svg", "link.svg", "dangling.svg", "hard.svg"}, dirNames(t, dir), "nothing was written")
+	assert.Empty(t, dirNames(t, in("rl")))
+	data, err := os.ReadFile(in("x.svg"))
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(data))
+}
+
+// TestFailedRunLeavesNoOutput makes the last output of a run fail after the
+// others were written (staged): none of them appears, and no temporary file
+// is left. The -o path's parent is a regular file (root may write any
+// folder, so a read-only one would not stop the run).
+func TestFailedRunLeavesNoOutput(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		args   func(dir string) []string
+		stdout io.Writer
+		want   func(dir string) string
+	}{
+		{"-o under a file", func(dir string) []string {
+			return []string{"simulate", "--summary", "--request-log", filepath.Join(dir, "left.csv"), "--plot", filepath.Join(dir, "fig.svg"),
+				"-o", filepath.Join(dir, "file", "run.json")}
+		}, nil, func(dir string) string {
+			return "-o " + filepath.Join(dir, "file", "run.json") + ": " + filepath.Join(dir, "file") + " is not a folder"
+		}},
+		{"stdout fails", func(dir string) []string {
+			return []string{"simulate", "--summary", "--request-log", filepath.Join(dir, "left.jsonl"), "--plot", filepath.Join(dir, "fig.png")}
+		}, failingWriter{}, func(string) string { return "stdout: no space left on device" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
+			s, stdout, stderr := testStreams("")
+			if tc.stdout != nil {
+				s.Out = tc.stdout
+			}
+			code := run(context.Background(), tc.args(dir), s)
+			assert.Equal(t, exitInput, code)
+			assert.Equal(t, "servesim: "+tc.want(dir)+"\n", stderr.String())
+			assert.Empty(t, stdout.String())
+			assert.Equal(t, []string{"file"}, dirNames(t, dir), "no output and no temporary file is left")
+		})
+	}
+}
+
+// TestRunWritesEveryOutput: a run that succeeds commits all its outputs,
+// and the request log's note comes after.
+func TestRunWritesEveryOutput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, "simulate", "--summary", "--request-log", filepath.Join(dir, "log.csv"),
+		"--plot", filepath.Join(dir, "fig.svg"), "-o", filepath.Join(dir, "run.json"))
+	require.Equal(t, exitOK, code, stderr)
+	assert.Empty(t, stdout)
+	assert.ElementsMatch(t, []string{"log.csv", "fig.svg", "run.json"}, dirNames(t, dir))
+}
+
+// failingWriter fails every write as a full device does.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// dirNames lists the names in dir.
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
 }

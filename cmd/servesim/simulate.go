@@ -108,11 +108,17 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.RequestLog.write(s, res.RequestLog); err != nil {
+	// The request log, the figure and the result appear together or not at
+	// all: each is staged, and all are renamed into place once the result,
+	// written last (it may go to stdout, which cannot be taken back), is
+	// written.
+	set := newOutputSet(s)
+	defer set.abandon(nil) // a panic leaves no temporary file behind
+	if err := o.RequestLog.stage(set, res.RequestLog); err != nil {
 		return err
 	}
 	if o.Plot.Path != "" {
-		if err := o.Plot.write(res.Figure()); err != nil {
+		if err := o.Plot.stage(set, res.Figure()); err != nil {
 			return err
 		}
 		res.Thin()
@@ -120,11 +126,11 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 	if o.Format == formatVLLMBench {
 		doc, err := res.VLLMBench()
 		if err != nil {
-			return internalError(err)
+			return set.abandon(internalError(err))
 		}
-		return writeJSON(s, o.Output, doc)
+		return set.finish(o.Output, "json", doc, nil)
 	}
-	return writeDocument(s, o.Output, o.Format, res.Document(), res.Table)
+	return set.finish(o.Output, o.Format, res.Document(), res.Table)
 }
 
 // addFleetFlags binds the fleet flags to o.

@@ -118,20 +118,37 @@ func (r *registry) abort() {
 }
 
 // writeAtomic writes the output of write to a temporary file in path's
-// folder and renames it onto path. old describes the file path names now,
-// nil when there is none; its permission bits (and owner, where allowed)
-// carry over. On any failure, a panic included, the temporary file is
-// removed and path is left as it was.
+// folder and renames it onto path (stageAtomic, then the rename). On any
+// failure, a panic included, the temporary file is removed and path is
+// left as it was.
 func writeAtomic(path string, old fs.FileInfo, write func(io.Writer) error) error {
+	tmp, err := stageAtomic(path, old, write)
+	if err != nil {
+		return err
+	}
+	if err := pending.rename(tmp, path); err != nil {
+		pending.remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// stageAtomic writes the output of write to a new temporary file in path's
+// folder, closes it and returns its name, still registered: the caller
+// renames it onto path or removes it. old describes the file path names
+// now, nil when there is none; its permission bits (and owner, where
+// allowed) carry over. On any failure, a panic included, the temporary
+// file is removed.
+func stageAtomic(path string, old fs.FileInfo, write func(io.Writer) error) (string, error) {
 	dir := filepath.Dir(path)
 	tmp, err := pending.create(dir, filepath.Base(path))
 	if err != nil {
-		return createError(dir, err)
+		return "", createError(dir, err)
 	}
 	name := tmp.Name()
-	renamed := false
+	staged := false
 	defer func() {
-		if !renamed {
+		if !staged {
 			tmp.Close()
 			pending.remove(name)
 		}
@@ -139,20 +156,17 @@ func writeAtomic(path string, old fs.FileInfo, write func(io.Writer) error) erro
 	if old != nil {
 		keepOwner(tmp, old)
 		if err := tmp.Chmod(old.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if err := write(tmp); err != nil {
-		return err
+		return "", err
 	}
 	if err := tmp.Close(); err != nil {
-		return err
+		return "", err
 	}
-	if err := pending.rename(name, path); err != nil {
-		return err
-	}
-	renamed = true
-	return nil
+	staged = true
+	return name, nil
 }
 
 // createError says in words why no file could be made in dir.

@@ -24,6 +24,11 @@
 // A device, FIFO or stream receives the output as it is written, so a
 // failure part-way cannot be taken back there; the error is still reported.
 //
+// Stage writes an output as Write does but leaves a regular file in its
+// temporary file until Commit (CommitAll for the outputs of one run, which
+// appear together or not at all); SameFile tells whether two paths name
+// one file, so that one output would replace another.
+//
 // Abort removes the temporary files of the writes under way, for a process
 // that is ending on a signal.
 //
