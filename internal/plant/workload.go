@@ -91,6 +91,17 @@ const (
 	MaxTraceLineBytes = 1 * limits.MiB // a longer line fails with a *limits.LineError
 )
 
+// MaxTraceSpanMicros bounds the time from a trace's first row to any
+// other, microseconds: 2^53 (285 years), the span of every trace format
+// (package trace), so that the count of microseconds is exact in a float64
+// and a time.Duration holds it (a trace converts to any format). A row past
+// it is an error naming its line.
+const MaxTraceSpanMicros = 1 << 53
+
+// errTraceSpan is the reason given for a row past MaxTraceSpanMicros, in
+// the words of the other trace formats' readers.
+const errTraceSpan = "more than 2^53 microseconds (285 years) after the first row"
+
 // traceCaps are the bounds LoadWorkload reads a trace with.
 type traceCaps struct{ maxBytes, maxLine int64 }
 
@@ -127,8 +138,11 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 // Python's timedelta. Rows more than maxElapsedS (plus 1e-12) after the
 // first are left out; NoElapsedLimit keeps them all.
 //
-// It is stricter than the reference in one way: rows must be in time order
-// (the reference only rejects such a workload later, in simulate). It reads
+// It is stricter than the reference in two ways: rows must be in time order
+// (the reference only rejects such a workload later, in simulate), and lie
+// within MaxTraceSpanMicros of the first row, as in every trace format (the
+// reference takes any span of Python's dates, 0001-01-01 to 9999-12-31). It
+// reads
 // at most MaxTraceBytes, stops at a NUL byte (as Python's csv module does)
 // or a line longer than MaxTraceLineBytes, and fails at the first problem
 // in the order of the file: a file that is not a trace fails at its first
@@ -210,10 +224,12 @@ func readWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps,
 			return fail(line, columnTimestamp, stamp, "mixes timestamps with and without a UTC offset")
 		} else if us < prev {
 			return fail(line, columnTimestamp, stamp, "earlier than the previous row: the trace must be sorted by time")
+		} else if us-start > MaxTraceSpanMicros {
+			return fail(line, columnTimestamp, stamp, errTraceSpan)
 		}
 		prev = us
 		rows++
-		elapsed := float64(elapsedMicros(start, us)) / 1e6
+		elapsed := float64(us-start) / 1e6
 		if elapsed > maxElapsedS+1e-12 {
 			continue
 		}
@@ -253,14 +269,6 @@ func traceMicros(text []byte) (us int64, hasZone bool, err error) {
 		return us, hasZone, nil
 	}
 	return ParseISOMicros(string(text))
-}
-
-// elapsedMicros is the time from start to t, microseconds, as Python's and
-// Go's durations hold it: saturated at the 292 years of an int64 of
-// nanoseconds (time.Time.Sub), which no real trace spans.
-func elapsedMicros(start, t int64) int64 {
-	const most = math.MaxInt64 / 1000
-	return min(max(t-start, -most), most)
 }
 
 // estimateRows is the number of rows of the input r (whose records are

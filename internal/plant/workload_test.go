@@ -138,6 +138,59 @@ func TestLoadWorkloadErrorsNameFileLineAndField(t *testing.T) {
 	}
 }
 
+// TestReadWorkloadRefusesSpansPast2To53 checks the documented span of a
+// trace: every row lies within 2^53 microseconds (285 years) of the first,
+// else the first row past it is an error naming the file, the line and
+// the timestamp, loaded or streamed, whatever the elapsed-time filter.
+func TestReadWorkloadRefusesSpansPast2To53(t *testing.T) {
+	header := "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+	const why = "more than 2^53 microseconds (285 years) after the first row"
+	tests := []struct {
+		name, body string
+		limit      float64
+		want       string  // the error; empty when the trace is read
+		lastS      float64 // the last arrival of a trace read
+	}{
+		{"exactly 2^53", header + "1970-01-01 00:00:00,1,1\n2255-06-05 23:47:34.740992,1,1\n", NoElapsedLimit, "", 9007199254.740992},
+		{"exactly 2^53 with offsets", header + "1970-01-01 01:00:00+01:00,1,1\n2255-06-05 23:47:34.740992Z,1,1\n", NoElapsedLimit, "", 9007199254.740992},
+		{"one microsecond past", header + "1970-01-01 00:00:00,1,1\n2255-06-05 23:47:34.740993,1,1\n",
+			NoElapsedLimit, `trace t.csv line 3: TIMESTAMP "2255-06-05 23:47:34.740993": ` + why, 0},
+		{"python's whole range", header + "0001-01-01 00:00:00,10,2\n9999-12-31 23:59:59,10,2\n",
+			NoElapsedLimit, `trace t.csv line 3: TIMESTAMP "9999-12-31 23:59:59": ` + why, 0},
+		{"2023 to 2400, the first row past", header + "2023-01-01 00:00:00,10,2\n2023-01-01 00:00:01,10,2\n\n2400-01-01 00:00:00,10,2\n2401-01-01 00:00:00,10,2\n",
+			NoElapsedLimit, `trace t.csv line 5: TIMESTAMP "2400-01-01 00:00:00": ` + why, 0},
+		{"past the span though filtered", header + "2023-01-01 00:00:00,10,2\n2400-01-01 00:00:00,10,2\n",
+			60, `trace t.csv line 3: TIMESTAMP "2400-01-01 00:00:00": ` + why, 0},
+		{"with offsets", header + "2023-01-01 00:00:00+00:00,10,2\n2400-01-01 00:00:00-05:00,10,2\n",
+			NoElapsedLimit, `trace t.csv line 3: TIMESTAMP "2400-01-01 00:00:00-05:00": ` + why, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			loaded, loadErr := LoadWorkload(strings.NewReader(tt.body), "t.csv", tt.limit)
+			var streamed []Request
+			_, streamErr := ReadWorkload(strings.NewReader(tt.body), "t.csv", tt.limit, func(r Request) error {
+				streamed = append(streamed, r)
+				return nil
+			})
+			if tt.want == "" {
+				require.NoError(t, loadErr)
+				require.NoError(t, streamErr)
+				assert.Equal(t, loaded.Requests, streamed)
+				last := loaded.Requests[len(loaded.Requests)-1]
+				assert.Equal(t, tt.lastS, last.ArrivalTimeS)
+				assert.Equal(t, int64(MaxTraceSpanMicros), last.ArrivalMicroseconds())
+				return
+			}
+			for _, err := range []error{loadErr, streamErr} {
+				require.EqualError(t, err, tt.want)
+				var traceErr *TraceError
+				require.ErrorAs(t, err, &traceErr)
+				assert.Equal(t, columnTimestamp, traceErr.Column)
+			}
+		})
+	}
+}
+
 // FuzzLoadWorkload checks that the trace parser never panics, and that what
 // it accepts is a valid, sorted workload.
 func FuzzLoadWorkload(f *testing.F) {
@@ -145,6 +198,7 @@ func FuzzLoadWorkload(f *testing.F) {
 	f.Add("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-W46-4T10:00Z,1,1\n")
 	f.Add("GeneratedTokens,TIMESTAMP,ContextTokens\n1,20231116T181703,+1_0\n")
 	f.Add("TIMESTAMP\n\"x\"\"y\",1\n")
+	f.Add("TIMESTAMP,ContextTokens,GeneratedTokens\n0001-01-01,1,1\n9999-12-31T23:59:59.999999,1,1\n")
 	f.Fuzz(func(t *testing.T, body string) {
 		w, err := LoadWorkload(strings.NewReader(body), "fuzz.csv", NoElapsedLimit)
 		if err != nil {
@@ -158,6 +212,9 @@ func FuzzLoadWorkload(f *testing.F) {
 		}
 		if err := validateWorkload(w.Requests); err != nil {
 			t.Fatalf("accepted an invalid workload: %v", err)
+		}
+		if last := w.Requests[len(w.Requests)-1].ArrivalTimeS; last > MaxTraceSpanMicros/1e6 {
+			t.Fatalf("accepted a trace spanning %v s, past 2^53 microseconds", last)
 		}
 	})
 }

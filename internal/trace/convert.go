@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"time"
+
+	"servesim/internal/plant"
 )
 
 // Epoch is the time of a trace's first request in the Azure form written by
@@ -38,7 +41,7 @@ func Convert(w io.Writer, t *Trace, format Format) error {
 func WriteAzure(w io.Writer, t *Trace) error {
 	return writeLines(w, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"), t, func(line []byte, i int) []byte {
 		r := &t.Requests[i]
-		line = Epoch.Add(time.Duration(r.ArrivalMicroseconds())*time.Microsecond).AppendFormat(line, azureTimeLayout)
+		line = time.UnixMicro(r.ArrivalMicroseconds()).UTC().AppendFormat(line, azureTimeLayout) // Epoch plus the arrival
 		line = append(line, ',')
 		line = strconv.AppendInt(line, int64(r.PromptTokens), 10)
 		line = append(line, ',')
@@ -74,8 +77,12 @@ func WriteMooncake(w io.Writer, t *Trace) error {
 }
 
 // writeLines writes head, then line(i) for every request, through a
-// buffer.
+// buffer; it writes nothing when an arrival lies outside the span every
+// trace reader keeps to (checkSpan).
 func writeLines(w io.Writer, head []byte, t *Trace, line func(buf []byte, i int) []byte) error {
+	if err := checkSpan(t); err != nil {
+		return err
+	}
 	out := bufio.NewWriterSize(w, 64<<10)
 	out.Write(head)
 	buf := make([]byte, 0, 256)
@@ -101,4 +108,20 @@ func appendMillis(buf []byte, us int64) []byte {
 		buf = append(buf, digits[:n]...)
 	}
 	return buf
+}
+
+// checkSpan fails unless every arrival of t lies from 0 to
+// plant.MaxTraceSpanMicros (2^53 microseconds, 285 years) after the first
+// request, the span every trace reader keeps to: so each is a whole number
+// of microseconds that a date and a time.Duration hold exactly, and the
+// trace written reads back as it was.
+func checkSpan(t *Trace) error {
+	for i := range t.Requests {
+		r := &t.Requests[i]
+		if us := math.Round(r.ArrivalTimeS * 1e6); !(us >= 0 && us <= plant.MaxTraceSpanMicros) {
+			return fmt.Errorf("trace %s: request %d arrives at %s s: expected 0 to 2^53 microseconds (285 years) after the first request",
+				t.Source, r.ID, strconv.FormatFloat(r.ArrivalTimeS, 'f', -1, 64))
+		}
+	}
+	return nil
 }

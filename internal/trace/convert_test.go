@@ -3,6 +3,7 @@ package trace
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"testing"
 
@@ -83,6 +84,55 @@ func TestConvertReportsWriteErrorsAndUnknownFormats(t *testing.T) {
 		assert.EqualError(t, Convert(failingWriter{}, tr, format), "disk full")
 	}
 	assert.EqualError(t, Convert(&bytes.Buffer{}, tr, BurstGPT), `cannot convert to "burstgpt": expected azure or mooncake`)
+}
+
+// TestConvertWritesSpansUpTo2To53InOrder converts traces whose arrivals
+// reach the documented span, 2^53 microseconds (285 years), or go past it:
+// the first are written sorted and read back as they were, the others are
+// refused before a byte is written (time.Duration overflowed past 292
+// years, writing an unsorted trace).
+func TestConvertWritesSpansUpTo2To53InOrder(t *testing.T) {
+	const span = plant.MaxTraceSpanMicros
+	traceOf := func(us ...int64) *Trace {
+		requests := make([]plant.Request, len(us))
+		for i, x := range us {
+			requests[i] = plant.Request{ID: i, ArrivalTimeS: float64(x) / 1e6, PromptTokens: 10, OutputTokens: 2}
+		}
+		return &Trace{Workload: plant.Workload{Requests: requests, Source: "wide.csv"}, Format: Azure}
+	}
+	tests := []struct {
+		name string
+		tr   *Trace
+		want string // the error, for both formats; empty when written
+	}{
+		{"the whole span", traceOf(0, 1, span-1, span), ""},
+		{"past the span (2^53+1 microseconds is no float64)", traceOf(0, span+2),
+			"trace wide.csv: request 1 arrives at 9007199254.740993 s: expected 0 to 2^53 microseconds (285 years) after the first request"},
+		{"2023 to 2400", traceOf(0, 1_000_000, 11_676_096_000_000_000),
+			"trace wide.csv: request 2 arrives at 11676096000 s: expected 0 to 2^53 microseconds (285 years) after the first request"},
+		{"the saturated span of an int64 of nanoseconds", traceOf(0, math.MaxInt64/1000),
+			"trace wide.csv: request 1 arrives at 9223372036.854776 s: expected 0 to 2^53 microseconds (285 years) after the first request"},
+		{"a negative arrival", traceOf(-1, 0),
+			"trace wide.csv: request 0 arrives at -0.000001 s: expected 0 to 2^53 microseconds (285 years) after the first request"},
+	}
+	for _, tt := range tests {
+		for _, format := range ConvertFormats {
+			t.Run(tt.name+" to "+string(format), func(t *testing.T) {
+				var buf bytes.Buffer
+				err := Convert(&buf, tt.tr, format)
+				if tt.want != "" {
+					require.EqualError(t, err, tt.want)
+					assert.Zero(t, buf.Len(), "nothing is written")
+					return
+				}
+				require.NoError(t, err)
+				back, err := Load(&buf, "back", plant.NoElapsedLimit, Options{})
+				require.NoError(t, err, buf.String())
+				assert.Equal(t, format, back.Format)
+				assert.Equal(t, tt.tr.Requests, back.Requests)
+			})
+		}
+	}
 }
 
 func TestAppendMillis(t *testing.T) {
