@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/cliflag"
+	"servesim/internal/fleet"
+	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 )
@@ -81,4 +83,51 @@ func TestRunAndShardAgree(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, bytes.Count(out.Bytes(), []byte("\n")), "sizes 1, 2 and 4")
 	assert.Empty(t, stderr.String())
+}
+
+// TestShardRecordsCarryTheEnergyTotals: each record a shard writes holds
+// the energy totals of the document's evaluation of its size, and the run
+// given the records writes the plain run's document.
+func TestShardRecordsCarryTheEnergyTotals(t *testing.T) {
+	t.Parallel()
+	study, err := Load(config())
+	require.NoError(t, err)
+	plain, err := study.Run(context.Background(), nil, Progress{})
+	require.NoError(t, err)
+
+	shard, err := Load(config())
+	require.NoError(t, err)
+	var out bytes.Buffer
+	err = shard.RunShard(context.Background(), 1, 1, "", Progress{Stderr: io.Discard}, func(write func(w io.Writer) error) error { return write(&out) })
+	require.NoError(t, err)
+	records := 0
+	for line := range bytes.Lines(out.Bytes()) {
+		r, err := fleet.ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
+		require.NoError(t, err, "%s", line)
+		got := r.Evaluation()
+		for _, e := range plain.Evaluations {
+			if e.Replicas == got.Replicas {
+				records++
+				assert.Positive(t, got.EnergyKWh)
+				assert.Equal(t, e.EnergyPerRequestJ, got.EnergyPerRequestJ, "%d replicas", e.Replicas)
+				assert.Equal(t, e.EnergyPer1kRequestsKJ, got.EnergyPer1kRequestsKJ, "%d replicas", e.Replicas)
+				assert.Equal(t, e.EnergyKWh, got.EnergyKWh, "%d replicas", e.Replicas)
+				assert.Equal(t, e.MeanPowerW, got.MeanPowerW, "%d replicas", e.Replicas)
+			}
+		}
+	}
+	assert.Equal(t, len(plain.Evaluations), records, "every size the search used is in the grid")
+
+	path := filepath.Join(t.TempDir(), "shard.jsonl")
+	require.NoError(t, os.WriteFile(path, out.Bytes(), 0o644))
+	final, err := Load(config())
+	require.NoError(t, err)
+	got, err := final.Run(context.Background(), []string{path}, Progress{Stderr: io.Discard})
+	require.NoError(t, err)
+	want, err := jsonout.Chunks(plain)
+	require.NoError(t, err)
+	have, err := jsonout.Chunks(got)
+	require.NoError(t, err)
+	assert.Equal(t, string(bytes.Join(want, nil)), string(bytes.Join(have, nil)))
+	assert.Contains(t, string(bytes.Join(have, nil)), `"energy_kwh"`)
 }

@@ -24,6 +24,18 @@ type Evaluation struct {
 	P99TTFTS              float64 `json:"p99_ttft_s"`                // p99_ttft_s: 99th percentile TTFT of the completed requests, s
 	EnergyPerOutputTokenJ float64 `json:"energy_per_output_token_j"` // energy_per_output_token_j: fleet energy / completed output tokens, J
 	PeakPowerW            float64 `json:"peak_power_w"`              // peak_power_w: fleet peak power (maximum over steps of the summed replica power), W
+	// energy_per_request_j: fleet energy / completed requests, J; NaN
+	// (null) when no request completed. Every replica's energy over the
+	// whole run counts, the work on unfinished requests included.
+	EnergyPerRequestJ float64 `json:"energy_per_request_j"`
+	// energy_per_1k_requests_kj: the energy of 1000 completed requests,
+	// kJ: 1000 x energy_per_request_j / 1000, so the same number.
+	EnergyPer1kRequestsKJ float64 `json:"energy_per_1k_requests_kj"`
+	EnergyKWh             float64 `json:"energy_kwh"` // energy_kwh: fleet energy (summed over replicas) / 3.6e6, kWh
+	// mean_power_w: fleet energy / the run's duration, W: the duration is
+	// the fleet's steps times the time step (the span its energy sums
+	// over), so this is the mean over steps of the summed replica power.
+	MeanPowerW float64 `json:"mean_power_w"`
 }
 
 // Meets reports whether e reaches the target attainment.

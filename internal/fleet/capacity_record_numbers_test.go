@@ -32,8 +32,10 @@ func TestCapacityRecordsKeepEveryNumber(t *testing.T) {
 	}
 	for k := range 2000 {
 		e := Evaluation{Replicas: 4, Attainment: rng.Float64(), CompletedFraction: values(k), P95TTFTS: values(k + 1),
-			P99TTFTS: values(k + 2), EnergyPerOutputTokenJ: values(k + 3), PeakPowerW: values(k + 4)}
-		for _, x := range []*float64{&e.CompletedFraction, &e.P95TTFTS, &e.P99TTFTS, &e.EnergyPerOutputTokenJ, &e.PeakPowerW} {
+			P99TTFTS: values(k + 2), EnergyPerOutputTokenJ: values(k + 3), PeakPowerW: values(k + 4),
+			EnergyPerRequestJ: values(k + 5), EnergyPer1kRequestsKJ: values(k + 6), EnergyKWh: values(k + 7), MeanPowerW: values(k + 8)}
+		for _, x := range []*float64{&e.CompletedFraction, &e.P95TTFTS, &e.P99TTFTS, &e.EnergyPerOutputTokenJ, &e.PeakPowerW,
+			&e.EnergyPerRequestJ, &e.EnergyPer1kRequestsKJ, &e.EnergyKWh, &e.MeanPowerW} {
 			if math.IsInf(*x, 0) {
 				*x = math.NaN() // never an evaluation's: the document writes both as null
 			}
@@ -47,7 +49,8 @@ func TestCapacityRecordsKeepEveryNumber(t *testing.T) {
 		got := known.Evaluations[0]
 		for i, pair := range [][2]float64{{e.Attainment, got.Attainment}, {e.CompletedFraction, got.CompletedFraction},
 			{e.P95TTFTS, got.P95TTFTS}, {e.P99TTFTS, got.P99TTFTS}, {e.EnergyPerOutputTokenJ, got.EnergyPerOutputTokenJ},
-			{e.PeakPowerW, got.PeakPowerW}} {
+			{e.PeakPowerW, got.PeakPowerW}, {e.EnergyPerRequestJ, got.EnergyPerRequestJ}, {e.EnergyPer1kRequestsKJ, got.EnergyPer1kRequestsKJ},
+			{e.EnergyKWh, got.EnergyKWh}, {e.MeanPowerW, got.MeanPowerW}} {
 			if math.IsNaN(pair[0]) {
 				assert.True(t, math.IsNaN(pair[1]), "number %d of %s", i, line)
 				continue

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 
@@ -218,7 +219,12 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 // unfinished requests count as misses); p99_ttft_s is numpy's linear
 // percentile of the completed requests' TTFT; the completed fraction, p95
 // TTFT, energy per output token and peak power are the run's fleet
-// metrics. Replicas is the run's replica count.
+// metrics. The energy totals divide the fleet's energy_j (summed over the
+// replicas): by the completed requests (energy_per_request_j, NaN when
+// none completed), by 3.6e6 (energy_kwh), and by the run's duration, its
+// steps times the time step (mean_power_w, computed as the mean over the
+// steps of the fleet's power series, whose sum times the time step is
+// that energy). Replicas is the run's replica count.
 func Judge(res *Result, groups []Group, slo plant.SLO) Evaluation {
 	slos := make([]plant.SLO, len(groups))
 	for g := range groups {
@@ -236,7 +242,7 @@ func Judge(res *Result, groups []Group, slo plant.SLO) Evaluation {
 		}
 	}
 	m := &res.Metrics
-	return Evaluation{
+	e := Evaluation{
 		Replicas:              len(res.Replicas),
 		Attainment:            float64(met) / float64(max(1, len(res.Requests))),
 		CompletedFraction:     m.CompletedFraction,
@@ -245,4 +251,34 @@ func Judge(res *Result, groups []Group, slo plant.SLO) Evaluation {
 		EnergyPerOutputTokenJ: m.EnergyPerOutputTokenJ,
 		PeakPowerW:            m.PeakPowerW,
 	}
+	e.setEnergyTotals(m.EnergyJ, len(ttft), meanPowerW(res))
+	return e
+}
+
+// JoulesPerKWh converts energy in J to kWh.
+const JoulesPerKWh = 3.6e6
+
+// setEnergyTotals sets the energy totals of a run that spent energyJ,
+// completed completed requests and drew meanPowerW on average.
+func (e *Evaluation) setEnergyTotals(energyJ float64, completed int, meanPowerW float64) {
+	e.EnergyPerRequestJ = math.NaN()
+	if completed > 0 {
+		e.EnergyPerRequestJ = energyJ / float64(completed)
+	}
+	e.EnergyPer1kRequestsKJ = e.EnergyPerRequestJ // 1000 requests x J/request / (1000 J/kJ)
+	e.EnergyKWh = energyJ / JoulesPerKWh
+	e.MeanPowerW = meanPowerW
+}
+
+// meanPowerW is the fleet's mean power over the run: the mean of its power
+// series over the steps (0 without a step).
+func meanPowerW(res *Result) float64 {
+	if res.Steps == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, w := range res.PowerW[:res.Steps] {
+		sum += w
+	}
+	return sum / float64(res.Steps)
 }

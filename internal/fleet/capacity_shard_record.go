@@ -33,6 +33,10 @@ type EvaluationRecord struct {
 	P99TTFTS              float64 `json:"p99_ttft_s"`
 	EnergyPerOutputTokenJ float64 `json:"energy_per_output_token_j"`
 	PeakPowerW            float64 `json:"peak_power_w"`
+	EnergyPerRequestJ     float64 `json:"energy_per_request_j"`
+	EnergyPer1kRequestsKJ float64 `json:"energy_per_1k_requests_kj"`
+	EnergyKWh             float64 `json:"energy_kwh"`
+	MeanPowerW            float64 `json:"mean_power_w"`
 }
 
 // Record returns the record of the evaluation e of the grid's cell.
@@ -41,6 +45,7 @@ func (g CapacityGrid) Record(cell int, e Evaluation) EvaluationRecord {
 		Kind: EvaluationRecordKind, Cell: cell, GridSHA256: g.Digest, GridCells: len(g.Sizes), Replicas: e.Replicas,
 		Attainment: e.Attainment, CompletedFraction: e.CompletedFraction, P95TTFTS: e.P95TTFTS, P99TTFTS: e.P99TTFTS,
 		EnergyPerOutputTokenJ: e.EnergyPerOutputTokenJ, PeakPowerW: e.PeakPowerW,
+		EnergyPerRequestJ: e.EnergyPerRequestJ, EnergyPer1kRequestsKJ: e.EnergyPer1kRequestsKJ, EnergyKWh: e.EnergyKWh, MeanPowerW: e.MeanPowerW,
 	}
 }
 
@@ -49,25 +54,35 @@ func (r EvaluationRecord) Evaluation() Evaluation {
 	return Evaluation{
 		Replicas: r.Replicas, Attainment: r.Attainment, CompletedFraction: r.CompletedFraction,
 		P95TTFTS: r.P95TTFTS, P99TTFTS: r.P99TTFTS, EnergyPerOutputTokenJ: r.EnergyPerOutputTokenJ, PeakPowerW: r.PeakPowerW,
+		EnergyPerRequestJ: r.EnergyPerRequestJ, EnergyPer1kRequestsKJ: r.EnergyPer1kRequestsKJ, EnergyKWh: r.EnergyKWh, MeanPowerW: r.MeanPowerW,
 	}
 }
 
 // same reports whether two records hold the same cell and numbers (NaN
 // equal to NaN).
 func (r EvaluationRecord) same(o EvaluationRecord) bool {
-	bits := func(r EvaluationRecord) [6]uint64 {
-		return [6]uint64{math.Float64bits(r.Attainment), math.Float64bits(r.CompletedFraction), math.Float64bits(r.P95TTFTS),
-			math.Float64bits(r.P99TTFTS), math.Float64bits(r.EnergyPerOutputTokenJ), math.Float64bits(r.PeakPowerW)}
+	bits := func(r EvaluationRecord) [10]uint64 {
+		return [10]uint64{math.Float64bits(r.Attainment), math.Float64bits(r.CompletedFraction), math.Float64bits(r.P95TTFTS),
+			math.Float64bits(r.P99TTFTS), math.Float64bits(r.EnergyPerOutputTokenJ), math.Float64bits(r.PeakPowerW),
+			math.Float64bits(r.EnergyPerRequestJ), math.Float64bits(r.EnergyPer1kRequestsKJ), math.Float64bits(r.EnergyKWh),
+			math.Float64bits(r.MeanPowerW)}
 	}
 	return r.Cell == o.Cell && r.Replicas == o.Replicas && bits(r) == bits(o)
 }
 
 // evaluationRecordKeys are the members of a record, in the order written.
-var evaluationRecordKeys = []string{"kind", "cell", "grid_sha256", "grid_cells", "replicas", "attainment",
-	"completed_fraction", "p95_ttft_s", "p99_ttft_s", "energy_per_output_token_j", "peak_power_w"}
+var evaluationRecordKeys = append([]string{"kind", "cell", "grid_sha256", "grid_cells", "replicas", "attainment",
+	"completed_fraction", "p95_ttft_s", "p99_ttft_s", "energy_per_output_token_j", "peak_power_w"}, energyTotalKeys...)
+
+// energyTotalKeys are the members records have carried since the energy
+// totals were added: a record without them was written by an older
+// servesim, and is refused (its numbers cannot be recomputed without
+// simulating the size again).
+var energyTotalKeys = []string{"energy_per_request_j", "energy_per_1k_requests_kj", "energy_kwh", "mean_power_w"}
 
 // ParseEvaluationRecord reads one record: a JSON object with exactly the
-// members of EvaluationRecord (in any order), kind "capacity_evaluation",
+// members of EvaluationRecord (in any order; a record of an older servesim,
+// without the energy totals, is refused as such), kind "capacity_evaluation",
 // a SHA-256 in hex, whole numbers for the cell (below grid_cells) and the
 // replicas (at least 1), an attainment from 0 to 1, and a number or null
 // (NaN) for each other number.
@@ -85,6 +100,10 @@ func ParseEvaluationRecord(line []byte) (EvaluationRecord, error) {
 		if !slices.Contains(evaluationRecordKeys, key) {
 			return r, fmt.Errorf("unknown member %q: expected only %s", key, strings.Join(evaluationRecordKeys, ", "))
 		}
+	}
+	if !slices.ContainsFunc(energyTotalKeys, func(key string) bool { return members[key] != nil }) {
+		return r, fmt.Errorf("no %s: a record of an older servesim capacity --shard, without the energy totals; "+
+			"run that shard again with this servesim", strings.Join(energyTotalKeys, ", "))
 	}
 	var err error
 	whole := func(key string, least int, to *int) {
@@ -127,6 +146,10 @@ func ParseEvaluationRecord(line []byte) (EvaluationRecord, error) {
 	number("p99_ttft_s", &r.P99TTFTS)
 	number("energy_per_output_token_j", &r.EnergyPerOutputTokenJ)
 	number("peak_power_w", &r.PeakPowerW)
+	number("energy_per_request_j", &r.EnergyPerRequestJ)
+	number("energy_per_1k_requests_kj", &r.EnergyPer1kRequestsKJ)
+	number("energy_kwh", &r.EnergyKWh)
+	number("mean_power_w", &r.MeanPowerW)
 	return r, err
 }
 
@@ -169,7 +192,7 @@ func (g CapacityGrid) check(r EvaluationRecord) error {
 }
 
 // maxRecordLine bounds a line of a capacity shard's output read back: a
-// record takes about 300 bytes.
+// record takes about 500 bytes.
 const maxRecordLine = 4 << 10
 
 // KnownEvaluations are the evaluations read back from capacity shards'

@@ -27,7 +27,23 @@ func encodeRecord(t testing.TB, r EvaluationRecord) []byte {
 		"attainment": number(r.Attainment), "completed_fraction": number(r.CompletedFraction),
 		"p95_ttft_s": number(r.P95TTFTS), "p99_ttft_s": number(r.P99TTFTS),
 		"energy_per_output_token_j": number(r.EnergyPerOutputTokenJ), "peak_power_w": number(r.PeakPowerW),
+		"energy_per_request_j": number(r.EnergyPerRequestJ), "energy_per_1k_requests_kj": number(r.EnergyPer1kRequestsKJ),
+		"energy_kwh": number(r.EnergyKWh), "mean_power_w": number(r.MeanPowerW),
 	})
+	require.NoError(t, err)
+	return line
+}
+
+// olderRecord is the line of r as servesim wrote it before the energy
+// totals: without their members.
+func olderRecord(t testing.TB, r EvaluationRecord) []byte {
+	t.Helper()
+	var members map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(encodeRecord(t, r), &members))
+	for _, key := range energyTotalKeys {
+		delete(members, key)
+	}
+	line, err := json.Marshal(members)
 	require.NoError(t, err)
 	return line
 }
@@ -38,7 +54,8 @@ var testGrid = CapacityGrid{Sizes: []int{1, 2, 4, 6}, Digest: strings.Repeat("ab
 func testRecord(cell int) EvaluationRecord {
 	size := testGrid.Sizes[cell]
 	return testGrid.Record(cell, Evaluation{Replicas: size, Attainment: 0.1 * float64(size), CompletedFraction: 1,
-		P95TTFTS: 1.5 / float64(size), P99TTFTS: math.NaN(), EnergyPerOutputTokenJ: 0.3, PeakPowerW: 70.25 * float64(size)})
+		P95TTFTS: 1.5 / float64(size), P99TTFTS: math.NaN(), EnergyPerOutputTokenJ: 0.3, PeakPowerW: 70.25 * float64(size),
+		EnergyPerRequestJ: 30, EnergyPer1kRequestsKJ: 30, EnergyKWh: 0.0025 * float64(size), MeanPowerW: 50.5 * float64(size)})
 }
 
 func TestParseEvaluationRecordRoundTrips(t *testing.T) {
@@ -53,6 +70,17 @@ func TestParseEvaluationRecordRoundTrips(t *testing.T) {
 	assert.Equal(t, 6, e.Replicas)
 	assert.True(t, math.IsNaN(e.P99TTFTS), "null is an undefined number")
 	assert.False(t, e.MeetsTarget)
+	assert.Equal(t, 30.0, e.EnergyPerRequestJ)
+	assert.Equal(t, 30.0, e.EnergyPer1kRequestsKJ)
+	assert.Equal(t, 0.015, e.EnergyKWh)
+	assert.Equal(t, 303.0, e.MeanPowerW)
+	// No request completed: the energy per request is null, and comes back NaN.
+	none := testRecord(0)
+	none.EnergyPerRequestJ, none.EnergyPer1kRequestsKJ = math.NaN(), math.NaN()
+	got, err = ParseEvaluationRecord(encodeRecord(t, none))
+	require.NoError(t, err)
+	assert.True(t, got.same(none))
+	assert.True(t, math.IsNaN(got.Evaluation().EnergyPerRequestJ))
 }
 
 func TestParseEvaluationRecordRefuses(t *testing.T) {
@@ -91,6 +119,13 @@ func TestParseEvaluationRecordRefuses(t *testing.T) {
 		{set("peak_power_w", `"70"`), `peak_power_w "70": expected a number or null`},
 		{set("p95_ttft_s", ""), "p95_ttft_s (missing): expected a number or null"},
 		{set("energy_per_output_token_j", "1e999"), "energy_per_output_token_j 1e999: expected a number or null"},
+		{set("energy_kwh", ""), "energy_kwh (missing): expected a number or null"},
+		{set("mean_power_w", `"50"`), `mean_power_w "50": expected a number or null`},
+		{set("energy_per_1k_requests_kj", "true"), "energy_per_1k_requests_kj true: expected a number or null"},
+		// A record of servesim before the energy totals: refused as such.
+		{string(olderRecord(t, testRecord(1))),
+			"no energy_per_request_j, energy_per_1k_requests_kj, energy_kwh, mean_power_w: a record of an older servesim capacity --shard, " +
+				"without the energy totals; run that shard again with this servesim"},
 	}
 	for _, tt := range tests {
 		_, err := ParseEvaluationRecord([]byte(tt.line))
@@ -132,6 +167,8 @@ func TestReadEvaluations(t *testing.T) {
 	other.Digest = strings.Repeat("cd", 32)
 	changed := testRecord(0)
 	changed.Attainment = 0.2
+	changedEnergy := testRecord(0)
+	changedEnergy.EnergyKWh = 1
 	wrongSize := testRecord(2)
 	wrongSize.Replicas = 5
 	tests := []struct {
@@ -145,7 +182,10 @@ func TestReadEvaluations(t *testing.T) {
 			"cells.jsonl line 1: grid_cells 3: this study's grid has 4 cells"},
 		{"size.jsonl", [][]byte{encodeRecord(t, wrongSize)}, "size.jsonl line 1: cell 2 has 5 replicas: this study's cell 2 is 4 replicas"},
 		{"twice.jsonl", [][]byte{encodeRecord(t, changed)}, "twice.jsonl line 1: cell 0 (1 replicas) has other numbers than at " + a + " line 2"},
+		{"energy.jsonl", [][]byte{encodeRecord(t, changedEnergy)}, "energy.jsonl line 1: cell 0 (1 replicas) has other numbers than at " + a + " line 2"},
 		{"sweep.jsonl", [][]byte{[]byte(`{"kind":"run","cell":0,"grid_sha256":"x"}`)}, `sweep.jsonl line 1: kind "run": expected "capacity_evaluation"`},
+		{"older.jsonl", [][]byte{olderRecord(t, testRecord(0))}, "older.jsonl line 1: no energy_per_request_j, energy_per_1k_requests_kj, " +
+			"energy_kwh, mean_power_w: a record of an older servesim capacity --shard, without the energy totals; run that shard again with this servesim"},
 		{"blank.jsonl", [][]byte{encodeRecord(t, testRecord(0)), nil}, "blank.jsonl line 2: expected a capacity evaluation record"},
 		{"long.jsonl", [][]byte{bytes.Repeat([]byte(" "), 5000)}, "long.jsonl line 1: a line of more than 4096 bytes: not a capacity evaluation record"},
 	}
@@ -165,7 +205,8 @@ func FuzzParseEvaluationRecord(f *testing.F) {
 	f.Add(encodeRecord(f, testRecord(0)))
 	f.Add(encodeRecord(f, testRecord(3)))
 	f.Add([]byte(`{"kind":"capacity_evaluation","cell":0,"grid_sha256":"` + strings.Repeat("0", 64) + `","grid_cells":1,"replicas":1,` +
-		`"attainment":0,"completed_fraction":null,"p95_ttft_s":null,"p99_ttft_s":null,"energy_per_output_token_j":null,"peak_power_w":null}`))
+		`"attainment":0,"completed_fraction":null,"p95_ttft_s":null,"p99_ttft_s":null,"energy_per_output_token_j":null,"peak_power_w":null,` +
+		`"energy_per_request_j":null,"energy_per_1k_requests_kj":null,"energy_kwh":0,"mean_power_w":0}`))
 	f.Add([]byte(`{"kind":"run"}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		r, err := ParseEvaluationRecord(line)

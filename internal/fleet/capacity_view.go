@@ -9,8 +9,8 @@ import (
 )
 
 // Table renders a capacity study for terminals (capacity --format table):
-// the answer, every size simulated and the controllers compared at the
-// answer.
+// the answer, every size simulated, the controllers compared at the answer
+// and their energy totals (or, with no answer, the best size's).
 func (d *CapacityDocument) Table() string {
 	var b strings.Builder
 	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
@@ -62,6 +62,10 @@ func (d *CapacityDocument) Table() string {
 		fmt.Fprintf(&b, "non-monotone: %d replicas %s the target\n", e.Replicas, map[bool]string{true: "meets", false: "fails"}[e.MeetsTarget])
 	}
 	if len(d.Controllers) == 0 {
+		if d.Replicas == nil && len(d.Evaluations) > 0 {
+			fmt.Fprintf(&b, "\nenergy of the best size, %d replicas (per completed request):\n", d.Best.Replicas)
+			b.WriteString(energyTable([]ControllerEvaluation{{Controller: d.SearchedWith, Evaluation: d.Best}}))
+		}
 		return b.String()
 	}
 	b.WriteByte('\n')
@@ -78,5 +82,20 @@ func (d *CapacityDocument) Table() string {
 	} else {
 		b.WriteString("no controller meets the target at the answer\n")
 	}
+	fmt.Fprintf(&b, "\nenergy at the answer, %d replicas (per completed request):\n", d.Controllers[0].Replicas)
+	b.WriteString(energyTable(d.Controllers))
 	return b.String()
+}
+
+// energyTable is the energy totals of evaluations by controller. Energy
+// per request in J is energy per 1000 requests in kJ: one column says both.
+func energyTable(evals []ControllerEvaluation) string {
+	t := texttable.Table{Columns: []texttable.Column{
+		{Header: "controller", Text: true}, {Header: "energy/request (J = kJ/1k requests)"}, {Header: "energy (kWh)"},
+		{Header: "mean power (W)"},
+	}}
+	for _, c := range evals {
+		t.AddRow(c.Controller, texttable.Fixed(c.EnergyPerRequestJ, 2), texttable.Fixed(c.EnergyKWh, 6), texttable.Fixed(c.MeanPowerW, 1))
+	}
+	return t.String()
 }
