@@ -165,12 +165,21 @@ func runBench(ctx context.Context, s *streams, o *benchOptions) error {
 	if err != nil {
 		return internalError(err)
 	}
+	// The saved result and the result block appear together or not at
+	// all (outputSet): the saved file is staged, and renamed into place
+	// once the block, written last (it may go to stdout, which cannot be
+	// taken back), is written.
+	set := newOutputSet(s)
+	defer set.abandon(nil) // a panic leaves no temporary file behind
 	if o.SaveResult {
-		if err := o.save(report, model, time.Now()); err != nil {
+		if err := o.save(set, report, model, time.Now()); err != nil {
 			return err
 		}
 	}
-	if err := writeBytes(s, o.Output, []byte(report.Text())); err != nil {
+	if err := set.result(o.Output, chunksWriter([][]byte{[]byte(report.Text())})); err != nil {
+		return err
+	}
+	if err := set.commit(); err != nil {
 		return err
 	}
 	if report.Failed > 0 {
@@ -199,9 +208,11 @@ func (o *benchOptions) modelID() (string, error) {
 	return m.Name, nil
 }
 
-// save writes the result JSON of model to --result-dir/--result-filename
-// (vLLM's name by default), atomically, creating the folder.
-func (o *benchOptions) save(report *vllmbench.Serve, model string, now time.Time) error {
+// save stages the result JSON of model in set, to
+// --result-dir/--result-filename (vLLM's name by default), creating the
+// folder. The folders it creates are removed again (when still empty)
+// if set does not commit.
+func (o *benchOptions) save(set *outputSet, report *vllmbench.Serve, model string, now time.Time) error {
 	cfg := vllmbench.SaveConfig{
 		Date: now.Format("20060102-150405"), Backend: "servesim", ModelID: model, TokenizerID: model,
 		NumPrompts: o.Load.NumPrompts, RequestRate: o.Load.RequestRate, Burstiness: o.Load.Burstiness,
@@ -211,17 +222,42 @@ func (o *benchOptions) save(report *vllmbench.Serve, model string, now time.Time
 	if o.ResultFilename != "" {
 		name = o.ResultFilename
 	}
-	if o.ResultDir != "" {
-		if err := os.MkdirAll(o.ResultDir, 0o777); err != nil {
-			return resultDirError(o.ResultDir, err)
-		}
-		name = filepath.Join(o.ResultDir, name)
-	}
 	chunks, err := jsonout.Chunks(report.Document(cfg))
 	if err != nil {
-		return internalError(err)
+		return set.abandon(internalError(err))
 	}
-	return writeTarget("--save-result", name, chunksWriter(chunks))
+	if o.ResultDir != "" {
+		made, err := mkdirAll(o.ResultDir)
+		if err != nil {
+			return set.abandon(resultDirError(o.ResultDir, err))
+		}
+		set.made = append(set.made, made...)
+		name = filepath.Join(o.ResultDir, name)
+	}
+	return set.target("--save-result", name, chunksWriter(chunks))
+}
+
+// mkdirAll makes dir and the folders on its way, as os.MkdirAll does, and
+// returns the ones it made, the deepest last.
+func mkdirAll(dir string) ([]string, error) {
+	var missing []string
+	for p := filepath.Clean(dir); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return nil, err
+	}
+	made := make([]string, 0, len(missing))
+	for i := len(missing) - 1; i >= 0; i-- {
+		made = append(made, missing[i])
+	}
+	return made, nil
 }
 
 // resultDirError says in one line why --result-dir dir could not be made

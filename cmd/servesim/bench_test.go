@@ -297,3 +297,43 @@ func TestResultDirErrorWording(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchCommitsItsOutputsTogether: the saved result and the result
+// block appear together or not at all, and a failed run removes the
+// folders --result-dir made.
+func TestBenchCommitsItsOutputsTogether(t *testing.T) {
+	t.Parallel()
+	args := func(resultDir, resultFile, out string) func(dir string) []string {
+		return func(dir string) []string {
+			a := []string{"bench", "--num-prompts", "2", "--save-result", "--result-dir", filepath.Join(dir, resultDir), "--result-filename", resultFile}
+			if out != "" {
+				a = append(a, "-o", filepath.Join(dir, out))
+			}
+			return a
+		}
+	}
+	cases := []commitCase{
+		{name: "-o fails", args: args("new/sub", "r.json", "file/run.txt"), wantErr: notAFolder("-o", "run.txt")},
+		{name: "--save-result fails", args: args(".", "file/r.json", "run.txt"), wantErr: notAFolder("--save-result", "r.json")},
+		{name: "stdout fails", args: args("new", "r.json", ""), stdout: enospcWriter{},
+			wantErr: func(string) string { return "stdout: no space left on device" }},
+		{name: "all written", args: args("new", "r.json", "run.txt"), want: []string{"new", "run.txt"}},
+	}
+	// A private character device (as /dev/null's numbers), where the
+	// process may make one, receives the saved result at once: a failing
+	// -o says so.
+	devDir := t.TempDir()
+	if dev := filepath.Join(devDir, "null"); syscall.Mknod(dev, syscall.S_IFCHR|0o600, 1<<8|3) == nil {
+		cases = append(cases, commitCase{name: "-o fails after a device", args: func(dir string) []string {
+			return []string{"bench", "--num-prompts", "2", "--save-result", "--result-dir", devDir, "--result-filename", "null",
+				"-o", filepath.Join(dir, "file", "run.txt")}
+		}, wantErr: func(dir string) string {
+			return notAFolder("-o", "run.txt")(dir) + " (written already: --save-result " + dev + ")"
+		}})
+	}
+	runCommitCases(t, cases)
+	data, err := os.ReadFile(filepath.Join(devDir, "null"))
+	if err == nil {
+		assert.Empty(t, data, "a device read as /dev/null")
+	}
+}

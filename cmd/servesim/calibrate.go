@@ -302,37 +302,40 @@ func runCalibrate(s *streams, o *calibrateOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Plot.write(rep.Figure()); err != nil {
+	// The figure, the card, the profile and its manifest and the result
+	// appear together or not at all (outputSet): each file is staged, and
+	// all are renamed into place once the result, written last (it may go
+	// to stdout, which cannot be taken back), is written.
+	set := newOutputSet(s)
+	defer set.abandon(nil) // a panic leaves no temporary file behind
+	if err := o.Plot.stage(set, rep.Figure()); err != nil {
 		return err
 	}
 	if o.OutGPU != "" {
 		card, err := rep.GPUCard()
 		if err != nil {
-			return internalError(err)
+			return set.abandon(internalError(err))
 		}
-		if err := writeTarget("--out-gpu", o.OutGPU, chunksWriter([][]byte{card})); err != nil {
+		if err := set.target("--out-gpu", o.OutGPU, chunksWriter([][]byte{card})); err != nil {
 			return err
 		}
 	}
 	if o.OutProfile != "" {
 		csvData, manifestData, err := rep.ProfileFiles(setup)
 		if err != nil {
-			return internalError(err)
+			return set.abandon(internalError(err))
 		}
-		if err := writeTarget("--out-profile", o.OutProfile, chunksWriter([][]byte{csvData})); err != nil {
+		if err := set.target("--out-profile", o.OutProfile, chunksWriter([][]byte{csvData})); err != nil {
 			return err
 		}
-		if err := writeTarget("--out-profile", manifestPath, chunksWriter([][]byte{manifestData})); err != nil {
+		if err := set.target("--out-profile", manifestPath, chunksWriter([][]byte{manifestData})); err != nil {
 			return err
 		}
-	}
-	if err := writeDocument(s, o.Output, o.Format, rep.Document(prov), rep.Table); err != nil {
-		return err
 	}
 	if o.OutGPU != "" {
-		fmt.Fprintf(s.Err, "servesim: simulate with %s\n", o.nextFlags(rep))
+		set.notes = append(set.notes, "servesim: simulate with "+o.nextFlags(rep))
 	}
-	return nil
+	return set.finish(o.Output, o.Format, rep.Document(prov), rep.Table)
 }
 
 // runCalibrateBundle writes the measured bundle of --bundle-raw,

@@ -298,3 +298,31 @@ func TestCalibrateBundleRun(t *testing.T) {
 	assert.Empty(t, stdout.String())
 	assert.Equal(t, "servesim: bundle "+out+": the folder exists and is not empty: write the bundle to a new folder\n", stderr.String())
 }
+
+// TestCalibrateCommitsItsOutputsTogether fits two runs saved by bench:
+// the figure, the card and the report appear together or not at all.
+func TestCalibrateCommitsItsOutputsTogether(t *testing.T) {
+	t.Parallel()
+	runs := t.TempDir()
+	for _, c := range []string{"1", "8"} {
+		code, _, stderr := runCLI(t, "bench", "--max-concurrency", c, "--num-prompts", "20", "--save-result",
+			"--result-dir", runs, "--result-filename", "c"+c+".json", "-o", filepath.Join(runs, "c"+c+".txt"))
+		require.Equal(t, exitOK, code, stderr)
+	}
+	args := func(plot, card, out string) func(dir string) []string {
+		return func(dir string) []string {
+			return []string{"calibrate", "--bench", filepath.Join(runs, "c1.json"), "--bench", filepath.Join(runs, "c8.json"),
+				"--plot", filepath.Join(dir, plot), "--out-gpu", filepath.Join(dir, card), "-o", filepath.Join(dir, out)}
+		}
+	}
+	runCommitCases(t, []commitCase{
+		{name: "-o fails", args: args("fit.svg", "card.json", "file/r.json"), wantErr: notAFolder("-o", "r.json")},
+		{name: "--out-gpu fails", args: args("fit.svg", "file/card.json", "r.json"), wantErr: notAFolder("--out-gpu", "card.json")},
+		{name: "--plot fails", args: args("file/fit.svg", "card.json", "r.json"), wantErr: notAFolder("--plot", "fit.svg")},
+		{name: "stdout fails", args: func(dir string) []string {
+			return []string{"calibrate", "--bench", filepath.Join(runs, "c1.json"), "--bench", filepath.Join(runs, "c8.json"),
+				"--plot", filepath.Join(dir, "fit.png"), "--out-gpu", filepath.Join(dir, "card.json"), "--format", "table"}
+		}, stdout: enospcWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
+		{name: "all written", args: args("fit.svg", "card.json", "r.json"), want: []string{"fit.svg", "card.json", "r.json"}},
+	})
+}

@@ -119,8 +119,13 @@ func runDiagnose(s *streams, o *diagnoseOptions) error {
 			return err
 		}
 	}
-	if err := o.Plot.write(out.Figure); err != nil {
+	// The figure and the result appear together or not at all (outputSet):
+	// the figure is staged, and renamed into place once the result, written
+	// last, is written.
+	set := newOutputSet(s)
+	defer set.abandon(nil) // a panic leaves no temporary file behind
+	if err := o.Plot.stage(set, out.Figure); err != nil {
 		return err
 	}
-	return writeDocument(s, o.Output, o.Format, out.Document, out.Table)
+	return set.finish(o.Output, o.Format, out.Document, out.Table)
 }

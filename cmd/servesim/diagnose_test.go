@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -197,4 +199,84 @@ func TestDiagnoseOnATerminalWithoutFilesPrintsAHint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// commitCase is a run of a command with several outputs, in a temporary
+// folder that holds a regular file named "file": an output under it
+// cannot be made (root may write any folder, so a read-only one would
+// not stop the run).
+type commitCase struct {
+	name string
+	args func(dir string) []string
+	// stdout replaces the captured standard output when not nil.
+	stdout io.Writer
+	// wantErr is the one stderr line of a failing run (after
+	// "servesim: "); "" for a run that succeeds.
+	wantErr func(dir string) string
+	// want lists what dir holds after the run besides "file": nothing
+	// after a failure, every output after a success.
+	want []string
+}
+
+// runCommitCases runs each case and checks that a failing output leaves
+// none of the others (nor a temporary file) behind, and that a run that
+// succeeds writes them all.
+func runCommitCases(t *testing.T, cases []commitCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
+			s, stdout, stderr := testStreams("")
+			if tc.stdout != nil {
+				s.Out = tc.stdout
+			}
+			code := run(context.Background(), tc.args(dir), s)
+			if tc.wantErr != nil {
+				assert.Equal(t, exitInput, code)
+				assert.Equal(t, "servesim: "+tc.wantErr(dir)+"\n", stderr.String())
+				assert.Empty(t, stdout.String())
+			} else {
+				assert.Equal(t, exitOK, code, stderr.String())
+			}
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			assert.ElementsMatch(t, append([]string{"file"}, tc.want...), names, "no temporary file, and every output or none")
+		})
+	}
+}
+
+// enospcWriter fails every write as a full device does.
+type enospcWriter struct{}
+
+func (enospcWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+
+// notAFolder is the error line of an output path under dir's regular
+// file.
+func notAFolder(flag, name string) func(dir string) string {
+	return func(dir string) string {
+		return flag + " " + filepath.Join(dir, "file", name) + ": " + filepath.Join(dir, "file") + " is not a folder"
+	}
+}
+
+func TestDiagnoseCommitsItsOutputsTogether(t *testing.T) {
+	t.Parallel()
+	args := func(plot, out string) func(dir string) []string {
+		return func(dir string) []string {
+			return []string{"diagnose", "--demo", "--plot", filepath.Join(dir, plot), "-o", filepath.Join(dir, out)}
+		}
+	}
+	runCommitCases(t, []commitCase{
+		{name: "-o fails", args: args("fig.svg", "file/d.json"), wantErr: notAFolder("-o", "d.json")},
+		{name: "--plot fails", args: args("file/fig.svg", "d.json"), wantErr: notAFolder("--plot", "fig.svg")},
+		{name: "stdout fails", args: func(dir string) []string {
+			return []string{"diagnose", "--demo", "--format", "table", "--plot", filepath.Join(dir, "fig.png")}
+		}, stdout: enospcWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
+		{name: "all written", args: args("fig.svg", "d.json"), want: []string{"fig.svg", "d.json"}},
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -342,6 +343,7 @@ type outputSet struct {
 	staged []*outfile.Staged
 	names  []string // "--plot fig.svg" for each staged output
 	notes  []string // stderr lines to print once the outputs are in place
+	made   []string // folders made for the outputs, the deepest last: removed, when empty, if the set does not commit
 }
 
 // newOutputSet returns an empty set writing to the streams s.
@@ -412,7 +414,17 @@ func (set *outputSet) fail(err error) error {
 func (set *outputSet) abandon(err error) error {
 	outfile.DiscardAll(set.staged)
 	set.staged, set.names, set.notes = nil, nil, nil
+	set.removeMade()
 	return err
+}
+
+// removeMade removes the folders made for the outputs that are still
+// empty, the deepest first.
+func (set *outputSet) removeMade() {
+	for i := len(set.made) - 1; i >= 0; i-- {
+		_ = os.Remove(set.made[i]) // a folder that holds a file stays
+	}
+	set.made = nil
 }
 
 // commit renames every staged output into place, then prints the notes.
@@ -423,8 +435,10 @@ func (set *outputSet) commit() error {
 	notes := set.notes
 	set.staged, set.names, set.notes = nil, nil, nil
 	if err != nil {
+		set.removeMade()
 		return err
 	}
+	set.made = nil
 	for _, note := range notes {
 		fmt.Fprintln(set.s.Err, note)
 	}

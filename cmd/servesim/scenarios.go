@@ -91,8 +91,13 @@ func runScenarios(s *streams, o *scenariosOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := o.Plot.write(report.Figure()); err != nil {
-		return err
+	// The figure and the result appear together or not at all (outputSet).
+	set := newOutputSet(s)
+	defer set.abandon(nil) // a panic leaves no temporary file behind
+	if o.Plot.Path != "" {
+		if err := o.Plot.stage(set, report.Figure()); err != nil {
+			return err
+		}
 	}
-	return writeDocument(s, o.Output, o.Format, report.Document(), report.Table)
+	return set.finish(o.Output, o.Format, report.Document(), report.Table)
 }

@@ -192,3 +192,20 @@ func TestScenariosTraceReplay(t *testing.T) {
 	assert.Contains(t, out, "scenario comparisons: 8819 requests")
 	assert.Contains(t, out, "AzureLLMInferenceTrace_code.csv")
 }
+
+func TestScenariosCommitsItsOutputsTogether(t *testing.T) {
+	t.Parallel()
+	args := func(plot, out string) func(dir string) []string {
+		return func(dir string) []string {
+			return []string{"scenarios", "--plot", filepath.Join(dir, plot), "-o", filepath.Join(dir, out)}
+		}
+	}
+	runCommitCases(t, []commitCase{
+		{name: "-o fails", args: args("fig.svg", "file/s.json"), wantErr: notAFolder("-o", "s.json")},
+		{name: "--plot fails", args: args("file/fig.svg", "s.json"), wantErr: notAFolder("--plot", "fig.svg")},
+		{name: "stdout fails", args: func(dir string) []string {
+			return []string{"scenarios", "--plot", filepath.Join(dir, "fig.png")}
+		}, stdout: enospcWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
+		{name: "all written", args: args("fig.svg", "s.json"), want: []string{"fig.svg", "s.json"}},
+	})
+}
