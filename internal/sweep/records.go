@@ -324,13 +324,17 @@ func readLine(r *bufio.Reader, buf []byte) ([]byte, error) {
 	}
 }
 
-// Read returns the line of ref (its newline included), appended to buf,
-// and the record it holds.
+// Read returns the line of ref (its newline included, as LF: a CRLF line
+// is copied with the newline sweep writes), appended to buf, and the
+// record it holds.
 func (x *RecordIndex) Read(ref RecordRef, buf []byte) ([]byte, *RunLine, error) {
 	start := len(buf)
 	buf = slices.Grow(buf, int(ref.length))[:start+int(ref.length)]
 	if _, err := x.files[ref.file].ReadAt(buf[start:], ref.offset); err != nil {
 		return buf, nil, fmt.Errorf("%s line %d: %w", x.names[ref.file], ref.Line, err)
+	}
+	if bytes.HasSuffix(buf[start:], []byte("\r\n")) {
+		buf = append(buf[:len(buf)-2], '\n')
 	}
 	rec, err := ParseRunLine(buf[start:])
 	if err == nil && rec.Cell != ref.Cell {
