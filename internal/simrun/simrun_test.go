@@ -29,6 +29,14 @@ func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
 			"servesim: 1 of 2 requests could not complete: arrivals run to 5400.0 s, past --max-sim-time 10; " +
 				"--max-sim-time 5940 covers them (the last arrival plus 10%, rounded up to a minute)\n"},
 		{"past the cap but nothing unfinished", 5000, 3600, 0, ""},
+		{"dilated by a --normalize close to 0", 3.536311842105262e+299, 3600, 2202,
+			"servesim: 2202 of 2 requests could not complete: arrivals run to 3.536311842105262e+299 s, past --max-sim-time 3600; " +
+				"--max-sim-time 3.889943026315788e+299 covers them (the last arrival plus 10%, rounded up to a minute)\n"},
+		{"dilated past any --max-sim-time", 1.7e+308, 3600, 1,
+			"servesim: 1 of 2 requests could not complete: arrivals run to 1.7e+308 s, past --max-sim-time 3600 and past any other\n"},
+		{"a long time still in digits", 1e14, 3600, 1,
+			"servesim: 1 of 2 requests could not complete: arrivals run to 100000000000000.0 s, past --max-sim-time 3600; " +
+				"--max-sim-time 110000000000040 covers them (the last arrival plus 10%, rounded up to a minute)\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -98,10 +98,31 @@ func PastMaxSimTime(last, maxSimTimeS, unfinished float64) string {
 	}
 	// Rounded to the microsecond first, so that 5400 s plus 10% is 5940 s,
 	// not 5940.000000000001 s and a minute more.
-	withMargin := math.Round(last*(1+maxSimTimeMargin)*1e6) / 1e6
+	withMargin := last * (1 + maxSimTimeMargin)
+	if rounded := math.Round(withMargin*1e6) / 1e6; !math.IsInf(rounded, 0) {
+		withMargin = rounded
+	}
 	cover := math.Ceil(withMargin/60) * 60
-	return fmt.Sprintf("arrivals run to %.1f s, past --max-sim-time %s; --max-sim-time %.0f covers them (the last arrival plus %.0f%%, rounded up to a minute)",
-		last, strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), cover, maxSimTimeMargin*100)
+	if math.IsInf(cover, 0) {
+		return fmt.Sprintf("arrivals run to %s s, past --max-sim-time %s and past any other",
+			formatSeconds(last, 1), strconv.FormatFloat(maxSimTimeS, 'g', -1, 64))
+	}
+	return fmt.Sprintf("arrivals run to %s s, past --max-sim-time %s; --max-sim-time %s covers them (the last arrival plus %.0f%%, rounded up to a minute)",
+		formatSeconds(last, 1), strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), formatSeconds(cover, 0), maxSimTimeMargin*100)
+}
+
+// longSeconds is where formatSeconds turns to an exponent: past it, fixed
+// digits would spell out a time a --normalize close to 0 dilated (1e-300
+// runs the arrivals to 1e+299 s and more) in hundreds of digits.
+const longSeconds = 1e15
+
+// formatSeconds formats a time in seconds with decimals digits after the
+// point, or, from longSeconds on, as the shortest %g that reads back as it.
+func formatSeconds(s float64, decimals int) string {
+	if math.Abs(s) < longSeconds {
+		return strconv.FormatFloat(s, 'f', decimals, 64)
+	}
+	return strconv.FormatFloat(s, 'g', -1, 64)
 }
 
 // formatMHz formats a clock in MHz as briefly as it is exact.
