@@ -167,11 +167,16 @@ func runCommands(ctx context.Context, args []string, s *streams, subs []subcomma
 		}
 	}()
 	root := newRootCmd(s, args, subs)
+	var refused error
+	refuseHelpOfUnknownCommand(root, &refused)
 	root.SetArgs(args)
 	if s.OutClosed {
 		ctx = context.WithValue(ctx, stdoutClosedKey{}, true)
 	}
 	err := root.ExecuteContext(ctx)
+	if err == nil {
+		err = refused
+	}
 	if in := interrupt.Of(ctx); in != nil {
 		in.End() // held until the process exits
 		err = in
@@ -185,6 +190,43 @@ func runCommands(ctx context.Context, args []string, s *streams, subs []subcomma
 		return coded.ExitCode()
 	}
 	return exitUsage
+}
+
+// refuseHelpOfUnknownCommand makes --help on a command group given an
+// argument that names none of its commands (`servesim nosuch --help`,
+// `servesim completion tcsh`, which cobra answers with the group's help and
+// exit 0) the usage error the group gives without --help, stored in
+// *refused in place of the help: the group's own RunE (root, trace), or,
+// for a group without one (completion), its commands listed.
+func refuseHelpOfUnknownCommand(root *cobra.Command, refused *error) {
+	show := root.HelpFunc()
+	root.SetHelpFunc(func(cmd *cobra.Command, args []string) {
+		if rest := cmd.Flags().Args(); len(rest) > 0 && cmd.HasAvailableSubCommands() {
+			if cmd.RunE != nil {
+				*refused = asUsage(cmd.RunE(cmd, rest))
+			} else {
+				*refused = usageErrorf("unknown command %q for %q: expected %s", rest[0], cmd.CommandPath(), subcommandNames(cmd))
+			}
+			if *refused != nil {
+				return
+			}
+		}
+		show(cmd, args)
+	})
+}
+
+// subcommandNames lists the available commands of cmd: "a, b or c".
+func subcommandNames(cmd *cobra.Command) string {
+	var names []string
+	for _, c := range cmd.Commands() {
+		if c.IsAvailableCommand() && c.Name() != "help" {
+			names = append(names, c.Name())
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // helpFiles hold the long help and the examples of every command, as they
