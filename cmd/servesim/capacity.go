@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"runtime"
 
 	"github.com/spf13/cobra"
 
@@ -41,7 +40,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f := cmd.Flags()
 	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
 	addTraceFlags(cmd, &opts.Trace)
-	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV of every replica, or with --fleet of the groups without one (default: the embedded engineering proxy)")
+	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV or bundle folder holding l4_profile.csv of every replica, or with --fleet of the groups without one (default: the embedded engineering proxy)")
 	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller}, a missing field taking the flag's value; size N multiplies every group's replicas")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	plantflag.AddSLO(cmd, &opts.SLO)
@@ -52,7 +51,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
 	f.IntVar(&opts.MaxReplicas, "max-replicas", fleet.DefaultCapacityMaxReplicas, fmt.Sprintf("largest fleet tried, 1 to %d", fleet.MaxReplicas))
-	f.IntVar(&opts.Jobs, "jobs", runtime.NumCPU(), "simulations (or replicas) at a time")
+	f.IntVar(&opts.Jobs, "jobs", 0, "simulations (or replicas) at a time (0, the default: all cores)")
 	plantflag.AddPlant(cmd, &opts.Plant)
 	plantflag.AddEngine(cmd, &opts.Engine)
 	plantflag.AddService(cmd, &opts.Service)

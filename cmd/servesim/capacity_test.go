@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -34,7 +33,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Equal(t, &capacityOptions{Config: capacityrun.Config{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
-		Controllers: []string{"max"}, ExecTimeoutS: 5, Scheduler: "chunked", MaxReplicas: 1024, Jobs: runtime.NumCPU(),
+		Controllers: []string{"max"}, ExecTimeoutS: 5, Scheduler: "chunked", MaxReplicas: 1024, Jobs: 0,
 		Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: plantflag.Engine{Preemption: "none"},
 		Service: o.Service,
 	}, Format: "json"}, o)
@@ -79,7 +78,7 @@ func TestCapacityUsageErrors(t *testing.T) {
 		{"scheduler", []string{"--scheduler", "fifo"}, `--scheduler: unknown scheduler "fifo"`},
 		{"max replicas zero", []string{"--max-replicas", "0"}, "--max-replicas 0: expected 1 to 4096"},
 		{"max replicas too many", []string{"--max-replicas", "5000"}, "--max-replicas 5000: expected 1 to 4096"},
-		{"jobs", []string{"--jobs", "0"}, "--jobs 0: expected a positive integer"},
+		{"jobs", []string{"--jobs", "-1"}, "--jobs -1: expected a nonnegative number (0: all cores)"},
 		{"ttft slo", []string{"--ttft-slo", "-1"}, "--ttft-slo -1: expected a finite positive number of seconds"},
 		{"e2e slo", []string{"--e2e-slo", "0"}, "--e2e-slo 0"},
 		{"max elapsed", []string{"--max-elapsed", "-5"}, "--max-elapsed -5"},

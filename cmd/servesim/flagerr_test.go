@@ -55,7 +55,7 @@ func TestBadFlagValuesNameTheFlagAndWhatIsExpected(t *testing.T) {
 		{[]string{"simulate", "--max-active", "2.5"}, `--max-active "2.5": expected a positive whole number`},
 		{[]string{"simulate", "--time-step", "fast"}, `--time-step "fast": expected a positive number of seconds`},
 		{[]string{"simulate", "--summary=maybe"}, `--summary "maybe": expected true or false`},
-		{[]string{"sweep", "--jobs", "two"}, `--jobs "two": expected a whole number of at least 1`},
+		{[]string{"sweep", "--jobs", "two"}, `--jobs "two": expected a whole number (0: all cores)`},
 		{[]string{"sweep", "--scheduler", `static,"chunked`}, `--scheduler "static,\"chunked": expected a comma-separated list of schedulers (double-quote an item that holds a comma)`},
 		{[]string{"scenarios", "--seed", "1.5"}, `--seed "1.5": expected a whole number`},
 		{[]string{"scenarios", "--rps", "fast"}, `--rps "fast": expected a positive, finite rate in requests per second`},

@@ -29,8 +29,8 @@ var flagExpectations = map[string]string{
 	// simulate (fleet) and capacity
 	"replicas":    "a whole number from 1 to 4096",
 	"router-seed": "a whole number, 0 or more",
-	// sweep
-	"jobs": "a whole number of at least 1",
+	// simulate, sweep and capacity
+	"jobs": "a whole number (0: all cores)",
 	// scenarios
 	"requests":             "a whole number of at least 1",
 	"rps":                  "a positive, finite rate in requests per second",

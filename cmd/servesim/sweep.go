@@ -59,7 +59,7 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	plantAxes = plantflag.AddPlantAxes(cmd)
 	addSweepServiceFlags(cmd, &opts.Service, &opts.ServiceModels)
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after each trace's first (default: all)")
-	f.IntVar(&opts.Jobs, "jobs", runtime.GOMAXPROCS(0), "runs at a time; by default as many as the CPUs this process may use")
+	f.IntVar(&opts.Jobs, "jobs", 0, "runs at a time (0, the default: all cores, as many as the CPUs this process may use)")
 	cliflag.AddChoice(cmd, &opts.Format, "format", sweep.FormatJSONL, "output format: jsonl, csv or table", sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable)
 	plantflag.AddSLO(cmd, &opts.SLO)
 	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`, or auto: from a Slurm job array or Kubernetes Indexed Job")
@@ -99,8 +99,8 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
 	}
-	if o.Jobs < 1 {
-		return usageErrorf("--jobs %d: expected at least 1", o.Jobs)
+	if o.Jobs < 0 {
+		return usageErrorf("--jobs %d: expected a nonnegative number (0: all cores)", o.Jobs)
 	}
 	if err := plantflag.CheckExecTimeout(o.ExecTimeoutS); err != nil {
 		return err
@@ -141,7 +141,11 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 // regular file appears only when the sweep completes; an interrupted sweep
 // keeps what it wrote as FILE.partial).
 func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
-	out := sweeprun.Output{Format: o.Format, Jobs: o.Jobs, Resume: o.Resume, Path: o.Output.Path, Stderr: s.Err, Progress: s.ErrIsTerminal && !o.Quiet}
+	jobs := o.Jobs
+	if jobs == 0 {
+		jobs = runtime.GOMAXPROCS(0) // all cores, as simulate's --jobs 0
+	}
+	out := sweeprun.Output{Format: o.Format, Jobs: jobs, Resume: o.Resume, Path: o.Output.Path, Stderr: s.Err, Progress: s.ErrIsTerminal && !o.Quiet}
 	return o.sweep.Run(ctx, out, func(write func(io.Writer) error) error {
 		return encodingFailure(writeResult(s, o.Output, write))
 	})

@@ -49,6 +49,23 @@ func TestSweepFlagParsing(t *testing.T) {
 	assert.Equal(t, 3, got.Jobs)
 }
 
+// TestJobsZeroIsAllCores: --jobs 0 means all cores for simulate, sweep
+// and capacity alike, and is their default.
+func TestJobsZeroIsAllCores(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{nil, {"--jobs", "0"}} {
+		sw, code, _, stderr := parseFlags(t, "sweep", newSweepCmd, args...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.Equal(t, 0, sw.Jobs)
+		capa, code, _, stderr := parseFlags(t, "capacity", newCapacityCmd, args...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.Equal(t, 0, capa.Jobs)
+		sim, code, _, stderr := parseFlags(t, "simulate", newSimulateCmd, args...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.Equal(t, 0, sim.Fleet.Jobs)
+	}
+}
+
 // TestSweepServiceFlags: --service-model is an axis, the other service
 // flags one value each.
 func TestSweepServiceFlags(t *testing.T) {
@@ -103,7 +120,7 @@ func TestSweepRejectsBadAxisValuesBeforeRunning(t *testing.T) {
 		{"whole number", []string{"--max-active", "2.5"}, `--max-active "2.5": expected a positive whole number`},
 		{"shard", []string{"--shard", "3/2"}, "--shard"},
 		{"format", []string{"--format", "xml"}, "--format"},
-		{"jobs", []string{"--jobs", "0"}, "--jobs"},
+		{"jobs", []string{"--jobs", "-1"}, "--jobs -1: expected a nonnegative number (0: all cores)"},
 		{"empty profile", []string{"--profile", ""}, "--profile"},
 		{"service model", []string{"--service-model", "reference,vllm"}, `--service-model "vllm": expected reference or batched`},
 		{"card without batched", []string{"--gpu", "H100"}, "--gpu: needs --service-model batched"},

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 
@@ -45,7 +46,8 @@ type Config struct {
 	Controllers            []string
 	ExecTimeoutS           float64 // --exec-timeout: the patience with exec: controllers
 	Scheduler              string
-	MaxReplicas, Jobs      int
+	MaxReplicas            int
+	Jobs                   int // simulations (or replicas) at a time; 0: GOMAXPROCS
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant  plant.Plant
 	Engine plantflag.Engine
@@ -81,8 +83,8 @@ func (cfg *Config) Check() error {
 	if cfg.MaxReplicas < 1 || cfg.MaxReplicas > fleet.MaxReplicas {
 		return fmt.Errorf("--max-replicas %d: expected 1 to %d", cfg.MaxReplicas, fleet.MaxReplicas)
 	}
-	if cfg.Jobs < 1 {
-		return fmt.Errorf("--jobs %d: expected a positive integer", cfg.Jobs)
+	if cfg.Jobs < 0 {
+		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", cfg.Jobs)
 	}
 	return nil
 }
@@ -98,6 +100,9 @@ type Study struct {
 
 // Load reads the profiles, the fleet file and the trace of cfg.
 func Load(cfg Config) (*Study, error) {
+	if cfg.Jobs == 0 {
+		cfg.Jobs = runtime.GOMAXPROCS(0) // all cores, as simulate's --jobs 0
+	}
 	unit, prov, err := unitFleet(cfg)
 	if err != nil {
 		return nil, err
@@ -146,11 +151,11 @@ func Load(cfg Config) (*Study, error) {
 func unitFleet(cfg Config) ([]fleet.Group, fleet.CapacityProvenance, error) {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if cfg.ProfilePath != "" {
+		profilePath = profile.ResolvePath(cfg.ProfilePath) // a bundle folder, as simulate takes it
 		var err error
-		if prof, err = profile.Load(cfg.ProfilePath); err != nil {
+		if prof, err = profile.Load(profilePath); err != nil {
 			return nil, fleet.CapacityProvenance{}, err
 		}
-		profilePath = cfg.ProfilePath
 	}
 	prov := fleet.CapacityProvenance{ProfilePath: profilePath, FleetPath: cfg.FleetPath}
 	if cfg.FleetPath == "" {

@@ -83,8 +83,9 @@ func ReadFile(path string, defaults GroupDefaults, load ProfileLoader) ([]Group,
 // ParseFile parses a fleet file: a JSON list of groups, each an object
 // with any of the fields name (a non-empty string, unique; default
 // "group<index>"), profile (a profile CSV path, relative to the file's
-// folder), replicas (a whole number from 1 to MaxReplicas), scheduler and
-// controller (as --scheduler and --controller take them). A missing field
+// folder; a folder means the bundle's l4_profile.csv in it, as with
+// --profile), replicas (a whole number from 1 to MaxReplicas), scheduler
+// and controller (as --scheduler and --controller take them). A missing field
 // takes its value from defaults; load loads a profile. Any other field, a
 // value of the wrong type or range, a profile that fails to load, an empty
 // list or a fleet of more than MaxReplicas replicas is a *FileError.
@@ -136,6 +137,10 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 	if err := strictUnmarshal(item, &fields); err != nil || fields == nil {
 		return fail("", errors.New("expected an object with fields name, profile, replicas, scheduler, controller"))
 	}
+	twice := duplicateKey(item)
+	if twice == "name" {
+		return fail("name", errors.New("given twice"))
+	}
 	str := func(field string) (string, bool, error) {
 		value, ok := fields[field]
 		if !ok {
@@ -152,6 +157,9 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 	} else if ok {
 		g.Name = name
 	}
+	if twice != "" {
+		return fail(twice, errors.New("given twice"))
+	}
 	keys := slices.Sorted(maps.Keys(fields))
 	for _, key := range keys {
 		if !slices.Contains(fileFields, key) {
@@ -164,6 +172,7 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(filepath.Dir(path), p)
 		}
+		p = profile.ResolvePath(p) // a bundle folder: its l4_profile.csv, as --profile
 		prof, err := load(p)
 		if err != nil {
 			return fail("profile", err)
@@ -194,6 +203,33 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		g.Controller = c
 	}
 	return g, nil
+}
+
+// duplicateKey returns the first key the JSON object obj gives twice (as
+// decoded: "a" and "\u0061" are one key), or "": a map decoded from it
+// would keep the last value of such a key without a word.
+func duplicateKey(obj []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return key
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return ""
+		}
+	}
+	return ""
 }
 
 // strictUnmarshal decodes one JSON value and rejects trailing data.

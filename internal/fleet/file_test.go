@@ -65,6 +65,9 @@ func TestParseFileErrorsNameTheGroupAndField(t *testing.T) {
 		{"bad controller", `[{"controller": "fixed:x"}]`, `fleet file f.json: group 0 ("group0"): field "controller": controller "fixed:x": clock MHz "x" must be a finite positive number`},
 		{"bad name", `[{"name": 3}]`, `fleet file f.json: group 0 ("group0"): field "name": 3: expected a non-empty string`},
 		{"duplicate name", `[{"name": "a"}, {"name": "a"}]`, `fleet file f.json: group 1 ("a"): field "name": name "a" is taken by group 0`},
+		{"a field given twice", `[{"name": "a", "replicas": 2, "replicas": 3}]`, `fleet file f.json: group 0 ("a"): field "replicas": given twice`},
+		{"a field given twice, once escaped", `[{"controller": "max", "contr\u006fller": "min"}]`, `fleet file f.json: group 0 ("group0"): field "controller": given twice`},
+		{"the name given twice", `[{"name": "a"}, {"name": "b", "name": "c"}]`, `fleet file f.json: group 1 ("group1"): field "name": given twice`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
