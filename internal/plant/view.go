@@ -283,7 +283,8 @@ func (records RequestRecords) CompletedLatencies() (ttft, tpot, e2e []float64) {
 
 // Table renders a run's metrics for terminals (simulate --format table):
 // one metric per row with its unit, and the limit or objective it is held
-// against; then the slo block.
+// against, each rounded for people (fixed decimals per row, a setting to 4
+// significant digits; the document keeps them exact); then the slo block.
 func (r *Report) Table() string {
 	m, slo := r.Metrics, r.SLO
 	var b strings.Builder
@@ -316,14 +317,14 @@ func (r *Report) Table() string {
 	t.AddRow("peak queued (requests)", texttable.Fixed(m.PeakQueuedRequests, 0), "")
 	t.AddRow("peak queued at min clock", texttable.Fixed(m.PeakQueuedRequestsAtMinimumClock, 0), "")
 	t.AddRow("unfinished at horizon", texttable.Fixed(m.UnfinishedRequestsAtReportingHorizon, 0),
-		"horizon "+strconv.FormatFloat(m.ReportingHorizonS, 'g', -1, 64)+" s")
+		"horizon "+texttable.Sig(m.ReportingHorizonS, 4)+" s")
 	t.AddRow("unfinished at end", texttable.Fixed(m.UnfinishedRequestsAtEnd, 0), "")
 	b.WriteString(t.String())
 	b.WriteByte('\n')
 	slo.WriteTable(&b, r.Provenance.RequestsLoaded)
 	if d := r.MPCDiagnostics; d != nil {
-		fmt.Fprintf(&b, "\nmpc: %d solves applied, %d fell back to race-to-idle (period %v s, horizon %d periods)\n",
-			d.SuccessfulSolves, d.FallbackCount, d.ControlPeriodS, d.HorizonSteps)
+		fmt.Fprintf(&b, "\nmpc: %d solves applied, %d fell back to race-to-idle (period %s s, horizon %d periods)\n",
+			d.SuccessfulSolves, d.FallbackCount, texttable.Sig(d.ControlPeriodS, 4), d.HorizonSteps)
 	}
 	r.Engine.WriteLines(&b)
 	return b.String()

@@ -208,3 +208,21 @@ func assertNaNOrEqual(t *testing.T, want, got []float64, msg string) {
 		assert.InDelta(t, want[i], got[i], 1e-9, "%s: [%d]", msg, i)
 	}
 }
+
+// TestTableRoundsItsSettings: the table shows the values it prints once
+// (the reporting horizon, an mpc control period) rounded for people, not
+// as raw floats; the document keeps them exact.
+func TestTableRoundsItsSettings(t *testing.T) {
+	report := simulateForFigure(t, 60, 3600)
+	report.Metrics.ReportingHorizonS = 0.1 + 0.2
+	report.MPCDiagnostics = &MPCDiagnostics{SuccessfulSolves: 3, ControlPeriodS: 0.08558345566535629, HorizonSteps: 30}
+	table := report.Table()
+	tests := []struct{ name, want string }{
+		{"the horizon", `(?m)^unfinished at horizon +[0-9]+  horizon 0\.3 s$`},
+		{"the mpc period", `(?m)^mpc: 3 solves applied, 0 fell back to race-to-idle \(period 0\.08558 s, horizon 30 periods\)$`},
+	}
+	for _, tt := range tests {
+		assert.Regexp(t, tt.want, table, tt.name)
+	}
+	assert.NotContains(t, table, "0.30000000000000004")
+}

@@ -80,3 +80,30 @@ func Fixed(x float64, decimals int) string {
 	}
 	return strconv.FormatFloat(x, 'f', decimals, 64)
 }
+
+// Sig formats x for people: rounded to digits significant digits (at least
+// one) in plain decimals, without trailing zeros, the integer digits always
+// kept (0.08558345566535629 is "0.08558" with 4, 0.5 is "0.5", 123456.7 is
+// "123457"); a magnitude below 10^-4 or from 10^21 up in exponent form
+// ("1.235e-05"); "-" for NaN or an infinity. For values a table prints
+// once (an objective, a limit, a setting), where a column of Fixed
+// decimals has no column to align with; JSON keeps the exact value.
+func Sig(x float64, digits int) string {
+	switch {
+	case math.IsNaN(x) || math.IsInf(x, 0):
+		return "-"
+	case x == 0:
+		return "0"
+	}
+	digits = max(1, digits)
+	rounded := strconv.FormatFloat(x, 'e', digits-1, 64) // the exponent after rounding: 9.99996 -> 1.000e+01
+	exp, err := strconv.Atoi(rounded[strings.IndexByte(rounded, 'e')+1:])
+	if err != nil || exp < -4 || exp >= 21 {
+		return strconv.FormatFloat(x, 'g', digits, 64)
+	}
+	s := strconv.FormatFloat(x, 'f', max(0, digits-1-exp), 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
