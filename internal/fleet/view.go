@@ -232,7 +232,11 @@ func (r *Report) Table() string {
 			texttable.Fixed(m.PeakPowerW, 1), texttable.Fixed(m.PeakTemperatureC, 1),
 			texttable.Fixed(m.PeakQueuedRequests, 0))
 	}
-	row("fleet", "", len(r.Result.Requests), &r.Metrics, &r.SLO)
+	routed := 0 // a streamed run keeps no request records: count what the router sent
+	for _, rep := range r.Replicas {
+		routed += rep.RequestsRouted
+	}
+	row("fleet", "", routed, &r.Metrics, &r.SLO)
 	for _, rep := range r.Replicas {
 		row(strconv.Itoa(rep.Replica), rep.Group, rep.RequestsRouted, &rep.Metrics, &rep.SLO)
 	}

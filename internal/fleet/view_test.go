@@ -1,8 +1,11 @@
 package fleet
 
 import (
+	"context"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -73,3 +76,34 @@ func TestFleetClockPanelDrawsEachReplicasPlan(t *testing.T) {
 
 // sameFloat says whether a and b are equal or both NaN.
 func sameFloat(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+
+// TestFleetTableCountsTheFleetsRequests: the fleet row's requests are the
+// requests routed to its replicas, whether the run held every request's
+// record or streamed the trace (no records: it showed 0).
+func TestFleetTableCountsTheFleetsRequests(t *testing.T) {
+	w, err := plant.DefaultTrace(120)
+	require.NoError(t, err)
+	cfg := RunConfig{Config: Config{Plant: plant.NewPlant(profile.Default()), Groups: []Group{
+		{Name: "g", Replicas: 2, Profile: profile.Default(), Scheduler: "chunked", Controller: "max"},
+	}, Options: plant.Options{Summary: true}}}
+	held, err := Run(w, cfg)
+	require.NoError(t, err)
+	streamed, err := RunStreamContext(context.Background(), heldSource{w}, cfg)
+	require.NoError(t, err)
+	require.Empty(t, streamed.Result.Requests, "a streamed run keeps no request records")
+	tests := []struct {
+		name   string
+		report *Report
+	}{{"held", held}, {"streamed", streamed}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := tt.report
+			routed := r.Replicas[0].RequestsRouted + r.Replicas[1].RequestsRouted
+			require.Equal(t, len(w.Requests), routed)
+			lines := strings.Split(r.Table(), "\n")
+			i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "fleet  ") })
+			require.GreaterOrEqual(t, i, 0, "the fleet row")
+			assert.Regexp(t, `^fleet +`+strconv.Itoa(routed)+`  `, lines[i])
+		})
+	}
+}
