@@ -3,9 +3,11 @@ package sweep
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"servesim/internal/jsonout"
 	"servesim/internal/limits"
@@ -206,9 +208,76 @@ func (r Record) CSVRow() []string {
 	return row
 }
 
+// fileAxes are the axes whose values are files (paths as given): a table
+// row shows each by its file name, and the paths are listed once, above
+// the rows (fileNames).
+var fileAxes = []string{AxisProfile, AxisTrace}
+
+// fileNames gives the name a table shows for each value of the file axes,
+// by axis position: its file name (filepath.Base), or, when values of the
+// axis share a file name, the file name and the value's position on the
+// axis ("conv.csv#2"). legend lists the values so shortened with their
+// paths, one line each ("trace conv.csv: ../data/conv.csv"); a value shown
+// as given ("embedded", "eight.csv") has no line.
+func fileNames(axes []Axis) (names []map[string]string, legend string) {
+	names = make([]map[string]string, len(axes))
+	var lines [][2]string
+	for i, a := range axes {
+		if !slices.Contains(fileAxes, a.Name) {
+			continue
+		}
+		shared := map[string]map[string]bool{} // file name -> the values that have it
+		for _, v := range a.Values {
+			base := filepath.Base(v)
+			if shared[base] == nil {
+				shared[base] = map[string]bool{}
+			}
+			shared[base][v] = true
+		}
+		names[i] = make(map[string]string, len(a.Values))
+		for k, v := range a.Values {
+			if _, done := names[i][v]; done {
+				continue
+			}
+			name := filepath.Base(v)
+			if len(shared[name]) > 1 {
+				name += "#" + strconv.Itoa(k+1)
+			}
+			names[i][v] = name
+			if name != v {
+				lines = append(lines, [2]string{a.Name + " " + name, v})
+			}
+		}
+	}
+	width := 0
+	for _, l := range lines {
+		width = max(width, utf8.RuneCountInString(l[0]))
+	}
+	var b strings.Builder
+	for _, l := range lines {
+		fmt.Fprintf(&b, "%s:%s %s\n", l[0], strings.Repeat(" ", width-utf8.RuneCountInString(l[0])), l[1])
+	}
+	return names, b.String()
+}
+
 // Table renders the runs and, for a complete sweep (pareto not nil), the
-// Pareto section, for terminals.
+// Pareto section, for terminals. The profile and trace columns show file
+// names, their paths listed once above the rows (fileNames); every number
+// is rounded for people (fixed decimals per column, the objectives to 4
+// significant digits), where the JSON Lines and CSV records keep them
+// exact.
 func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
+	names, legend := fileNames(axes)
+	short := func(axis, value string) string {
+		i := slices.IndexFunc(axes, func(a Axis) bool { return a.Name == axis })
+		if i < 0 || names[i] == nil {
+			return value
+		}
+		if name, ok := names[i][value]; ok {
+			return name
+		}
+		return value
+	}
 	t := texttable.Table{Columns: []texttable.Column{{Header: "cell"}}}
 	for _, a := range axes {
 		t.Columns = append(t.Columns, texttable.Column{Header: a.Name, Text: true})
@@ -221,7 +290,13 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 		texttable.Column{Header: "goodput (req/s)"}, texttable.Column{Header: "p99 TTFT (s)"},
 		texttable.Column{Header: "p99 TPOT (ms)"}, texttable.Column{Header: "error", Text: true})
 	for _, r := range records {
-		row := append([]string{strconv.Itoa(r.Cell.Index)}, r.Cell.Values...)
+		row := []string{strconv.Itoa(r.Cell.Index)}
+		for i, v := range r.Cell.Values {
+			if i < len(axes) {
+				v = short(axes[i].Name, v)
+			}
+			row = append(row, v)
+		}
 		if r.Summary != nil {
 			m := r.Summary.Metrics
 			row = append(row, texttable.Fixed(100*m.CompletedFraction, 1), texttable.Fixed(m.UnfinishedRequestsAtEnd, 0), texttable.Fixed(m.P95TTFTS, 3),
@@ -238,12 +313,16 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 		t.AddRow(row...)
 	}
 	var b strings.Builder
+	if legend != "" {
+		b.WriteString(legend + "\n")
+	}
 	b.WriteString(t.String())
 	if pareto == nil {
 		return b.String()
 	}
 	for _, g := range pareto.Groups() {
-		fmt.Fprintf(&b, "\nPareto front (energy per output token vs p95 TTFT), profile %s, trace %s:\n", g.Profile, g.Trace)
+		fmt.Fprintf(&b, "\nPareto front (energy per output token vs p95 TTFT), profile %s, trace %s:\n",
+			short(AxisProfile, g.Profile), short(AxisTrace, g.Trace))
 		front := g.Front()
 		if len(front) == 0 {
 			b.WriteString("  no successful run\n")
@@ -253,7 +332,7 @@ func Table(axes []Axis, records []Record, pareto *Pareto[Brief]) string {
 		}
 		objectives := "each run's own p95 TTFT and TPOT objectives"
 		if g.TTFTSLOSeconds != 0 && g.TPOTSLOSeconds != 0 {
-			objectives = fmt.Sprintf("p95 TTFT <= %g s, p95 TPOT <= %g s", g.TTFTSLOSeconds, g.TPOTSLOSeconds)
+			objectives = fmt.Sprintf("p95 TTFT <= %s s, p95 TPOT <= %s s", texttable.Sig(g.TTFTSLOSeconds, 4), texttable.Sig(g.TPOTSLOSeconds, 4))
 		}
 		if g.Best != nil {
 			fmt.Fprintf(&b, "best under SLO (%s, all completed): cell %d (%s), %.3f J/token\n",

@@ -109,3 +109,68 @@ func TestTableShowsTheUnfinishedRequests(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"unfinished_requests_at_end":2150,`)
 }
+
+// TestTableNamesTheFilesOnceAbove: the profile and trace columns show file
+// names (numbered by their place on the axis when two paths share one) and
+// a legend above the rows gives each path once; the Pareto section names
+// the groups the same way and rounds the objectives for people.
+func TestTableNamesTheFilesOnceAbove(t *testing.T) {
+	t.Parallel()
+	const (
+		profile = "../shared/data/l4_measured_aggregate/l4_profile.csv"
+		conv    = "../shared/data/azure2023/AzureLLMInferenceTrace_conv.csv"
+		a, b    = "/tmp/a/day.csv", "/tmp/b/day.csv"
+	)
+	axes := []Axis{
+		{Name: AxisProfile, Values: []string{profile, "embedded"}},
+		{Name: AxisTrace, Values: []string{conv, a, "eight.csv", b}},
+		{Name: AxisController, Values: []string{"max"}},
+	}
+	g, err := NewGrid(axes, func(_, v string) (any, error) { return v, nil })
+	require.NoError(t, err)
+	summary := &plant.Summary{Metrics: plant.Metrics{CompletedFraction: 1, P95TTFTS: 0.5, P95TPOTS: 0.05, EnergyPerOutputTokenJ: 1.25}}
+	var recs []Record
+	var pareto Pareto[Brief]
+	shard, err := Plan(axes, 1, 1, 1000)
+	require.NoError(t, err)
+	for c := range shard.All() {
+		r := Record{Cell: c, Axes: CellAxes(g, c, func(a string) string { return a }), Summary: summary,
+			TTFTSLOSeconds: 0.6289720200002193, TPOTSLOSeconds: 0.08558345566535629}
+		recs = append(recs, r)
+		pareto.Add(r.ParetoRun(g))
+	}
+	require.Len(t, recs, 8)
+	out := Table(axes, recs, &pareto)
+	legend, rest, ok := strings.Cut(out, "\n\n")
+	require.True(t, ok, "a blank line after the legend:\n%s", out)
+	assert.Equal(t, ""+
+		"profile l4_profile.csv:                ../shared/data/l4_measured_aggregate/l4_profile.csv\n"+
+		"trace AzureLLMInferenceTrace_conv.csv: ../shared/data/azure2023/AzureLLMInferenceTrace_conv.csv\n"+
+		"trace day.csv#2:                       /tmp/a/day.csv\n"+
+		"trace day.csv#4:                       /tmp/b/day.csv", legend)
+	for _, path := range []string{profile, conv, a, b} {
+		assert.Equal(t, 1, strings.Count(out, path), "%s: once", path)
+	}
+	lines := strings.Split(rest, "\n")
+	tests := []struct {
+		name, line, want string
+	}{
+		{"header", lines[0], `^cell  profile         trace                            controller  done \(%\)  `},
+		{"a path by its file name", lines[1], `^ +0  l4_profile\.csv  AzureLLMInferenceTrace_conv\.csv  max  `},
+		{"a shared file name, numbered", lines[2], `^ +1  l4_profile\.csv  day\.csv#2 +max  `},
+		{"a value without a folder as given", lines[7], `^ +6  embedded +eight\.csv +max  `},
+		{"the other shared file name", lines[8], `^ +7  embedded +day\.csv#4 +max  `},
+	}
+	for _, tt := range tests {
+		assert.Regexp(t, tt.want, tt.line, tt.name)
+	}
+	assert.Contains(t, rest, "\nPareto front (energy per output token vs p95 TTFT), profile l4_profile.csv, trace day.csv#2:\n")
+	assert.Contains(t, rest, "\nbest under SLO (p95 TTFT <= 0.629 s, p95 TPOT <= 0.08558 s, all completed): cell 0 (max), 1.250 J/token\n")
+	for i, line := range lines[:9] {
+		assert.LessOrEqual(t, len(line), 260, "row %d stays narrow", i)
+	}
+
+	_, recs = sloRecords(t)
+	assert.True(t, strings.HasPrefix(Table([]Axis{{Name: AxisController, Values: []string{"max", "mpc", "fixed:1"}}}, recs, nil), "cell  controller  "),
+		"no file axis: no legend")
+}
