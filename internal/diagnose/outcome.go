@@ -50,5 +50,9 @@ func LogsOutcome(files []string, stdin io.Reader, window string, byWindowS float
 	if err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Document: doc, Figure: Figure(window, snapshots), table: func() string { return Table(snapshots) }}, nil
+	fig := Figure(window, snapshots)
+	if report, ok := doc.(WindowReport); ok {
+		fig = report.Figure(window) // with the empty windows between
+	}
+	return Outcome{Document: doc, Figure: fig, table: func() string { return Table(snapshots) }}, nil
 }

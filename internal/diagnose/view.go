@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -11,25 +12,85 @@ import (
 	"servesim/internal/texttable"
 )
 
+// maxEmptySlots is the longest run of empty windows the figure gives a
+// slot each; a longer run takes one slot, labelled with its count.
+const maxEmptySlots = 10
+
+// slot is one place on the figure's time axis: a window's snapshot, or
+// empty windows (snapshot nil) named label.
+type slot struct {
+	snapshot *Snapshot
+	label    string
+}
+
 // Figure draws the p99 end-to-end latency of every window as a bar
 // coloured by the hypothesis the rules chose, with the p50 line across, in
 // ms or s by their range (diagnose --plot).
 func Figure(title string, snapshots []Snapshot) figure.Figure {
-	bars := make([]figure.ColoredBar, len(snapshots))
-	p50, p99 := make([]float64, len(snapshots)), make([]float64, len(snapshots)) // seconds
-	for i, s := range snapshots {
-		p50[i], p99[i] = s.P50E2EMs/1000, s.P99E2EMs/1000
+	slots := make([]slot, len(snapshots))
+	for i := range snapshots {
+		slots[i] = slot{snapshot: &snapshots[i], label: barLabel(title, snapshots[i].WindowName)}
+	}
+	return drawSlots(title, slots, 0)
+}
+
+// Figure draws the windows as the package's Figure does, in time order
+// with the empty windows between them, so that time jumps nowhere unseen:
+// each empty window a gap (no bar, no p50) labelled "empty" under it, a
+// run of more than maxEmptySlots of them one gap labelled with their count
+// ("17 empty"); the panel's title counts them. The labels are short: the
+// figure labels every n-th slot, n set by the widest label.
+func (r WindowReport) Figure(title string) figure.Figure {
+	slots := make([]slot, 0, len(r.Windows))
+	var empty int64
+	next := 0 // the next run of empty windows
+	for i := range r.Windows {
+		for ; next < len(r.empty) && r.empty[next].before == i; next++ {
+			run := r.empty[next]
+			empty += run.count
+			if run.count > maxEmptySlots {
+				slots = append(slots, slot{label: strconv.FormatInt(run.count, 10) + " empty"})
+				continue
+			}
+			for range run.count {
+				slots = append(slots, slot{label: "empty"})
+			}
+		}
+		slots = append(slots, slot{snapshot: &r.Windows[i], label: barLabel(title, r.Windows[i].WindowName)})
+	}
+	return drawSlots(title, slots, empty)
+}
+
+// drawSlots draws slots, empty being how many empty windows they hold.
+func drawSlots(title string, slots []slot, empty int64) figure.Figure {
+	bars := make([]figure.ColoredBar, len(slots))
+	p50, p99 := make([]float64, len(slots)), make([]float64, len(slots)) // seconds; NaN: no request
+	for i, s := range slots {
+		p50[i], p99[i] = math.NaN(), math.NaN()
+		if s.snapshot != nil {
+			p50[i], p99[i] = s.snapshot.P50E2EMs/1000, s.snapshot.P99E2EMs/1000
+		}
 	}
 	unit := figure.DurationUnit(p50, p99)
-	for i, s := range snapshots {
-		bars[i] = figure.ColoredBar{Label: barLabel(title, s.WindowName), Value: p99[i] * unit.PerSecond, Class: s.DiagnosticHypothesis}
+	for i, s := range slots {
+		bars[i] = figure.ColoredBar{Label: s.label, Value: p99[i] * unit.PerSecond}
+		if s.snapshot != nil {
+			bars[i].Class = s.snapshot.DiagnosticHypothesis
+		}
+	}
+	panel := "p99 end-to-end latency per window, coloured by diagnosis"
+	switch {
+	case empty == 1:
+		panel += "; 1 empty window (no request): a gap"
+	case empty > 1:
+		panel += "; " + strconv.FormatInt(empty, 10) + " empty windows (no request): gaps"
 	}
 	return figure.Figure{
 		Title:  "diagnose: " + title,
 		Width:  12 * vg.Inch,
 		Height: 6 * vg.Inch,
 		Columns: []figure.Column{{Panels: []*figure.Panel{
-			figure.ClassBars("p99 end-to-end latency per window, coloured by diagnosis", "latency ("+unit.Name+")", bars,
+			figure.ClassBars(panel, "latency ("+unit.Name+")", bars,
 				&figure.Series{Name: "p50 latency", Y: unit.Of(p50)}),
 		}}},
 	}

@@ -16,6 +16,19 @@ import (
 type WindowReport struct {
 	Windows     []Snapshot `json:"windows"`      // snapshots of the non-empty windows, in time order
 	WorstWindow string     `json:"worst_window"` // window_name of the snapshot with the highest p99_e2e_ms
+	// The empty windows between them, for the figure (not part of the
+	// document): each run of them, and how windows are named.
+	empty   []emptyRun
+	base    string
+	lengthS float64
+	kind    ArrivalKind
+}
+
+// emptyRun is a run of count empty windows from window index first, just
+// before the snapshot Windows[before].
+type emptyRun struct {
+	before       int
+	first, count int64
 }
 
 // maxWindowIndex bounds a window's index so that its start is exact.
@@ -76,12 +89,13 @@ func (w *Windower) Report(base string, opts Options) (WindowReport, error) {
 		indexes = append(indexes, idx)
 	}
 	slices.Sort(indexes)
-	report := WindowReport{Windows: make([]Snapshot, 0, len(indexes))}
+	report := WindowReport{Windows: make([]Snapshot, 0, len(indexes)), base: base, lengthS: w.lengthS, kind: w.kind}
 	worst := -1
 	for i, idx := range indexes {
-		start := float64(idx) * w.lengthS
-		name := fmt.Sprintf("%s [%s, %s)", base, w.kind.format(start), w.kind.format(start+w.lengthS))
-		s, err := w.windows[idx].Snapshot(name, opts)
+		if i > 0 && idx-indexes[i-1] > 1 {
+			report.empty = append(report.empty, emptyRun{before: i, first: indexes[i-1] + 1, count: idx - indexes[i-1] - 1})
+		}
+		s, err := w.windows[idx].Snapshot(report.windowName(idx, 1), opts)
 		if err != nil {
 			return WindowReport{}, err
 		}
@@ -92,6 +106,13 @@ func (w *Windower) Report(base string, opts Options) (WindowReport, error) {
 	}
 	report.WorstWindow = report.Windows[worst].WindowName
 	return report, nil
+}
+
+// windowName names count windows from window index first:
+// "<base> [<start>, <end>)".
+func (r *WindowReport) windowName(first, count int64) string {
+	start := float64(first) * r.lengthS
+	return fmt.Sprintf("%s [%s, %s)", r.base, r.kind.format(start), r.kind.format(start+float64(count)*r.lengthS))
 }
 
 // format renders an arrival time to the nanosecond: seconds as "90s" (not
