@@ -18,7 +18,7 @@ func (d *CapacityDocument) Table() string {
 		if x == nil {
 			return none
 		}
-		return strconv.FormatFloat(*x, 'g', -1, 64) + " s"
+		return texttable.Sig(*x, 4) + " s"
 	}
 	fmt.Fprintf(&b, "capacity: trace %s (%d requests), router %s, search controller %s\n",
 		d.Provenance.TracePath, d.Provenance.RequestsLoaded, d.Router, d.SearchedWith)
