@@ -116,13 +116,7 @@ func TestCalibrateRefusals(t *testing.T) {
 		{"format", []string{"--bench", "c1.json", "--format", "csv"}, "--format"},
 		{"argument", []string{"--bench", "c1.json", "c8.json"}, `unknown command "c8.json"`},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			o, code, stderr := parseCalibrate(t, tt.args...)
-			assert.Equal(t, exitUsage, code, stderr)
-			assert.Nil(t, o, "the command did not run")
-			assert.True(t, strings.HasPrefix(stderr, "servesim: "+tt.wantErr), "stderr %q, want %q", stderr, tt.wantErr)
-			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
-		})
+		t.Run(tt.name, func(t *testing.T) { requireCalibrateUsageError(t, tt.args, tt.wantErr) })
 	}
 }
 
@@ -254,13 +248,7 @@ func TestCalibrateBundleFlags(t *testing.T) {
 		{"with a plant flag", append(all, "--power-limit", "70"), "--power-limit: not with --bundle-out"},
 		{"empty name", append(all[:7:7], ""), `--bundle-out "": expected a new folder (an empty value is not "the default"`},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			o, code, stderr := parseCalibrate(t, tt.args...)
-			assert.Equal(t, exitUsage, code, stderr)
-			assert.Nil(t, o, "the command did not run")
-			assert.True(t, strings.HasPrefix(stderr, "servesim: "+tt.wantErr), "stderr %q, want %q", stderr, tt.wantErr)
-			assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
-		})
+		t.Run(tt.name, func(t *testing.T) { requireCalibrateUsageError(t, tt.args, tt.wantErr) })
 	}
 }
 
@@ -322,7 +310,18 @@ func TestCalibrateCommitsItsOutputsTogether(t *testing.T) {
 		{name: "stdout fails", args: func(dir string) []string {
 			return []string{"calibrate", "--bench", filepath.Join(runs, "c1.json"), "--bench", filepath.Join(runs, "c8.json"),
 				"--plot", filepath.Join(dir, "fit.png"), "--out-gpu", filepath.Join(dir, "card.json"), "--format", "table"}
-		}, stdout: enospcWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
+		}, stdout: failingWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
 		{name: "all written", args: args("fit.svg", "card.json", "r.json"), want: []string{"fit.svg", "card.json", "r.json"}},
 	})
+}
+
+// requireCalibrateUsageError parses args and checks that they are a usage
+// error: exit 2, one stderr line starting with wantErr, no run.
+func requireCalibrateUsageError(t *testing.T, args []string, wantErr string) {
+	t.Helper()
+	o, code, stderr := parseCalibrate(t, args...)
+	assert.Equal(t, exitUsage, code, stderr)
+	assert.Nil(t, o, "the command did not run")
+	assert.True(t, strings.HasPrefix(stderr, "servesim: "+wantErr), "stderr %q, want %q", stderr, wantErr)
+	assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
 }

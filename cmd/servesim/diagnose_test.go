@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -240,21 +239,10 @@ func runCommitCases(t *testing.T, cases []commitCase) {
 			} else {
 				assert.Equal(t, exitOK, code, stderr.String())
 			}
-			entries, err := os.ReadDir(dir)
-			require.NoError(t, err)
-			var names []string
-			for _, e := range entries {
-				names = append(names, e.Name())
-			}
-			assert.ElementsMatch(t, append([]string{"file"}, tc.want...), names, "no temporary file, and every output or none")
+			assert.ElementsMatch(t, append([]string{"file"}, tc.want...), dirNames(t, dir), "no temporary file, and every output or none")
 		})
 	}
 }
-
-// enospcWriter fails every write as a full device does.
-type enospcWriter struct{}
-
-func (enospcWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
 
 // notAFolder is the error line of an output path under dir's regular
 // file.
@@ -276,7 +264,7 @@ func TestDiagnoseCommitsItsOutputsTogether(t *testing.T) {
 		{name: "--plot fails", args: args("file/fig.svg", "d.json"), wantErr: notAFolder("--plot", "fig.svg")},
 		{name: "stdout fails", args: func(dir string) []string {
 			return []string{"diagnose", "--demo", "--format", "table", "--plot", filepath.Join(dir, "fig.png")}
-		}, stdout: enospcWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
+		}, stdout: failingWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
 		{name: "all written", args: args("fig.svg", "d.json"), want: []string{"fig.svg", "d.json"}},
 	})
 }

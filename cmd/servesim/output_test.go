@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"io/fs"
@@ -224,55 +223,29 @@ func TestOutputsThatAliasAreRefused(t *testing.T) {
 	assert.Equal(t, "old", string(data))
 }
 
-// TestFailedRunLeavesNoOutput makes the last output of a run fail after the
-// others were written (staged): none of them appears, and no temporary file
-// is left. The -o path's parent is a regular file (root may write any
-// folder, so a read-only one would not stop the run).
-func TestFailedRunLeavesNoOutput(t *testing.T) {
+// TestSimulateCommitsItsOutputsTogether makes the last output of a run
+// fail after the others were written (staged): none of them appears, and
+// no temporary file is left; a run that succeeds commits them all.
+func TestSimulateCommitsItsOutputsTogether(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct {
-		name   string
-		args   func(dir string) []string
-		stdout io.Writer
-		want   func(dir string) string
-	}{
-		{"-o under a file", func(dir string) []string {
-			return []string{"simulate", "--summary", "--request-log", filepath.Join(dir, "left.csv"), "--plot", filepath.Join(dir, "fig.svg"),
-				"-o", filepath.Join(dir, "file", "run.json")}
-		}, nil, func(dir string) string {
-			return "-o " + filepath.Join(dir, "file", "run.json") + ": " + filepath.Join(dir, "file") + " is not a folder"
-		}},
-		{"stdout fails", func(dir string) []string {
-			return []string{"simulate", "--summary", "--request-log", filepath.Join(dir, "left.jsonl"), "--plot", filepath.Join(dir, "fig.png")}
-		}, failingWriter{}, func(string) string { return "stdout: no space left on device" }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			dir := t.TempDir()
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "file"), nil, 0o644))
-			s, stdout, stderr := testStreams("")
-			if tc.stdout != nil {
-				s.Out = tc.stdout
+	outputs := func(log, fig string, more ...string) func(dir string) []string {
+		return func(dir string) []string {
+			args := []string{"simulate", "--summary", "--request-log", filepath.Join(dir, log), "--plot", filepath.Join(dir, fig)}
+			for _, m := range more {
+				if m != "-o" {
+					m = filepath.Join(dir, m)
+				}
+				args = append(args, m)
 			}
-			code := run(context.Background(), tc.args(dir), s)
-			assert.Equal(t, exitInput, code)
-			assert.Equal(t, "servesim: "+tc.want(dir)+"\n", stderr.String())
-			assert.Empty(t, stdout.String())
-			assert.Equal(t, []string{"file"}, dirNames(t, dir), "no output and no temporary file is left")
-		})
+			return args
+		}
 	}
-}
-
-// TestRunWritesEveryOutput: a run that succeeds commits all its outputs,
-// and the request log's note comes after.
-func TestRunWritesEveryOutput(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	code, stdout, stderr := runCLI(t, "simulate", "--summary", "--request-log", filepath.Join(dir, "log.csv"),
-		"--plot", filepath.Join(dir, "fig.svg"), "-o", filepath.Join(dir, "run.json"))
-	require.Equal(t, exitOK, code, stderr)
-	assert.Empty(t, stdout)
-	assert.ElementsMatch(t, []string{"log.csv", "fig.svg", "run.json"}, dirNames(t, dir))
+	runCommitCases(t, []commitCase{
+		{name: "-o under a file", args: outputs("left.csv", "fig.svg", "-o", "file/run.json"), wantErr: notAFolder("-o", "run.json")},
+		{name: "stdout fails", args: outputs("left.jsonl", "fig.png"), stdout: failingWriter{},
+			wantErr: func(string) string { return "stdout: no space left on device" }},
+		{name: "every output written", args: outputs("log.csv", "fig.svg", "-o", "run.json"), want: []string{"log.csv", "fig.svg", "run.json"}},
+	})
 }
 
 // failingWriter fails every write as a full device does.
