@@ -120,7 +120,7 @@ func (s *Study) Calibrate() (*Report, error) {
 func (s *Study) lockClocks() {
 	prof := s.Setup.Profile
 	realized := prof.RealizedClockLevelsMHz()
-	for _, run := range append(slices.Clone(s.Runs), s.HeldOut...) {
+	for _, run := range s.allRuns() {
 		for _, log := range s.PowerLogs {
 			aligned, err := AlignPower(log, run)
 			if err != nil {
@@ -139,9 +139,12 @@ func (s *Study) lockClocks() {
 	}
 }
 
+// allRuns are the runs to fit, then the held-out ones.
+func (s *Study) allRuns() []*Run { return append(slices.Clone(s.Runs), s.HeldOut...) }
+
 // run is the study's run read from file.
 func (s *Study) run(file string) *Run {
-	for _, r := range append(slices.Clone(s.Runs), s.HeldOut...) {
+	for _, r := range s.allRuns() {
 		if r.File == file {
 			return r
 		}
@@ -159,7 +162,7 @@ func (s *Study) fitPower(rep *Report, measured map[string]float64) error {
 	offset := 0.0
 	for _, log := range s.PowerLogs {
 		matched := 0
-		for _, run := range append(slices.Clone(s.Runs), s.HeldOut...) {
+		for _, run := range s.allRuns() {
 			aligned, err := AlignPower(log, run)
 			if err != nil {
 				continue
