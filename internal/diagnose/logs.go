@@ -11,29 +11,30 @@ import (
 // through open (which returns the input and what errors call it, "stdin"
 // for "-"). With byWindowS > 0 it splits the requests into windows of that
 // many seconds by arrival time and returns the WindowReport named after
-// window; otherwise the one Snapshot named window. It also returns the
-// snapshots, for a figure or a table. Errors name the file, the line and
-// the field.
-func Logs(paths []string, open func(path string) (io.ReadCloser, string, error), window string, byWindowS float64, opts Options) (any, []Snapshot, error) {
-	readOpts := ReadOptions{Arrival: byWindowS > 0}
+// window; otherwise the one Diagnosis named window (whose overload
+// finding uses the arrival times when the logs have them). It also returns
+// the diagnoses, for a figure or a table. Errors name the file, the line
+// and the field.
+func Logs(paths []string, open func(path string) (io.ReadCloser, string, error), window string, byWindowS float64, opts Options) (any, []Diagnosis, error) {
+	readOpts := ReadOptions{Arrival: byWindowS > 0, ArrivalIfPresent: true}
 	var add func(Record) error
-	var result func() (any, []Snapshot, error)
+	var result func() (any, []Diagnosis, error)
 	if byWindowS > 0 {
 		windows, err := NewWindower(byWindowS)
 		if err != nil {
 			return nil, nil, err
 		}
 		add = windows.Add
-		result = func() (any, []Snapshot, error) {
+		result = func() (any, []Diagnosis, error) {
 			report, err := windows.Report(window, opts)
 			return report, report.Windows, err
 		}
 	} else {
 		acc := NewAccumulator(0)
-		add = func(r Record) error { return acc.Add(r.Log) }
-		result = func() (any, []Snapshot, error) {
-			snapshot, err := acc.Snapshot(window, opts)
-			return snapshot, []Snapshot{snapshot}, err
+		add = acc.AddRecord
+		result = func() (any, []Diagnosis, error) {
+			d, err := acc.Diagnosis(window, opts)
+			return d, []Diagnosis{d}, err
 		}
 	}
 	for _, path := range paths {

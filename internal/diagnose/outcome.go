@@ -40,7 +40,7 @@ func LogsOutcome(files []string, stdin io.Reader, window string, byWindowS float
 			window = filepath.Base(files[0])
 		}
 	}
-	doc, snapshots, err := Logs(files, func(path string) (io.ReadCloser, string, error) {
+	doc, diagnoses, err := Logs(files, func(path string) (io.ReadCloser, string, error) {
 		if path == "-" {
 			return io.NopCloser(stdin), "stdin", nil
 		}
@@ -50,9 +50,11 @@ func LogsOutcome(files []string, stdin io.Reader, window string, byWindowS float
 	if err != nil {
 		return Outcome{}, err
 	}
-	fig := Figure(window, snapshots)
+	var fig figure.Figure
 	if report, ok := doc.(WindowReport); ok {
 		fig = report.Figure(window) // with the empty windows between
+	} else {
+		fig = Figure(window, []Snapshot{diagnoses[0].Snapshot})
 	}
-	return Outcome{Document: doc, Figure: fig, table: func() string { return Table(snapshots) }}, nil
+	return Outcome{Document: doc, Figure: fig, table: func() string { return DiagnosisTable(diagnoses) }}, nil
 }

@@ -32,7 +32,7 @@ func TestLogsOutcomeNamesTheWindowAfterItsInput(t *testing.T) {
 		out, err := LogsOutcome(tt.files, strings.NewReader(string(data)), tt.window, 0, DefaultOptions())
 		require.NoError(t, err, tt.files)
 		assert.Contains(t, out.Table(), tt.want)
-		assert.Equal(t, tt.want, out.Document.(Snapshot).WindowName)
+		assert.Equal(t, tt.want, out.Document.(Diagnosis).WindowName)
 	}
 	_, err = LogsOutcome([]string{"testdata/missing.csv"}, nil, "", 0, DefaultOptions())
 	assert.ErrorContains(t, err, "testdata/missing.csv")

@@ -68,6 +68,12 @@ type ReadOptions struct {
 	// Arrival asks for each request's arrival time: the arrival_s column
 	// when present, else the timestamp column; one of them is then required.
 	Arrival bool
+	// ArrivalIfPresent reads the arrival time as Arrival does when the log
+	// has one of those columns, without requiring it: a log without them,
+	// or a record whose arrival time is missing or unreadable, gives
+	// records without one (Record.Arrival is ArrivalNone), and no error.
+	// Arrival, when set, wins.
+	ArrivalIfPresent bool
 	// MaxBytes and MaxLineBytes cap the input and each of its lines (a
 	// quoted CSV record too); zero means MaxLogBytes and MaxLogLineBytes.
 	MaxBytes, MaxLineBytes int64
@@ -218,7 +224,7 @@ func scanCSV(br *bufio.Reader, name string, opts ReadOptions, fn func(Record) er
 				values[c] = cs.field(i)
 			}
 		}
-		rec, err := parseRecord(&values, kind)
+		rec, err := parseRecord(&values, kind, !opts.Arrival)
 		if err != nil {
 			return kind, located(err, name, cs.recLine)
 		}
@@ -232,7 +238,7 @@ func scanCSV(br *bufio.Reader, name string, opts ReadOptions, fn func(Record) er
 // arrivalKindOf picks the arrival column: arrival_s before timestamp.
 func arrivalKindOf(opts ReadOptions, hasSeconds, hasTimestamp bool) ArrivalKind {
 	switch {
-	case !opts.Arrival:
+	case !opts.Arrival && !opts.ArrivalIfPresent:
 		return ArrivalNone
 	case hasSeconds:
 		return ArrivalSeconds
@@ -306,10 +312,10 @@ func scanJSONLines(br *bufio.Reader, name string, opts ReadOptions, fn func(Reco
 						Reason: "missing key: splitting into windows needs an arrival_s or timestamp key"}
 				}
 			}
-			if err := jsonValues(object, kind, &values); err != nil {
+			if err := jsonValues(object, kind, !opts.Arrival, &values); err != nil {
 				return kind, located(err, name, line)
 			}
-			rec, err := parseRecord(&values, kind)
+			rec, err := parseRecord(&values, kind, !opts.Arrival)
 			if err != nil {
 				return kind, located(err, name, line)
 			}
@@ -325,13 +331,20 @@ func scanJSONLines(br *bufio.Reader, name string, opts ReadOptions, fn func(Reco
 }
 
 // jsonValues copies the text of each needed key of object into values.
-// Strings are unquoted; numbers and booleans keep their literal text.
-func jsonValues(object map[string]json.RawMessage, kind ArrivalKind, values *[numColumns][]byte) error {
+// Strings are unquoted; numbers and booleans keep their literal text. With
+// lenientArrival, a missing or malformed arrival time is left empty.
+func jsonValues(object map[string]json.RawMessage, kind ArrivalKind, lenientArrival bool, values *[numColumns][]byte) error {
 	for c := range numColumns {
 		if c >= numRequired && c != arrivalColumn(kind) {
 			continue
 		}
 		raw := object[columnNames[c]]
+		if lenientArrival && c >= numRequired {
+			values[c] = nil
+			if raw == nil || string(raw) == "null" || raw[0] == '{' || raw[0] == '[' {
+				continue
+			}
+		}
 		if raw == nil || string(raw) == "null" {
 			return &InputError{Field: columnNames[c], Reason: "missing key"}
 		}
@@ -364,7 +377,9 @@ func arrivalColumn(kind ArrivalKind) int {
 }
 
 // parseRecord parses and validates one request from its column texts.
-func parseRecord(values *[numColumns][]byte, kind ArrivalKind) (Record, error) {
+// With lenientArrival, an unreadable arrival time gives a record without
+// one instead of an error.
+func parseRecord(values *[numColumns][]byte, kind ArrivalKind, lenientArrival bool) (Record, error) {
 	var p fieldParser
 	p.values = values
 	rec := Record{Arrival: kind, Log: RequestLog{
@@ -379,14 +394,16 @@ func parseRecord(values *[numColumns][]byte, kind ArrivalKind) (Record, error) {
 		PrefixCachedTokens:      p.int(colPrefixCachedTokens),
 		KVOccupancyPctAtArrival: p.float(colKVOccupancyPct),
 	}}
-	switch kind {
-	case ArrivalSeconds:
-		rec.ArrivalS = p.float(colArrivalS)
-		if p.err == nil && (math.IsNaN(rec.ArrivalS) || math.IsInf(rec.ArrivalS, 0)) {
-			p.fail(colArrivalS, "expected a finite number of seconds")
+	if c := arrivalColumn(kind); c >= 0 {
+		at, reason := parseArrival(values[c], kind)
+		switch {
+		case reason == "":
+			rec.ArrivalS = at
+		case lenientArrival:
+			rec.Arrival = ArrivalNone
+		default:
+			p.fail(c, reason)
 		}
-	case ArrivalTimestamp:
-		rec.ArrivalS = p.timestamp(colTimestamp)
 	}
 	if p.err != nil {
 		return Record{}, p.err
@@ -462,14 +479,25 @@ var timestampLayouts = []string{
 	"2006-01-02 15:04:05",
 }
 
-// timestamp parses an ISO 8601 time into seconds since the Unix epoch.
-func (p *fieldParser) timestamp(c int) float64 {
-	s := string(bytes.TrimSpace(p.values[c]))
+// parseArrival parses an arrival time of the given kind: seconds, or an
+// ISO 8601 time as seconds since the Unix epoch. The reason is empty when
+// it parses, else says what was expected.
+func parseArrival(text []byte, kind ArrivalKind) (float64, string) {
+	s := string(bytes.TrimSpace(text))
+	if kind == ArrivalSeconds {
+		f, err := strconv.ParseFloat(s, 64)
+		switch {
+		case err != nil:
+			return 0, "expected a number"
+		case math.IsNaN(f) || math.IsInf(f, 0):
+			return 0, "expected a finite number of seconds"
+		}
+		return f, ""
+	}
 	for _, layout := range timestampLayouts {
 		if t, err := time.Parse(layout, s); err == nil {
-			return float64(t.Unix()) + float64(t.Nanosecond())/1e9
+			return float64(t.Unix()) + float64(t.Nanosecond())/1e9, ""
 		}
 	}
-	p.fail(c, "expected an ISO 8601 time such as 2023-11-16T18:17:03.97996Z or 2023-11-16 18:17:03.9799600")
-	return 0
+	return 0, "expected an ISO 8601 time such as 2023-11-16T18:17:03.97996Z or 2023-11-16 18:17:03.9799600"
 }

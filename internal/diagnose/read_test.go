@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/csv"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/jsonout"
 	"servesim/internal/limits"
 )
 
@@ -166,33 +166,39 @@ func TestCallbackErrorStopsReading(t *testing.T) {
 	assert.Equal(t, 1, calls)
 }
 
-// TestSampleLogsGolden diagnoses the sample logs in testdata/logs and
-// compares with testdata/golden (rewrite with -update).
+// TestSampleLogsGolden diagnoses the sample logs in testdata/logs as the
+// command does (the whole log; and by minute when the log has arrival
+// times) and compares with testdata/golden (rewrite with -update).
 func TestSampleLogsGolden(t *testing.T) {
 	inputs, err := filepath.Glob("testdata/logs/*")
 	require.NoError(t, err)
 	require.NotEmpty(t, inputs)
 	for _, path := range inputs {
-		t.Run(filepath.Base(path), func(t *testing.T) {
-			f, err := os.Open(path)
-			require.NoError(t, err)
-			defer f.Close()
-			acc := NewAccumulator(0)
-			_, err = Scan(f, path, ReadOptions{}, func(r Record) error { return acc.Add(r.Log) })
-			require.NoError(t, err)
-			s, err := acc.Snapshot(filepath.Base(path), DefaultOptions())
-			require.NoError(t, err)
-			got, err := json.MarshalIndent(s, "", "  ")
-			require.NoError(t, err)
+		for _, byWindowS := range []float64{0, 60} {
 			golden := filepath.Join("testdata", "golden", filepath.Base(path)+".json")
-			if *update {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, append(got, '\n'), 0o644))
+			if byWindowS > 0 {
+				golden = filepath.Join("testdata", "golden", filepath.Base(path)+".by_window_60s.json")
 			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err)
-			assert.JSONEq(t, string(want), string(got))
-		})
+			t.Run(filepath.Base(golden), func(t *testing.T) {
+				doc, _, err := Logs([]string{path}, openFile(""), filepath.Base(path), byWindowS, DefaultOptions())
+				if byWindowS > 0 && err != nil {
+					require.ErrorContains(t, err, "splitting into windows needs an arrival_s or timestamp column")
+					require.NoFileExists(t, golden)
+					return
+				}
+				require.NoError(t, err)
+				chunks, err := jsonout.Chunks(doc) // as the command writes it
+				require.NoError(t, err)
+				got := bytes.Join(chunks, nil)
+				if *update {
+					require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
+					require.NoError(t, os.WriteFile(golden, got, 0o644))
+				}
+				want, err := os.ReadFile(golden)
+				require.NoError(t, err)
+				assert.JSONEq(t, string(want), string(got))
+			})
+		}
 	}
 }
 
@@ -263,4 +269,53 @@ func TestLongFieldIsQuotedShort(t *testing.T) {
 	require.Error(t, err)
 	assert.Less(t, len(err.Error()), 300, "%.400s", err)
 	assert.Contains(t, err.Error(), `prompt_tokens "`+strings.Repeat("9", limits.MaxQuotedChars)+`"... (100001 bytes)`)
+}
+
+// TestArrivalIfPresent: without --by-window, arrival times are read when a
+// log has them, and a log without them, or a bad one, is no error (the
+// overload finding then cannot be told); with Arrival they stay required.
+func TestArrivalIfPresent(t *testing.T) {
+	row := "a,100,10,1.5,20,12.25,true,0,40,97.5"
+	jsonRow := func(arrival string) string {
+		return `{"request_id": "a", "prompt_tokens": 100, "output_tokens": 10, "queue_wait_ms": 1.5, "prefill_ms": 20, "decode_tpot_ms": 12.25, ` +
+			`"preempted": true, "recompute_penalty_ms": 0, "prefix_cached_tokens": 40, "kv_occupancy_pct_at_arrival": 97.5` + arrival + "}\n"
+	}
+	type arrival struct {
+		kind ArrivalKind
+		at   float64
+	}
+	tests := []struct {
+		name  string
+		input string
+		kind  ArrivalKind
+		want  []arrival
+	}{
+		{"CSV with arrival_s", "arrival_s," + csvHeader + "2.5," + row + "\n", ArrivalSeconds, []arrival{{ArrivalSeconds, 2.5}}},
+		{"CSV with a timestamp", "timestamp," + csvHeader + "1970-01-01T00:00:03Z," + row + "\n", ArrivalTimestamp, []arrival{{ArrivalTimestamp, 3}}},
+		{"CSV without an arrival column", csvHeader + row + "\n", ArrivalNone, []arrival{{ArrivalNone, 0}}},
+		{"CSV with bad arrivals", "arrival_s," + csvHeader + "soon," + row + "\n," + row + "\nNaN," + row + "\n4," + row + "\n",
+			ArrivalSeconds, []arrival{{ArrivalNone, 0}, {ArrivalNone, 0}, {ArrivalNone, 0}, {ArrivalSeconds, 4}}},
+		{"JSON Lines with a missing, null or object arrival", jsonRow(`, "arrival_s": 1`) + jsonRow("") + jsonRow(`, "arrival_s": null`) +
+			jsonRow(`, "arrival_s": {"s": 1}`) + jsonRow(`, "arrival_s": "x"`) + jsonRow(`, "arrival_s": "7"`),
+			ArrivalSeconds, []arrival{{ArrivalSeconds, 1}, {ArrivalNone, 0}, {ArrivalNone, 0}, {ArrivalNone, 0}, {ArrivalNone, 0}, {ArrivalSeconds, 7}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, kind, err := collect(t, tt.input, ReadOptions{ArrivalIfPresent: true})
+			require.NoError(t, err)
+			assert.Equal(t, tt.kind, kind)
+			var got []arrival
+			for _, r := range recs {
+				got = append(got, arrival{r.Arrival, r.ArrivalS})
+				assert.Equal(t, "a", r.Log.RequestID)
+			}
+			assert.Equal(t, tt.want, got)
+			_, _, err = collect(t, tt.input, ReadOptions{Arrival: true, ArrivalIfPresent: true})
+			if len(tt.want) == 1 && tt.want[0].kind != ArrivalNone {
+				assert.NoError(t, err)
+			} else {
+				assert.Error(t, err, "Arrival requires them")
+			}
+		})
+	}
 }

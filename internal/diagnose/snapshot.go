@@ -203,21 +203,49 @@ type Accumulator struct {
 	// Python integers never overflow, so a total that would is an error.
 	recomputeTokens, totalPrompt, cachedPrompt uint64
 	overflow                                   bool
+	// samples holds every request in arrival order as the evidence needs
+	// it (the latency samples above are reordered by Snapshot).
+	samples []sample
+	// untimed counts the requests added without an arrival time;
+	// withCached those with a prompt token from the prefix cache.
+	untimed, withCached int
 }
+
+// sample is one request as the evidence (Diagnosis) needs it.
+type sample struct {
+	queueMs, prefillMs, recomputeMs, e2eMs float64
+	arrivalS                               float64 // arrival time, s; meaningful when timed
+	promptTokens, cachedTokens             int64
+	preempted, timed                       bool
+}
+
+// ttftMs is the request's TTFT, computed as RequestLog.TTFTMs computes it.
+func (s *sample) ttftMs() float64 { return s.queueMs + s.prefillMs }
 
 // NewAccumulator returns an accumulator sized for about n requests.
 func NewAccumulator(n int) *Accumulator {
 	return &Accumulator{
-		e2e:   make([]float64, 0, n),
-		ttft:  make([]float64, 0, n),
-		tpot:  make([]float64, 0, n),
-		queue: make([]float64, 0, n),
+		e2e:     make([]float64, 0, n),
+		ttft:    make([]float64, 0, n),
+		tpot:    make([]float64, 0, n),
+		queue:   make([]float64, 0, n),
+		samples: make([]sample, 0, n),
 	}
 }
 
-// Add validates r (as constructing the seed's RequestLog does) and adds it.
-// A negative zero measurement counts as zero.
+// Add validates r (as constructing the seed's RequestLog does) and adds it,
+// without an arrival time. A negative zero measurement counts as zero.
 func (a *Accumulator) Add(r RequestLog) error {
+	return a.add(r, 0, false)
+}
+
+// AddRecord adds a request read from a log as Add does, with its arrival
+// time when the record has one (the overload finding needs them all).
+func (a *Accumulator) AddRecord(rec Record) error {
+	return a.add(rec.Log, rec.ArrivalS, rec.Arrival != ArrivalNone)
+}
+
+func (a *Accumulator) add(r RequestLog, arrivalS float64, timed bool) error {
 	if err := r.Validate(); err != nil {
 		return err
 	}
@@ -246,6 +274,17 @@ func (a *Accumulator) Add(r RequestLog) error {
 	}
 	a.addTokens(&a.totalPrompt, uint64(r.PromptTokens))
 	a.addTokens(&a.cachedPrompt, uint64(r.PrefixCachedTokens))
+	a.samples = appendDoubling(a.samples, sample{
+		queueMs: r.QueueWaitMs, prefillMs: r.PrefillMs, recomputeMs: r.RecomputePenaltyMs, e2eMs: e2e,
+		arrivalS: arrivalS, promptTokens: r.PromptTokens, cachedTokens: r.PrefixCachedTokens,
+		preempted: r.Preempted, timed: timed,
+	})
+	if !timed {
+		a.untimed++
+	}
+	if r.PrefixCachedTokens > 0 {
+		a.withCached++
+	}
 	return nil
 }
 
@@ -253,9 +292,9 @@ func (a *Accumulator) Add(r RequestLog) error {
 // full: append grows large slices by about 1.25x, which copies a million
 // samples about five times over; doubling copies them about once. Small
 // windows stay small.
-func appendDoubling(s []float64, v float64) []float64 {
+func appendDoubling[T any](s []T, v T) []T {
 	if len(s) == cap(s) && cap(s) >= 256 {
-		grown := make([]float64, len(s), 2*cap(s))
+		grown := make([]T, len(s), 2*cap(s))
 		copy(grown, s)
 		s = grown
 	}
@@ -272,15 +311,27 @@ func (a *Accumulator) addTokens(total *uint64, n uint64) {
 // seed's order. It reorders the accumulator's samples in place; more
 // requests may be added afterwards.
 func (a *Accumulator) Snapshot(window string, opts Options) (Snapshot, error) {
+	s, _, err := a.snapshot(window, opts)
+	return s, err
+}
+
+// ruleInputs are the values the seed's rules compare, before rounding.
+type ruleInputs struct {
+	preemptions                            int
+	peakKV, p50TTFT, p99TTFT, prefixHitPct float64
+}
+
+// snapshot is Snapshot, also returning the values the rules compared.
+func (a *Accumulator) snapshot(window string, opts Options) (Snapshot, ruleInputs, error) {
 	n := len(a.e2e)
 	if n == 0 {
-		return Snapshot{}, ErrNoLogs
+		return Snapshot{}, ruleInputs{}, ErrNoLogs
 	}
 	if err := opts.Validate(); err != nil {
-		return Snapshot{}, err
+		return Snapshot{}, ruleInputs{}, err
 	}
 	if a.overflow || a.recomputeTokens > math.MaxInt64 {
-		return Snapshot{}, errors.New("token totals exceed 64 bits")
+		return Snapshot{}, ruleInputs{}, errors.New("token totals exceed 64 bits")
 	}
 	// Selection gives the same element as the seed's sorted()[index].
 	mean := a.sumE2E / float64(n)
@@ -314,8 +365,9 @@ func (a *Accumulator) Snapshot(window string, opts Options) (Snapshot, error) {
 		EstimatedRecomputeTokens:    int64(a.recomputeTokens),
 		PrefixCacheHitRatePct:       numeric.Round(prefixHitPct, 1),
 		ModeledCostPer1kRequestsUSD: numeric.Round(costPer1k, 4),
-		DiagnosticHypothesis:        opts.hypothesis(a.preemptions, a.peakKV, p50TTFT, p99TTFT, prefixHitPct),
 	}
+	in := ruleInputs{preemptions: a.preemptions, peakKV: a.peakKV, p50TTFT: p50TTFT, p99TTFT: p99TTFT, prefixHitPct: prefixHitPct}
+	s.DiagnosticHypothesis = verdict(opts.rules(in))
 	if p50E2E != 0 {
 		s.P99ToP50Ratio = roundedPtr(p99E2E/p50E2E, 2)
 	}
@@ -323,21 +375,7 @@ func (a *Accumulator) Snapshot(window string, opts Options) (Snapshot, error) {
 		s.P50TPOTMs = roundedPtr(numeric.NearestRankSelect(a.tpot, q50/100.0), 2)
 		s.P99TPOTMs = roundedPtr(numeric.NearestRankSelect(a.tpot, q99/100.0), 2)
 	}
-	return s, nil
-}
-
-// hypothesis applies the three rules in the seed's order.
-func (o Options) hypothesis(preemptions int, peakKV, p50TTFT, p99TTFT, prefixHitPct float64) string {
-	switch {
-	case preemptions > 0 && peakKV >= o.KVWatermarkPct:
-		return HypothesisKVThrashing
-	case p99TTFT > p50TTFT*o.HOLTTFTRatio && preemptions == 0:
-		return HypothesisHeadOfLine
-	case prefixHitPct < o.ColdPrefixHitPct && p99TTFT > o.ColdTTFTMs:
-		return HypothesisColdPrefix
-	default:
-		return HypothesisNoRule
-	}
+	return s, in, nil
 }
 
 // trueDivide is Python's int / int: the exactly rounded quotient.

@@ -3,12 +3,14 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot/vg"
 
 	"servesim/internal/figure"
+	"servesim/internal/numeric"
 	"servesim/internal/texttable"
 )
 
@@ -56,7 +58,7 @@ func (r WindowReport) Figure(title string) figure.Figure {
 				slots = append(slots, slot{label: "empty"})
 			}
 		}
-		slots = append(slots, slot{snapshot: &r.Windows[i], label: barLabel(title, r.Windows[i].WindowName)})
+		slots = append(slots, slot{snapshot: &r.Windows[i].Snapshot, label: barLabel(title, r.Windows[i].WindowName)})
 	}
 	return drawSlots(title, slots, empty)
 }
@@ -127,6 +129,125 @@ func Table(snapshots []Snapshot) string {
 			texttable.Fixed(s.PrefixCacheHitRatePct, 1), texttable.Fixed(s.ModeledCostPer1kRequestsUSD, 4), s.DiagnosticHypothesis)
 	}
 	return t.String()
+}
+
+// evidenceColumns are the columns DiagnosisTable adds to snapshotColumns.
+var evidenceColumns = []texttable.Column{
+	{Header: "queue of p99 TTFT (%)"}, {Header: "prefill of p99 TTFT (%)"}, {Header: "findings", Text: true},
+}
+
+// DiagnosisTable renders diagnoses as Table renders their snapshots, with
+// the p99 TTFT breakdown's shares and the findings present in each row,
+// then each diagnosis's evidence: every rule's checks, the breakdown and
+// every finding with its numbers (diagnose --format table).
+func DiagnosisTable(diagnoses []Diagnosis) string {
+	t := texttable.Table{Columns: slices.Concat(snapshotColumns, evidenceColumns)}
+	for _, d := range diagnoses {
+		s := d.Snapshot
+		b := d.P99TTFTBreakdown
+		t.AddRow(s.WindowName, strconv.Itoa(s.RequestCount), texttable.Fixed(s.P50E2EMs, 1), texttable.Fixed(s.P99E2EMs, 1),
+			optionalFixed(s.P99ToP50Ratio, 2), texttable.Fixed(s.P99TTFTMs, 1), optionalFixed(s.P99TPOTMs, 2),
+			texttable.Fixed(s.P99QueueWaitMs, 1), texttable.Fixed(s.PeakKVOccupancyPct, 1), strconv.Itoa(s.PreemptionCount),
+			texttable.Fixed(s.PrefixCacheHitRatePct, 1), texttable.Fixed(s.ModeledCostPer1kRequestsUSD, 4), s.DiagnosticHypothesis,
+			optionalFixed(b.QueueWaitSharePct, 1), optionalFixed(b.PrefillSharePct, 1), d.Findings.present())
+	}
+	var out strings.Builder
+	out.WriteString(t.String())
+	out.WriteString("\nEvidence. The seed's rules are tried in order; the diagnosis is the first that matches (*).\n" +
+		"Slow requests: those at or above the p99 TTFT. Findings are beside the rules and do not change the diagnosis.\n")
+	for _, d := range diagnoses {
+		out.WriteString("\n")
+		d.writeEvidence(&out)
+	}
+	return out.String()
+}
+
+// present names the findings present ("overload?" when overload cannot be
+// told), "-" for none.
+func (f Findings) present() string {
+	var names []string
+	switch {
+	case f.Overload.Present == nil:
+		names = append(names, "overload?")
+	case *f.Overload.Present:
+		names = append(names, "overload")
+	}
+	if f.LongPrompts.Present {
+		names = append(names, "long_prompts")
+	}
+	if f.NoPrefixCache.Present {
+		names = append(names, "no_prefix_cache")
+	}
+	if len(names) == 0 {
+		return "-"
+	}
+	return strings.Join(names, ", ")
+}
+
+// writeEvidence writes the diagnosis's evidence for people.
+func (d Diagnosis) writeEvidence(out *strings.Builder) {
+	fmt.Fprintf(out, "%s: %s\n", d.WindowName, d.DiagnosticHypothesis)
+	rules := texttable.Table{Columns: []texttable.Column{{Header: "rule", Text: true}, {Header: "matched", Text: true}, {Header: "checks", Text: true}}}
+	for _, e := range d.Evidence {
+		matched := yesNo(e.Matched)
+		if e.Verdict {
+			matched += " *"
+		}
+		checks := make([]string, len(e.Checks))
+		for i, c := range e.Checks {
+			checks[i] = fmt.Sprintf("%s %s %s %s (%s): %s", c.Metric, number(c.Observed), c.Op, number(c.Threshold), c.ThresholdFrom, yesNo(c.Passed))
+		}
+		rules.AddRow(e.Rule, matched, strings.Join(checks, "; "))
+	}
+	for line := range strings.Lines(rules.String()) {
+		out.WriteString("  " + line)
+	}
+	b := d.P99TTFTBreakdown
+	fmt.Fprintf(out, "  p99 TTFT breakdown: %d slow request%s, mean TTFT %s ms = queue wait %s ms (%s%%) + prefill %s ms (%s%%); "+
+		"recompute after the first token %s ms; %d preempted\n",
+		b.Requests, plural(b.Requests), number(b.MeanTTFTMs), number(b.MeanQueueWaitMs), number(b.QueueWaitSharePct),
+		number(b.MeanPrefillMs), number(b.PrefillSharePct), number(b.MeanRecomputePenaltyMs), b.Preempted)
+	o := d.Findings.Overload
+	if o.Present == nil {
+		out.WriteString("  overload: cannot tell (not every request has an arrival time, or they all arrive at one instant)\n")
+	} else {
+		fmt.Fprintf(out, "  overload: %s: in %s s from %s s, %d arrivals (%s/s), %d admitted to prefill (%s/s), %d completed (%s/s), "+
+			"%d queued at the start and %d at the end (arrivals >= %s x admissions: %s; more queued at the start than admitted: %s)\n",
+			yesNo(*o.Present), number(o.IntervalS), number(o.IntervalStartS), *o.Arrivals, number(o.ArrivalRatePerS),
+			*o.Admissions, number(o.AdmissionRatePerS), *o.Completions, number(o.CompletionRatePerS),
+			*o.QueuedAtStart, *o.QueuedAtEnd, strconv.FormatFloat(o.ThresholdRatio, 'g', -1, 64),
+			yesNo(*o.ArrivalsOutpaceAdmissions), yesNo(*o.BacklogExceedsAdmissions))
+	}
+	l := d.Findings.LongPrompts
+	fmt.Fprintf(out, "  long_prompts: %s: slow requests' median prompt %d tokens = %s x the median %d (threshold %s x), prefill %s%% of their TTFT (threshold %s%%)\n",
+		yesNo(l.Present), l.SlowMedianPromptTokens, number(l.Ratio), l.MedianPromptTokens, strconv.FormatFloat(l.ThresholdRatio, 'g', -1, 64),
+		number(l.PrefillSharePct), strconv.FormatFloat(l.ThresholdPrefillSharePct, 'g', -1, 64))
+	c := d.Findings.NoPrefixCache
+	fmt.Fprintf(out, "  no_prefix_cache: %s: %d of the log's %d requests have cached prompt tokens (%d in this window)\n",
+		yesNo(c.Present), c.LogRequestsWithCachedTokens, c.LogRequests, c.RequestsWithCachedTokens)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// number formats a value of the evidence for people: rounded to 3
+// decimals, shortest form; "-" when undefined.
+func number(x *float64) string {
+	if x == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(numeric.Round(*x, 3), 'f', -1, 64)
 }
 
 // optionalFixed formats a value the seed may leave undefined ("-").

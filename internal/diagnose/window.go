@@ -14,8 +14,8 @@ import (
 // non-empty windows in time order, and the name of the window with the
 // highest p99 end-to-end latency (the earliest one on a tie).
 type WindowReport struct {
-	Windows     []Snapshot `json:"windows"`      // snapshots of the non-empty windows, in time order
-	WorstWindow string     `json:"worst_window"` // window_name of the snapshot with the highest p99_e2e_ms
+	Windows     []Diagnosis `json:"windows"`      // diagnoses of the non-empty windows, in time order
+	WorstWindow string      `json:"worst_window"` // window_name of the snapshot with the highest p99_e2e_ms
 	// The empty windows between them, for the figure (not part of the
 	// document): each run of them, and how windows are named.
 	empty   []emptyRun
@@ -75,11 +75,14 @@ func (w *Windower) Add(rec Record) error {
 		acc = NewAccumulator(0)
 		w.windows[idx] = acc
 	}
-	return acc.Add(rec.Log)
+	return acc.AddRecord(rec)
 }
 
 // Report diagnoses every non-empty window; each is named
-// "<base> [<start>, <end>)".
+// "<base> [<start>, <end>)". The findings of each window look at the whole
+// log: completions and queued requests are counted over every request,
+// whichever window it arrived in (see OverloadFinding), and the prefix
+// cache over every window (see NoPrefixCacheFinding).
 func (w *Windower) Report(base string, opts Options) (WindowReport, error) {
 	if len(w.windows) == 0 {
 		return WindowReport{}, ErrNoLogs
@@ -89,23 +92,79 @@ func (w *Windower) Report(base string, opts Options) (WindowReport, error) {
 		indexes = append(indexes, idx)
 	}
 	slices.Sort(indexes)
-	report := WindowReport{Windows: make([]Snapshot, 0, len(indexes)), base: base, lengthS: w.lengthS, kind: w.kind}
+	flows := w.flows()
+	var scope logScope
+	for _, acc := range w.windows {
+		scope.requests += len(acc.samples)
+		scope.withCached += acc.withCached
+	}
+	report := WindowReport{Windows: make([]Diagnosis, 0, len(indexes)), base: base, lengthS: w.lengthS, kind: w.kind}
 	worst := -1
 	for i, idx := range indexes {
 		if i > 0 && idx-indexes[i-1] > 1 {
 			report.empty = append(report.empty, emptyRun{before: i, first: indexes[i-1] + 1, count: idx - indexes[i-1] - 1})
 		}
-		s, err := w.windows[idx].Snapshot(report.windowName(idx, 1), opts)
+		acc := w.windows[idx]
+		d, err := acc.diagnosis(report.windowName(idx, 1), opts, scope, flows.of(idx, len(acc.samples)))
 		if err != nil {
 			return WindowReport{}, err
 		}
-		report.Windows = append(report.Windows, s)
-		if worst < 0 || s.P99E2EMs > report.Windows[worst].P99E2EMs {
+		report.Windows = append(report.Windows, d)
+		if worst < 0 || d.P99E2EMs > report.Windows[worst].P99E2EMs {
 			worst = i
 		}
 	}
 	report.WorstWindow = report.Windows[worst].WindowName
 	return report, nil
+}
+
+// windowFlows holds, for every request of the log, the window index (as
+// Add computes it from the arrival time) of its arrival, of its admission
+// (arrival + queue_wait_ms, the start of its prefill) and of its
+// completion (arrival + the end-to-end latency), each sorted, so that a
+// window's admissions, completions and the requests queued at its
+// boundaries are counted by search.
+type windowFlows struct {
+	lengthS                      float64
+	arrived, admitted, completed []float64
+}
+
+// flows collects the window indexes of every request's events.
+func (w *Windower) flows() windowFlows {
+	n := 0
+	for _, acc := range w.windows {
+		n += len(acc.samples)
+	}
+	f := windowFlows{lengthS: w.lengthS, arrived: make([]float64, 0, n), admitted: make([]float64, 0, n), completed: make([]float64, 0, n)}
+	for _, acc := range w.windows {
+		for i := range acc.samples {
+			s := &acc.samples[i]
+			f.arrived = append(f.arrived, math.Floor(s.arrivalS/w.lengthS))
+			f.admitted = append(f.admitted, math.Floor((s.arrivalS+s.queueMs/1000)/w.lengthS))
+			f.completed = append(f.completed, math.Floor((s.arrivalS+s.e2eMs/1000)/w.lengthS))
+		}
+	}
+	slices.Sort(f.arrived)
+	slices.Sort(f.admitted)
+	slices.Sort(f.completed)
+	return f
+}
+
+// of is the flow of window idx, which holds arrivals requests: a request
+// is queued at the start of window k when it arrived in an earlier window
+// and is admitted in window k or later.
+func (f windowFlows) of(idx int64, arrivals int) *flow {
+	k := float64(idx)
+	queuedAt := func(k float64) int { return below(f.arrived, k) - below(f.admitted, k) }
+	return &flow{
+		startS:        k * f.lengthS,
+		endS:          (k + 1) * f.lengthS,
+		arrivals:      arrivals,
+		admissions:    below(f.admitted, k+1) - below(f.admitted, k),
+		completions:   below(f.completed, k+1) - below(f.completed, k),
+		queuedAtStart: queuedAt(k),
+		queuedAtEnd:   queuedAt(k + 1),
+	}
 }
 
 // windowName names count windows from window index first:
