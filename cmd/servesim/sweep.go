@@ -63,7 +63,7 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 	cliflag.AddChoice(cmd, &opts.Format, "format", sweep.FormatJSONL, "output format: jsonl, csv or table", sweep.FormatJSONL, sweep.FormatCSV, sweep.FormatTable)
 	plantflag.AddSLO(cmd, &opts.SLO)
 	f.StringVar(&opts.Shard, "shard", "", "run only the I-th of N contiguous slices of the grid, as `I/N`, or auto: from a Slurm job array or Kubernetes Indexed Job")
-	f.StringVar(&opts.Resume, "resume", "", "skip the cells whose records `FILE` (a sweep's output or FILE.partial) holds, and copy them")
+	f.StringVar(&opts.Resume, "resume", "", "skip the cells whose records `FILE` (a sweep's output or FILE.partial) holds, and copy them; auto: those -o FILE or FILE.partial holds, if of this grid and shard (a job's restart)")
 	_ = cmd.MarkFlagFilename("resume")
 	f.BoolVarP(&opts.Quiet, "quiet", "q", false, "no progress bar")
 	f.IntVar(&opts.MaxCells, "max-cells", sweep.DefaultMaxCells, "refuse a sweep (or shard) of more than `N` runs")
@@ -130,6 +130,9 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if o.Resume != "" && o.Format != sweep.FormatJSONL {
 		return usageErrorf("--resume reads and writes JSON Lines: expected --format jsonl, not %s", o.Format)
 	}
+	if o.Resume == sweeprun.ResumeAuto && (o.Output.Path == "" || o.Output.Path == "-") {
+		return usageErrorf("--resume auto takes up what an earlier run left behind -o FILE: give -o FILE (a file named auto: --resume ./auto)")
+	}
 	if o.MaxCells < 1 {
 		return usageErrorf("--max-cells %d: expected at least 1", o.MaxCells)
 	}
@@ -190,12 +193,13 @@ func mergeSweep(s *streams, out outputOptions, files []string) error {
 	}
 	defer x.Close()
 	failed := 0
+	var first sweep.FirstFailure
 	err = writeResult(s, out, func(w io.Writer) (err error) {
-		failed, err = x.WriteMerged(w)
+		failed, first, err = x.WriteMerged(w)
 		return err
 	})
 	if err != nil {
 		return encodingFailure(err)
 	}
-	return sweep.FailedRuns(failed, len(x.Refs))
+	return sweep.FailedRuns(failed, len(x.Refs), first, "")
 }

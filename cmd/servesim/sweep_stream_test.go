@@ -105,9 +105,12 @@ func TestSweepOutputIsWhatItWasBeforeStreaming(t *testing.T) {
 	code, out, errOut := runCLI(t, append([]string{"sweep", "--quiet", "--profile", "embedded,nosuch.csv"}, grid...)...)
 	require.Equal(t, exitInput, code)
 	// (0.7 is above the embedded trace's own load: those runs are not stretched.)
+	wd, err := os.Getwd()
+	require.NoError(t, err)
 	assert.Equal(t, "servesim: sweep: --normalize left the arrivals of 8 of the 32 runs it ran unchanged: their trace already offers less than the target "+
 		"(normalization only stretches a trace, as the reference's does; dilation 1)\n"+
-		"servesim: 16 of 32 runs failed (see their records' error)\n", errOut)
+		"servesim: 16 of 32 runs failed (see their records' error); the first, cell 16: profile nosuch.csv: cannot read the profile: does not exist "+
+		"(nosuch.csv is relative to the working folder "+wd+")\n", errOut)
 	assert.Equal(t, string(want), string(withoutGridMembers(t, []byte(out))))
 
 	want, err = os.ReadFile("testdata/sweep_before_streaming_table.txt")
@@ -358,7 +361,8 @@ func TestSweepMerge(t *testing.T) {
 	t.Run("the shards, in any order, are the whole grid", func(t *testing.T) {
 		code, out, errOut := merge(shards[2], shards[0], shards[1])
 		assert.Equal(t, exitInput, code)
-		assert.Equal(t, "servesim: 10 of 20 runs failed (see their records' error)\n", errOut, "as the sweep of the whole grid says")
+		assert.Equal(t, "servesim: 10 of 20 runs failed (see their records' error); the first, cell 10: profile nosuch.csv: cannot read the profile: does not exist\n",
+			errOut, "as the sweep of the whole grid says, less the folder a relative path is taken from")
 		assert.Equal(t, whole, out)
 	})
 	t.Run("to a file", func(t *testing.T) {

@@ -230,6 +230,8 @@ type RecordIndex struct {
 	Refs  []RecordRef // sorted by cell, then by file and line
 	Grid  string      // the grid_sha256 of the first record
 	Cells int         // its grid_cells
+	// spellings, for a merge, name each profile and trace one way.
+	spellings *spellings
 }
 
 // IndexRecords reads the run records of the files, checks that each is
@@ -340,6 +342,7 @@ func (x *RecordIndex) Read(ref RecordRef, buf []byte) ([]byte, *RunLine, error) 
 	if err == nil && rec.Cell != ref.Cell {
 		err = errors.New("the file changed while it was read")
 	}
+
 	if err != nil {
 		return buf, nil, fmt.Errorf("%s line %d: %w", x.names[ref.file], ref.Line, err)
 	}

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
 	"iter"
@@ -23,8 +24,10 @@ const (
 // their widest cell, so nothing is written before the last run).
 type Writer struct {
 	// Written counts the records written (or kept, for a table); Failed
-	// those of runs that failed.
+	// those of runs that failed, FirstFailed the first of them in grid
+	// order.
 	Written, Failed int
+	FirstFailed     FirstFailure
 
 	format    string
 	grid      *Grid
@@ -76,6 +79,9 @@ func (w *Writer) Add(r Record) error {
 		return err
 	}
 	w.count(r.Err != nil)
+	if r.Err != nil {
+		w.FirstFailed.Note(r.Cell.Index, r.Err.Error())
+	}
 	w.pareto.Add(r.ParetoRun(w.grid))
 	return nil
 }
@@ -97,28 +103,53 @@ func (w *Writer) count(failed bool) {
 }
 
 // resumedBefore copies the resumed records of the cells before cell, as
-// they were written.
+// they were written but for their profile and trace paths, which are
+// this sweep's (the record may spell the same file another way: its
+// content was checked).
 func (w *Writer) resumedBefore(cell int) error {
 	if w.resumed == nil {
 		return nil
 	}
 	for ; w.next < len(w.resumed.Refs) && w.resumed.Refs[w.next].Cell < cell; w.next++ {
+		ref := w.resumed.Refs[w.next]
 		var rec *RunLine
 		var err error
-		if w.line, rec, err = w.resumed.Read(w.resumed.Refs[w.next], w.line[:0]); err != nil {
+		if w.line, rec, err = w.resumed.Read(ref, w.line[:0]); err != nil {
 			return err
+		}
+		var out []byte
+		if out, rec, err = Respell(w.line, rec, w.paths(ref.Cell)); err != nil {
+			return fmt.Errorf("%s: %w", w.resumed.Where(ref), err)
 		}
 		p, err := rec.ParetoRun()
 		if err != nil {
-			return fmt.Errorf("%s: %w", w.resumed.Where(w.resumed.Refs[w.next]), err)
+			return fmt.Errorf("%s: %w", w.resumed.Where(ref), err)
 		}
-		if _, err := w.out.Write(w.line); err != nil {
+		if _, err := w.out.Write(out); err != nil {
 			return err
 		}
 		w.count(rec.Failed)
+		w.FirstFailed.noteRecord(rec)
 		w.pareto.Add(p)
 	}
 	return nil
+}
+
+// paths are the profile and trace paths of this grid's cell, as a record
+// writes them.
+func (w *Writer) paths(cell int) map[string]json.RawMessage {
+	c := cellAt(w.grid.Axes, cell)
+	values := make(map[string]json.RawMessage, len(PathAxes))
+	for _, pa := range PathAxes {
+		if !w.grid.Has(pa.Axis) {
+			continue
+		}
+		line, err := jsonout.AppendLine(nil, w.grid.Text(c, pa.Axis))
+		if err == nil {
+			values[pa.Axis] = json.RawMessage(line[:len(line)-1])
+		}
+	}
+	return values
 }
 
 // Finish writes what follows the last run: the resumed records after it

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"servesim/internal/jsonout"
+	"servesim/internal/plantflag"
 	"servesim/internal/sweep"
 )
 
@@ -21,7 +23,8 @@ type identity struct {
 
 // identify identifies the grid of s run on the inputs in: its digest is
 // the SHA-256 of its axes, the SHA-256 of every profile and trace (null
-// for one that did not load), the options that change a run or the Pareto
+// for one that did not load; a profile or trace is named by its content,
+// not by its path: see inputs.key), the options that change a run or the Pareto
 // record (--max-elapsed, --max-steps, --exec-timeout, --ttft-slo,
 // --tpot-slo, --e2e-slo when given, and the engine flags when a feature is
 // on), the batched service model's cards, limits and preemption when the
@@ -32,7 +35,14 @@ type identity struct {
 func (s *Sweep) identify(in *inputs) identity {
 	axes := make([]jsonout.Object, len(s.axes))
 	for i, a := range s.axes {
-		axes[i] = jsonout.Object{{Key: "name", Value: a.Name}, {Key: "values", Value: a.Values}}
+		values := a.Values
+		if a.Name == sweep.AxisProfile || a.Name == sweep.AxisTrace {
+			values = make([]string, len(a.Values))
+			for k, path := range a.Values {
+				values[k] = in.key(a.Name, path)
+			}
+		}
+		axes[i] = jsonout.Object{{Key: "name", Value: a.Name}, {Key: "values", Value: values}}
 	}
 	profiles := make([]jsonout.Object, len(s.cfg.Profiles))
 	for i, path := range s.cfg.Profiles {
@@ -40,7 +50,7 @@ func (s *Sweep) identify(in *inputs) identity {
 		if p, ok := in.profiles[path]; ok {
 			csvSHA, manifestSHA = p.ProfileCSVSHA256, p.ManifestSHA256
 		}
-		profiles[i] = jsonout.Object{{Key: "path", Value: path}, {Key: "profile_csv_sha256", Value: csvSHA}, {Key: "manifest_sha256", Value: manifestSHA}}
+		profiles[i] = jsonout.Object{{Key: "path", Value: in.key(sweep.AxisProfile, path)}, {Key: "profile_csv_sha256", Value: csvSHA}, {Key: "manifest_sha256", Value: manifestSHA}}
 	}
 	traces := make([]jsonout.Object, len(s.cfg.Traces))
 	for i, path := range s.cfg.Traces {
@@ -48,7 +58,7 @@ func (s *Sweep) identify(in *inputs) identity {
 		if w, ok := in.workloads[path]; ok {
 			sha = w.SHA256
 		}
-		traces[i] = jsonout.Object{{Key: "path", Value: path}, {Key: "trace_sha256", Value: sha}}
+		traces[i] = jsonout.Object{{Key: "path", Value: in.key(sweep.AxisTrace, path)}, {Key: "trace_sha256", Value: sha}}
 	}
 	c := s.cfg
 	doc := jsonout.Object{
@@ -107,6 +117,9 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 		return fmt.Errorf("cell %d has %d axis values, this grid's cells have %d", r.Cell, len(r.Axes), len(want))
 	}
 	for i, kv := range want {
+		if r.Axes[i].Key == kv.Key && (kv.Key == sweep.AxisProfile || kv.Key == sweep.AxisTrace) {
+			continue // a path: its content is checked below, however it was spelled
+		}
 		if r.Axes[i].Key != kv.Key || !bytes.Equal(r.Axes[i].Value, compactJSON(kv.Value)) {
 			return fmt.Errorf("cell %d has %s %s, this grid's cell %d has %s %s", r.Cell, r.Axes[i].Key, r.Axes[i].Value, r.Cell, kv.Key, compactJSON(kv.Value))
 		}
@@ -135,6 +148,34 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, --e2e-slo, engine flag, service flag or profile manifest", r.Grid, id.digest)
 	}
 	return nil
+}
+
+// key is what the grid's identity holds of the profile or trace path
+// (axis: sweep.AxisProfile or AxisTrace): not the path as spelled, so
+// that shards given one file as data/code.csv, /home/me/data/code.csv or
+// /traces/code.csv on another mount are of one grid, but the file's
+// content: "sha256:" and the SHA-256 of a trace, of a profile's CSV and
+// manifest; for one that did not load, its absolute path. The embedded
+// profile and trace and stdin ("-") keep their names, so a grid of them
+// keeps the digest it had.
+func (in *inputs) key(axis, path string) string {
+	if path == plantflag.Embedded || path == "-" {
+		return path
+	}
+	switch axis {
+	case sweep.AxisProfile:
+		if p, ok := in.profiles[path]; ok {
+			return "sha256:" + p.ProfileCSVSHA256 + "," + p.ManifestSHA256
+		}
+	case sweep.AxisTrace:
+		if w, ok := in.workloads[path]; ok {
+			return "sha256:" + w.SHA256
+		}
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 // compactJSON is v as a record writes it.

@@ -17,7 +17,8 @@ type Output struct {
 	Format string // sweep.FormatJSONL, FormatCSV or FormatTable
 	Jobs   int    // runs at a time
 	// Resume is a sweep output (or FILE.partial) whose cells are not run
-	// again but copied; empty for none.
+	// again but copied; empty for none; ResumeAuto for what an earlier
+	// run of the shard left behind Path.
 	Resume string
 	// Path is -o: the file the records go to, empty or "-" for stdout. A
 	// sweep stopped by a signal keeps what it wrote to a regular file as
@@ -43,8 +44,9 @@ type run struct {
 	id      identity
 	resumed *sweep.RecordIndex
 	// written and failed count the records written and the failed runs
-	// among them, once write returned.
+	// among them, once write returned; first is the first that failed.
 	written, failed int
+	first           sweep.FirstFailure
 	// unstretched counts the runs --normalize left as they were: their
 	// trace already offers less than the target (dilation 1).
 	unstretched int
@@ -77,7 +79,8 @@ func (s *Sweep) Run(ctx context.Context, out Output, write func(func(io.Writer) 
 	if err != nil {
 		return err
 	}
-	return sweep.FailedRuns(r.failed, r.written)
+	removeResumed(out)
+	return sweep.FailedRuns(r.failed, r.written, r.first, s.failedHint(r.in, r.first))
 }
 
 // start loads the sweep's inputs and reads the records of out.Resume.
@@ -87,7 +90,7 @@ func (s *Sweep) start(ctx context.Context, out Output) (*run, error) {
 	r.id = s.identify(r.in)
 	if out.Resume != "" {
 		var err error
-		if r.resumed, err = s.readResume(out.Resume, out.Stderr, r.id, r.in); err != nil {
+		if r.resumed, err = s.resume(out, r.id, r.in); err != nil {
 			r.close()
 			return nil, err
 		}
@@ -151,7 +154,7 @@ func (r *run) write(w io.Writer) error {
 	if err == nil || stopped {
 		err = rw.Finish(!stopped)
 	}
-	r.written, r.failed = rw.Written, rw.Failed
+	r.written, r.failed, r.first = rw.Written, rw.Failed, rw.FirstFailed
 	if err != nil || !stopped {
 		return err
 	}

@@ -179,7 +179,8 @@ func TestCardsThatDoNotReadFailOnlyTheBatchedRuns(t *testing.T) {
 	cfg.Service.ModelCard = card
 	s := planned(t, cfg)
 	out, err := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 2})
-	assert.EqualError(t, err, "1 of 2 runs failed (see their records' error)")
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "1 of 2 runs failed (see their records' error); the first, cell 1: model card "+card+": "), err.Error())
 	lines := strings.Split(string(out), "\n")
 	assert.Contains(t, lines[0], `"service_model":"reference"`)
 	assert.Contains(t, lines[0], `"error":null`)

@@ -130,6 +130,8 @@ func TestAFailedInputFailsOnlyItsRuns(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, s.Plan(1, 1, sweep.DefaultMaxCells))
 	out, err := write(t, s, Output{Format: sweep.FormatJSONL, Jobs: 2})
-	assert.EqualError(t, err, "1 of 2 runs failed (see their records' error)")
+	missing := cfg.Profiles[1]
+	assert.EqualError(t, err, "1 of 2 runs failed (see their records' error); the first, cell 1: profile "+missing+": cannot read the profile: does not exist",
+		"the count names the first failed run and its error")
 	assert.Contains(t, string(out), "missing.csv")
 }
