@@ -1,17 +1,22 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/diagnose"
+	"servesim/internal/jsonout"
 	"servesim/internal/sharedtest"
 )
 
@@ -267,4 +272,70 @@ func TestDiagnoseCommitsItsOutputsTogether(t *testing.T) {
 		}, stdout: failingWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
 		{name: "all written", args: args("fig.svg", "d.json"), want: []string{"fig.svg", "d.json"}},
 	})
+}
+
+// TestDiagnoseCarriesEvidence: the document keeps the seed's fields in
+// the seed's order and adds the evidence, the p99 TTFT breakdown and the
+// findings after them, for the whole log and for every window (issue 30,
+// item 10); the types stream.
+func TestDiagnoseCarriesEvidence(t *testing.T) {
+	t.Parallel()
+	log := filepath.Join("..", "..", "internal", "diagnose", "testdata", "logs", "overload.csv")
+	seedKeys := []string{"window_name", "request_count", "mean_e2e_ms", "p50_e2e_ms", "p95_e2e_ms", "p99_e2e_ms",
+		"p99_to_p50_ratio", "p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms", "p99_queue_wait_ms",
+		"peak_kv_occupancy_pct", "preemption_count", "estimated_recompute_tokens", "prefix_cache_hit_rate_pct",
+		"modeled_cost_per_1k_requests_usd", "diagnostic_hypothesis"}
+	wantKeys := append(slices.Clone(seedKeys), "evidence", "p99_ttft_breakdown", "findings")
+
+	code, out, errOut := runDiagnoseArgs(t, "", log)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, wantKeys, objectKeys(t, []byte(out)))
+	var d diagnose.Diagnosis
+	require.NoError(t, json.Unmarshal([]byte(out), &d))
+	assert.Equal(t, diagnose.HypothesisColdPrefix, d.DiagnosticHypothesis)
+	require.Len(t, d.Evidence, 3)
+	assert.True(t, d.Evidence[2].Verdict)
+	assert.True(t, *d.Findings.Overload.Present)
+	assert.True(t, d.Findings.NoPrefixCache.Present)
+
+	code, out, errOut = runDiagnoseArgs(t, "", "--by-window", "60", log)
+	require.Equal(t, exitOK, code, errOut)
+	var raw struct{ Windows []json.RawMessage }
+	require.NoError(t, json.Unmarshal([]byte(out), &raw))
+	require.Len(t, raw.Windows, 3)
+	var overloaded []bool
+	for _, w := range raw.Windows {
+		assert.Equal(t, wantKeys, objectKeys(t, w))
+		var d diagnose.Diagnosis
+		require.NoError(t, json.Unmarshal(w, &d))
+		require.Len(t, d.Evidence, 3)
+		overloaded = append(overloaded, *d.Findings.Overload.Present)
+	}
+	assert.Equal(t, []bool{true, true, false}, overloaded)
+
+	code, out, errOut = runDiagnoseArgs(t, "", "--by-window", "60", "--format", "table", log)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Equal(t, 3, strings.Count(out, "\n  p99 TTFT breakdown: "), "every window's evidence")
+
+	for _, v := range []any{diagnose.Diagnosis{}, diagnose.WindowReport{}} {
+		assert.True(t, jsonout.Streamable(reflect.TypeOf(v)), "%T", v)
+	}
+}
+
+// objectKeys lists the keys of a JSON object in their order.
+func objectKeys(t *testing.T, data []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(data))
+	tok, err := dec.Token()
+	require.NoError(t, err)
+	require.Equal(t, json.Delim('{'), tok)
+	var keys []string
+	for dec.More() {
+		tok, err := dec.Token()
+		require.NoError(t, err)
+		keys = append(keys, tok.(string))
+		var skip json.RawMessage
+		require.NoError(t, dec.Decode(&skip))
+	}
+	return keys
 }
