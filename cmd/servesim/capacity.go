@@ -22,6 +22,8 @@ type capacityOptions struct {
 	Format string // "json" or "table"
 	Output outputOptions
 	capacityrun.ShardFlags
+	// Resume is --resume: capacityrun.ResumeAuto, or "" for none.
+	Resume string
 }
 
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
@@ -60,6 +62,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	addOutputFlag(cmd, &opts.Output)
 	f.StringVar(&opts.Shard, "shard", "", "evaluate only shard `I/N` of the search's doubling sizes (auto: from a Slurm job array or Kubernetes Indexed Job), one JSON Lines record per size")
 	cliflag.AddList(cmd, &opts.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
+	f.StringVar(&opts.Resume, "resume", "", "with --shard: auto, to copy the sizes an earlier run of the shard left in -o FILE or FILE.partial, if of this study, rather than simulate them (a job's restart)")
 	_ = cmd.MarkFlagFilename("evaluations")
 	return cmd
 }
@@ -81,7 +84,19 @@ func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 	if err := o.Engine.Check(cmd, o.Plant); err != nil {
 		return err
 	}
-	return o.ShardFlags.Check(o.Format, s.env)
+	if err := o.ShardFlags.Check(o.Format, s.env); err != nil {
+		return err
+	}
+	switch {
+	case o.Resume == "":
+	case o.Resume != capacityrun.ResumeAuto:
+		return usageErrorf("--resume %q: a capacity shard takes --resume auto (what an earlier run of it left behind -o FILE)", o.Resume)
+	case o.Shard == "":
+		return usageErrorf("--resume auto takes up a shard's records: it needs --shard (the final run reads them with --evaluations)")
+	case o.Output.Path == "" || o.Output.Path == "-":
+		return usageErrorf("--resume auto takes up what an earlier run left behind -o FILE: give -o FILE")
+	}
+	return nil
 }
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
@@ -92,7 +107,7 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	}
 	progress := capacityrun.Progress{Stderr: s.Err, Bar: s.ErrIsTerminal && !o.Quiet, Quiet: o.Quiet}
 	if o.Shard != "" {
-		return study.RunShard(ctx, o.ShardFlags.I, o.ShardFlags.N, o.Output.Path, progress, func(write func(io.Writer) error) error {
+		return study.RunShard(ctx, o.ShardFlags.I, o.ShardFlags.N, o.Output.Path, o.Resume, progress, func(write func(io.Writer) error) error {
 			return encodingFailure(writeResult(s, o.Output, write))
 		})
 	}

@@ -57,8 +57,10 @@ type shardOutcome struct {
 // output (stdout or the -o file path names, as outfile.Write does). SIGINT
 // or SIGTERM starts no further size and keeps the records written
 // (path.partial for a regular file), as a sweep does, and RunShard returns
-// an *interrupt.Stopped.
-func (s *Study) RunShard(ctx context.Context, i, n int, path string, p Progress, write func(func(io.Writer) error) error) error {
+// an *interrupt.Stopped. With resume (ResumeAuto), the sizes whose records
+// an earlier run of the shard left at path or path.partial are copied in
+// their places rather than simulated.
+func (s *Study) RunShard(ctx context.Context, i, n int, path, resume string, p Progress, write func(func(io.Writer) error) error) error {
 	signals := interrupt.Watch(interrupt.Grace)
 	defer signals.Release()
 	grid, err := s.Grid(s.workload.Requests, s.workload.SHA256, s.version)
@@ -74,12 +76,19 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path string, p Progress,
 		fmt.Fprintf(p.Stderr, "servesim: warning: capacity shard %d/%d: the grid has %d sizes (1 to %d replicas), so this shard has none to evaluate\n",
 			i, n, len(grid.Sizes), grid.Sizes[len(grid.Sizes)-1])
 	}
+	var known map[int][]byte
+	if resume == ResumeAuto {
+		known = shardResume(grid, cells, path, p.Stderr)
+	}
 	var bar *progress.Bar
 	if p.Bar {
-		bar = progress.New(p.Stderr, "capacity shard", "sizes", len(cells))
+		bar = progress.New(p.Stderr, "capacity shard", "sizes", len(cells)-len(known))
 	}
 	toRun := func(yield func(sweep.Cell) bool) {
 		for _, cell := range cells {
+			if _, ok := known[cell]; ok {
+				continue
+			}
 			if !yield(sweep.Cell{Index: cell}) {
 				return
 			}
@@ -88,6 +97,20 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path string, p Progress,
 	written := 0
 	err = write(func(out io.Writer) error {
 		var line []byte
+		// next is the place in cells of the next record to write: the
+		// records resumed before a size simulated are copied first.
+		next := 0
+		copyKnown := func(upTo int) error {
+			for ; next < len(cells) && cells[next] != upTo; next++ {
+				if rec, ok := known[cells[next]]; ok {
+					if _, err := out.Write(rec); err != nil {
+						return err
+					}
+					written++
+				}
+			}
+			return nil
+		}
 		stop := sweep.Stop{Start: signals.Start(), Wait: signals.Wait()}
 		err := sweep.Run(toRun, evaluator.Jobs, stop, func(c sweep.Cell) shardOutcome {
 			e, err := evaluator.Evaluate(ctx, grid.Sizes[c.Index])
@@ -96,6 +119,10 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path string, p Progress,
 			if r.err != nil {
 				return r.err
 			}
+			if err := copyKnown(c.Index); err != nil {
+				return err
+			}
+			next++
 			var err error
 			if line, err = jsonout.AppendLine(line[:0], grid.Record(c.Index, r.eval)); err != nil {
 				return fmt.Errorf("encoding a record: %w", err)
@@ -111,6 +138,11 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path string, p Progress,
 		})
 		if bar != nil {
 			bar.Finish()
+		}
+		if err == nil || errors.Is(err, sweep.ErrStopped) {
+			if cerr := copyKnown(-1); cerr != nil {
+				err = cerr
+			}
 		}
 		if !errors.Is(err, sweep.ErrStopped) {
 			return err
@@ -130,6 +162,9 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path string, p Progress,
 	var stop *interrupt.Stopped
 	if errors.As(err, &stop) {
 		return stop // not "-o FILE: capacity shard interrupted"
+	}
+	if err == nil && resume == ResumeAuto {
+		removePartial(path, p.Stderr)
 	}
 	return err
 }
