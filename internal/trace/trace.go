@@ -74,6 +74,10 @@ type Options struct {
 	Filter Filter
 	// Columns names the columns of a CSV log (Format CSV); nil otherwise.
 	Columns *Columns
+	// MaxRequests is the most requests the read may keep: 0 means
+	// plant.MaxHeldRequests, less is what is left of it when other traces
+	// are held too (a sweep's). One more fails the read.
+	MaxRequests int
 }
 
 // Option names in an OptionError.
@@ -197,6 +201,7 @@ func read(r io.Reader, name string, maxElapsedS float64, opt Options, caps readC
 		}
 	}
 	s := newSink(in, format)
+	s.emit = capRequests(name, opt.maxRequests(), s.emit)
 	var (
 		w   plant.Workload
 		err error
@@ -215,4 +220,42 @@ func read(r io.Reader, name string, maxElapsedS float64, opt Options, caps readC
 		return plant.Workload{}, "", err
 	}
 	return w, format, nil
+}
+
+// maxRequests is MaxRequests, plant.MaxHeldRequests when not set.
+func (o Options) maxRequests() int {
+	if o.MaxRequests > 0 {
+		return min(o.MaxRequests, plant.MaxHeldRequests)
+	}
+	return plant.MaxHeldRequests
+}
+
+// TooManyRequestsError reports a trace with more requests than a read may
+// keep (Options.MaxRequests).
+type TooManyRequestsError struct {
+	Trace string // the trace's name
+	Most  int    // the requests the read could keep
+}
+
+// Error names the trace and the cap, and how to stay within it.
+func (e *TooManyRequestsError) Error() string {
+	if e.Most < plant.MaxHeldRequests {
+		return fmt.Sprintf("trace %s: more than %d requests, what is left of the %d servesim holds at once after the traces read before it", e.Trace, e.Most, plant.MaxHeldRequests)
+	}
+	return fmt.Sprintf("trace %s: more than %d requests, the most servesim holds at once (cut it with --max-elapsed, or split it)", e.Trace, e.Most)
+}
+
+// capRequests passes the requests of the trace name on to emit, up to most
+// of them; the next one fails the read with a *TooManyRequestsError, so
+// that a trace of many short rows (far under the byte cap) stops before it
+// takes more memory than the documented peak.
+func capRequests(name string, most int, emit func(plant.Request) error) func(plant.Request) error {
+	kept := 0
+	return func(r plant.Request) error {
+		if kept == most {
+			return &TooManyRequestsError{Trace: name, Most: most}
+		}
+		kept++
+		return emit(r)
+	}
 }

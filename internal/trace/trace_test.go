@@ -367,3 +367,31 @@ func TestParseFilterAndColumns(t *testing.T) {
 	_, err = ParseTimeUnit("min")
 	assert.EqualError(t, err, `unknown time unit "min": expected s, ms, us or iso`)
 }
+
+func TestLoadStopsAtTheRequestCap(t *testing.T) {
+	csv := "TIMESTAMP,ContextTokens,GeneratedTokens\n" + strings.Repeat("2023-11-16 18:17:03.9799600,10,5\n", 5)
+	tests := []struct {
+		name string
+		most int
+		want string // "" when the trace loads
+	}{
+		{"under the cap", 5, ""},
+		{"over a cap left by other traces", 4, "trace t.csv: more than 4 requests, what is left of the 50000000 servesim holds at once after the traces read before it"},
+		{"the default cap", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Load(strings.NewReader(csv), "t.csv", plant.NoElapsedLimit, Options{MaxRequests: tt.most})
+			if tt.want == "" {
+				require.NoError(t, err)
+				assert.Len(t, got.Requests, 5)
+				return
+			}
+			var tooMany *TooManyRequestsError
+			require.ErrorAs(t, err, &tooMany)
+			assert.EqualError(t, err, tt.want)
+		})
+	}
+	full := &TooManyRequestsError{Trace: "big.csv", Most: plant.MaxHeldRequests}
+	assert.Equal(t, "trace big.csv: more than 50000000 requests, the most servesim holds at once (cut it with --max-elapsed, or split it)", full.Error())
+}
