@@ -86,6 +86,11 @@ func (cfg *Config) Check() error {
 	if cfg.Jobs < 0 {
 		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", cfg.Jobs)
 	}
+	if cfg.FleetPath == "" && cfg.Plant.KVCapacityTokens > 0 {
+		// One replica a unit; a fleet file's units, and the batched
+		// cards' KV capacity, are checked once read (Load).
+		return checkLiveKVBlocks(*cfg, []fleet.Group{{Replicas: 1}})
+	}
 	return nil
 }
 
@@ -117,6 +122,9 @@ func Load(cfg Config) (*Study, error) {
 	}
 	if err := cfg.Plant.Validate(); err != nil {
 		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
+	}
+	if err := checkLiveKVBlocks(cfg, unit); err != nil {
+		return nil, err
 	}
 	var workload plant.Workload
 	if cfg.TracePath == "" {
@@ -281,4 +289,20 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// checkLiveKVBlocks refuses, before the trace is read, a study whose
+// largest fleet (--max-replicas units of the unit fleet) would hold more
+// prefix-cache blocks than plant.MaxLiveKVBlocks; smaller fleets are
+// simulated fewer at a time when their caches would (fleet.Capacity).
+func checkLiveKVBlocks(cfg Config, unit []fleet.Group) error {
+	perSize := 0
+	for _, g := range unit {
+		perSize += g.Replicas
+	}
+	largest := min(cfg.MaxReplicas, fleet.MaxReplicas/max(1, perSize)) * perSize
+	if err := plantflag.CheckLiveKVBlocks(cfg.Plant, cfg.Service.EngineOptions(cfg.Engine.Options()), largest); err != nil {
+		return fmt.Errorf("--max-replicas %d: %w", cfg.MaxReplicas, err)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"sync"
@@ -131,6 +132,14 @@ func (c *Capacity) prepare(requests []plant.Request) (*capacityRun, error) {
 	if isStateFree(router) {
 		r.sizeJobs, r.fleetJobs = 1, max(1, c.Search.Jobs)
 	}
+	// Fleets simulated at once hold their prefix caches together: no more
+	// of the largest at once than plant.MaxLiveKVBlocks holds.
+	largest := c.maxSize() * c.perSize()
+	atOnce := plant.PlantsAtOnce(c.Plant, c.Engine)
+	if largest > atOnce {
+		return nil, fmt.Errorf("capacity: %d replicas hold more than %d prefix-cache KV blocks at once", largest, plant.MaxLiveKVBlocks)
+	}
+	r.sizeJobs = max(1, min(r.sizeJobs, atOnce/largest))
 	return r, nil
 }
 

@@ -197,6 +197,9 @@ func prepare(cfg Config) ([]replicaSpec, Router, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := plant.CheckPlantsAtOnce(cfg.Plant, cfg.Options, n); err != nil {
+		return nil, nil, err
+	}
 	specs := make([]replicaSpec, 0, n)
 	for i, g := range cfg.Groups {
 		p := cfg.Plant

@@ -1,9 +1,12 @@
 package plant
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
+
+	"servesim/internal/limits"
 )
 
 // Work limits of one run. A run takes a step of TimeStepS until every
@@ -15,8 +18,11 @@ const (
 	// 0.3-0.4 µs with a few active requests).
 	DefaultMaxSteps = 1e9
 	// MaxTrajectorySamples bounds the trajectory a run keeps (Options
-	// without Summary): 1e7 samples take about 1.4 GB of memory and 1.1 GB
-	// of JSON. Options.Stride or Options.Summary keep a longer run within it.
+	// without Summary), summed over the plants held at once (a fleet's
+	// replicas: CheckPlantsAtOnce): 1e7 samples take about 1.5 GB of
+	// memory (152 bytes a sample, the empty plan columns included) and
+	// 1.1 GB of JSON. Options.Stride or Options.Summary keep a longer run
+	// within it.
 	MaxTrajectorySamples = 1e7
 )
 
@@ -36,6 +42,9 @@ type LimitError struct {
 	// follow from; Stride samples them (LimitTrajectorySamples).
 	MaxSimulationTimeS, TimeStepS float64
 	Stride                        int
+	// Plants is how many plants the limit was checked for at once (the
+	// replicas of a fleet): 0 or 1 for one plant.
+	Plants int
 }
 
 // Steps is the StepBound of the run.
@@ -47,6 +56,14 @@ func (e *LimitError) Steps() float64 {
 // "maximum_simulation_time_s 3600 / time_step_s 1e-09 = 3.6e+12 simulation
 // steps: more than max_steps 1e+09".
 func (e *LimitError) Error() string {
+	if e.Limit == LimitLiveKVBlocks {
+		return fmt.Sprintf("%d plants at once hold %s prefix-cache KV blocks: more than %s %d (about %s)",
+			e.Plants, FormatCount(e.Value, e.Max), e.Limit, MaxLiveKVBlocks, limits.FormatBytes(MaxLiveKVBlocks*KVBlockBytes))
+	}
+	if e.Limit == LimitTrajectorySamples && e.Plants > 1 {
+		return fmt.Sprintf("maximum_simulation_time_s %g / time_step_s %g = %s simulation steps at stride %d keep %s trajectory samples in %d plants: more than %s %g",
+			e.MaxSimulationTimeS, e.TimeStepS, FormatCount(e.Steps(), 0), e.Stride, FormatCount(e.Value, e.Max), e.Plants, e.Limit, e.Max)
+	}
 	if e.Limit == LimitTrajectorySamples {
 		return fmt.Sprintf("maximum_simulation_time_s %g / time_step_s %g = %s simulation steps at stride %d keep %s trajectory samples: more than %s %g",
 			e.MaxSimulationTimeS, e.TimeStepS, FormatCount(e.Steps(), 0), e.Stride, FormatCount(e.Value, e.Max), e.Limit, e.Max)
@@ -114,6 +131,17 @@ func MinStride(steps float64) float64 {
 	return math.Ceil(steps / (MaxTrajectorySamples - 1))
 }
 
+// MinFleetStride is the least stride that keeps the trajectories of
+// plants plants of steps steps each within MaxTrajectorySamples together;
+// +Inf when no stride does (a plant keeps at least two samples).
+func MinFleetStride(steps float64, plants int) float64 {
+	each := math.Floor(MaxTrajectorySamples/float64(max(1, plants))) - 1
+	if each < 1 {
+		return math.Inf(1)
+	}
+	return math.Ceil(steps / each)
+}
+
 // minPreallocatedSamples is the least trajectory room reserved up front.
 const minPreallocatedSamples = 4096
 
@@ -126,4 +154,76 @@ func preallocatedSamples(p Plant, lastArrivalS float64, stride int) int {
 	capSteps := p.MaxSimulationTimeS/p.TimeStepS + 3
 	spanSteps := 2*lastArrivalS/p.TimeStepS + 3
 	return int(min(capSteps, max(spanSteps, minPreallocatedSamples*s))/s + 2)
+}
+
+// Limits on what a command holds at once, whatever multiplies it: the
+// replicas of a fleet, the runs a sweep or a capacity study keeps under
+// way (--jobs), the traces of a sweep's axis, the rows of a trace.
+const (
+	// MaxLiveKVBlocks bounds the prefix-cache blocks of every plant a
+	// command holds at once: KVBlockBytes each, so 2^25 blocks take about
+	// 1.5 GiB (a fleet of 4096 replicas of 8192 blocks, the default
+	// plant's, or 16 of MaxKVBlocks).
+	MaxLiveKVBlocks = 1 << 25
+	// KVBlockBytes is what a prefix-cache block takes: its 32-byte entry
+	// and two 8-byte slots of the hash index.
+	KVBlockBytes = 48
+	// MaxHeldRequests bounds the requests a command holds at once: the
+	// rows of one trace, or of all the traces of a sweep. 5e7 is nearly
+	// twice the Azure 2024 week of conversations (27.3M requests).
+	MaxHeldRequests = 50_000_000
+)
+
+// LimitLiveKVBlocks names MaxLiveKVBlocks in a LimitError.
+const LimitLiveKVBlocks = "live_kv_blocks"
+
+// PrefixCacheBlocks is how many blocks the prefix cache of a plant on p
+// with the engine options o allocates up front: 0 without the cache.
+func PrefixCacheBlocks(p Plant, o EngineOptions) int {
+	if !o.PrefixCache || !(p.KVCapacityTokens >= 1) || math.IsInf(p.KVCapacityTokens, 0) {
+		return 0
+	}
+	return int(min(p.KVCapacityTokens/float64(max(1, o.BlockTokens())), MaxKVBlocks+1))
+}
+
+// PlantsAtOnce is how many plants on p with the engine options o a command
+// may hold at once within MaxLiveKVBlocks: a number of at least 1, and
+// math.MaxInt without the prefix cache.
+func PlantsAtOnce(p Plant, o EngineOptions) int {
+	blocks := PrefixCacheBlocks(p, o)
+	if blocks == 0 {
+		return math.MaxInt
+	}
+	return max(1, MaxLiveKVBlocks/blocks)
+}
+
+// CheckPlantsAtOnce is CheckWork for plants plants on p held at once (the
+// replicas of a fleet): a *LimitError when one of them could take too many
+// steps, when their trajectories together would keep more than
+// MaxTrajectorySamples samples, or when their prefix caches together
+// would allocate more than MaxLiveKVBlocks blocks. The error's Plants is
+// plants.
+func CheckPlantsAtOnce(p Plant, opt Options, plants int) error {
+	err := CheckWork(p, opt)
+	var le *LimitError
+	if errors.As(err, &le) {
+		le.Plants = max(1, plants)
+		return le
+	}
+	if err != nil || !(p.TimeStepS > 0 && p.MaxSimulationTimeS > 0) || !finite(p.TimeStepS) || !finite(p.MaxSimulationTimeS) {
+		return err
+	}
+	if !opt.Summary {
+		stride := max(1, opt.Stride)
+		samples := (math.Ceil(StepBound(p)/float64(stride)) + 1) * float64(plants)
+		if samples > MaxTrajectorySamples {
+			return &LimitError{Limit: LimitTrajectorySamples, Value: samples, Max: MaxTrajectorySamples,
+				MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS, Stride: stride, Plants: plants}
+		}
+	}
+	if blocks := float64(PrefixCacheBlocks(p, opt.Engine)) * float64(plants); blocks > MaxLiveKVBlocks {
+		return &LimitError{Limit: LimitLiveKVBlocks, Value: blocks, Max: MaxLiveKVBlocks, Plants: plants,
+			MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS}
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"servesim/internal/limits"
 	"servesim/internal/plant"
 )
 
@@ -58,17 +59,53 @@ func CheckWork(p plant.Plant, opt plant.Options, plot bool) error {
 	if !(opt.MaxSteps >= 1) || math.IsInf(opt.MaxSteps, 0) {
 		return fmt.Errorf("--max-steps %v: expected a number of steps of at least 1", opt.MaxSteps)
 	}
-	err := plant.CheckWork(p, opt)
+	return flagNamedLimit(plant.CheckWork(p, opt), plot)
+}
+
+// CheckFleetWork is CheckWork for a fleet of replicas replicas of the
+// plant p, all held at once: their trajectories together within the
+// trajectory limit, their prefix caches together within
+// plant.MaxLiveKVBlocks (plant.CheckPlantsAtOnce); the error names the
+// flags. A zero opt.MaxSteps is plant.DefaultMaxSteps (CheckWork checks a
+// --max-steps given).
+func CheckFleetWork(p plant.Plant, opt plant.Options, replicas int, plot bool) error {
+	return flagNamedLimit(plant.CheckPlantsAtOnce(p, opt, replicas), plot)
+}
+
+// CheckLiveKVBlocks refuses plants plants of p with the engine options o
+// held at once whose prefix caches together would allocate more than
+// plant.MaxLiveKVBlocks blocks; the error names the flags.
+func CheckLiveKVBlocks(p plant.Plant, o plant.EngineOptions, plants int) error {
+	if blocks := float64(plant.PrefixCacheBlocks(p, o)) * float64(plants); blocks > plant.MaxLiveKVBlocks {
+		return flagNamedLimit(&plant.LimitError{Limit: plant.LimitLiveKVBlocks, Value: blocks, Max: plant.MaxLiveKVBlocks, Plants: plants}, false)
+	}
+	return nil
+}
+
+// flagNamedLimit words a *plant.LimitError with the flags the work follows
+// from, the limit and how to stay within it; any other error is returned
+// as it is.
+func flagNamedLimit(err error, plot bool) error {
 	var le *plant.LimitError
 	if !errors.As(err, &le) {
 		return err
+	}
+	if le.Limit == plant.LimitLiveKVBlocks {
+		return fmt.Errorf("%d replicas with --prefix-cache hold %s KV blocks at once: more than the limit of %d (about %s; use fewer replicas, a smaller --kv-capacity or a larger --kv-block-tokens)",
+			le.Plants, plant.FormatCount(le.Value, le.Max), plant.MaxLiveKVBlocks, limits.FormatBytes(plant.MaxLiveKVBlocks*plant.KVBlockBytes))
 	}
 	steps := fmt.Sprintf("--max-sim-time %g / --time-step %g = %s simulation steps", le.MaxSimulationTimeS, le.TimeStepS, plant.FormatCount(le.Steps(), le.Max))
 	switch {
 	case le.Limit == plant.LimitSteps:
 		return fmt.Errorf("%s: more than --max-steps %g (raise --max-steps, shorten --max-sim-time or lengthen --time-step)", steps, le.Max)
+	case plot && le.Plants > 1:
+		return fmt.Errorf("--plot draws every step of every replica: %s in %d replicas: more than the trajectory limit of %g samples (shorten --max-sim-time, lengthen --time-step, use fewer replicas or leave out --plot)", steps, le.Plants, le.Max)
 	case plot:
 		return fmt.Errorf("--plot draws every step: %s: more than the trajectory limit of %g samples (shorten --max-sim-time, lengthen --time-step or leave out --plot)", steps, le.Max)
+	}
+	if le.Plants > 1 {
+		return fmt.Errorf("%s at --stride %d keep %s trajectory samples in %d replicas: more than the limit of %g (use --summary, or --stride %g or more)",
+			steps, le.Stride, plant.FormatCount(le.Value, le.Max), le.Plants, le.Max, plant.MinFleetStride(le.Steps(), le.Plants))
 	}
 	return fmt.Errorf("%s at --stride %d keep %s trajectory samples: more than the limit of %g (use --summary, or --stride %g or more)",
 		steps, le.Stride, plant.FormatCount(le.Value, le.Max), le.Max, plant.MinStride(le.Steps()))

@@ -33,6 +33,9 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			return nil, err
 		}
 	}
+	if err := c.checkFleetWork(groups); err != nil {
+		return nil, err
+	}
 	router, _ := fleet.NewRouter(c.Fleet.Router, c.Fleet.RouterSeed)
 	var mu sync.Mutex
 	controllers := map[int]plant.ClockController{}
@@ -80,4 +83,19 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 		c.reportSolveTimes(fmt.Sprintf("replica %d: ", k), controllers[k])
 	}
 	return &Result{cfg: *c, fleet: report}, nil
+}
+
+// checkFleetWork refuses, before the trace is read, a fleet whose replicas
+// together would keep too many trajectory samples or prefix-cache blocks
+// (plantflag.CheckFleetWork; with Figure, every step is kept).
+func (c *Config) checkFleetWork(groups []fleet.Group) error {
+	n, err := fleet.Size(groups)
+	if err != nil {
+		return err
+	}
+	err = plantflag.CheckFleetWork(c.Plant, c.options(), n, c.Figure)
+	if err != nil && c.Fleet.Path != "" {
+		return fmt.Errorf("--fleet %s: %w", c.Fleet.Path, err)
+	}
+	return err
 }

@@ -93,13 +93,22 @@ func (c *Config) Check() error {
 }
 
 // CheckWork refuses, before anything is read, a run whose steps or kept
-// trajectory would pass a limit (with Figure, every step is kept).
+// trajectory would pass a limit (with Figure, every step is kept), and a
+// fleet of --replicas (without a fleet file, whose sizes are known once it
+// is read) whose replicas together would keep too many trajectory samples
+// or prefix-cache blocks.
 func (c *Config) CheckWork() error {
-	work := plant.Options{Stride: c.Stride, Summary: c.Summary, MaxSteps: c.MaxSteps}
+	work := plant.Options{Stride: c.Stride, Summary: c.Summary, MaxSteps: c.MaxSteps, Engine: c.Engine.Options()}
 	if c.Figure {
-		work = plant.Options{Stride: 1, MaxSteps: c.MaxSteps}
+		work.Stride, work.Summary = 1, false
 	}
-	return plantflag.CheckWork(c.Plant, work, c.Figure)
+	if err := plantflag.CheckWork(c.Plant, work, c.Figure); err != nil {
+		return err
+	}
+	if c.Fleet.Path == "" && c.Fleet.Replicas > 1 && c.Fleet.Replicas <= fleet.MaxReplicas {
+		return plantflag.CheckFleetWork(c.Plant, work, c.Fleet.Replicas, c.Figure)
+	}
+	return nil
 }
 
 // Check checks the fleet settings and decides whether the run is a

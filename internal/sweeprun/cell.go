@@ -2,6 +2,7 @@ package sweeprun
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -23,6 +24,11 @@ type inputs struct {
 	hashIDs map[string]plant.HashIDSource
 	// service is the batched service model, when the grid runs it.
 	service *batchedService
+	// held is the requests of the traces loaded; overHeld, when not nil,
+	// is why the traces together hold more than plant.MaxHeldRequests,
+	// which refuses the whole sweep.
+	held     int
+	overHeld error
 }
 
 // batchedService is the batched service model of a sweep, its cards read
@@ -73,8 +79,16 @@ func (s *Sweep) load() *inputs {
 			w, err = plant.DefaultTrace(s.cfg.MaxElapsedS)
 		} else {
 			var t *trace.Trace
-			src := &trace.Source{Path: path, Stdin: s.cfg.Stdin, MaxElapsedS: s.cfg.MaxElapsedS, Options: s.cfg.Trace.Options}
-			if t, err = src.Load(); err == nil {
+			opt := s.cfg.Trace.Options
+			opt.MaxRequests = plant.MaxHeldRequests - in.held
+			src := &trace.Source{Path: path, Stdin: s.cfg.Stdin, MaxElapsedS: s.cfg.MaxElapsedS, Options: opt}
+			var tooMany *trace.TooManyRequestsError
+			if t, err = src.Load(); errors.As(err, &tooMany) {
+				in.overHeld = fmt.Errorf("--trace: the %d traces hold more than %d requests together, the most servesim holds at once (%v); run the sweep on fewer traces at a time, or shorten them with --max-elapsed",
+					len(s.cfg.Traces), plant.MaxHeldRequests, err)
+				return in
+			}
+			if err == nil {
 				w = t.Workload
 				if ids := t.HashIDSource(); ids != nil {
 					in.hashIDs[path] = ids
@@ -85,6 +99,7 @@ func (s *Sweep) load() *inputs {
 			in.workloadErrs[path] = err
 		} else {
 			in.workloads[path] = w
+			in.held += len(w.Requests)
 		}
 	}
 	if s.batched() {
@@ -92,6 +107,26 @@ func (s *Sweep) load() *inputs {
 	}
 	return in
 }
+
+// cellsAtOnce is how many runs of the sweep may be under way at once
+// within plant.MaxLiveKVBlocks: the prefix cache of its largest cell (the
+// largest --kv-capacity, or the batched cards' KV capacity) decides.
+func (s *Sweep) cellsAtOnce(in *inputs) int {
+	p := plant.NewPlant(nil)
+	if in.service != nil && in.service.err == nil {
+		p.KVCapacityTokens = max(p.KVCapacityTokens, in.service.kvTokens)
+	}
+	if s.grid.Has(axisKVCapacity) {
+		p.KVCapacityTokens = 0
+		for _, v := range s.grid.Values(axisKVCapacity) {
+			p.KVCapacityTokens = max(p.KVCapacityTokens, v.(float64))
+		}
+	}
+	return plant.PlantsAtOnce(p, s.cfg.Engine.Options())
+}
+
+// axisKVCapacity is the --kv-capacity axis.
+const axisKVCapacity = "kv-capacity"
 
 // outcome is the outcome of one cell.
 type outcome struct {

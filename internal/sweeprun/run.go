@@ -7,7 +7,9 @@ import (
 	"io"
 
 	"servesim/internal/interrupt"
+	"servesim/internal/limits"
 	"servesim/internal/outfile"
+	"servesim/internal/plant"
 	"servesim/internal/progress"
 	"servesim/internal/sweep"
 )
@@ -87,6 +89,10 @@ func (s *Sweep) Run(ctx context.Context, out Output, write func(func(io.Writer) 
 func (s *Sweep) start(ctx context.Context, out Output) (*run, error) {
 	r := &run{s: s, ctx: ctx, out: out, signals: interrupt.Watch(interrupt.Grace)}
 	r.in = s.load()
+	if r.in.overHeld != nil {
+		r.close()
+		return nil, r.in.overHeld
+	}
 	r.id = s.identify(r.in)
 	if out.Resume != "" {
 		var err error
@@ -128,7 +134,13 @@ func (r *run) write(w io.Writer) error {
 		bar = progress.New(out.Stderr, "sweep", "runs", toRun)
 	}
 	stop := sweep.Stop{Start: r.signals.Start(), Wait: r.signals.Wait()}
-	err = sweep.Run(s.shard.Without(r.resumed), out.Jobs, stop, func(c sweep.Cell) outcome {
+	jobs := out.Jobs
+	if atOnce := s.cellsAtOnce(r.in); jobs > atOnce {
+		fmt.Fprintf(out.Stderr, "servesim: sweep: running %d runs at a time, not --jobs %d: their prefix caches together stay within the %d KV blocks (about %s) servesim holds at once\n",
+			atOnce, jobs, plant.MaxLiveKVBlocks, limits.FormatBytes(plant.MaxLiveKVBlocks*plant.KVBlockBytes))
+		jobs = atOnce
+	}
+	err = sweep.Run(s.shard.Without(r.resumed), jobs, stop, func(c sweep.Cell) outcome {
 		return s.runCell(r.ctx, r.in, c, out.Stderr)
 	}, func(c sweep.Cell, o outcome) error {
 		if bar != nil {
