@@ -57,6 +57,11 @@ type ExecController struct {
 	out    []byte        // the observation being written
 	err    error         // why the controller failed; sticky
 	closed bool
+	// ended says that a wait on a pipe found the child exited and its
+	// process group killed: if the next wait brings nothing either, what
+	// holds the pipe open is a process of another group (a daemon it
+	// started with setsid), and the child's end is reported at once.
+	ended bool
 }
 
 // NewExecController returns a controller that runs command when first
@@ -166,18 +171,30 @@ func pollDeadline(deadline time.Time) time.Time {
 	return deadline
 }
 
+// errChildEnded stands for the end of a pipe that a process outside the
+// child's group holds open after the child exited.
+var errChildEnded = errors.New("the child exited")
+
 // orphaned looks, when a wait on a pipe ran out before deadline, whether
 // the child has exited (what it started may hold its pipes open): if so,
 // it kills the child's process group, so that the pipes close and the
-// child's end is seen there. It reports whether to wait again.
-func (c *ExecController) orphaned(err error, deadline time.Time) bool {
+// child's end is seen there. When a wait after that brings nothing either,
+// a process that left the group (setsid) holds the pipe: orphaned returns
+// errChildEnded, which reads as the pipe's end, rather than wait for the
+// deadline. It reports whether to wait again, and the error to return
+// when not.
+func (c *ExecController) orphaned(err error, deadline time.Time) (bool, error) {
 	if !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(deadline) {
-		return false
+		return false, err
+	}
+	if c.ended {
+		return false, errChildEnded
 	}
 	if c.child.exited() {
 		c.child.kill()
+		c.ended = true
 	}
-	return true
+	return true, nil
 }
 
 // write writes the observation c.out by deadline.
@@ -189,7 +206,10 @@ func (c *ExecController) write(deadline time.Time) error {
 		}
 		n, err := c.stdin.Write(out)
 		out = out[n:]
-		if err == nil || !c.orphaned(err, deadline) {
+		if err == nil {
+			return nil
+		}
+		if again, err := c.orphaned(err, deadline); !again {
 			return err
 		}
 	}
@@ -214,7 +234,10 @@ func (c *ExecController) readLine(deadline time.Time) ([]byte, error) {
 			return c.line, bufio.ErrBufferFull
 		}
 		c.line = append(c.line, chunk...)
-		if err != bufio.ErrBufferFull && !c.orphaned(err, deadline) {
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if again, err := c.orphaned(err, deadline); !again {
 			return c.line, err
 		}
 	}

@@ -2,9 +2,11 @@ package plant_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -104,6 +106,32 @@ func TestExecChildThatExitsWhileItsBackgroundHoldsStdout(t *testing.T) {
 			requireReaped(t, readPid(t, bgPid))
 		})
 	}
+}
+
+// TestExecChildThatExitsWhileADaemonHoldsStdout: a process the child
+// started in a session of its own (setsid) is out of the child's process
+// group, so killing the group leaves the child's stdout open; the child's
+// exit is still reported within a poll or two, not after the timeout.
+func TestExecChildThatExitsWhileADaemonHoldsStdout(t *testing.T) {
+	if _, err := exec.LookPath("setsid"); err != nil {
+		t.Fatalf("setsid (util-linux) is needed: %v", err)
+	}
+	w, err := plant.DefaultTrace(60)
+	require.NoError(t, err)
+	p := plant.NewPlant(profile.Default())
+	const timeout = 20 * time.Second
+	bgPid := filepath.Join(t.TempDir(), "daemon")
+	command := "setsid sleep 98766 & echo $! > " + shellQuote(bgPid) + "; exit 5"
+	c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: timeout})
+	require.NoError(t, err)
+	start := time.Now()
+	_, err = runWith(t, w, p, c)
+	elapsed := time.Since(start)
+	pid := readPid(t, bgPid)
+	_ = syscall.Kill(pid, syscall.SIGKILL) // not the controller's to end: it left the group
+	require.Error(t, err)
+	assert.Less(t, elapsed, time.Second, "the exit is noticed, not the timeout waited for")
+	assert.True(t, strings.HasSuffix(err.Error(), "step 0: exited with status 5 before answering; it wrote nothing"), err.Error())
 }
 
 // TestKillExecChildrenEndsEveryChild: what an interrupted servesim calls
