@@ -61,6 +61,7 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 	for _, sub := range subcommandsFor(subs, args) {
 		root.AddCommand(sub.build(s))
 	}
+	root.SetHelpCommand(helpCommand())
 	cliflag.RegisterCompletions(root, flagCompletions, pathFlags)
 	markRunErrors(root)
 	return root
@@ -213,6 +214,39 @@ func refuseHelpOfUnknownCommand(root *cobra.Command, refused *error) {
 		}
 		show(cmd, args)
 	})
+}
+
+// helpCommand is `servesim help [command]`: cobra's help command, except
+// that a topic naming no command is a usage error (exit 2) where cobra
+// prints the root's usage and exits 0.
+func helpCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command in the application.\nSimply type servesim help [path to command] for full details.",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil || cmd == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var names []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					names = append(names, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil || len(rest) > 0 {
+				return usageErrorf("unknown help topic %q: expected a command: %s", strings.Join(args, " "), subcommandNames(c.Root()))
+			}
+			cmd.InitDefaultHelpFlag()
+			cmd.InitDefaultVersionFlag()
+			return cmd.Help()
+		},
+	}
 }
 
 // subcommandNames lists the available commands of cmd: "a, b or c".
