@@ -3,6 +3,7 @@ package diagnose
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"testing"
 )
 
@@ -11,9 +12,21 @@ const benchRows = 1_000_000
 
 // syntheticCSV writes n request-log rows with varied, valid values.
 func syntheticCSV(n int) []byte {
+	return syntheticLog(n, false)
+}
+
+// syntheticLog writes n request-log rows with varied, valid values, with
+// an arrival_s column (100 requests a second) when timed.
+func syntheticLog(n int, timed bool) []byte {
 	var buf bytes.Buffer
+	if timed {
+		buf.WriteString("arrival_s,")
+	}
 	buf.WriteString("request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival\n")
 	for i := range n {
+		if timed {
+			fmt.Fprintf(&buf, "%.2f,", float64(i)*0.01)
+		}
 		prompt := 64 + (i*7919)%8000
 		preempted := i%97 == 0
 		recompute := 0.0
@@ -42,6 +55,28 @@ func BenchmarkDiagnoseCSV(b *testing.B) {
 		if err != nil || s.RequestCount != benchRows {
 			b.Fatal(err, s.RequestCount)
 		}
+	}
+}
+
+// BenchmarkDiagnoseLog reads a one-million-row CSV log with arrival times
+// as the command does (Logs) and diagnoses it with its evidence: the whole
+// log, and by minute.
+func BenchmarkDiagnoseLog(b *testing.B) {
+	data := syntheticLog(benchRows, true)
+	open := func(string) (io.ReadCloser, string, error) {
+		return io.NopCloser(bytes.NewReader(data)), "bench.csv", nil
+	}
+	for _, byWindowS := range []float64{0, 60} {
+		b.Run(fmt.Sprintf("by-window=%g", byWindowS), func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, diagnoses, err := Logs([]string{"bench.csv"}, open, "bench", byWindowS, DefaultOptions())
+				if err != nil || len(diagnoses) == 0 {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

@@ -220,7 +220,7 @@ type flow struct {
 // the span of its arrival times (added by AddRecord). It reorders the
 // accumulator's latency samples in place, as Snapshot does.
 func (a *Accumulator) Diagnosis(window string, opts Options) (Diagnosis, error) {
-	return a.diagnosis(window, opts, logScope{requests: len(a.samples), withCached: a.withCached}, a.spanFlow())
+	return a.diagnosis(window, opts, logScope{requests: a.samples.len(), withCached: a.withCached}, a.spanFlow())
 }
 
 // diagnosis computes the Diagnosis of the accumulator's requests within a
@@ -237,7 +237,7 @@ func (a *Accumulator) diagnosis(window string, opts Options, scope logScope, fl 
 		P99TTFTBreakdown: breakdown,
 		Findings: Findings{
 			Overload:    overloadFinding(fl),
-			LongPrompts: longPromptsFinding(tail, a.prompts()),
+			LongPrompts: longPromptsFinding(tail, a.medianPrompt()),
 			NoPrefixCache: NoPrefixCacheFinding{
 				Present:                     scope.withCached == 0,
 				RequestsWithCachedTokens:    a.withCached,
@@ -321,8 +321,7 @@ func (a *Accumulator) slowTail(p99TTFT float64) (TTFTBreakdown, slowRequests) {
 	var b TTFTBreakdown
 	var queue, prefill, recompute, ttft float64
 	tail := slowRequests{prefillSharePct: math.NaN()}
-	for i := range a.samples {
-		s := &a.samples[i]
+	for i, s := range a.samples.all() {
 		t := s.ttftMs()
 		if !(t >= p99TTFT) {
 			continue
@@ -333,7 +332,7 @@ func (a *Accumulator) slowTail(p99TTFT float64) (TTFTBreakdown, slowRequests) {
 		recompute += s.recomputeMs
 		ttft += t
 		tail.prompts = append(tail.prompts, s.promptTokens)
-		if s.preempted {
+		if a.samples.isPreempted(i) {
 			b.Preempted++
 		}
 	}
@@ -350,31 +349,40 @@ func (a *Accumulator) slowTail(p99TTFT float64) (TTFTBreakdown, slowRequests) {
 	return b, tail
 }
 
-// prompts returns the prompt lengths of the accumulator's requests.
-func (a *Accumulator) prompts() []int64 {
-	prompts := make([]int64, len(a.samples))
-	for i := range a.samples {
-		prompts[i] = a.samples[i].promptTokens
+// medianPrompt is the nearest-rank median prompt length of the
+// accumulator's requests (at least one): found by selection in the
+// scratch when every length is exact as a float64, else by sorting.
+func (a *Accumulator) medianPrompt() int64 {
+	exact := true
+	for _, s := range a.samples.all() {
+		exact = exact && s.promptTokens <= maxExactFloatInteger
 	}
-	return prompts
+	if exact {
+		return int64(numeric.NearestRankSelect(a.column(func(s *sample) float64 { return float64(s.promptTokens) }), q50/100.0))
+	}
+	prompts := make([]int64, 0, a.samples.len())
+	for _, s := range a.samples.all() {
+		prompts = append(prompts, s.promptTokens)
+	}
+	return medianTokens(prompts)
 }
 
-// medianTokens is the nearest-rank median of counts (not empty); counts is
-// sorted in place.
+// medianTokens is the nearest-rank median of counts (not empty), which it
+// sorts.
 func medianTokens(counts []int64) int64 {
 	slices.Sort(counts)
 	return counts[numeric.NearestRankIndex(len(counts), q50/100.0)]
 }
 
 // longPromptsFinding compares the slow requests' median prompt with the
-// window's (all) and looks at their prefill share.
-func longPromptsFinding(slow slowRequests, all []int64) LongPromptsFinding {
+// window's and looks at their prefill share.
+func longPromptsFinding(slow slowRequests, median int64) LongPromptsFinding {
 	f := LongPromptsFinding{ThresholdRatio: LongPromptRatio, ThresholdPrefillSharePct: LongPromptPrefillSharePct,
 		PrefillSharePct: roundedFinite(slow.prefillSharePct, 1)}
-	if len(slow.prompts) == 0 || len(all) == 0 {
+	if len(slow.prompts) == 0 {
 		return f
 	}
-	f.SlowMedianPromptTokens, f.MedianPromptTokens = medianTokens(slow.prompts), medianTokens(all)
+	f.SlowMedianPromptTokens, f.MedianPromptTokens = medianTokens(slow.prompts), median
 	ratio := float64(f.SlowMedianPromptTokens) / float64(f.MedianPromptTokens)
 	f.Ratio = roundedFinite(ratio, 2)
 	f.Present = ratio >= LongPromptRatio && slow.prefillSharePct >= LongPromptPrefillSharePct
@@ -385,30 +393,39 @@ func longPromptsFinding(slow slowRequests, all []int64) LongPromptsFinding {
 // instant at which the queue is longest (see OverloadFinding); nil
 // without an arrival time for every request.
 func (a *Accumulator) spanFlow() *flow {
-	if a.untimed > 0 || len(a.samples) == 0 {
+	n := a.samples.len()
+	if a.untimed > 0 || n == 0 {
 		return nil
 	}
-	n := len(a.samples)
-	arrived, admitted, completed := make([]float64, n), make([]float64, n), make([]float64, n)
-	for i := range a.samples {
-		s := &a.samples[i]
-		arrived[i], admitted[i], completed[i] = s.arrivalS, s.arrivalS+s.queueMs/1000, s.arrivalS+s.e2eMs/1000
+	arrived, admitted := make([]float64, 0, n), make([]float64, 0, n)
+	for _, s := range a.samples.all() {
+		arrived, admitted = append(arrived, s.arrivalS), append(admitted, s.arrivalS+s.queueMs/1000)
 	}
 	slices.Sort(arrived)
 	slices.Sort(admitted)
-	slices.Sort(completed)
 	queuedAt := func(t float64) int { return below(arrived, t) - below(admitted, t) }
-	end, peak := arrived[n-1], 0
+	// The queue an arrival at t finds: the arrivals before t (j, at the
+	// first of equal times) less the admissions before t (k), swept once.
+	end, peak, k := arrived[n-1], 0, 0
 	for j, t := range arrived {
 		if j > 0 && t == arrived[j-1] {
 			continue
 		}
-		if q := queuedAt(t); q > peak {
+		for k < n && admitted[k] < t {
+			k++
+		}
+		if q := j - k; q > peak {
 			end, peak = t, q
 		}
 	}
+	completions := 0
+	for _, s := range a.samples.all() {
+		if s.arrivalS+s.e2eMs/1000 < end {
+			completions++
+		}
+	}
 	return &flow{startS: arrived[0], endS: end, arrivals: below(arrived, end), admissions: below(admitted, end),
-		completions: below(completed, end), queuedAtEnd: queuedAt(end)}
+		completions: completions, queuedAtEnd: queuedAt(end)}
 }
 
 // below counts the values of sorted that are less than x.

@@ -192,45 +192,30 @@ func Percentile(values []float64, q float64) (float64, error) {
 }
 
 // Accumulator collects requests one at a time and keeps only what a
-// snapshot needs: four latency samples per request and running totals. The
-// running e2e sum adds in arrival order, as the seed's sum() does.
+// diagnosis needs: a sample of 56 bytes per request (its latencies, arrival
+// time and prompt length) and running totals. The running e2e sum adds in
+// arrival order, as the seed's sum() does.
 type Accumulator struct {
-	e2e, ttft, tpot, queue []float64
-	sumE2E                 float64
-	peakKV                 float64
-	preemptions            int
+	sumE2E      float64
+	peakKV      float64
+	preemptions int
 	// Token totals are unsigned 64-bit with overflow flags: the seed's
 	// Python integers never overflow, so a total that would is an error.
 	recomputeTokens, totalPrompt, cachedPrompt uint64
 	overflow                                   bool
-	// samples holds every request in arrival order as the evidence needs
-	// it (the latency samples above are reordered by Snapshot).
-	samples []sample
+	// samples holds every request in arrival order.
+	samples sampleStore
 	// untimed counts the requests added without an arrival time;
 	// withCached those with a prompt token from the prefix cache.
 	untimed, withCached int
+	// scratch holds one column of the samples at a time for the
+	// percentiles, which reorder it.
+	scratch []float64
 }
-
-// sample is one request as the evidence (Diagnosis) needs it.
-type sample struct {
-	queueMs, prefillMs, recomputeMs, e2eMs float64
-	arrivalS                               float64 // arrival time, s; meaningful when timed
-	promptTokens, cachedTokens             int64
-	preempted, timed                       bool
-}
-
-// ttftMs is the request's TTFT, computed as RequestLog.TTFTMs computes it.
-func (s *sample) ttftMs() float64 { return s.queueMs + s.prefillMs }
 
 // NewAccumulator returns an accumulator sized for about n requests.
 func NewAccumulator(n int) *Accumulator {
-	return &Accumulator{
-		e2e:     make([]float64, 0, n),
-		ttft:    make([]float64, 0, n),
-		tpot:    make([]float64, 0, n),
-		queue:   make([]float64, 0, n),
-		samples: make([]sample, 0, n),
-	}
+	return &Accumulator{samples: newSampleStore(n)}
 }
 
 // Add validates r (as constructing the seed's RequestLog does) and adds it,
@@ -258,14 +243,12 @@ func (a *Accumulator) add(r RequestLog, arrivalS float64, timed bool) error {
 	r.KVOccupancyPctAtArrival += 0
 
 	e2e := r.E2EMs()
-	a.e2e = appendDoubling(a.e2e, e2e)
-	a.ttft = appendDoubling(a.ttft, r.TTFTMs())
+	tpot := math.NaN() // none for a single output token
 	if r.OutputTokens > 1 {
-		a.tpot = appendDoubling(a.tpot, r.DecodeTPOTMs+r.RecomputePenaltyMs/float64(r.OutputTokens-1))
+		tpot = r.DecodeTPOTMs + r.RecomputePenaltyMs/float64(r.OutputTokens-1)
 	}
-	a.queue = appendDoubling(a.queue, r.QueueWaitMs)
 	a.sumE2E += e2e
-	if len(a.e2e) == 1 || r.KVOccupancyPctAtArrival > a.peakKV {
+	if a.samples.len() == 0 || r.KVOccupancyPctAtArrival > a.peakKV {
 		a.peakKV = r.KVOccupancyPctAtArrival
 	}
 	if r.Preempted {
@@ -274,31 +257,33 @@ func (a *Accumulator) add(r RequestLog, arrivalS float64, timed bool) error {
 	}
 	a.addTokens(&a.totalPrompt, uint64(r.PromptTokens))
 	a.addTokens(&a.cachedPrompt, uint64(r.PrefixCachedTokens))
-	a.samples = appendDoubling(a.samples, sample{
-		queueMs: r.QueueWaitMs, prefillMs: r.PrefillMs, recomputeMs: r.RecomputePenaltyMs, e2eMs: e2e,
-		arrivalS: arrivalS, promptTokens: r.PromptTokens, cachedTokens: r.PrefixCachedTokens,
-		preempted: r.Preempted, timed: timed,
-	})
 	if !timed {
+		arrivalS = math.NaN()
 		a.untimed++
 	}
+	a.samples.add(sample{
+		queueMs: r.QueueWaitMs, prefillMs: r.PrefillMs, recomputeMs: r.RecomputePenaltyMs, e2eMs: e2e, tpotMs: tpot,
+		arrivalS: arrivalS, promptTokens: r.PromptTokens,
+	}, r.Preempted)
 	if r.PrefixCachedTokens > 0 {
 		a.withCached++
 	}
 	return nil
 }
 
-// appendDoubling appends v. Past 256 samples it doubles the capacity when
-// full: append grows large slices by about 1.25x, which copies a million
-// samples about five times over; doubling copies them about once. Small
-// windows stay small.
-func appendDoubling[T any](s []T, v T) []T {
-	if len(s) == cap(s) && cap(s) >= 256 {
-		grown := make([]T, len(s), 2*cap(s))
-		copy(grown, s)
-		s = grown
+// column fills the accumulator's scratch with pick's value of every
+// sample, in arrival order, leaving out NaN (no value), and returns it.
+func (a *Accumulator) column(pick func(*sample) float64) []float64 {
+	if cap(a.scratch) < a.samples.len() {
+		a.scratch = make([]float64, 0, a.samples.len())
 	}
-	return append(s, v)
+	a.scratch = a.scratch[:0]
+	for _, s := range a.samples.all() {
+		if v := pick(s); !math.IsNaN(v) {
+			a.scratch = append(a.scratch, v)
+		}
+	}
+	return a.scratch
 }
 
 func (a *Accumulator) addTokens(total *uint64, n uint64) {
@@ -308,8 +293,7 @@ func (a *Accumulator) addTokens(total *uint64, n uint64) {
 }
 
 // Snapshot computes the window's statistics and applies the rules in the
-// seed's order. It reorders the accumulator's samples in place; more
-// requests may be added afterwards.
+// seed's order. More requests may be added afterwards.
 func (a *Accumulator) Snapshot(window string, opts Options) (Snapshot, error) {
 	s, _, err := a.snapshot(window, opts)
 	return s, err
@@ -323,7 +307,7 @@ type ruleInputs struct {
 
 // snapshot is Snapshot, also returning the values the rules compared.
 func (a *Accumulator) snapshot(window string, opts Options) (Snapshot, ruleInputs, error) {
-	n := len(a.e2e)
+	n := a.samples.len()
 	if n == 0 {
 		return Snapshot{}, ruleInputs{}, ErrNoLogs
 	}
@@ -335,12 +319,14 @@ func (a *Accumulator) snapshot(window string, opts Options) (Snapshot, ruleInput
 	}
 	// Selection gives the same element as the seed's sorted()[index].
 	mean := a.sumE2E / float64(n)
-	p50E2E := numeric.NearestRankSelect(a.e2e, q50/100.0)
-	p95E2E := numeric.NearestRankSelect(a.e2e, q95/100.0)
-	p99E2E := numeric.NearestRankSelect(a.e2e, q99/100.0)
-	p50TTFT := numeric.NearestRankSelect(a.ttft, q50/100.0)
-	p99TTFT := numeric.NearestRankSelect(a.ttft, q99/100.0)
-	p99Queue := numeric.NearestRankSelect(a.queue, q99/100.0)
+	e2e := a.column(func(s *sample) float64 { return s.e2eMs })
+	p50E2E := numeric.NearestRankSelect(e2e, q50/100.0)
+	p95E2E := numeric.NearestRankSelect(e2e, q95/100.0)
+	p99E2E := numeric.NearestRankSelect(e2e, q99/100.0)
+	ttft := a.column((*sample).ttftMs)
+	p50TTFT := numeric.NearestRankSelect(ttft, q50/100.0)
+	p99TTFT := numeric.NearestRankSelect(ttft, q99/100.0)
+	p99Queue := numeric.NearestRankSelect(a.column(func(s *sample) float64 { return s.queueMs }), q99/100.0)
 	prefixHitPct := 0.0
 	if a.totalPrompt != 0 {
 		prefixHitPct = trueDivide(a.cachedPrompt, a.totalPrompt) * 100.0
@@ -371,9 +357,9 @@ func (a *Accumulator) snapshot(window string, opts Options) (Snapshot, ruleInput
 	if p50E2E != 0 {
 		s.P99ToP50Ratio = roundedPtr(p99E2E/p50E2E, 2)
 	}
-	if len(a.tpot) > 0 {
-		s.P50TPOTMs = roundedPtr(numeric.NearestRankSelect(a.tpot, q50/100.0), 2)
-		s.P99TPOTMs = roundedPtr(numeric.NearestRankSelect(a.tpot, q99/100.0), 2)
+	if tpot := a.column(func(s *sample) float64 { return s.tpotMs }); len(tpot) > 0 {
+		s.P50TPOTMs = roundedPtr(numeric.NearestRankSelect(tpot, q50/100.0), 2)
+		s.P99TPOTMs = roundedPtr(numeric.NearestRankSelect(tpot, q99/100.0), 2)
 	}
 	return s, in, nil
 }

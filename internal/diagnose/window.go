@@ -95,7 +95,7 @@ func (w *Windower) Report(base string, opts Options) (WindowReport, error) {
 	flows := w.flows()
 	var scope logScope
 	for _, acc := range w.windows {
-		scope.requests += len(acc.samples)
+		scope.requests += acc.samples.len()
 		scope.withCached += acc.withCached
 	}
 	report := WindowReport{Windows: make([]Diagnosis, 0, len(indexes)), base: base, lengthS: w.lengthS, kind: w.kind}
@@ -105,7 +105,7 @@ func (w *Windower) Report(base string, opts Options) (WindowReport, error) {
 			report.empty = append(report.empty, emptyRun{before: i, first: indexes[i-1] + 1, count: idx - indexes[i-1] - 1})
 		}
 		acc := w.windows[idx]
-		d, err := acc.diagnosis(report.windowName(idx, 1), opts, scope, flows.of(idx, len(acc.samples)))
+		d, err := acc.diagnosis(report.windowName(idx, 1), opts, scope, flows.of(idx, acc.samples.len()))
 		if err != nil {
 			return WindowReport{}, err
 		}
@@ -133,12 +133,11 @@ type windowFlows struct {
 func (w *Windower) flows() windowFlows {
 	n := 0
 	for _, acc := range w.windows {
-		n += len(acc.samples)
+		n += acc.samples.len()
 	}
 	f := windowFlows{lengthS: w.lengthS, arrived: make([]float64, 0, n), admitted: make([]float64, 0, n), completed: make([]float64, 0, n)}
 	for _, acc := range w.windows {
-		for i := range acc.samples {
-			s := &acc.samples[i]
+		for _, s := range acc.samples.all() {
 			f.arrived = append(f.arrived, math.Floor(s.arrivalS/w.lengthS))
 			f.admitted = append(f.admitted, math.Floor((s.arrivalS+s.queueMs/1000)/w.lengthS))
 			f.completed = append(f.completed, math.Floor((s.arrivalS+s.e2eMs/1000)/w.lengthS))
