@@ -14,7 +14,7 @@ SERVESIM_SHARED ?= $(abspath ../shared)
 SWEEP_GRID := --scheduler static,continuous,chunked \
 	--controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.5,0.7,0.9
 
-.PHONY: all build test bench bench-all lint fuzz run docs sweep-demo sweep-scale week-scale clean
+.PHONY: all build install test limit-peaks bench bench-all lint fuzz run docs sweep-demo sweep-scale week-scale clean
 
 all: lint test build
 
@@ -26,12 +26,30 @@ build:
 	@echo '$(BUILD_CMD)' >&2
 	@$(BUILD_CMD)
 
+## install: copy the built binary to $(PREFIX)/bin, by default Go's own bin folder
+## ($(GOBIN)); PREFIX=/usr/local make install puts it in /usr/local/bin
+PREFIX ?= $(patsubst %/bin,%,$(GOBIN))
+install: build
+	@mkdir -p "$(PREFIX)/bin"
+	@install -m 0755 $(BIN) "$(PREFIX)/bin/servesim"
+	@echo "installed $(PREFIX)/bin/servesim" >&2
+
 ## test: unit, parity, golden and end-to-end tests (the end-to-end tests run the real binary),
-## then one line saying whether the tests that read the shared data ran or were skipped
+## then one line saying whether the tests that read the shared data ran or were skipped, and
+## how many the missing data skipped
 test:
-	@status=0; $(GO) test -count=1 ./... || status=$$?; \
+	@status=0; skipped=$$(mktemp); \
+	SERVESIM_SKIPPED_LOG=$$skipped $(GO) test -count=1 ./... || status=$$?; \
 	$(GO) test -count=1 -v -run '^TestSharedDataReport$$' ./internal/sharedtest 2>&1 | sed -n 's/^.*\(shared data: \)/\1/p'; \
+	n=$$(sort -u $$skipped | wc -l); rm -f $$skipped; \
+	if [ $$n -gt 0 ]; then echo "shared data: $$n tests skipped for want of it"; fi; \
 	exit $$status
+
+## limit-peaks: run the binary at each memory limit of the README's "Limits" table and check
+## its peak resident size against the figure promised there (about three minutes, 1.4 GB of
+## temporary disk)
+limit-peaks: build
+	SERVESIM_BIN=$(abspath $(BIN)) $(GO) test -count=1 -run '^TestPeaksAtTheLimits$$' -limitpeaks -parallel 2 -timeout 20m -v ./cmd/servesim
 
 ## bench: the size-tier benchmarks (simulate, trace loading, fleet), written as a table
 ## with the machine and commit to docs/BENCHMARKS.md (BENCHTIME per benchmark)

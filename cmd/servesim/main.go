@@ -19,9 +19,20 @@ func main() {
 	// heap may grow to five times the live data) saves a third of the time
 	// of a large simulate document at a few megabytes of memory.
 	debug.SetGCPercent(400)
+	// ... until the heap nears SoftMemoryLimit: then the collector runs
+	// as often as it must to stay under it, so that a large run's peak is
+	// its live data and not five times it. GOMEMLIMIT, when set, rules.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(SoftMemoryLimit)
+	}
 	ctx := exitOnSignal(os.Stderr)
 	os.Exit(run(ctx, os.Args[1:], newStreams()))
 }
+
+// SoftMemoryLimit is the heap size past which the garbage collector works
+// to keep servesim's memory down (runtime/debug.SetMemoryLimit); the
+// README's "Memory limits" table gives the peaks it keeps runs under.
+const SoftMemoryLimit = 2 << 30
 
 // interruptGrace is how long an interrupted run may take to stop by itself
 // (its loops look at the context every few thousand steps) before

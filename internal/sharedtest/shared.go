@@ -35,9 +35,34 @@ func Dir(tb testing.TB) string {
 	}
 	guess := filepath.Join(repoRoot, "..", "shared")
 	if _, err := os.Stat(filepath.Join(guess, "data")); err != nil {
+		noteSkipped(tb)
 		tb.Skipf("shared data: NOT found, shared-data tests skipped (set %s to the shared folder)", EnvVar)
 	}
 	return filepath.Clean(guess)
+}
+
+// SkippedLogVar names the environment variable that `make test` sets to a
+// file: each test that Dir skips appends its name there, one line, so that
+// the summary line after the tests can say how many the missing data
+// skipped.
+const SkippedLogVar = "SERVESIM_SKIPPED_LOG"
+
+// noteSkipped appends the test's package and name to the file
+// SkippedLogVar names, when it names one.
+func noteSkipped(tb testing.TB) {
+	path := os.Getenv(SkippedLogVar)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return // the count is a courtesy: the skip itself is what matters
+	}
+	defer f.Close()
+	wd, _ := os.Getwd()
+	// One write of one short line: lines of tests in parallel processes
+	// do not interleave (O_APPEND).
+	_, _ = f.WriteString(filepath.Base(wd) + "." + tb.Name() + "\n")
 }
 
 // Path returns a file or folder inside the shared folder and fails the test

@@ -33,3 +33,17 @@ func mustGetwd(t *testing.T) string {
 	require.NoError(t, err)
 	return wd
 }
+
+func TestNoteSkippedAppendsOneLineATest(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "skipped")
+	t.Setenv(SkippedLogVar, log)
+	noteSkipped(t)
+	noteSkipped(t)
+	data, err := os.ReadFile(log)
+	require.NoError(t, err)
+	line := "sharedtest.TestNoteSkippedAppendsOneLineATest\n"
+	assert.Equal(t, line+line, string(data))
+
+	t.Setenv(SkippedLogVar, "")
+	noteSkipped(t) // no file named: nothing written, nothing fails
+}
