@@ -14,7 +14,7 @@ SERVESIM_SHARED ?= $(abspath ../shared)
 SWEEP_GRID := --scheduler static,continuous,chunked \
 	--controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.5,0.7,0.9
 
-.PHONY: all build install test limit-peaks bench bench-all lint fuzz run docs sweep-demo sweep-scale week-scale clean
+.PHONY: all build install release test limit-peaks bench bench-all lint fuzz run docs sweep-demo sweep-scale week-scale clean
 
 all: lint test build
 
@@ -33,6 +33,19 @@ install: build
 	@mkdir -p "$(PREFIX)/bin"
 	@install -m 0755 $(BIN) "$(PREFIX)/bin/servesim"
 	@echo "installed $(PREFIX)/bin/servesim" >&2
+
+## release: static binaries for linux and darwin on amd64 and arm64 in dist/, named
+## servesim-VERSION-OS-ARCH, with their SHA-256 sums in dist/SHA256SUMS (VERSION is the tag,
+## git describe --tags)
+RELEASE_TARGETS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release:
+	@rm -rf dist && mkdir -p dist
+	@for target in $(RELEASE_TARGETS); do \
+	  os=$${target%/*}; arch=$${target#*/}; out=dist/servesim-$(VERSION)-$$os-$$arch; \
+	  echo "build $$out" >&2; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $$out ./cmd/servesim || exit 1; \
+	done
+	@cd dist && sha256sum servesim-* > SHA256SUMS && cat SHA256SUMS
 
 ## test: unit, parity, golden and end-to-end tests (the end-to-end tests run the real binary),
 ## then one line saying whether the tests that read the shared data ran or were skipped, and
