@@ -75,6 +75,7 @@ var pathFlags = map[string]cliflag.PathFlag{
 	"fleet":    {Expected: "a fleet file", Extensions: []string{"json"}, NotStdio: "a fleet file is read from a file, not stdin (its profile paths are relative to it)"},
 	"gpu":      {Expected: "a built-in card or a card file", Extensions: []string{"json"}, NotStdio: "a card is read from a file, not stdin"},
 	"model":    {Expected: "a built-in card or a card file", Extensions: []string{"json"}, NotStdio: "a card is read from a file, not stdin"},
+	"spec":     {Expected: "a spec file", Extensions: []string{"yaml", "yml", "json"}, NotStdio: "a spec is read from a file, not stdin (its relative paths are taken from its folder)"},
 	"resume":   {Expected: "a sweep output file", NotStdio: "a sweep output is read from a file, not stdin (its records are read back where they lie)"},
 	// capacity --evaluations: files or glob patterns
 	"evaluations":  {Expected: "capacity --shard output files", NotStdio: "capacity --shard outputs are read from files, not stdin (their records are read back where they lie)"},

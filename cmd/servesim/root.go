@@ -62,6 +62,11 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 		root.AddCommand(sub.build(s))
 	}
 	root.SetHelpCommand(helpCommand())
+	for _, sub := range root.Commands() {
+		if specCommands[sub.Name()] {
+			takeSpec(sub)
+		}
+	}
 	cliflag.RegisterCompletions(root, flagCompletions, pathFlags)
 	markRunErrors(root)
 	return root
@@ -214,6 +219,31 @@ func refuseHelpOfUnknownCommand(root *cobra.Command, refused *error) {
 		}
 		show(cmd, args)
 	})
+}
+
+// specCommands are the commands that take --spec FILE.
+var specCommands = map[string]bool{"simulate": true, "sweep": true, "capacity": true}
+
+// takeSpec gives cmd --spec FILE: before its own checks run, the spec's
+// keys set the flags the command line did not give (cliflag.ApplySpec). A
+// spec that cannot be read is bad input; a key or value wrong for the
+// command is a usage error, as the flag would be.
+func takeSpec(cmd *cobra.Command) {
+	cliflag.AddSpec(cmd)
+	inner := cmd.RunE
+	cmd.RunE = func(c *cobra.Command, args []string) error {
+		if err := cliflag.CheckPaths(c, map[string]cliflag.PathFlag{cliflag.SpecFlag: pathFlags[cliflag.SpecFlag]}); err != nil {
+			return usageError(err)
+		}
+		if err := cliflag.ApplySpec(c, pathFlags); err != nil {
+			var spec *cliflag.SpecError
+			if errors.As(err, &spec) && spec.Usage {
+				return usageError(err)
+			}
+			return err
+		}
+		return inner(c, args)
+	}
 }
 
 // helpCommand is `servesim help [command]`: cobra's help command, except
