@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/capacityrun"
 	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
+	"servesim/internal/outfile"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 )
@@ -24,6 +26,9 @@ type capacityOptions struct {
 	capacityrun.ShardFlags
 	// Resume is --resume: capacityrun.ResumeAuto, or "" for none.
 	Resume string
+	// OutPlan is --out-plan: the file the plan of --over-time is written
+	// to as a schedule (start_s,replicas); empty for none.
+	OutPlan string
 }
 
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
@@ -63,7 +68,10 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.StringVar(&opts.Shard, "shard", "", "evaluate only shard `I/N` of the search's doubling sizes (auto: from a Slurm job array or Kubernetes Indexed Job), one JSON Lines record per size")
 	cliflag.AddList(cmd, &opts.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
 	f.StringVar(&opts.Resume, "resume", "", "with --shard: auto, to copy the sizes an earlier run of the shard left in -o FILE or FILE.partial, if of this study, rather than simulate them (a job's restart)")
+	f.Float64Var(&opts.OverTimeS, "over-time", 0, "also plan the fleet over time: per window of `S` seconds of arrivals, the smallest fleet meeting the target on that window alone (a lower bound for an autoscaler), beside the static answer")
+	f.StringVar(&opts.OutPlan, "out-plan", "", "with --over-time: also write the plan to `FILE` as a schedule, CSV start_s,replicas, one row per window (what simulate --autoscale schedule:FILE and oracle:FILE read)")
 	_ = cmd.MarkFlagFilename("evaluations")
+	_ = cmd.MarkFlagFilename("out-plan", "csv")
 	return cmd
 }
 
@@ -73,6 +81,9 @@ func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 		return err
 	}
 	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
+		return err
+	}
+	if err := o.checkOverTime(cmd); err != nil {
 		return err
 	}
 	if err := o.Config.Check(); err != nil {
@@ -99,6 +110,26 @@ func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 	return nil
 }
 
+// checkOverTime checks --over-time and --out-plan (usage errors): a
+// positive finite window, not with --shard (a shard evaluates the static
+// search's sizes only), and a plan file only with a window, not -o's
+// file (pathFlags refuses standard output).
+func (o *capacityOptions) checkOverTime(cmd *cobra.Command) error {
+	if cmd.Flags().Changed("over-time") && !(o.OverTimeS > 0 && !math.IsInf(o.OverTimeS, 1)) {
+		return usageErrorf("--over-time %v: expected a positive finite number of seconds", o.OverTimeS)
+	}
+	switch {
+	case o.OverTimeS > 0 && o.Shard != "":
+		return usageErrorf("--over-time plans a whole study; --shard evaluates a share of the static search's sizes only: run the shards without --over-time, then --over-time with --evaluations")
+	case o.OutPlan == "":
+	case o.OverTimeS == 0:
+		return usageErrorf("--out-plan %s: writes the plan of --over-time: give --over-time S", o.OutPlan)
+	case o.Output.Path != "" && o.Output.Path != "-" && outfile.SameFile(o.Output.Path, o.OutPlan):
+		return usageErrorf("--out-plan %s: -o writes that file already", o.OutPlan)
+	}
+	return nil
+}
+
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	o.Stdin, o.Stderr, o.Version = s.In, s.Err, resolvedVersion()
 	study, err := capacityrun.Load(o.Config)
@@ -111,6 +142,9 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 			return encodingFailure(writeResult(s, o.Output, write))
 		})
 	}
+	if o.OverTimeS > 0 {
+		return runCapacityOverTime(ctx, s, o, study, progress)
+	}
 	doc, err := study.Run(ctx, o.Evaluations, progress)
 	if doc == nil {
 		return err
@@ -119,4 +153,25 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 		return werr
 	}
 	return err // a *fleet.UnreachableError after its document: bad input
+}
+
+// runCapacityOverTime runs a study over time and writes its document and,
+// with --out-plan, its schedule: both or neither (outputSet), the document
+// last. A study or windows no size serves still write both, and exit 1.
+func runCapacityOverTime(ctx context.Context, s *streams, o *capacityOptions, study *capacityrun.Study, progress capacityrun.Progress) error {
+	doc, err := study.RunOverTime(ctx, o.Evaluations, progress)
+	if doc == nil {
+		return err
+	}
+	set := newOutputSet(s)
+	defer set.abandon(nil) // a panic leaves no temporary file behind
+	if o.OutPlan != "" {
+		if werr := set.target("--out-plan", o.OutPlan, chunksWriter([][]byte{doc.ScheduleCSV()})); werr != nil {
+			return werr
+		}
+	}
+	if werr := set.finish(o.Output, o.Format, doc, doc.Table); werr != nil {
+		return werr
+	}
+	return err // an unreachable static study or windows, after the outputs: bad input
 }

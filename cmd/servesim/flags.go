@@ -96,6 +96,7 @@ var pathFlags = map[string]cliflag.PathFlag{
 	"out-gpu":         {Expected: "a card file path", Extensions: []string{"json"}, NotStdio: "the fitted card is written to a file, not stdout" + stdoutHoldsResult},
 	"out-profile":     {Expected: "a profile CSV file path", Extensions: []string{"csv"}, NotStdio: "the fitted profile is written to a file with its manifest beside it, not stdout"},
 	"bundle-out":      {Expected: "a new folder", Folder: true, NotStdio: "a bundle is written into a new folder, not stdout"},
+	"out-plan":        {Expected: "a schedule CSV file path", Extensions: []string{"csv"}, NotStdio: "the plan is written to a schedule file, not stdout" + stdoutHoldsResult},
 }
 
 // calibrateNotStdin and stdoutHoldsResult are words of pathFlags'

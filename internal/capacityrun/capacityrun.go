@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -48,6 +49,9 @@ type Config struct {
 	Scheduler              string
 	MaxReplicas            int
 	Jobs                   int // simulations (or replicas) at a time; 0: GOMAXPROCS
+	// OverTimeS is --over-time: the windows' length of a study over time
+	// (RunOverTime), s; 0 for none.
+	OverTimeS float64
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant  plant.Plant
 	Engine plantflag.Engine
@@ -86,6 +90,9 @@ func (cfg *Config) Check() error {
 	if cfg.Jobs < 0 {
 		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", cfg.Jobs)
 	}
+	if cfg.OverTimeS != 0 && !(cfg.OverTimeS > 0 && !math.IsInf(cfg.OverTimeS, 1)) {
+		return fmt.Errorf("--over-time %v: expected a positive finite number of seconds", cfg.OverTimeS)
+	}
 	if cfg.FleetPath == "" && cfg.Plant.KVCapacityTokens > 0 {
 		// One replica a unit; a fleet file's units, and the batched
 		// cards' KV capacity, are checked once read (Load).
@@ -101,6 +108,9 @@ type Study struct {
 	workload plant.Workload
 	prov     fleet.CapacityProvenance
 	version  string
+	// overTimeS and jobs are --over-time and --jobs (0 resolved).
+	overTimeS float64
+	jobs      int
 }
 
 // Load reads the profiles, the fleet file and the trace of cfg.
@@ -148,7 +158,7 @@ func Load(cfg Config) (*Study, error) {
 			ControllerOptions: plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
 			Search:            fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},
-		workload: workload, prov: prov, version: cfg.Version,
+		workload: workload, prov: prov, version: cfg.Version, overTimeS: cfg.OverTimeS, jobs: cfg.Jobs,
 	}, nil
 }
 
@@ -213,6 +223,51 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fle
 	doc := &fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(s.SLO, s.Unit), Provenance: s.prov}
 	if s.Service.Batched() {
 		doc.Service = &s.Service
+	}
+	return doc, err
+}
+
+// RunOverTime runs the study over time (--over-time): the static study of
+// the whole trace, as Run runs it (its evaluations fed by the records of
+// evaluations), then the plan, each window of the trace searched alone
+// (fleet.RunCapacityOverTime) on the --jobs workers, and returns them in
+// one document. A static study that no size serves comes back as Run's
+// *fleet.UnreachableError with the document, and so do windows no size
+// serves, as a *fleet.UnreachableWindowsError; on any other error, no
+// document.
+func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progress) (*fleet.CapacityOverTimeDocument, error) {
+	if s.overTimeS <= 0 {
+		return nil, errors.New("capacity over time: no window length (--over-time)")
+	}
+	windows, err := fleet.SplitWindows(s.workload.Requests, s.overTimeS)
+	if err != nil {
+		var count *fleet.WindowCountError
+		if errors.As(err, &count) {
+			return nil, &cliflag.LateUsageError{Err: fmt.Errorf("--over-time %v: %w", s.overTimeS, err)}
+		}
+		return nil, fmt.Errorf("--over-time %v: %w", s.overTimeS, err)
+	}
+	static, staticErr := s.Run(ctx, evaluations, p)
+	if static == nil {
+		return nil, staticErr
+	}
+	var bar *progress.Bar
+	progressFn := func() {}
+	if p.Bar {
+		bar = progress.New(p.Stderr, "capacity over time", "windows", len(windows))
+		progressFn = bar.Increment
+	}
+	plan, err := fleet.RunCapacityOverTime(ctx, s.workload.Requests, s.Capacity, s.overTimeS, s.jobs, progressFn)
+	if bar != nil {
+		bar.Finish()
+	}
+	var unreachable *fleet.UnreachableWindowsError
+	if err != nil && !errors.As(err, &unreachable) {
+		return nil, err
+	}
+	doc := fleet.NewCapacityOverTimeDocument(plan, static)
+	if staticErr != nil {
+		return doc, staticErr
 	}
 	return doc, err
 }

@@ -110,6 +110,12 @@ type capacityRun struct {
 	// jobs go there, and sizes are simulated one at a time (nothing is
 	// simulated in vain). Otherwise sizes run in parallel.
 	sizeJobs, fleetJobs int
+	// streamed: the fleets run as SimulateStream runs them, on the
+	// requests read from memory, keeping 26 bytes a request where
+	// SimulateContext keeps a record and an assignment (80 bytes) and a
+	// copy of the request (32 bytes) for its replica; the evaluation is
+	// the same, bit for bit (streamable).
+	streamed bool
 }
 
 // prepare checks the study and the requests (sorted by arrival, unique
@@ -140,7 +146,66 @@ func (c *Capacity) prepare(requests []plant.Request) (*capacityRun, error) {
 		return nil, fmt.Errorf("capacity: %d replicas hold more than %d prefix-cache KV blocks at once", largest, plant.MaxLiveKVBlocks)
 	}
 	r.sizeJobs = max(1, min(r.sizeJobs, atOnce/largest))
+	r.streamed = c.streamable()
 	return r, nil
+}
+
+// streamable reports whether the study's fleets can run streamed
+// (capacityRun.streamed) with the evaluation Judge would give them: no
+// controller needs the whole workload ahead (plant.Clairvoyant), and the
+// objectives each replica's requests are judged by in the fleet's slo
+// block are those Judge takes (they differ only for a batched service
+// model given a zero objective).
+func (c *Capacity) streamable() bool {
+	specs := slices.Clone(c.Controllers)
+	for _, g := range c.Unit {
+		if g.Controller != "" {
+			specs = append(specs, g.Controller)
+		}
+		if c.SLO.ObjectivesFor(g.Profile, c.Service) != c.SLO.OrProfile(g.Profile) {
+			return false
+		}
+	}
+	for _, spec := range specs {
+		controller, err := plant.NewController(spec)
+		if err != nil {
+			return false
+		}
+		if _, clairvoyant := controller.(plant.Clairvoyant); clairvoyant {
+			return false
+		}
+	}
+	return true
+}
+
+// requestSlice is a workload held in memory as a plant.WorkloadSource.
+type requestSlice []plant.Request
+
+// Read emits every request in order.
+func (s requestSlice) Read(emit func(plant.Request) error) (plant.Workload, error) {
+	for _, r := range s {
+		if err := emit(r); err != nil {
+			return plant.Workload{}, err
+		}
+	}
+	return plant.Workload{}, nil
+}
+
+// Estimate is the number of requests.
+func (s requestSlice) Estimate() int { return len(s) }
+
+// simulate runs the fleet cfg on the study's requests: streamed (from
+// memory) when it can, else with SimulateContext.
+func (r *capacityRun) simulate(ctx context.Context, cfg Config) (*Result, error) {
+	if !r.streamed {
+		return SimulateContext(ctx, r.requests, cfg)
+	}
+	ws, err := plant.OpenWorkloadStream(ctx, requestSlice(r.requests), 0, nil, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	return SimulateStream(ctx, ws, cfg)
 }
 
 // evaluate simulates the fleet of the given size, controller driving the
@@ -158,7 +223,7 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	res, err := SimulateContext(ctx, r.requests, Config{Plant: c.Plant, Groups: groups, Router: router,
+	res, err := r.simulate(ctx, Config{Plant: c.Plant, Groups: groups, Router: router,
 		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine, Service: c.Service}, Jobs: r.fleetJobs, ControllerOptions: c.ControllerOptions})
 	if c.Simulated != nil {
 		c.Simulated(size, controller)
@@ -234,7 +299,31 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 // steps times the time step (mean_power_w, computed as the mean over the
 // steps of the fleet's power series, whose sum times the time step is
 // that energy). Replicas is the run's replica count.
+//
+// A run without request records (SimulateStream) is judged by its slo
+// block: its attainment and its TTFT's 99th percentile are those numbers
+// (the same, bit for bit, when its replicas' objectives are slo's
+// resolved by their profiles).
 func Judge(res *Result, groups []Group, slo plant.SLO) Evaluation {
+	if res.Requests == nil {
+		m := &res.Metrics
+		e := Evaluation{
+			Replicas:              len(res.Replicas),
+			Attainment:            res.SLO.Attainment,
+			CompletedFraction:     m.CompletedFraction,
+			P95TTFTS:              m.P95TTFTS,
+			P99TTFTS:              res.SLO.TTFTS.P99,
+			EnergyPerOutputTokenJ: m.EnergyPerOutputTokenJ,
+			PeakPowerW:            m.PeakPowerW,
+		}
+		requests := 0
+		for _, rep := range res.Replicas {
+			requests += rep.RequestsRouted
+		}
+		completed := requests - int(m.UnfinishedRequestsAtEnd)
+		e.setEnergyTotals(m.EnergyJ, completed, meanPowerW(res))
+		return e
+	}
 	slos := make([]plant.SLO, len(groups))
 	for g := range groups {
 		slos[g] = slo.OrProfile(groups[g].Profile)

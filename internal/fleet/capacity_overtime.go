@@ -1,0 +1,272 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+
+	"servesim/internal/plant"
+)
+
+// MaxCapacityWindows bounds the windows of a capacity study over time
+// (capacity --over-time): each is a search of its own and a row of the
+// plan.
+const MaxCapacityWindows = 100_000
+
+// TraceWindow is one window of a trace split by SplitWindows: the requests
+// arriving in [StartS, EndS), requests[First:Last] of the trace.
+type TraceWindow struct {
+	StartS, EndS float64
+	First, Last  int
+}
+
+// Requests is the number of requests arriving in the window.
+func (w TraceWindow) Requests() int { return w.Last - w.First }
+
+// WindowCountError is SplitWindows' error for a window so short that the
+// trace makes more than MaxCapacityWindows of them.
+type WindowCountError struct {
+	WindowS, LastArrivalS float64
+	Windows               int // the windows the trace would make (capped at MaxInt32)
+}
+
+func (e *WindowCountError) Error() string {
+	return fmt.Sprintf("%v s windows: the trace's %v s from its first to its last arrival make %d windows, more than %d",
+		e.WindowS, e.LastArrivalS, e.Windows, MaxCapacityWindows)
+}
+
+// SplitWindows splits requests (sorted by arrival, times from the first
+// request) into consecutive windows [k x windowS, (k+1) x windowS) of
+// arrival time, k = 0, 1, ..., up to the window of the last arrival: a
+// request belongs to the window it arrives in, and a window may hold no
+// request. windowS must be positive and finite; an empty trace has no
+// window. More than MaxCapacityWindows windows is a *WindowCountError.
+func SplitWindows(requests []plant.Request, windowS float64) ([]TraceWindow, error) {
+	if !(windowS > 0 && !math.IsInf(windowS, 1)) {
+		return nil, fmt.Errorf("window %v s: expected a positive finite number of seconds", windowS)
+	}
+	if len(requests) == 0 {
+		return nil, nil
+	}
+	last := requests[len(requests)-1].ArrivalTimeS
+	count := windowOf(last, windowS) + 1
+	if count > MaxCapacityWindows {
+		return nil, &WindowCountError{WindowS: windowS, LastArrivalS: last, Windows: count}
+	}
+	windows := make([]TraceWindow, count)
+	i := 0
+	for k := range windows {
+		start, end := float64(k)*windowS, float64(k+1)*windowS
+		first := i
+		for i < len(requests) && requests[i].ArrivalTimeS < end {
+			i++
+		}
+		windows[k] = TraceWindow{StartS: start, EndS: end, First: first, Last: i}
+	}
+	windows[count-1].Last = len(requests) // rounding cannot leave one out
+	return windows, nil
+}
+
+// windowOf is the index of the window of length windowS that time t >= 0
+// falls in, capped at math.MaxInt32: the k with k x windowS <= t < (k+1)
+// x windowS, those products computed as SplitWindows computes them.
+func windowOf(t, windowS float64) int {
+	q := math.Floor(t / windowS)
+	if q >= math.MaxInt32 {
+		return math.MaxInt32
+	}
+	k := int(q)
+	for k > 0 && float64(k)*windowS > t {
+		k--
+	}
+	for float64(k+1)*windowS <= t {
+		k++
+	}
+	return k
+}
+
+// CapacityWindow is one window of a capacity plan: the smallest fleet
+// meeting the target on the window's requests alone.
+type CapacityWindow struct {
+	Window   int     `json:"window"`   // window: its index, from 0
+	StartS   float64 `json:"start_s"`  // start_s: its start, s from the first arrival
+	EndS     float64 `json:"end_s"`    // end_s: its end (excluded), s
+	Requests int     `json:"requests"` // requests: the requests arriving in it
+	// replicas: the plan's size for the window (of the unit fleet, as the
+	// static answer): the smallest meeting the target (the search's
+	// answer); 0 for a window without requests; for a window no size up to
+	// max_replicas serves, the size with the best attainment
+	// (meets_target false).
+	Replicas    int  `json:"replicas"`
+	MeetsTarget bool `json:"meets_target"` // meets_target: the size meets the target on the window
+	// attainment, p99_ttft_s, energy_kwh: the window's evaluation at that
+	// size (null, null and 0 without requests).
+	Attainment float64 `json:"attainment"`
+	P99TTFTS   float64 `json:"p99_ttft_s"`
+	EnergyKWh  float64 `json:"energy_kwh"`
+	// simulations: the fleet sizes the window's search simulated.
+	Simulations int `json:"simulations"`
+}
+
+// CapacityPlan is a capacity study over time: per window of the trace, the
+// smallest fleet meeting the target on that window's requests alone.
+type CapacityPlan struct {
+	WindowS float64          `json:"window_s"` // window_s: the windows' length, s
+	Windows []CapacityWindow `json:"windows"`  // windows: in time order
+	// peak_replicas: the largest size of the plan.
+	PeakReplicas int `json:"peak_replicas"`
+	// unreachable_windows: windows where no size up to max_replicas meets
+	// the target.
+	UnreachableWindows int `json:"unreachable_windows"`
+	// replica_hours: the plan's replicas (sizes x replicas_per_size)
+	// times window_s, summed over the windows, / 3600.
+	ReplicaHours float64 `json:"replica_hours"`
+	// energy_kwh: the windows' energy at their sizes, summed.
+	EnergyKWh float64 `json:"energy_kwh"`
+	// replicasPerSize turns sizes into replicas in the schedule.
+	replicasPerSize int
+}
+
+// UnreachableWindowsError is RunCapacityOverTime's error when some windows
+// reach the target with no size up to MaxReplicas: the plan holds their
+// best size.
+type UnreachableWindowsError struct {
+	Windows, Of int // windows unreachable, of all windows
+	Target      float64
+	MaxReplicas int
+}
+
+func (e *UnreachableWindowsError) Error() string {
+	return fmt.Sprintf("%d of %d windows reach attainment %v with no fleet of at most %d replicas: the plan holds the size of their best attainment (meets_target false)",
+		e.Windows, e.Of, e.Target, e.MaxReplicas)
+}
+
+// RunCapacityOverTime splits requests (sorted by arrival, unique IDs,
+// times from the first request) into windows of windowS seconds
+// (SplitWindows) and runs, for each window with requests, the search of
+// RunCapacity (c's router, first controller, SLO, target and unit fleet;
+// no other controller, no Known evaluations) on that window's requests
+// alone, their arrivals re-timed so that the window starts at 0. Each
+// window starts with an empty fleet, cold and idle, and none carries a
+// queue into the next: the plan is a lower bound for a fleet that changes
+// size at the windows' starts, which would also start replicas (cold
+// starts) and carry queues over.
+//
+// The windows are searched on jobs goroutines (0 means 1; with fewer
+// windows than jobs, each search gets the jobs left over), each holding
+// only its window's requests; the plan does not depend on jobs. progress,
+// when set, is called once per window searched, never concurrently. With
+// windows some no size serves, the plan comes with an
+// *UnreachableWindowsError; another error of a window ends the study with
+// that of the earliest window.
+func RunCapacityOverTime(ctx context.Context, requests []plant.Request, c Capacity, windowS float64, jobs int, progress func()) (*CapacityPlan, error) {
+	windows, err := SplitWindows(requests, windowS)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Controllers) == 0 {
+		return nil, errors.New("capacity: no controller given")
+	}
+	jobs = max(1, jobs)
+	wc := c
+	wc.Controllers = c.Controllers[:1]
+	wc.Search.Known, wc.Search.Used = nil, nil
+	wc.Search.Jobs = max(1, jobs/max(1, len(windows)))
+	wc.Progress, wc.Simulated = nil, nil
+	plan := &CapacityPlan{WindowS: windowS, Windows: make([]CapacityWindow, len(windows)), replicasPerSize: c.perSize()}
+	errs := make([]error, len(windows))
+	done := make(chan struct{}, len(windows))
+	finished := make(chan struct{})
+	go func() {
+		for range done {
+			if progress != nil {
+				progress()
+			}
+		}
+		close(finished)
+	}()
+	forEach(len(windows), jobs, func(k int) {
+		defer func() { done <- struct{}{} }()
+		w := windows[k]
+		row := &plan.Windows[k]
+		*row = CapacityWindow{Window: k, StartS: w.StartS, EndS: w.EndS, Requests: w.Requests(),
+			MeetsTarget: true, Attainment: math.NaN(), P99TTFTS: math.NaN()}
+		if w.Requests() == 0 {
+			return
+		}
+		if errs[k] = ctx.Err(); errs[k] != nil {
+			return
+		}
+		retimed := slices.Clone(requests[w.First:w.Last])
+		for i := range retimed {
+			retimed[i].ArrivalTimeS -= w.StartS
+		}
+		report, err := RunCapacity(ctx, retimed, wc)
+		var unreachable *UnreachableError
+		if err != nil && !errors.As(err, &unreachable) {
+			errs[k] = fmt.Errorf("window %d [%v, %v) s: %w", k, w.StartS, w.EndS, err)
+			return
+		}
+		e, ok := report.Answer()
+		if !ok {
+			e = report.Best
+		}
+		row.Replicas, row.MeetsTarget = e.Replicas, ok
+		row.Attainment, row.P99TTFTS, row.EnergyKWh = e.Attainment, e.P99TTFTS, e.EnergyKWh
+		row.Simulations = len(report.Evaluations)
+	})
+	close(done)
+	<-finished
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, w := range plan.Windows {
+		plan.PeakReplicas = max(plan.PeakReplicas, w.Replicas)
+		plan.ReplicaHours += float64(w.Replicas*plan.replicasPerSize) * windowS / 3600
+		plan.EnergyKWh += w.EnergyKWh
+		if !w.MeetsTarget {
+			plan.UnreachableWindows++
+		}
+	}
+	if plan.UnreachableWindows > 0 {
+		return plan, &UnreachableWindowsError{Windows: plan.UnreachableWindows, Of: len(plan.Windows),
+			Target: c.Search.Target, MaxReplicas: c.maxSize()}
+	}
+	return plan, nil
+}
+
+// PlanScheduleHeader is the header line of a schedule file (CapacityPlan.ScheduleCSV).
+const PlanScheduleHeader = "start_s,replicas"
+
+// Schedule returns the plan as a schedule: per window, its start in
+// seconds from the first arrival and its replicas (the window's size times
+// the replicas of the unit fleet).
+func (p *CapacityPlan) Schedule() (startS []float64, replicas []int) {
+	for _, w := range p.Windows {
+		startS = append(startS, w.StartS)
+		replicas = append(replicas, w.Replicas*max(1, p.replicasPerSize))
+	}
+	return startS, replicas
+}
+
+// ScheduleCSV is the plan as a schedule file, what `simulate --autoscale
+// schedule:FILE` reads: the header line "start_s,replicas", then one row
+// per window, its start in seconds from the trace's first arrival (the
+// first 0, strictly increasing; the shortest decimal that reads back as
+// the same float64, never an exponent) and its whole replica count.
+func (p *CapacityPlan) ScheduleCSV() []byte {
+	b := []byte(PlanScheduleHeader + "\n")
+	starts, replicas := p.Schedule()
+	for i := range starts {
+		b = strconv.AppendFloat(b, starts[i], 'f', -1, 64)
+		b = append(b, ',')
+		b = strconv.AppendInt(b, int64(replicas[i]), 10)
+		b = append(b, '\n')
+	}
+	return b
+}

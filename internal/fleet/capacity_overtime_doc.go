@@ -1,0 +1,119 @@
+package fleet
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"servesim/internal/plant"
+	"servesim/internal/texttable"
+)
+
+// CapacityOverTimeDocument is what `servesim capacity --over-time` writes:
+// the plan (per window, the smallest fleet for that window alone), the
+// static study of the whole trace (today's capacity answer: the one fleet
+// size serving every window, queues carried over), the two compared in
+// replica-hours, the objectives and the inputs.
+type CapacityOverTimeDocument struct {
+	Plan *CapacityPlan `json:"plan"` // plan: the windows' sizes
+	// static: the capacity study of the whole trace, as capacity without
+	// --over-time reports it (without its slo and provenance, given once
+	// below).
+	Static *CapacityReport `json:"static"`
+	// static_replica_hours: the static answer's replicas (size x
+	// replicas_per_size) held over every window of the plan (windows x
+	// window_s / 3600); null when no size meets the target on the whole
+	// trace.
+	StaticReplicaHours *float64 `json:"static_replica_hours"`
+	// plan_to_static_replica_hours: plan.replica_hours /
+	// static_replica_hours; null without a static answer.
+	PlanToStaticReplicaHours *float64           `json:"plan_to_static_replica_hours"`
+	SLO                      CapacitySLO        `json:"slo"`        // slo: the objectives the requests were judged by
+	Provenance               CapacityProvenance `json:"provenance"` // provenance: the inputs
+	// Service is the batched service model and its cards; nil (left out)
+	// under the reference's model.
+	Service *plant.ServiceModel `json:"service,omitempty"`
+}
+
+// NewCapacityOverTimeDocument puts a plan beside the static study doc of
+// the same trace (its report, objectives, inputs and service model) and
+// compares their replica-hours.
+func NewCapacityOverTimeDocument(plan *CapacityPlan, doc *CapacityDocument) *CapacityOverTimeDocument {
+	d := &CapacityOverTimeDocument{Plan: plan, Static: doc.CapacityReport, SLO: doc.SLO, Provenance: doc.Provenance, Service: doc.Service}
+	if doc.Replicas != nil {
+		hours := float64(*doc.Replicas*doc.ReplicasPerSize) * float64(len(plan.Windows)) * plan.WindowS / 3600
+		d.StaticReplicaHours = &hours
+		if hours > 0 {
+			ratio := plan.ReplicaHours / hours
+			d.PlanToStaticReplicaHours = &ratio
+		}
+	}
+	return d
+}
+
+// ScheduleCSV is the plan's schedule file (CapacityPlan.ScheduleCSV).
+func (d *CapacityOverTimeDocument) ScheduleCSV() []byte { return d.Plan.ScheduleCSV() }
+
+// Table renders a capacity study over time for terminals (capacity
+// --over-time --format table): the study, the static answer and the plan
+// in replica-hours, then one row per window.
+func (d *CapacityOverTimeDocument) Table() string {
+	var b strings.Builder
+	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
+	seconds := func(x *float64, none string) string {
+		if x == nil {
+			return none
+		}
+		return texttable.Sig(*x, 4) + " s"
+	}
+	s := d.Static
+	fmt.Fprintf(&b, "capacity over time: trace %s (%d requests), %s s windows, router %s, search controller %s\n",
+		d.Provenance.TracePath, d.Provenance.RequestsLoaded, texttable.Sig(d.Plan.WindowS, 6), s.Router, s.SearchedWith)
+	fmt.Fprintf(&b, "SLO: TTFT %s, TPOT %s, end-to-end %s; target attainment %s%%\n",
+		seconds(d.SLO.TTFTSLOSeconds, "per profile"), seconds(d.SLO.TPOTSLOSeconds, "per profile"), seconds(d.SLO.E2ESLOSeconds, "none"),
+		pct(s.TargetAttainment))
+	perSize := ""
+	if s.ReplicasPerSize != 1 {
+		perSize = fmt.Sprintf(" (x %d replicas of the fleet file)", s.ReplicasPerSize)
+	}
+	hours := func(h float64) string { return texttable.Fixed(h, 1) + " replica-hours" }
+	if s.Replicas != nil {
+		fmt.Fprintf(&b, "static (whole trace): %d%s, %s\n", *s.Replicas, perSize, hours(*d.StaticReplicaHours))
+	} else {
+		fmt.Fprintf(&b, "static (whole trace): none up to %d%s; best attainment %s%% with %d\n",
+			s.MaxReplicas, perSize, pct(s.Best.Attainment), s.Best.Replicas)
+	}
+	ratio := ""
+	if d.PlanToStaticReplicaHours != nil {
+		ratio = fmt.Sprintf(" (%s%% of static)", texttable.Fixed(100**d.PlanToStaticReplicaHours, 1))
+	}
+	fmt.Fprintf(&b, "plan (each window alone, from an empty fleet: a lower bound): peak %d%s, %s%s\n",
+		d.Plan.PeakReplicas, perSize, hours(d.Plan.ReplicaHours), ratio)
+	if d.Plan.UnreachableWindows > 0 {
+		fmt.Fprintf(&b, "%d windows reach the target with no size up to %d: their row holds the best size\n",
+			d.Plan.UnreachableWindows, s.MaxReplicas)
+	}
+	b.WriteByte('\n')
+	sizeHeader := "replicas"
+	if s.ReplicasPerSize != 1 {
+		sizeHeader = "size"
+	}
+	t := texttable.Table{Columns: []texttable.Column{
+		{Header: "window"}, {Header: "start (s)"}, {Header: "end (s)"}, {Header: "requests"}, {Header: sizeHeader},
+		{Header: "attainment (%)"}, {Header: "meets", Text: true}, {Header: "p99 TTFT (s)"}, {Header: "energy (kWh)"},
+	}}
+	for _, w := range d.Plan.Windows {
+		meets, attainment := "yes", "-"
+		if !w.MeetsTarget {
+			meets = "no"
+		}
+		if !math.IsNaN(w.Attainment) {
+			attainment = pct(w.Attainment)
+		}
+		t.AddRow(strconv.Itoa(w.Window), texttable.Sig(w.StartS, 10), texttable.Sig(w.EndS, 10), strconv.Itoa(w.Requests),
+			strconv.Itoa(w.Replicas), attainment, meets, texttable.Fixed(w.P99TTFTS, 3), texttable.Fixed(w.EnergyKWh, 6))
+	}
+	b.WriteString(t.String())
+	return b.String()
+}
