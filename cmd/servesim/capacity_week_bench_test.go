@@ -1,0 +1,88 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"servesim/internal/plant"
+)
+
+// BenchmarkCapacityOverTimeWeek runs the real servesim binary (the test
+// binary, which testscript puts on PATH as servesim) as `capacity
+// --over-time 3600` on the synthetic week of BenchmarkSimulateWeek
+// (plant.WeekTraceLike, seed 1, in the Azure 2024 form, in a temporary
+// folder; weekSizes: about a million and ten million requests, and the
+// whole week, skipped with -short): the embedded proxy, round-robin, a 5 s
+// TTFT and 0.2 s TPOT at 99%, --max-sim-time 1e6 so that every fleet
+// drains the week, all cores. It reports the whole process's wall time
+// (s/run), peak resident memory (peak-RSS-MB, and per request), the
+// windows, the static answer and both in replica-hours. The issue's goal
+// for the week: under 10 minutes and 2.5 GB.
+func BenchmarkCapacityOverTimeWeek(b *testing.B) {
+	for _, size := range weekSizes {
+		b.Run(size.name, func(b *testing.B) {
+			if testing.Short() && size.fraction == 1 {
+				b.Skip("skipped with -short: a 1.1 GB trace of 27.3 million requests")
+			}
+			week := plant.WeekTraceLike(1)
+			week.DurationS *= size.fraction
+			path := filepath.Join(b.TempDir(), "week.csv")
+			f, err := os.Create(path)
+			require.NoError(b, err)
+			require.NoError(b, week.WriteCSV2024(f))
+			require.NoError(b, f.Close())
+			bin, err := exec.LookPath("servesim")
+			require.NoError(b, err)
+			capacityOverTimeWeek(b, bin, path)
+		})
+	}
+}
+
+// capacityOverTimeWeek is one BenchmarkCapacityOverTimeWeek run of the
+// trace at path.
+func capacityOverTimeWeek(b *testing.B, bin, path string) {
+	var peakRSS int64
+	var doc struct {
+		Plan struct {
+			Windows      []json.RawMessage `json:"windows"`
+			PeakReplicas int               `json:"peak_replicas"`
+			ReplicaHours float64           `json:"replica_hours"`
+		} `json:"plan"`
+		Static struct {
+			Replicas *int `json:"replicas"`
+		} `json:"static"`
+		StaticReplicaHours *float64 `json:"static_replica_hours"`
+		Provenance         struct {
+			RequestsLoaded int `json:"requests_loaded"`
+		} `json:"provenance"`
+	}
+	for b.Loop() {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, "capacity", "--trace", path, "--over-time", "3600", "--max-sim-time", "1e6",
+			"--ttft-slo", "5", "--tpot-slo", "0.2", "--quiet")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(b, cmd.Run(), stderr.String())
+		require.NoError(b, json.Unmarshal(stdout.Bytes(), &doc))
+		require.NotNil(b, doc.Static.Replicas)
+		peakRSS = max(peakRSS, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss*1024)
+	}
+	requests := doc.Provenance.RequestsLoaded
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
+	b.ReportMetric(float64(peakRSS)/1e6, "peak-RSS-MB")
+	b.ReportMetric(float64(peakRSS)/float64(requests), "RSS-B/request")
+	b.ReportMetric(float64(requests), "requests")
+	b.ReportMetric(float64(len(doc.Plan.Windows)), "windows")
+	b.ReportMetric(float64(*doc.Static.Replicas), "static-replicas")
+	b.ReportMetric(float64(doc.Plan.PeakReplicas), "plan-peak-replicas")
+	b.ReportMetric(*doc.StaticReplicaHours, "static-replica-hours")
+	b.ReportMetric(doc.Plan.ReplicaHours, "plan-replica-hours")
+}
