@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -119,6 +118,7 @@ func TestKubernetesCapacityIndexedJob(t *testing.T) {
 	assert.Equal(t, "Never", job.value(t, "restartPolicy"))
 	assert.Contains(t, job.values("fieldPath"), "metadata.annotations['batch.kubernetes.io/job-completion-index']")
 	args := job.list(t, "args")
+	requireRecoverableIndexedJob(t, job, args)
 	require.GreaterOrEqual(t, len(args), 3)
 	assert.Equal(t, []string{"capacity", "--shard", "auto"}, args[:3])
 	out := slices.Index(args, "-o")
@@ -129,15 +129,15 @@ func TestKubernetesCapacityIndexedJob(t *testing.T) {
 	evaluations := slices.Index(finalArgs, "--evaluations")
 	require.Positive(t, evaluations)
 	pattern := finalArgs[evaluations+1]
-	for index := range completions {
+	for index := range completions + 2 {
 		name := strings.ReplaceAll(args[out+1], "$(SHARD_INDEX)", strconv.Itoa(index))
 		for _, file := range []string{name, name + ".partial"} {
 			ok, err := filepath.Match(pattern, file)
 			require.NoError(t, err)
-			assert.True(t, ok, "the final run reads %s", file)
+			assert.Equal(t, index < completions, ok, "the final run reads %s only if it is of one of the Job's indexes", file)
 		}
 	}
-	assert.Equal(t, withoutFlags(args, []string{"--shard", "-o"}, []string{"--quiet"}),
+	assert.Equal(t, withoutFlags(args, []string{"--shard", "-o", "--resume"}, []string{"--quiet"}),
 		withoutFlags(finalArgs, []string{"--evaluations", "-o"}, nil), "the final run is the shards' study")
 
 	// Play the Jobs, with the volumes as folders.
@@ -183,111 +183,81 @@ func TestKubernetesCapacityIndexedJob(t *testing.T) {
 }
 
 // TestSlurmCapacityJobArray checks the capacity sbatch script's contract
-// and then plays it: every task of its --array runs the script with the
-// environment Slurm gives array tasks (srun and sbatch are stand-ins that
-// run the step and record the final job), then the final job runs; its
-// document is a plain run's, also when a task left only part of its share
-// (afterany: the final run simulates what is missing).
+// and then plays it: every task of its --array with the environment Slurm
+// gives array tasks, then the final run it queued; its document is a plain
+// run's, also when a task left only part of its share (afterany: the final
+// run simulates what is missing, and names the tasks), and after the task
+// rerun resumes that part. Files of an earlier study are not read.
 func TestSlurmCapacityJobArray(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile(slurmCapacityPath)
 	require.NoError(t, err)
 	script := string(data)
 	assert.True(t, strings.HasPrefix(script, "#!/bin/bash\n"))
-	directives := sbatchDirectives(t, script)
-	first, last, step := sbatchArray(t, directives["--array"])
-	assert.Regexp(t, `(?m)^srun servesim capacity --shard auto `, script)
-	assert.Regexp(t, `(?m)sbatch --dependency=afterany:"\$SLURM_ARRAY_JOB_ID" .*\\\n.*\\\n\s+--wrap="servesim capacity .*--evaluations `, script)
+	shards := requirePortableDirectives(t, script)
+	assert.Regexp(t, `(?m)^srun "\$servesim" capacity --shard "\$\(\(id \+ 1\)\)/\$shards" --resume auto `, script)
 
-	bash, err := exec.LookPath("bash")
-	require.NoError(t, err, "the script is a bash script")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	require.NoError(t, os.Mkdir(bin, 0o755))
-	sbatchLog := filepath.Join(dir, "sbatch.log")
-	shims := map[string]string{
-		"srun":   "#!/bin/sh\nexec \"$@\"\n",
-		"sbatch": "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> " + sbatchLog + "\necho 4243\n",
-	}
-	for name, body := range shims {
-		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755))
-	}
-	writeStudyInputs(t, filepath.Join(dir, "data"), "code trace.csv", "l4_profile.csv")
-	results := filepath.Join(dir, "results")
-	require.NoError(t, os.Mkdir(results, 0o755))
-	var ids []int
-	for id := first; id <= last; id += step {
-		ids = append(ids, id)
-	}
-	n := len(ids)
-	env := append(servesimProcess(t, dir, nil).Env, "PATH="+bin+":"+os.Getenv("PATH"))
-	var wg sync.WaitGroup
-	outputs := make([][]byte, n)
-	errs := make([]error, n)
-	for k, id := range ids {
-		cmd := exec.Command(bash, slurmCapacityPath)
-		cmd.Env = append(slices.Clone(env), "SERVESIM_RESULTS="+results,
-			"SERVESIM_TRACE="+filepath.Join(dir, "data", "code trace.csv"), "SERVESIM_PROFILE="+filepath.Join(dir, "data", "l4_profile.csv"),
-			"SLURM_ARRAY_JOB_ID=4242", "SLURM_ARRAY_TASK_ID="+strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN="+strconv.Itoa(first),
-			"SLURM_ARRAY_TASK_MAX="+strconv.Itoa(last), "SLURM_ARRAY_TASK_STEP="+strconv.Itoa(step), "SLURM_ARRAY_TASK_COUNT="+strconv.Itoa(n),
-			"SLURM_CPUS_PER_TASK=1")
-		wg.Go(func() { outputs[k], errs[k] = cmd.CombinedOutput() })
-	}
-	wg.Wait()
-	for k := range ids {
-		require.NoError(t, errs[k], "task %d: %s", ids[k], outputs[k])
-	}
-	queued, err := os.ReadFile(sbatchLog)
+	abs, err := filepath.Abs(slurmCapacityPath)
 	require.NoError(t, err)
-	submitted := strings.Split(strings.TrimSuffix(string(queued), "\n"), "\n")
-	assert.Equal(t, "--dependency=afterany:4242", submitted[0], "the final run waits for the whole array, failed tasks too")
-	assert.Equal(t, 1, strings.Count(string(queued), "--wrap="), "one final run, queued by one task")
-	wrap, ok := strings.CutPrefix(submitted[len(submitted)-1], "--wrap=")
-	require.True(t, ok, "the final run is a --wrap command: %v", submitted)
-	shardFiles, err := filepath.Glob(filepath.Join(results, "capacity-*.jsonl"))
-	require.NoError(t, err)
-	assert.Len(t, shardFiles, n, "one file per task")
+	p := newSlurmPlay(t, abs, "SERVESIM_TRACE=data/code trace.csv", "SERVESIM_PROFILE=data/l4_profile.csv", "SERVESIM_RESULTS=results")
+	writeStudyInputs(t, filepath.Join(p.dir, "data"), "code trace.csv", "l4_profile.csv")
+	// An earlier study's records, of a shard beyond this array.
+	require.NoError(t, os.Mkdir(p.results, 0o755))
+	code, stale, errOut := runCLI(t, "capacity", "--max-elapsed", "60", "--max-replicas", "4", "--shard", "1/1")
+	require.Equal(t, exitOK, code, errOut)
+	require.NoError(t, os.WriteFile(filepath.Join(p.results, "capacity-9.jsonl"), []byte(stale), 0o644))
 
-	// The plain run: the final command without --evaluations, to another file.
-	plainWrap := regexp.MustCompile(` --evaluations \S+`).ReplaceAllString(wrap, "")
-	plainWrap = regexp.MustCompile(` -o \S+$`).ReplaceAllString(plainWrap, " -o "+filepath.Join(dir, "plain.json"))
-	require.NotEqual(t, wrap, plainWrap)
-	plainRun := exec.Command("sh", "-c", plainWrap)
-	plainRun.Env = env
-	msg, err := plainRun.CombinedOutput()
-	require.NoError(t, err, string(msg))
-	plain, err := os.ReadFile(filepath.Join(dir, "plain.json"))
-	require.NoError(t, err)
-	maxSize, err := strconv.Atoi(regexp.MustCompile(`--max-replicas (\d+)`).FindStringSubmatch(wrap)[1])
-	require.NoError(t, err)
+	p.array(0, shards-1)
+	calls := p.submissions()
+	require.Len(t, calls, 1, "one final run, queued by the first task")
+	p.requireQueuedStep(calls[0], "final")
+	assert.Contains(t, calls[0], "--cpus-per-task=1", "the final run has a task's CPUs")
 
-	runFinal := func() ([]byte, string) {
+	// The plain run: the script's study, on the inputs made absolute.
+	study := regexp.MustCompile(`(?s)\nstudy=\((.*?)\)\n`).FindStringSubmatch(script)
+	require.NotNil(t, study)
+	words := []string{"capacity"}
+	for _, w := range strings.Fields(study[1]) {
+		words = append(words, strings.NewReplacer(`"$trace"`, filepath.Join(p.dir, "data", "code trace.csv"),
+			`"$profile"`, filepath.Join(p.dir, "data", "l4_profile.csv"), "'", "").Replace(w))
+	}
+	code, plain, errOut := runCLI(t, words...)
+	require.Equal(t, exitOK, code, errOut)
+	final := func() string {
 		t.Helper()
-		final := exec.Command("sh", "-c", wrap)
-		final.Env = env
-		var stderr bytes.Buffer
-		final.Stderr = &stderr
-		require.NoError(t, final.Run(), stderr.String())
-		got, err := os.ReadFile(filepath.Join(results, "capacity.json"))
+		out, code := p.run("SERVESIM_STEP=final")
+		require.Equal(t, 0, code, out)
+		got, err := os.ReadFile(filepath.Join(p.results, "capacity.json"))
 		require.NoError(t, err)
-		return got, stderr.String()
+		assert.Equal(t, plain, string(got), "the final run writes what a plain run writes")
+		return out
 	}
-	got, stderr := runFinal()
-	assert.Equal(t, string(plain), string(got), "the final run writes what a plain run writes")
-	requireCachedRun(t, got, stderr, maxSize, n)
+	maxSize, err := strconv.Atoi(regexp.MustCompile(`--max-replicas (\d+)`).FindStringSubmatch(study[1])[1])
+	require.NoError(t, err)
+	out := final()
+	assert.Contains(t, out, fmt.Sprintf("(%d records in %d files)", gridCells(maxSize), shards))
 
 	// A task preempted after its first size leaves a partial file: the
-	// final run takes it, simulates the rest, and writes the same.
-	largest := filepath.Join(results, fmt.Sprintf("capacity-%d.jsonl", ids[0]))
+	// final run takes it, simulates the rest, and writes the same; the
+	// task rerun takes it up and simulates only the rest.
+	largest := filepath.Join(p.results, "capacity-0.jsonl")
 	records, err := os.ReadFile(largest)
 	require.NoError(t, err)
 	require.Greater(t, bytes.Count(records, []byte("\n")), 1, "the first task has more than one size")
 	firstLine := records[:bytes.IndexByte(records, '\n')+1]
 	require.NoError(t, os.Remove(largest))
 	require.NoError(t, os.WriteFile(largest+".partial", firstLine, 0o644))
-	got, stderr = runFinal()
-	assert.Equal(t, string(plain), string(got), "with a partial shard")
-	assert.Contains(t, stderr, fmt.Sprintf("(%d records in %d files)", gridCells(maxSize)-(bytes.Count(records, []byte("\n"))-1), n))
+	out = final()
+	assert.Contains(t, out, "servesim-capacity: tasks 0 did not complete (see their logs): this run simulates the sizes they lack itself; to spread them over the cluster instead, cancel it and run: sbatch --array=0 "+p.script+"\n")
+	assert.Contains(t, out, fmt.Sprintf("(%d records in %d files)", gridCells(maxSize)-(bytes.Count(records, []byte("\n"))-1), shards))
+	out, code = p.task(0, 0, 0)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, fmt.Sprintf("servesim: capacity shard: --resume auto: 1 of the shard's %d sizes taken from %s.partial\n", bytes.Count(records, []byte("\n")), largest))
+	got, err := os.ReadFile(largest)
+	require.NoError(t, err)
+	assert.Equal(t, string(records), string(got))
+	assert.NoFileExists(t, largest+".partial")
+	final()
 }
 
 // TestCapacityShardInterruptedBySignal sends SIGTERM to a shard once it has

@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -18,8 +19,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"servesim/internal/sweep"
 )
 
 // The files of docs/cluster and the Dockerfile, from this package's folder.
@@ -225,6 +224,7 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	require.GreaterOrEqual(t, len(args), 3)
 	assert.Equal(t, []string{"sweep", "--shard", "auto"}, args[:3])
 	assert.Contains(t, job.values("fieldPath"), "metadata.annotations['batch.kubernetes.io/job-completion-index']")
+	requireRecoverableIndexedJob(t, job, args)
 
 	merge := readYAML(t, k8sMergePath)
 	mergeArgs := merge.list(t, "args")
@@ -271,6 +271,50 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	whole := wholeGrid(t, args, volumes)
 	assert.Equal(t, whole, string(got))
 	assert.Len(t, lines(got), 240+1, "the example's 240 runs and the Pareto record")
+
+	// A pod of index 1 evicted after its first run left a partial file:
+	// the index's next pod resumes it, and the merge is the same.
+	pod1 := make([]string, len(args))
+	for k, a := range args {
+		pod1[k] = volumes.Replace(strings.ReplaceAll(a, "$(SHARD_INDEX)", "1"))
+	}
+	shard1 := pod1[out+1]
+	records, err := os.ReadFile(shard1)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(shard1))
+	require.NoError(t, os.WriteFile(shard1+".partial", lines(records)[0], 0o644))
+	msg, err = servesimProcess(t, dir, []string{"JOB_COMPLETION_INDEX=1", "SERVESIM_SHARD_COUNT=" + job.env(t, "SERVESIM_SHARD_COUNT")}, pod1...).CombinedOutput()
+	require.NoError(t, err, string(msg))
+	assert.Contains(t, string(msg), "--resume auto: 1 of the shard's 30 runs taken from "+shard1+".partial")
+	assert.NoFileExists(t, shard1+".partial")
+	msg, err = servesimProcess(t, dir, nil, mergeCmd...).CombinedOutput()
+	require.NoError(t, err, string(msg))
+	got, err = os.ReadFile(mergeCmd[mergeOut+1])
+	require.NoError(t, err)
+	assert.Equal(t, whole, string(got))
+}
+
+// requireRecoverableIndexedJob checks what makes an Indexed Job of
+// docs/cluster recover by itself: its pods resume what an earlier pod of
+// their index left (--resume auto), an eviction or preemption spends no
+// retry of the index (podFailurePolicy Ignore on DisruptionTarget), bad
+// input is not retried (FailIndex on exit 1 and 2, which needs
+// backoffLimitPerIndex), and servesim's 10 s grace after SIGTERM fits
+// the pod's.
+func requireRecoverableIndexedJob(t *testing.T, job yamlDoc, args []string) {
+	t.Helper()
+	resume := slices.Index(args, "--resume")
+	require.Positive(t, resume, "the pods resume with --resume auto")
+	assert.Equal(t, "auto", args[resume+1])
+	perIndex, err := strconv.Atoi(job.value(t, "backoffLimitPerIndex"))
+	require.NoError(t, err)
+	assert.Positive(t, perIndex)
+	assert.Equal(t, []string{"Ignore", "FailIndex"}, job.values("action"))
+	assert.Equal(t, []string{"DisruptionTarget"}, job.values("type"))
+	assert.Equal(t, "[1, 2]", job.value(t, "values"))
+	grace, err := strconv.Atoi(job.value(t, "terminationGracePeriodSeconds"))
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, grace, 15)
 }
 
 // writeSmallTrace writes a trace of a few requests as dir/name.
@@ -316,95 +360,267 @@ func sbatchDirectives(t *testing.T, script string) map[string]string {
 	return directives
 }
 
+// slurmPlay plays a Slurm script of docs/cluster as Slurm runs it, without
+// Slurm: each task is `bash SCRIPT` with the environment Slurm gives an
+// array task, in the folder it was submitted from, with stand-ins on PATH
+// for srun (runs the step), scontrol (shows the job in a partition,
+// account and QOS) and sbatch (records each submission, one argument a
+// line and a line "--" after each, and answers job 4243; it fails while
+// the file sbatch-fails exists).
+type slurmPlay struct {
+	t       *testing.T
+	script  string // the script, as submitted (Command=)
+	dir     string // the folder sbatch ran in
+	results string
+	env     []string
+}
+
+// Where the stand-in scontrol says the job runs and what it was submitted as.
+const (
+	playPartition = "gpu"
+	playAccount   = "lab"
+	playQOS       = "long"
+	playCommand   = "/home/me/servesim/docs/cluster/script.sbatch"
+)
+
+func newSlurmPlay(t *testing.T, script string, env ...string) *slurmPlay {
+	t.Helper()
+	_, err := exec.LookPath("bash")
+	require.NoError(t, err, "the scripts are bash scripts")
+	p := &slurmPlay{t: t, script: script, dir: t.TempDir()}
+	p.results = filepath.Join(p.dir, "results")
+	bin := filepath.Join(p.dir, "bin")
+	require.NoError(t, os.Mkdir(bin, 0o755))
+	shims := map[string]string{
+		"srun": "#!/bin/sh\nexec \"$@\"\n",
+		"sbatch": "#!/bin/sh\n[ -e " + filepath.Join(p.dir, "sbatch-fails") + " ] && { echo 'sbatch: error: Batch job submission failed' >&2; exit 1; }\n" +
+			"for a in \"$@\"; do printf '%s\\n' \"$a\"; done >> " + filepath.Join(p.dir, "sbatch.log") + "\necho -- >> " + filepath.Join(p.dir, "sbatch.log") + "\necho 4243\n",
+		"scontrol": "#!/bin/sh\necho \"JobId=$SLURM_JOB_ID JobName=x Partition=" + playPartition + " Account=" + playAccount + " QOS=" + playQOS + " Command=" + playCommand + "\"\n",
+	}
+	for name, body := range shims {
+		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755))
+	}
+	p.env = append(servesimProcess(t, p.dir, nil).Env, "PATH="+bin+":"+os.Getenv("PATH"), "SLURM_CONF=/etc/slurm/slurm.conf")
+	p.env = append(p.env, env...)
+	return p
+}
+
+// run runs the script with the environment env added, returning its
+// combined output and exit code.
+func (p *slurmPlay) run(env ...string) (string, int) {
+	p.t.Helper()
+	cmd := exec.Command("bash", p.script)
+	cmd.Dir = p.dir
+	cmd.Env = append(slices.Clone(p.env), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), exitCode(p.t, err)
+}
+
+// task runs task id of an array of the tasks first to last, as a
+// submission with --array=FIRST-LAST starts it.
+func (p *slurmPlay) task(id, first, last int, env ...string) (string, int) {
+	p.t.Helper()
+	return p.run(append([]string{"SLURM_ARRAY_JOB_ID=4242", "SLURM_JOB_ID=" + strconv.Itoa(5000+id), "SLURM_ARRAY_TASK_ID=" + strconv.Itoa(id),
+		"SLURM_ARRAY_TASK_MIN=" + strconv.Itoa(first), "SLURM_ARRAY_TASK_MAX=" + strconv.Itoa(last), "SLURM_ARRAY_TASK_STEP=1",
+		"SLURM_ARRAY_TASK_COUNT=" + strconv.Itoa(last-first+1), "SLURM_CPUS_PER_TASK=1", "SLURM_MEM_PER_CPU=512"}, env...)...)
+}
+
+// array runs tasks first to last at once, each of which must succeed.
+func (p *slurmPlay) array(first, last int) {
+	p.t.Helper()
+	var wg sync.WaitGroup
+	outs := make([]string, last-first+1)
+	codes := make([]int, last-first+1)
+	for id := first; id <= last; id++ {
+		wg.Go(func() { outs[id-first], codes[id-first] = p.task(id, first, last) })
+	}
+	wg.Wait()
+	for id := first; id <= last; id++ {
+		require.Equal(p.t, 0, codes[id-first], "task %d: %s", id, outs[id-first])
+	}
+}
+
+// submissions are the sbatch calls made so far, each its arguments.
+func (p *slurmPlay) submissions() [][]string {
+	p.t.Helper()
+	data, err := os.ReadFile(filepath.Join(p.dir, "sbatch.log"))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	require.NoError(p.t, err)
+	var calls [][]string
+	var call []string
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if line == "--" {
+			calls = append(calls, call)
+			call = nil
+			continue
+		}
+		call = append(call, line)
+	}
+	return calls
+}
+
+// requireQueuedStep checks a submission of the script's next step (merge,
+// final): after the whole array whatever its fate, in the task's
+// partition, account and QOS, with a time limit, memory and the log
+// appended to in the folder sbatch ran in, the step and the settings
+// exported, the script itself as the job's script.
+func (p *slurmPlay) requireQueuedStep(call []string, step string) {
+	p.t.Helper()
+	for _, want := range []string{"--dependency=afterany:4242", "--kill-on-invalid-dep=yes", "--partition=" + playPartition, "--account=" + playAccount,
+		"--qos=" + playQOS, "--open-mode=append", "--array=0"} {
+		assert.Contains(p.t, call, want)
+	}
+	has := func(prefix string) string {
+		for _, a := range call {
+			if strings.HasPrefix(a, prefix) {
+				return a
+			}
+		}
+		p.t.Errorf("no %s in %v", prefix, call)
+		return ""
+	}
+	assert.Regexp(p.t, `^--time=\d\d:\d\d:\d\d$`, has("--time="))
+	assert.Regexp(p.t, `^--mem-per-cpu=\d+[KMG]$`, has("--mem-per-cpu="), "--mem would clash with the script's own --mem-per-cpu")
+	assert.NotContains(p.t, has("--output="), "/", "the log goes to the folder sbatch ran in, which exists")
+	export := has("--export=")
+	assert.True(p.t, strings.HasPrefix(export, "--export=ALL,SERVESIM_STEP="+step+","), export)
+	assert.Contains(p.t, export, ",SERVESIM_RESULTS="+p.results+",")
+	assert.Contains(p.t, export, ",SERVESIM_SCRIPT="+playCommand)
+	assert.Equal(p.t, p.script, call[len(call)-1], "the job is the script itself")
+}
+
+// requirePortableDirectives checks the #SBATCH lines every script of
+// docs/cluster needs: an array from 0 as long as the script's shard count,
+// few enough CPUs for a 2-CPU node, a requeue with the log appended to,
+// the log in the folder sbatch ran in.
+func requirePortableDirectives(t *testing.T, script string) (shards int) {
+	t.Helper()
+	directives := sbatchDirectives(t, script)
+	first, last, step := sbatchArray(t, directives["--array"])
+	assert.Equal(t, 0, first, "task ID runs shard ID+1")
+	assert.Equal(t, 1, step)
+	count := regexp.MustCompile(`(?m)^shards=\$\{SERVESIM_SHARDS:-(\d+)\}$`).FindStringSubmatch(script)
+	require.NotNil(t, count, "the script names its shard count")
+	shards, _ = strconv.Atoi(count[1])
+	assert.Equal(t, shards, last+1, "the array has a task per shard")
+	cpus, err := strconv.Atoi(directives["--cpus-per-task"])
+	require.NoError(t, err)
+	assert.LessOrEqual(t, cpus, 2, "a 2-CPU node can run a task")
+	assert.Equal(t, "append", directives["--open-mode"], "a requeued task's log is appended to")
+	assert.Contains(t, directives, "--requeue")
+	assert.NotContains(t, directives["--output"], "/", "the log goes to the folder sbatch ran in: a folder that does not exist loses it")
+	assert.NotContains(t, script, "set -e", "a failing command is handled where it fails")
+	return shards
+}
+
 // TestSlurmJobArray checks the sbatch script's contract and then plays it:
-// every task of its --array runs the script with the environment Slurm
-// gives array tasks (srun and sbatch are stand-ins that run the step and
-// record the merge job), then the merge job runs; the merged file is the
-// whole grid's output.
+// every task of its --array with the environment Slurm gives array tasks,
+// the trace and results given as relative paths from the folder sbatch ran
+// in, then the merge it queued; the merged file is the whole grid's output.
+// A task rerun on its own (--array=3) runs its own shard; a merge with a
+// shard missing fails naming the task and the command that resumes it; a
+// task whose sbatch fails runs its shard all the same; stale files of an
+// earlier study are passed over.
 func TestSlurmJobArray(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile(slurmScriptPath)
 	require.NoError(t, err)
 	script := string(data)
 	assert.True(t, strings.HasPrefix(script, "#!/bin/bash\n"))
-	directives := sbatchDirectives(t, script)
-	first, last, step := sbatchArray(t, directives["--array"])
-	assert.Regexp(t, `(?m)^srun servesim sweep --shard auto `, script)
-	assert.Regexp(t, `(?m)sbatch --dependency=afterok:"\$SLURM_ARRAY_JOB_ID" .*\\\n.*\\\n\s+--wrap="servesim sweep merge `, script)
+	shards := requirePortableDirectives(t, script)
+	assert.Regexp(t, `(?m)^srun "\$servesim" sweep --shard "\$\(\(id \+ 1\)\)/\$shards" --resume auto `, script)
 
-	bash, err := exec.LookPath("bash")
-	require.NoError(t, err, "the script is a bash script")
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "bin")
-	require.NoError(t, os.Mkdir(bin, 0o755))
-	sbatchLog := filepath.Join(dir, "sbatch.log")
-	shims := map[string]string{
-		"srun":   "#!/bin/sh\nexec \"$@\"\n",
-		"sbatch": "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> " + sbatchLog + "\necho 4243\n",
-	}
-	for name, body := range shims {
-		require.NoError(t, os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755))
-	}
-	writeSmallTrace(t, dir, "AzureLLMInferenceTrace_code.csv")
-	require.NoError(t, os.Mkdir(filepath.Join(dir, "results"), 0o755))
-	var ids []int
-	for id := first; id <= last; id += step {
-		ids = append(ids, id)
-	}
-	n := len(ids)
-	var wg sync.WaitGroup
-	outputs := make([][]byte, n)
-	errs := make([]error, n)
-	for k, id := range ids {
-		cmd := exec.Command(bash, slurmScriptPath)
-		cmd.Dir = "."
-		env := servesimProcess(t, dir, nil).Env
-		cmd.Env = append(env, "PATH="+bin+":"+os.Getenv("PATH"), "SERVESIM_RESULTS="+filepath.Join(dir, "results"),
-			"SERVESIM_TRACE="+filepath.Join(dir, "AzureLLMInferenceTrace_code.csv"), "SLURM_ARRAY_JOB_ID=4242",
-			"SLURM_ARRAY_TASK_ID="+strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN="+strconv.Itoa(first), "SLURM_ARRAY_TASK_MAX="+strconv.Itoa(last),
-			"SLURM_ARRAY_TASK_STEP="+strconv.Itoa(step), "SLURM_ARRAY_TASK_COUNT="+strconv.Itoa(n), "SLURM_CPUS_PER_TASK=1")
-		wg.Go(func() { outputs[k], errs[k] = cmd.CombinedOutput() })
-	}
-	wg.Wait()
-	for k := range ids {
-		require.NoError(t, errs[k], "task %d: %s", ids[k], outputs[k])
-	}
-	queued, err := os.ReadFile(sbatchLog)
+	abs, err := filepath.Abs(slurmScriptPath)
 	require.NoError(t, err)
-	submitted := strings.Split(strings.TrimSuffix(string(queued), "\n"), "\n")
-	assert.Equal(t, "--dependency=afterok:4242", submitted[0], "the merge waits for the whole array")
-	assert.Equal(t, 1, strings.Count(string(queued), "--wrap="), "one merge, queued by one task")
-	wrap, ok := strings.CutPrefix(submitted[len(submitted)-1], "--wrap=")
-	require.True(t, ok, "the merge is a --wrap command: %v", submitted)
-	merge := exec.Command("sh", "-c", wrap)
-	merge.Env = append(servesimProcess(t, dir, nil).Env, "PATH="+bin+":"+os.Getenv("PATH"))
-	msg, err := merge.CombinedOutput()
-	require.NoError(t, err, string(msg))
-	got, err := os.ReadFile(filepath.Join(dir, "results", "sweep.jsonl"))
-	require.NoError(t, err)
-	shardFiles, err := filepath.Glob(filepath.Join(dir, "results", "shard-*.jsonl"))
-	require.NoError(t, err)
-	assert.Len(t, shardFiles, n, "one shard file per task")
+	p := newSlurmPlay(t, abs, "SERVESIM_TRACE=data/code.csv", "SERVESIM_RESULTS=results")
+	writeSmallTrace(t, filepath.Join(p.dir, "data"), "code.csv")
+	// An earlier study's files: a shard beyond this array, a partial file.
+	require.NoError(t, os.Mkdir(p.results, 0o755))
+	code, stale, errOut := runCLI(t, "sweep", "--max-elapsed", "20", "--controller", "max,min")
+	require.Equal(t, exitOK, code, errOut)
+	for _, name := range []string{"shard-9.jsonl", "shard-5.jsonl.partial"} {
+		require.NoError(t, os.WriteFile(filepath.Join(p.results, name), []byte(stale), 0o644))
+	}
 
-	// The whole grid: the script's srun command line, without --shard and -o.
-	srun := regexp.MustCompile(`(?s)\nsrun (servesim sweep .*?)\n[^ ]`).FindStringSubmatch(script)
-	require.NotNil(t, srun)
-	words := strings.Fields(strings.NewReplacer("\\\n", " ", `"$trace"`, filepath.Join(dir, "AzureLLMInferenceTrace_code.csv"),
-		`"$SLURM_CPUS_PER_TASK"`, "1", `${resume[@]+"${resume[@]}"}`, "", `"$out"`, "x").Replace(srun[1]))
-	assert.Equal(t, wholeGrid(t, words[1:], strings.NewReplacer()), string(got))
+	p.array(0, shards-1)
+	calls := p.submissions()
+	require.Len(t, calls, 1, "one merge, queued by the first task")
+	p.requireQueuedStep(calls[0], "merge")
+	assert.Contains(t, calls[0], "--cpus-per-task=1")
+	_, err = os.Stat(filepath.Join(p.results, "shard-5.jsonl.partial"))
+	assert.ErrorIs(t, err, os.ErrNotExist, "task 5 replaced the stale partial file")
 
-	// Each task resolves to its own shard, and together they are all.
-	var shards []int
-	for _, id := range ids {
-		env := map[string]string{"SLURM_ARRAY_TASK_ID": strconv.Itoa(id), "SLURM_ARRAY_TASK_MIN": strconv.Itoa(first), "SLURM_ARRAY_TASK_MAX": strconv.Itoa(last),
-			"SLURM_ARRAY_TASK_STEP": strconv.Itoa(step), "SLURM_ARRAY_TASK_COUNT": strconv.Itoa(n)}
-		i, count, err := sweep.ShardFromEnv(func(k string) string { return env[k] })
-		require.NoError(t, err)
-		assert.Equal(t, n, count)
-		shards = append(shards, i)
+	// The whole grid: the script's grid, on the trace made absolute.
+	grid := regexp.MustCompile(`(?s)\ngrid=\((.*?)\)\n`).FindStringSubmatch(script)
+	require.NotNil(t, grid)
+	words := []string{"sweep", "--trace", filepath.Join(p.dir, "data", "code.csv")}
+	for _, w := range strings.Fields(grid[1]) {
+		words = append(words, strings.Trim(w, "'"))
 	}
-	slices.Sort(shards)
-	assert.Equal(t, n, len(slices.Compact(shards)))
+	code, whole, errOut := runCLI(t, words...)
+	require.Equal(t, exitOK, code, errOut)
+	merged := filepath.Join(p.results, "sweep.jsonl")
+	out, code := p.run("SERVESIM_STEP=merge")
+	require.Equal(t, 0, code, out)
+	got, err := os.ReadFile(merged)
+	require.NoError(t, err)
+	assert.Equal(t, whole, string(got))
+	assert.Len(t, lines(got), 240+1, "the example's 240 runs and the Pareto record")
+
+	// Task 3 rerun as its own array (sbatch --array=3): shard 4, not 1/1;
+	// it queues a merge for its own array.
+	shard3 := filepath.Join(p.results, "shard-3.jsonl")
+	want3, err := os.ReadFile(shard3)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(shard3))
+	out, code = p.task(3, 3, 3)
+	require.Equal(t, 0, code, out)
+	got3, err := os.ReadFile(shard3)
+	require.NoError(t, err)
+	assert.Equal(t, string(want3), string(got3))
+	assert.Len(t, p.submissions(), 2, "the rerun queued its own merge")
+
+	// A shard missing (its task failed after one run): the merge fails
+	// naming the task, the partial file, and the command that resumes it;
+	// the rerun resumes, and the merge writes the whole grid's output.
+	shard5 := filepath.Join(p.results, "shard-5.jsonl")
+	records, err := os.ReadFile(shard5)
+	require.NoError(t, err)
+	require.NoError(t, os.Remove(shard5))
+	require.NoError(t, os.WriteFile(shard5+".partial", lines(records)[0], 0o644))
+	out, code = p.run("SERVESIM_STEP=merge", "SERVESIM_SCRIPT="+playCommand)
+	assert.Equal(t, 1, code, out)
+	assert.Contains(t, out, "servesim-sweep: the shards of tasks 5 are missing in "+p.results+": ")
+	assert.Contains(t, out, "; 5 left a .partial file that the rerun resumes\n")
+	assert.Contains(t, out, "servesim-sweep: resume them, then the merge runs again: sbatch --array=5 "+playCommand+"\n")
+	out, code = p.task(5, 5, 5)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "servesim: sweep: --resume auto: 1 of the shard's 30 runs taken from "+shard5+".partial\n")
+	out, code = p.run("SERVESIM_STEP=merge")
+	require.Equal(t, 0, code, out)
+	got, err = os.ReadFile(merged)
+	require.NoError(t, err)
+	assert.Equal(t, whole, string(got))
+
+	// A task whose sbatch fails (a partition it may not use) runs its
+	// shard all the same, and says how to run the merge.
+	require.NoError(t, os.WriteFile(filepath.Join(p.dir, "sbatch-fails"), nil, 0o644))
+	require.NoError(t, os.Remove(filepath.Join(p.results, "shard-0.jsonl")))
+	out, code = p.task(0, 0, shards-1)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "servesim-sweep: could not queue the merge (see sbatch's error above); once the tasks have ended, run it: SERVESIM_STEP=merge SERVESIM_RESULTS="+p.results+" bash "+playCommand+"\n")
+	assert.FileExists(t, filepath.Join(p.results, "shard-0.jsonl"))
+
+	// A trace that is not there fails the task at once, naming it; a task
+	// beyond the study's shards is refused.
+	out, code = p.task(1, 0, shards-1, "SERVESIM_TRACE=nosuch.csv")
+	assert.Equal(t, 1, code, out)
+	assert.Equal(t, "servesim-sweep: trace "+filepath.Join(p.dir, "nosuch.csv")+": no such file (SERVESIM_TRACE; a relative path is taken from the folder sbatch ran in, "+p.dir+")\n", out)
+	out, code = p.task(8, 0, 8)
+	assert.Equal(t, 2, code, out)
+	assert.Contains(t, out, "servesim-sweep: task 8: this study has 8 shards, tasks 0 to 7 (SERVESIM_SHARDS)\n")
 }
 
 // sbatchArray parses an sbatch --array value, which must be a range
