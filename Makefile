@@ -14,7 +14,7 @@ SERVESIM_SHARED ?= $(abspath ../shared)
 SWEEP_GRID := --scheduler static,continuous,chunked \
 	--controller max,min,fixed:1125,reactive,sampled-reactive --normalize none,0.5,0.7,0.9
 
-.PHONY: all build install release test limit-peaks bench bench-all lint fuzz run docs sweep-demo sweep-scale week-scale clean
+.PHONY: all build install release test limit-peaks bench bench-all lint fuzz run docs sweep-demo sweep-scale week-scale clean cluster-test k8s-manifests
 
 all: lint test build
 
@@ -137,6 +137,19 @@ sweep-scale: build
 	    --power-limit $$(seq -s, -f '%.1f' 40 0.1 $$(awk -v n=$$limits 'BEGIN{printf "%.1f", 40+(n-1)/10}')) \
 	    > bin/sweep-scale.jsonl; \
 	done
+
+## cluster-test: the Slurm scripts of docs/cluster on a real Slurm: Debian's slurm-wlm and munge
+## (installed when missing), a one-node slurmctld and slurmd run as root in a temporary folder
+## of their own; tasks killed, timed out, requeued and sent SIGTERM, each study resumed by the
+## command that started it, the outputs compared with one process's byte for byte (about
+## 2.5 minutes); without root or the packages it prints "cluster-test: SKIPPED: why" and passes
+cluster-test:
+	@bash scripts/cluster-test.sh
+
+## k8s-manifests: the Kubernetes manifests of docs/cluster decoded strictly as batch/v1 Jobs
+## with the API's own types (test/kubernetes, a module of its own: servesim does not depend on them)
+k8s-manifests:
+	cd test/kubernetes && $(GO) test -count=1 ./...
 
 clean:
 	rm -rf bin
