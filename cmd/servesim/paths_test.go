@@ -132,6 +132,7 @@ var notPathFlags = map[string]string{
 	"trace-columns": "column names",
 	"trace-filter":  "filter terms",
 	"time-unit":     "a unit",
+	"autoscale":     "a policy (schedule:FILE and oracle:FILE name a schedule, read when the run starts)",
 }
 
 // TestPathFlagsListed fails for a flag that names a file or folder (its

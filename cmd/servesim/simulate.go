@@ -62,6 +62,7 @@ func newSimulateCmd(s *streams, runF func(*simulateOptions) error) *cobra.Comman
 	plantflag.AddService(cmd, &opts.Service)
 	plantflag.AddMaxSteps(cmd, &opts.MaxSteps)
 	addFleetFlags(cmd, &opts.Fleet)
+	addScaleFlags(cmd, &opts.Fleet.Scale)
 	addOutputFlag(cmd, &opts.Output)
 	addPlotFlag(cmd, &opts.Plot)
 	return cmd
@@ -96,6 +97,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 		return err
 	}
 	changed := cmd.Flags().Changed
+	if err := o.Fleet.Scale.Check(o.Fleet.Replicas, changed); err != nil {
+		return err
+	}
 	if err := o.Fleet.Check(changed("normalize"), changed("router") || changed("router-seed")); err != nil {
 		return err
 	}
@@ -141,4 +145,18 @@ func addFleetFlags(cmd *cobra.Command, o *simrun.Fleet) {
 	f.StringVar(&o.Router, "router", fleet.RoundRobinName, "how a fleet routes requests: "+strings.Join(fleet.RouterNames, ", "))
 	f.Uint64Var(&o.RouterSeed, "router-seed", fleet.DefaultRouterSeed, "seed of the random router")
 	f.IntVar(&o.Jobs, "jobs", 0, "replicas simulated at once with a state-free router (round-robin, random; 0, the default: all cores)")
+}
+
+// addScaleFlags binds the autoscaling flags to o.
+func addScaleFlags(cmd *cobra.Command, o *simrun.Scale) {
+	f := cmd.Flags()
+	f.StringVar(&o.Policy, "autoscale", "", "make the fleet elastic under `POLICY`: static (--replicas fixed, with billing), queue:target=N[,up=S,down=S,tolerance=F] (KEDA on waiting requests per ready replica, HPA stabilization), utilization:target=U[,...] (running+waiting over capacity), schedule:FILE or oracle:FILE (a count per window, CSV start_s,replicas; the oracle asks a cold start ahead)")
+	f.IntVar(&o.MinReplicas, "min-replicas", fleet.DefaultMinReplicas, "with --autoscale: the least replicas kept (0 scales to zero); the initial size unless --replicas is given")
+	f.IntVar(&o.MaxReplicas, "max-replicas", fleet.DefaultMaxReplicas, "with --autoscale: the most replicas asked for (KEDA's default)")
+	f.Float64Var(&o.IntervalS, "scale-interval", fleet.DefaultScaleIntervalS, "with --autoscale: the autoscaler acts every `S` seconds (KEDA's polling interval)")
+	f.Float64Var(&o.ColdStartS, "cold-start", fleet.DefaultProvisionS+fleet.DefaultLoadS, "with --autoscale: a new replica's cold start, `S` seconds, split half provisioning, half loading unless --provision-time or --load-time is given")
+	f.Float64Var(&o.ProvisionS, "provision-time", fleet.DefaultProvisionS, "with --autoscale: a new replica's node comes up in `S` seconds (billed, no GPU power)")
+	f.Float64Var(&o.LoadS, "load-time", fleet.DefaultLoadS, "with --autoscale: a new replica loads its weights in `S` seconds (billed, idle power)")
+	f.Float64Var(&o.GPUCostPerHour, "gpu-cost-per-hour", fleet.DefaultGPUCostPerHour, "with --autoscale: dollars per billed replica-hour (default: an AWS g6.xlarge, one L4, on demand)")
+	f.Float64Var(&o.EnergyPricePerKWh, "energy-price-per-kwh", fleet.DefaultEnergyPricePerKWh, "with --autoscale: dollars per kWh (default: about the 2024 US commercial average)")
 }

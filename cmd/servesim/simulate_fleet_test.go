@@ -3,23 +3,25 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"servesim/internal/simrun"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/fleet"
+	"servesim/internal/simrun"
 )
 
 func TestSimulateFleetFlags(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseSimulate(t)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, simrun.Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1}, o.Fleet, "one GPU by default")
+	assert.Equal(t, simrun.Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1, Scale: defaultScale}, o.Fleet, "one GPU by default")
 
 	o, code, stderr = parseSimulate(t, "--replicas", "16", "--fleet", "f.json", "--router", "random", "--router-seed", "42", "--jobs", "3")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, simrun.Fleet{Replicas: 16, Path: "f.json", Router: "random", RouterSeed: 42, Jobs: 3, Enabled: true}, o.Fleet)
+	assert.Equal(t, simrun.Fleet{Replicas: 16, Path: "f.json", Router: "random", RouterSeed: 42, Jobs: 3, Enabled: true, Scale: defaultScale}, o.Fleet)
 
 	for _, args := range [][]string{{"--replicas", "2"}, {"--fleet", "f.json"}, {"--router", "least-tokens"}, {"--router-seed", "3"}} {
 		o, code, stderr = parseSimulate(t, args...)
@@ -107,3 +109,9 @@ func TestFleetDocument(t *testing.T) {
 	assert.JSONEq(t, string(a.SLO), string(b.SLO))
 	assert.JSONEq(t, string(a.Summary), string(b.Summary))
 }
+
+// defaultScale is the autoscaling flags' defaults, without --autoscale.
+var defaultScale = simrun.Scale{MinReplicas: fleet.DefaultMinReplicas, MaxReplicas: fleet.DefaultMaxReplicas,
+	IntervalS: fleet.DefaultScaleIntervalS, ColdStartS: fleet.DefaultProvisionS + fleet.DefaultLoadS,
+	ProvisionS: fleet.DefaultProvisionS, LoadS: fleet.DefaultLoadS,
+	GPUCostPerHour: fleet.DefaultGPUCostPerHour, EnergyPricePerKWh: fleet.DefaultEnergyPricePerKWh}

@@ -30,6 +30,8 @@ type engine struct {
 	lastArrivalS float64
 	// stream is a streamed run's (nil when the workload is held whole).
 	stream *streamRun
+	// elastic says the run is an elastic fleet's (Config.Scaling).
+	elastic bool
 }
 
 func newEngine(ctx context.Context, requests []plant.Request, cfg Config, specs []replicaSpec, router Router) *engine {

@@ -67,6 +67,10 @@ type Config struct {
 	// ControllerOptions are the settings of every replica's controller: an
 	// exec: child's --exec-timeout and where its stderr goes.
 	ControllerOptions plant.ControllerOptions
+	// Scaling, when not nil, makes the fleet elastic (see Scaling): its
+	// replicas are those of Groups[0], started and drained as its
+	// autoscaler asks.
+	Scaling *Scaling
 	// checksum, when not nil, gives the workload checksum of the requests
 	// (RunContext's, remembered by its workload); nil computes it.
 	checksum func([]plant.Request) string
@@ -96,6 +100,9 @@ type Result struct {
 	Steps  int
 	PowerW []float64
 	Queued []int
+	// Scaling is an elastic run's lifecycle, events, series and billing;
+	// nil for a fixed fleet.
+	Scaling *ScalingResult
 }
 
 // Replica is one replica's run.
@@ -171,6 +178,9 @@ func SimulateContext(ctx context.Context, requests []plant.Request, cfg Config) 
 		return nil, err
 	}
 	e := newEngine(ctx, requests, cfg, specs, router)
+	if cfg.Scaling != nil {
+		return e.runElasticResult()
+	}
 	return e.run(e.runParallel)
 }
 
@@ -196,6 +206,16 @@ func prepare(cfg Config) ([]replicaSpec, Router, error) {
 	n, err := Size(cfg.Groups)
 	if err != nil {
 		return nil, nil, err
+	}
+	if cfg.Scaling != nil {
+		if err := cfg.Scaling.Validate(); err != nil {
+			return nil, nil, err
+		}
+		if len(cfg.Groups) != 1 {
+			return nil, nil, errors.New("an elastic fleet has one group")
+		}
+		// Its replicas up at once, and the series of its counts.
+		n = cfg.Scaling.MaxReplicas + 1
 	}
 	if err := plant.CheckPlantsAtOnce(cfg.Plant, cfg.Options, n); err != nil {
 		return nil, nil, err

@@ -28,6 +28,18 @@ func (e *engine) result() *Result {
 	return res
 }
 
+// runElasticResult runs an elastic fleet and returns its result.
+func (e *engine) runElasticResult() (*Result, error) {
+	el, err := e.runElastic(e.cfg.Scaling)
+	if err != nil {
+		return nil, err
+	}
+	e.elastic = true
+	res := e.result()
+	res.Scaling = el.scalingResult(res)
+	return res, nil
+}
+
 // checksum is the workload checksum of the fleet's requests.
 func (e *engine) checksum() string {
 	if e.stream != nil {
@@ -61,6 +73,15 @@ func (e *engine) fleetMetrics(res *Result) (plant.Metrics, plant.SLOReport) {
 	durationS := 0.0
 	for _, r := range res.Replicas {
 		durationS = math.Max(durationS, r.Totals.DurationS)
+	}
+	if e.elastic {
+		// Its replicas start late: the grid's span, as a fixed fleet's
+		// longest replica spans it.
+		end := 0.0
+		for range res.Steps {
+			end += p.TimeStepS
+		}
+		durationS = end - p.TimeStepS
 	}
 	durationS = math.Max(durationS, p.TimeStepS)
 	m, slo := e.requestMetrics(res, durationS)
@@ -128,5 +149,9 @@ func (e *engine) targets() plant.SLO {
 // slo is what replica k's requests are judged by: its profile's objectives
 // unless Options.SLO sets them.
 func (e *engine) slo(k int) plant.SLO {
-	return e.cfg.Options.SLO.ObjectivesFor(e.cfg.Groups[e.specs[k].group].Profile, e.cfg.Options.Service)
+	group := 0 // a request an elastic fleet never routed: its one group's
+	if k >= 0 && k < len(e.specs) {
+		group = e.specs[k].group
+	}
+	return e.cfg.Options.SLO.ObjectivesFor(e.cfg.Groups[group].Profile, e.cfg.Options.Service)
 }

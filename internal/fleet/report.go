@@ -45,14 +45,17 @@ type Report struct {
 	// Service is the service block summed over the replicas
 	// (plant.SumServiceReports); nil (left out) under the reference's
 	// service model.
-	Service    *plant.ServiceReport `json:"service,omitempty"`
-	Fleet      Info                 `json:"fleet"`              // fleet: router, replica count, requests per replica, groups
-	Replicas   []ReplicaReport      `json:"replicas"`           // replicas: one run per replica, in replica order
-	Requests   []Record             `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
-	Summary    plant.Summary        `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
-	Dilation   *float64             `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
-	Plant      plant.Plant          `json:"plant"`              // plant: the parameters every replica shares
-	Provenance plant.Provenance     `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
+	Service *plant.ServiceReport `json:"service,omitempty"`
+	Fleet   Info                 `json:"fleet"` // fleet: router, replica count, requests per replica, groups
+	// Autoscale is an elastic fleet's block (see AutoscaleReport); nil
+	// (left out) for a fixed fleet.
+	Autoscale  *AutoscaleReport `json:"autoscale,omitempty"`
+	Replicas   []ReplicaReport  `json:"replicas"`           // replicas: one run per replica, in replica order
+	Requests   []Record         `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
+	Summary    plant.Summary    `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
+	Dilation   *float64         `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
+	Plant      plant.Plant      `json:"plant"`              // plant: the parameters every replica shares
+	Provenance plant.Provenance `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
 	// Result is the run the report describes, for figures and tables.
 	Result *Result `json:"-"`
 	// LastArrivalS is the arrival of the workload's last request, after
@@ -236,6 +239,9 @@ func newReport(res *Result, dilation *float64, w plant.Workload, cfg RunConfig) 
 		schedulers = appendNew(schedulers, rep.Result.SchedulerName)
 		statuses = appendNew(statuses, rep.Result.ProfileStatus)
 	}
+	if res.Scaling != nil {
+		r.Autoscale = newAutoscaleReport(res, cfg.Summary)
+	}
 	r.Engine = plant.SumEngineReports(engines)
 	r.Service = plant.SumServiceReports(services)
 	if !cfg.Summary {
@@ -274,5 +280,13 @@ func (r *Report) Thin(stride int, summary bool) {
 	}
 	if summary {
 		r.Requests = nil
+	}
+	if a := r.Autoscale; a != nil && a.Trajectory != nil {
+		if summary {
+			a.Trajectory = nil
+		} else {
+			t := a.Trajectory.Resample(stride)
+			a.Trajectory = &t
+		}
 	}
 }

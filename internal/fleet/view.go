@@ -244,5 +244,8 @@ func (r *Report) Table() string {
 	b.WriteString("\nfleet: ")
 	r.SLO.WriteTable(&b, r.Provenance.RequestsLoaded)
 	r.Engine.WriteLines(&b)
+	if r.Autoscale != nil {
+		r.Autoscale.writeTable(&b)
+	}
 	return b.String()
 }

@@ -189,8 +189,12 @@ type simulation struct {
 	// step; nil unless Options.RequestLog.
 	arrivalKV []float64
 
-	timeS             float64
-	step              int
+	timeS float64
+	step  int
+	// startStep and startS are the step and time the run starts at: 0,
+	// unless a fleet started its replica late (Stepper.StartAt).
+	startStep         int
+	startS            float64
 	kvAtEnd           float64 // KV-cache occupancy at the end of the last step (0 before the first)
 	temperatureC      float64
 	previousClockMHz  float64
@@ -822,10 +826,10 @@ func (sim *simulation) steps(n int) (bool, error) {
 // span is the span of the steps simulated: the first ends at 0 + the
 // time step, the last at the current time.
 func (sim *simulation) span() stepSpan {
-	if sim.step == 0 {
+	if sim.step == sim.startStep {
 		return stepSpan{}
 	}
-	return stepSpan{firstTimeS: sim.plant.TimeStepS, lastTimeS: sim.timeS, energyJ: sim.cumulativeEnergyJ}
+	return stepSpan{firstTimeS: sim.startS + sim.plant.TimeStepS, lastTimeS: sim.timeS, energyJ: sim.cumulativeEnergyJ}
 }
 
 // last is the sample of the last step: the state at its end, which only

@@ -42,6 +42,49 @@ type Stepper struct {
 	routed routedSum
 }
 
+// StartAt moves a Stepper that has not stepped yet to step step of its
+// fleet's grid, which starts at timeS (the fleet's time, accumulated as the
+// plant accumulates it): an elastic fleet's replica that becomes ready
+// during the run. Its steps, trajectory and times continue the fleet's
+// numbering; its metrics span its own steps (from the end of its first).
+// It must be called before the first Step and any Add.
+func (st *Stepper) StartAt(step int, timeS float64) error {
+	sim := st.sim
+	if sim.step != sim.startStep || len(sim.records) > 0 || st.reserved {
+		return errors.New("StartAt after the stepper has started")
+	}
+	if step < 0 || !(timeS >= 0) || math.IsInf(timeS, 1) {
+		return fmt.Errorf("StartAt step %d at %v s: expected a nonnegative step and time", step, timeS)
+	}
+	sim.step, sim.startStep, sim.timeS, sim.startS = step, step, timeS, timeS
+	st.checkpoint()
+	return nil
+}
+
+// AddWaited is Add for a request that waited elsewhere since its arrival (at
+// a fleet's router while no replica was ready): it may arrive before the
+// next step, and is then admitted at the next step, its record keeping its
+// arrival, so that the wait counts in its TTFT. It must still arrive no
+// earlier than the requests added before it.
+func (st *Stepper) AddWaited(r Request) error {
+	if err := r.Validate(); err != nil {
+		return fmt.Errorf("request %d: %w", r.ID, err)
+	}
+	if n := len(st.sim.records); n > 0 && r.ArrivalTimeS < st.sim.records[n-1].ArrivalTimeS {
+		return errors.New("workload must be sorted by arrival_time_s")
+	}
+	st.sim.add(r)
+	if st.sum != nil {
+		st.sum.Add(r)
+	}
+	st.marked = false
+	return nil
+}
+
+// EnergyJ is the energy drawn over every step simulated so far, idle steps
+// after the checkpoint included (Result drops those), J.
+func (st *Stepper) EnergyJ() float64 { return st.sim.cumulativeEnergyJ }
+
 // routedSum is Load's queued prompt tokens as of the last call: the queue's
 // tokens (base) plus the prompts of the requests added and not yet arrived,
 // from from up to next, added in that order. Between two steps, where
@@ -128,7 +171,7 @@ func (st *Stepper) Step() (done bool, err error) {
 		if n := len(sim.records); n > 0 {
 			lastArrivalS = sim.records[n-1].ArrivalTimeS
 		}
-		sim.reserveTrajectory(lastArrivalS)
+		sim.reserveTrajectory(max(0, lastArrivalS-sim.startS))
 		st.reserved = true
 	}
 	st.lastStartS = sim.timeS
@@ -266,7 +309,7 @@ type StepLoad struct {
 // Last returns the last simulated step's power and queue (zero before the
 // first step).
 func (st *Stepper) Last() StepLoad {
-	if st.sim.step == 0 {
+	if st.sim.step == st.sim.startStep {
 		return StepLoad{}
 	}
 	s := st.sim.last()
@@ -300,7 +343,7 @@ func (st *Stepper) Result() (*Result, Totals) {
 	}
 	records := sim.records
 	checksum := st.checksum()
-	if sim.step == 0 {
+	if sim.step == sim.startStep {
 		// No step: nothing sampled, not even a last step.
 		res := sim.result(checksum, Options{Summary: true, SLO: st.opt.SLO})
 		if !st.opt.Summary {

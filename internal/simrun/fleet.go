@@ -36,6 +36,18 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 	if err := c.checkFleetWork(groups); err != nil {
 		return nil, err
 	}
+	var scaling *fleet.Scaling
+	if c.Fleet.Scale.Policy != "" {
+		if scaling, err = c.Fleet.Scale.scaling(); err != nil {
+			return nil, err
+		}
+		if len(groups) != 1 {
+			return nil, fmt.Errorf("--fleet %s: --autoscale scales a fleet of one group, not %d", c.Fleet.Path, len(groups))
+		}
+		// The group's replicas are those the autoscaler starts; its size
+		// the one --normalize takes.
+		groups[0].Replicas = max(1, scaling.InitialReplicas)
+	}
 	router, _ := fleet.NewRouter(c.Fleet.Router, c.Fleet.RouterSeed)
 	var mu sync.Mutex
 	controllers := map[int]plant.ClockController{}
@@ -57,13 +69,14 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			Jobs:              c.Fleet.Jobs,
 			ControllerBuilt:   built,
 			ControllerOptions: plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr),
+			Scaling:           scaling,
 		},
 		Normalize:   c.Normalize,
 		ProfilePath: profilePath,
 		Version:     c.Version,
 	}
 	var report *fleet.Report
-	if c.streams() && run.Summary && !c.Requests {
+	if c.streams() && run.Summary && !c.Requests && scaling == nil {
 		report, err = fleet.RunStreamContext(ctx, c.source(), run)
 	} else {
 		var workload plant.Workload
@@ -92,6 +105,9 @@ func (c *Config) checkFleetWork(groups []fleet.Group) error {
 	n, err := fleet.Size(groups)
 	if err != nil {
 		return err
+	}
+	if c.Fleet.Scale.Policy != "" {
+		n = c.Fleet.Scale.MaxReplicas + 1
 	}
 	err = plantflag.CheckFleetWork(c.Plant, c.options(), n, c.Figure)
 	if err != nil && c.Fleet.Path != "" {

@@ -75,6 +75,8 @@ type Fleet struct {
 	Router     string
 	RouterSeed uint64
 	Jobs       int // 0: GOMAXPROCS
+	// Scale, when its Policy is set, makes the fleet elastic.
+	Scale Scale
 }
 
 // Check rejects a stride, scheduler, controller or --exec-timeout that
@@ -105,6 +107,11 @@ func (c *Config) CheckWork() error {
 	if err := plantflag.CheckWork(c.Plant, work, c.Figure); err != nil {
 		return err
 	}
+	if c.Fleet.Scale.Policy != "" && c.Fleet.Scale.MaxReplicas >= 1 && c.Fleet.Scale.MaxReplicas <= fleet.MaxReplicas {
+		// An elastic fleet's replicas up at once, and the series of its
+		// counts.
+		return plantflag.CheckFleetWork(c.Plant, work, c.Fleet.Scale.MaxReplicas+1, c.Figure)
+	}
 	if c.Fleet.Path == "" && c.Fleet.Replicas > 1 && c.Fleet.Replicas <= fleet.MaxReplicas {
 		return plantflag.CheckFleetWork(c.Plant, work, c.Fleet.Replicas, c.Figure)
 	}
@@ -112,8 +119,9 @@ func (c *Config) CheckWork() error {
 }
 
 // Check checks the fleet settings and decides whether the run is a
-// fleet's: one is asked for with a fleet file, more than one replica or
-// routerGiven (--router or --router-seed). normalize says that
+// fleet's: one is asked for with a fleet file, more than one replica,
+// routerGiven (--router or --router-seed) or an autoscaler (Scale, checked
+// before). normalize says that
 // --normalize was given, which a fleet file cannot take.
 func (f *Fleet) Check(normalize, routerGiven bool) error {
 	if f.Replicas < 1 || f.Replicas > fleet.MaxReplicas {
@@ -128,7 +136,7 @@ func (f *Fleet) Check(normalize, routerGiven bool) error {
 	if f.Path != "" && normalize {
 		return errors.New("--normalize cannot be combined with --fleet: a fleet of several profiles has no single capacity to normalize to (use --replicas)")
 	}
-	f.Enabled = f.Path != "" || f.Replicas > 1 || routerGiven
+	f.Enabled = f.Path != "" || f.Replicas > 1 || routerGiven || f.Scale.Policy != ""
 	return nil
 }
 

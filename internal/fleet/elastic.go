@@ -1,0 +1,833 @@
+package fleet
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+)
+
+// Scaling makes a fleet elastic (Config.Scaling): replicas have a
+// lifecycle, provisioning (the node comes up: billed, no power to the GPU)
+// -> loading (weights and warm-up: billed, the GPU's idle power at its
+// lowest clock) -> ready (routable) -> draining (no new request; it
+// finishes its running and queued ones) -> released (not billed). Every
+// IntervalS, from 0, the autoscaler is asked for a count, which the fleet
+// clamps to [MinReplicas, MaxReplicas] and follows: a scale-up first
+// returns draining replicas to service (their node never left), newest
+// drain first, then starts new ones; a scale-down first cancels replicas
+// not ready yet (provisioning, then loading, newest first), then drains
+// the ready ones with the fewest outstanding requests (the newest on a
+// tie). Routers see only the ready replicas; a request that arrives when
+// none is ready waits at the router, and its wait counts in its TTFT.
+//
+// An elastic fleet runs in lock-step on a workload held whole, of one
+// group: the replicas it starts are that group's. Every replica's plant
+// run starts at the step it becomes ready (plant.Stepper.StartAt), so its
+// metrics and trajectory are the reference's for the requests routed to
+// it, from then on; the fleet's metrics combine them as for a fixed fleet.
+// What the fleet is billed for is in ScalingResult.
+type Scaling struct {
+	Autoscaler Autoscaler
+	// Spec is the autoscaler as --autoscale gave it, for the document.
+	Spec        string
+	MinReplicas int // 0 or more
+	MaxReplicas int // MinReplicas to MaxReplicas (the package's), at least 1
+	// InitialReplicas are ready at 0 (started before the trace), from
+	// MinReplicas to MaxReplicas; a Planned autoscaler's own count, clamped
+	// to the bounds, takes its place.
+	InitialReplicas   int
+	IntervalS         float64 // positive
+	ProvisionS, LoadS float64 // 0 or more
+	GPUCostPerHour    float64 // $ per billed replica-hour, 0 or more
+	EnergyPricePerKWh float64 // $ per kWh, 0 or more
+}
+
+// ScalingError is a bad Scaling setting: Field names it as the document
+// does (min_replicas, max_replicas, initial_replicas, scale_interval_s,
+// provision_time_s, load_time_s, gpu_cost_per_hour, energy_price_per_kwh).
+type ScalingError struct {
+	Field string
+	Value float64
+	Why   string
+}
+
+func (e *ScalingError) Error() string {
+	return fmt.Sprintf("%s %s: %s", e.Field, fmtG(e.Value), e.Why)
+}
+
+// Validate checks the settings; errors are *ScalingError.
+func (s *Scaling) Validate() error {
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	switch {
+	case s.Autoscaler == nil:
+		return errors.New("elastic fleet without an autoscaler")
+	case s.MinReplicas < 0 || s.MinReplicas > MaxReplicas:
+		return &ScalingError{"min_replicas", float64(s.MinReplicas), fmt.Sprintf("expected a whole number from 0 to %d", MaxReplicas)}
+	case s.MaxReplicas < 1 || s.MaxReplicas > MaxReplicas:
+		return &ScalingError{"max_replicas", float64(s.MaxReplicas), fmt.Sprintf("expected a whole number from 1 to %d", MaxReplicas)}
+	case s.MinReplicas > s.MaxReplicas:
+		return &ScalingError{"min_replicas", float64(s.MinReplicas), fmt.Sprintf("above max_replicas %d", s.MaxReplicas)}
+	case s.InitialReplicas < s.MinReplicas || s.InitialReplicas > s.MaxReplicas:
+		return &ScalingError{"initial_replicas", float64(s.InitialReplicas), fmt.Sprintf("expected a count from min_replicas %d to max_replicas %d", s.MinReplicas, s.MaxReplicas)}
+	case !(s.IntervalS > 0) || !finite(s.IntervalS):
+		return &ScalingError{"scale_interval_s", s.IntervalS, "expected a positive finite number of seconds"}
+	case !(s.ProvisionS >= 0) || !finite(s.ProvisionS):
+		return &ScalingError{"provision_time_s", s.ProvisionS, "expected a finite number of seconds, 0 or more"}
+	case !(s.LoadS >= 0) || !finite(s.LoadS):
+		return &ScalingError{"load_time_s", s.LoadS, "expected a finite number of seconds, 0 or more"}
+	case !(s.GPUCostPerHour >= 0) || !finite(s.GPUCostPerHour):
+		return &ScalingError{"gpu_cost_per_hour", s.GPUCostPerHour, "expected a finite price, 0 or more"}
+	case !(s.EnergyPricePerKWh >= 0) || !finite(s.EnergyPricePerKWh):
+		return &ScalingError{"energy_price_per_kwh", s.EnergyPricePerKWh, "expected a finite price, 0 or more"}
+	}
+	return nil
+}
+
+// lifePhase is where a replica is in its lifecycle.
+type lifePhase uint8
+
+const (
+	lifeProvisioning lifePhase = iota
+	lifeLoading
+	lifeReady
+	lifeDraining
+	lifeReleased
+)
+
+// instance is one replica an elastic fleet started.
+type instance struct {
+	replica int // replica number once ready, -1 before
+	phase   lifePhase
+	// The times it entered each phase (NaN: not reached).
+	startedS, loadingS, readyS, drainingS, releasedS float64
+	st                                               *plant.Stepper
+	routed                                           []int
+	count                                            int
+	deferred                                         deferredPower
+	loadEnergyJ                                      float64 // drawn while loading
+	energyJ                                          float64 // its plant's, every step (read at its end)
+	judged                                           int     // records before this one are judged (window attainment)
+	returned                                         int     // times returned from draining to service
+}
+
+// elastic is an elastic run in progress.
+type elastic struct {
+	e        *engine
+	sc       Scaling
+	policy   Autoscaler
+	template replicaSpec
+	insts    []*instance // every replica started, in start order
+	alive    []*instance // those not released, in start order
+	ready    []*instance // the ready ones, in replica order
+	states   []ReplicaState
+	// requested is the count the fleet follows.
+	requested int
+	next      int // workload index of the first request not routed
+	arrived   int // workload index of the first request arriving after the current step's routing
+	windowLo  int // workload index of the first request arriving after the metrics window's start
+	step      int
+	timeS     float64
+	decisions int // decisions taken; the next is at decisions*IntervalS
+	// loadingPowerW is a loading replica's draw: its profile's idle power
+	// at its lowest clock.
+	loadingPowerW float64
+	// judgedReq marks the requests whose completion the metrics pipeline
+	// has judged; window holds the judgments of the last MetricsWindowS.
+	judgedReq []bool
+	window    []judgment
+	events    []ScaleEvent
+	series    ScaleSeries
+	stride    int
+	keep      bool
+	peakW     float64
+	obs       ScaleObservation
+	// Per scale interval: the steps, and the ready and billed replicas
+	// summed over them.
+	windowSteps, readySteps, billedSteps []int
+	sampled                              int     // steps sampled in the series
+	lastPowerW                           float64 // the last step's billed power
+	initial                              int     // replicas ready at 0
+}
+
+// judgment is one completion the metrics pipeline judged.
+type judgment struct {
+	timeS float64
+	met   bool
+}
+
+// ScaleEvent is one change of the requested replica count.
+type ScaleEvent struct {
+	TimeS  float64 `json:"time_s"` // time_s: when, s since the first arrival
+	From   int     `json:"from"`   // from: the count asked for before
+	To     int     `json:"to"`     // to: the count asked for now
+	Reason string  `json:"reason"` // reason: the autoscaler's
+}
+
+// ScaleSeries is an elastic fleet's replica counts over time, sampled as
+// the replicas' trajectories are (every Stride-th step and the last): at
+// the end of each step, the count asked for, the replicas in each phase,
+// the requests waiting at the router, and the fleet's billed power (every
+// stepping replica's plus the loading ones').
+type ScaleSeries struct {
+	TimeS         []float64 `json:"time_s"`
+	Requested     []int     `json:"requested"`
+	Provisioning  []int     `json:"provisioning"`
+	Loading       []int     `json:"loading"`
+	Ready         []int     `json:"ready"`
+	Draining      []int     `json:"draining"`
+	RouterWaiting []int     `json:"router_waiting"`
+	PowerW        []float64 `json:"power_w"`
+}
+
+// ScalingResult is what an elastic run adds to a fleet's: its lifecycle,
+// events and series, and the billed time and energy.
+type ScalingResult struct {
+	Scaling Scaling
+	// Lifecycles has one entry per replica started, in start order.
+	Lifecycles []Lifecycle
+	Events     []ScaleEvent
+	Windows    []ScaleWindow
+	Series     ScaleSeries // empty with Summary
+	EndS       float64     // the end of the run's last step: replicas still up are billed to it
+	PeakPowerW float64     // the greatest billed power of a step
+	// LoadingPowerW is a loading replica's draw.
+	LoadingPowerW float64
+	// InitialReplicas were ready at 0.
+	InitialReplicas int
+}
+
+// Lifecycle is one replica's lifecycle; a phase never reached is NaN
+// (null).
+type Lifecycle struct {
+	Replica    int     `json:"replica"`     // replica: its number among the replicas that became ready; -1 if it never did
+	StartedS   float64 `json:"started_s"`   // started_s: provisioning began (0 for those up before the trace)
+	LoadingS   float64 `json:"loading_s"`   // loading_s: loading began
+	ReadyS     float64 `json:"ready_s"`     // ready_s: routable from
+	DrainingS  float64 `json:"draining_s"`  // draining_s: drained from (the last drain if returned to service)
+	ReleasedS  float64 `json:"released_s"`  // released_s: no longer billed; null if up at the end
+	BilledS    float64 `json:"billed_s"`    // billed_s: from started_s to its release or the end of the run
+	EnergyJ    float64 `json:"energy_j"`    // energy_j: drawn while billed (loading at idle power, then every step of its plant)
+	Requests   int     `json:"requests"`    // requests: routed to it
+	ReturnedTo int     `json:"returned_to"` // returned_to: times a scale-up returned it from draining to service
+}
+
+// runElastic runs an elastic fleet to the end.
+func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
+	if e.cfg.MaxConcurrency > 0 {
+		return nil, errors.New("an elastic fleet has no closed loop (max concurrency)")
+	}
+	el = &elastic{
+		e: e, sc: *sc, policy: sc.Autoscaler, template: e.specs[0],
+		judgedReq: make([]bool, len(e.requests)),
+		stride:    max(1, e.cfg.Stride), keep: !e.cfg.Summary,
+	}
+	prof := el.template.plant.Profile
+	el.loadingPowerW = prof.Power(profile.PhaseIdle, prof.MinClockMHz())
+	e.specs, e.replicas = nil, nil
+	e.sums.reserve(e.expectedSteps())
+	defer func() {
+		var steppers []*plant.Stepper
+		for _, in := range el.alive {
+			if in.st != nil {
+				steppers = append(steppers, in.st)
+			}
+		}
+		if cerr := closeAll(steppers); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	initial := sc.InitialReplicas
+	if p, ok := sc.Autoscaler.(Planned); ok {
+		initial = min(max(p.InitialReplicas(sc.ProvisionS+sc.LoadS+sc.IntervalS), sc.MinReplicas), sc.MaxReplicas)
+	}
+	if s, ok := sc.Autoscaler.(*Stabilized); ok {
+		s.seed(initial)
+	}
+	el.requested, el.initial = initial, initial
+	hint := len(e.requests)/max(1, initial) + 1
+	for range initial {
+		in := el.start(0)
+		in.loadingS, in.readyS = 0, 0
+		if err := el.makeReady(in, hint); err != nil {
+			return el, err
+		}
+	}
+	el.sortReady()
+	for {
+		done, err := el.advance()
+		if err != nil {
+			return el, err
+		}
+		if done {
+			break
+		}
+		if el.step%plant.CancelCheckSteps == 0 {
+			if err := e.ctx.Err(); err != nil {
+				return el, err
+			}
+		}
+	}
+	if el.step > 0 && el.sampled != el.step {
+		el.step--
+		el.sample(el.lastPowerW, true, el.timeS)
+		el.step++
+	}
+	// Requests arriving after the run are routed on the final states,
+	// when a replica is ready.
+	if len(el.ready) > 0 {
+		if err := el.routeUntil(math.Inf(1)); err != nil {
+			return el, err
+		}
+	}
+	return el, el.finishAll()
+}
+
+// start starts a replica provisioning at timeS.
+func (el *elastic) start(timeS float64) *instance {
+	in := &instance{replica: -1, phase: lifeProvisioning, startedS: timeS,
+		loadingS: math.NaN(), readyS: math.NaN(), drainingS: math.NaN(), releasedS: math.NaN()}
+	el.insts = append(el.insts, in)
+	el.alive = append(el.alive, in)
+	return in
+}
+
+// makeReady gives in its plant, starting at the current step, and its
+// replica number.
+func (el *elastic) makeReady(in *instance, hint int) error {
+	e := el.e
+	k := len(e.specs)
+	e.specs = append(e.specs, el.template)
+	e.replicas = append(e.replicas, Replica{})
+	st, err := e.newStepper(k, hint)
+	if err != nil {
+		return err
+	}
+	if err := st.StartAt(el.step, el.timeS); err != nil {
+		st.Close()
+		return err
+	}
+	in.st, in.replica, in.phase = st, k, lifeReady
+	in.routed = make([]int, 0, hint)
+	el.ready = append(el.ready, in)
+	return nil
+}
+
+// sortReady keeps the ready replicas in replica order.
+func (el *elastic) sortReady() {
+	slices.SortFunc(el.ready, func(a, b *instance) int { return a.replica - b.replica })
+}
+
+// transitions moves the replicas whose phase is over into the next one:
+// provisioning to loading to ready, and draining replicas that have
+// finished their requests to released.
+func (el *elastic) transitions() error {
+	const eps = 1e-6
+	changed := false
+	kept := el.alive[:0]
+	for _, in := range el.alive {
+		if in.phase == lifeProvisioning && el.timeS >= in.startedS+el.sc.ProvisionS-eps {
+			in.phase, in.loadingS = lifeLoading, el.timeS
+		}
+		if in.phase == lifeLoading && el.timeS >= in.loadingS+el.sc.LoadS-eps {
+			in.readyS = el.timeS
+			if err := el.makeReady(in, 0); err != nil {
+				return err
+			}
+			changed = true
+		}
+		if in.phase == lifeDraining && in.st.Idle() {
+			if err := el.release(in); err != nil {
+				return err
+			}
+			continue
+		}
+		kept = append(kept, in)
+	}
+	clear(el.alive[len(kept):])
+	el.alive = kept
+	if changed {
+		el.sortReady()
+	}
+	return nil
+}
+
+// release ends replica in's billing at the current time.
+func (el *elastic) release(in *instance) error {
+	in.phase, in.releasedS = lifeReleased, el.timeS
+	if in.st == nil {
+		return nil
+	}
+	in.energyJ = in.st.EnergyJ()
+	in.deferred.drop()
+	el.e.finish(in.replica, in.st, in.routed, in.count)
+	in.routed = nil
+	st := in.st
+	in.st = nil
+	if err := st.Close(); err != nil {
+		return fmt.Errorf("replica %d: %w", in.replica, err)
+	}
+	return nil
+}
+
+// finishAll ends the run: the replicas still up are billed to its end.
+func (el *elastic) finishAll() error {
+	for _, in := range el.alive {
+		if in.st == nil {
+			continue
+		}
+		in.energyJ = in.st.EnergyJ()
+		in.deferred.drop()
+		el.e.finish(in.replica, in.st, in.routed, in.count)
+		in.routed = nil
+	}
+	// Requests never routed (no replica was ready): unfinished.
+	e := el.e
+	for i := el.next; i < len(e.requests); i++ {
+		r := &e.requests[i]
+		e.assignment[i] = -1
+		e.records[i] = plant.RequestRecord{RequestID: r.ID, ArrivalTimeS: r.ArrivalTimeS, PrefillStartS: math.NaN(),
+			FirstTokenTimeS: math.NaN(), CompletionTimeS: math.NaN(), PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens}
+	}
+	var steppers []*plant.Stepper
+	for _, in := range el.alive {
+		if in.st != nil {
+			steppers = append(steppers, in.st)
+			in.st = nil
+		}
+	}
+	return closeAll(steppers)
+}
+
+// advance runs one fleet step; it reports whether the run is over: no
+// request left to arrive or waiting at the router, and every replica done,
+// or the grid past MaxSimulationTimeS.
+func (el *elastic) advance() (bool, error) {
+	e := el.e
+	p := &e.cfg.Plant
+	if !(el.timeS <= p.MaxSimulationTimeS+1e-12) {
+		return true, nil
+	}
+	if err := el.transitions(); err != nil {
+		return true, err
+	}
+	if el.timeS >= float64(el.decisions)*el.sc.IntervalS-1e-6 {
+		el.decisions++
+		if err := el.decide(); err != nil {
+			return true, err
+		}
+		if err := el.transitions(); err != nil { // a cold start of 0
+			return true, err
+		}
+	}
+	untilS := el.timeS + 1e-12
+	if e.cfg.Service.Batched() {
+		untilS += p.TimeStepS
+	}
+	if len(el.ready) > 0 {
+		if err := el.routeUntil(untilS); err != nil {
+			return true, err
+		}
+	}
+	for el.arrived < len(e.requests) && e.requests[el.arrived].ArrivalTimeS <= untilS {
+		el.arrived++
+	}
+	more := el.next < len(e.requests)
+	dt := p.TimeStepS
+	powerW := 0.0
+	running := 0
+	for _, in := range el.alive {
+		switch in.phase {
+		case lifeLoading:
+			in.loadEnergyJ += el.loadingPowerW * dt
+			powerW += el.loadingPowerW
+			continue
+		case lifeProvisioning:
+			continue
+		}
+		st := in.st
+		before := st.Steps()
+		done, err := st.Step()
+		if err != nil {
+			return true, fmt.Errorf("replica %d: %w", in.replica, err)
+		}
+		if st.Steps() == before {
+			continue // past MaxSimulationTimeS
+		}
+		load := st.Last()
+		powerW += load.PowerW
+		if mark, ok := st.Checkpoint(); ok && el.step >= mark {
+			in.deferred.hold(el.step, e.sums.fixed(load.PowerW))
+		} else {
+			e.sums.add(el.step, load)
+		}
+		if !done || more {
+			running++
+		}
+	}
+	el.peakW = max(el.peakW, powerW)
+	el.lastPowerW = powerW
+	el.count(len(el.ready), len(el.alive))
+	el.sample(powerW, false, el.timeS+dt)
+	el.step++
+	el.timeS += dt
+	return running == 0 && !more, nil
+}
+
+// sample records the step's counts in the series, the step ending at endS
+// (every stride-th step; last forces it).
+func (el *elastic) sample(powerW float64, last bool, endS float64) {
+	if !el.keep || (el.step%el.stride != 0 && !last) {
+		return
+	}
+	el.sampled = el.step + 1
+	s := &el.series
+	var counts [lifeReleased]int
+	for _, in := range el.alive {
+		counts[in.phase]++
+	}
+	s.TimeS = append(s.TimeS, endS)
+	s.Requested = append(s.Requested, el.requested)
+	s.Provisioning = append(s.Provisioning, counts[lifeProvisioning])
+	s.Loading = append(s.Loading, counts[lifeLoading])
+	s.Ready = append(s.Ready, counts[lifeReady])
+	s.Draining = append(s.Draining, counts[lifeDraining])
+	s.RouterWaiting = append(s.RouterWaiting, el.arrived-el.next)
+	s.PowerW = append(s.PowerW, powerW)
+}
+
+// routeUntil routes the requests not routed yet that arrive by untilS to
+// the ready replicas, on their states read once and updated for the
+// replica that took each request; there must be a ready replica.
+func (el *elastic) routeUntil(untilS float64) error {
+	e := el.e
+	if el.next == len(e.requests) || e.requests[el.next].ArrivalTimeS > untilS {
+		return nil
+	}
+	el.states = el.states[:0]
+	for _, in := range el.ready {
+		el.states = append(el.states, in.st.Load())
+	}
+	waitedS := el.timeS - e.cfg.Plant.TimeStepS + 1e-12
+	for el.next < len(e.requests) && e.requests[el.next].ArrivalTimeS <= untilS {
+		r := e.requests[el.next]
+		j, err := e.route(el.next, &r, el.states)
+		if err != nil {
+			return err
+		}
+		in := el.ready[j]
+		e.assignment[el.next] = in.replica
+		st := in.st
+		if _, marked := st.Checkpoint(); marked {
+			in.deferred.flush(&e.sums)
+		}
+		in.routed = append(in.routed, el.next)
+		if r.ArrivalTimeS <= waitedS {
+			err = st.AddWaited(r) // it waited at the router
+		} else {
+			err = st.Add(r)
+		}
+		if err != nil {
+			return fmt.Errorf("replica %d: %w", in.replica, err)
+		}
+		in.count++
+		el.states[j] = st.Load()
+		el.next++
+	}
+	return nil
+}
+
+// decide asks the autoscaler for a count and follows it.
+func (el *elastic) decide() error {
+	if _, static := el.policy.(Static); static {
+		return nil
+	}
+	el.observe()
+	n, reason, err := el.policy.Scale(&el.obs)
+	if err != nil {
+		return fmt.Errorf("autoscaler %s at %s s: %w", el.policy.Name(), fmtG(el.timeS), err)
+	}
+	n = min(max(n, el.sc.MinReplicas), el.sc.MaxReplicas)
+	if n != el.requested {
+		el.events = append(el.events, ScaleEvent{TimeS: el.timeS, From: el.requested, To: n, Reason: reason})
+		el.requested = n
+	}
+	return el.follow()
+}
+
+// follow starts, returns or drains replicas until those not draining are
+// the count requested.
+func (el *elastic) follow() error {
+	active := 0
+	for _, in := range el.alive {
+		if in.phase != lifeDraining {
+			active++
+		}
+	}
+	outstanding := func(in *instance) int {
+		l := in.st.Load()
+		return l.QueuedRequests + l.ActiveDecodes
+	}
+	// Scale up: the replicas draining most recently first, then new ones.
+	for active < el.requested {
+		var back *instance
+		for _, in := range el.alive {
+			if in.phase == lifeDraining && (back == nil || in.drainingS >= back.drainingS) {
+				back = in
+			}
+		}
+		if back == nil {
+			break
+		}
+		back.phase = lifeReady
+		back.returned++
+		el.ready = append(el.ready, back)
+		el.sortReady()
+		active++
+	}
+	for ; active < el.requested; active++ {
+		if len(el.insts) >= MaxReplicaStarts {
+			return fmt.Errorf("the autoscaler started more than %d replicas", MaxReplicaStarts)
+		}
+		el.start(el.timeS)
+	}
+	// Scale down: cancel the replicas not ready yet, newest first, then
+	// drain the ready ones with the least work.
+	for active > el.requested {
+		var victim *instance
+		for i := len(el.alive) - 1; i >= 0 && victim == nil; i-- {
+			if el.alive[i].phase == lifeProvisioning {
+				victim = el.alive[i]
+			}
+		}
+		for i := len(el.alive) - 1; i >= 0 && victim == nil; i-- {
+			if el.alive[i].phase == lifeLoading {
+				victim = el.alive[i]
+			}
+		}
+		if victim != nil {
+			victim.phase, victim.releasedS = lifeReleased, el.timeS
+			el.alive = slices.DeleteFunc(el.alive, func(in *instance) bool { return in == victim })
+			active--
+			continue
+		}
+		best, bestWork := -1, 0
+		for j, in := range el.ready {
+			if w := outstanding(in); best < 0 || w < bestWork || (w == bestWork && in.replica > el.ready[best].replica) {
+				best, bestWork = j, w
+			}
+		}
+		in := el.ready[best]
+		in.phase, in.drainingS = lifeDraining, el.timeS
+		el.ready = slices.Delete(el.ready, best, best+1)
+		active--
+	}
+	return nil
+}
+
+// observe fills el.obs with what the metrics pipeline shows now.
+func (el *elastic) observe() {
+	e := el.e
+	now := el.timeS
+	o := &el.obs
+	replicas := o.Replicas[:0]
+	*o = ScaleObservation{TimeS: now, Requested: el.requested, WindowS: MetricsWindowS,
+		MaxActiveRequests: e.cfg.Plant.MaxActiveRequests, MinReplicas: el.sc.MinReplicas, MaxReplicas: el.sc.MaxReplicas}
+	// The requests that arrived by now and were not routed wait at the
+	// router.
+	arrived := el.arrived
+	for arrived < len(e.requests) && e.requests[arrived].ArrivalTimeS <= now+1e-12 {
+		arrived++
+	}
+	o.RouterWaiting = max(0, arrived-el.next)
+	o.Waiting = o.RouterWaiting
+	kv := 0.0
+	for _, in := range el.alive {
+		switch in.phase {
+		case lifeProvisioning:
+			o.Provisioning++
+			continue
+		case lifeLoading:
+			o.Loading++
+			continue
+		case lifeDraining:
+			o.Draining++
+		case lifeReady:
+			o.Ready++
+		}
+		l := in.st.Load()
+		o.Waiting += l.QueuedRequests
+		o.Running += l.ActiveDecodes
+		if in.phase == lifeReady {
+			kv += l.KVTokens / e.cfg.Plant.KVCapacityTokens
+			replicas = append(replicas, ReplicaLoad{Replica: in.replica, Waiting: l.QueuedRequests, Running: l.ActiveDecodes, KVTokens: l.KVTokens})
+		}
+		el.judge(in)
+	}
+	slices.SortFunc(replicas, func(a, b ReplicaLoad) int { return a.Replica - b.Replica })
+	o.Replicas = replicas
+	if o.Ready > 0 {
+		o.KVUsage = kv / float64(o.Ready)
+	}
+	for el.windowLo < len(e.requests) && e.requests[el.windowLo].ArrivalTimeS <= now-MetricsWindowS+1e-12 {
+		el.windowLo++
+	}
+	o.ArrivalRatePerS = float64(max(0, arrived-el.windowLo)) / MetricsWindowS
+	slices.SortStableFunc(el.window, func(a, b judgment) int {
+		switch {
+		case a.timeS < b.timeS:
+			return -1
+		case a.timeS > b.timeS:
+			return 1
+		}
+		return 0
+	})
+	cut := 0
+	for cut < len(el.window) && el.window[cut].timeS <= now-MetricsWindowS+1e-12 {
+		cut++
+	}
+	el.window = el.window[:copy(el.window, el.window[cut:])]
+	met := 0
+	for _, j := range el.window {
+		if j.met {
+			met++
+		}
+	}
+	o.SLOAttainment = math.NaN()
+	if len(el.window) > 0 {
+		o.SLOAttainment = float64(met) / float64(len(el.window))
+	}
+}
+
+// judge takes the completions of in's requests not judged yet into the
+// metrics window, judged by its objectives.
+func (el *elastic) judge(in *instance) {
+	records := in.st.Records()
+	slo := el.e.slo(in.replica)
+	for j := in.judged; j < len(records); j++ {
+		i := in.routed[j]
+		if el.judgedReq[i] || !records[j].Completed() {
+			continue
+		}
+		el.judgedReq[i] = true
+		el.window = append(el.window, judgment{timeS: records[j].CompletionTimeS, met: slo.Met(&records[j])})
+	}
+	for in.judged < len(records) && el.judgedReq[in.routed[in.judged]] {
+		in.judged++
+	}
+}
+
+// scalingResult is the run's ScalingResult.
+func (el *elastic) scalingResult(res *Result) *ScalingResult {
+	endS := el.timeS
+	r := &ScalingResult{Scaling: el.sc, Events: el.events, Series: el.series, EndS: endS, Windows: el.windows(res),
+		PeakPowerW: el.peakW, LoadingPowerW: el.loadingPowerW, InitialReplicas: el.initial}
+	for _, in := range el.insts {
+		end := endS
+		if !math.IsNaN(in.releasedS) {
+			end = math.Min(end, in.releasedS)
+		}
+		r.Lifecycles = append(r.Lifecycles, Lifecycle{
+			Replica: in.replica, StartedS: in.startedS, LoadingS: in.loadingS, ReadyS: in.readyS,
+			DrainingS: in.drainingS, ReleasedS: in.releasedS, BilledS: math.Max(0, end-in.startedS),
+			EnergyJ: in.loadEnergyJ + in.energyJ, Requests: in.count, ReturnedTo: in.returned,
+		})
+	}
+	return r
+}
+
+// windows are the run's scale intervals, from 0 to the end of the run: the
+// requests that arrived in each, the share of them that met their
+// objectives (NaN: none arrived), and the mean replicas ready and billed
+// over its steps.
+func (el *elastic) windows(res *Result) []ScaleWindow {
+	n := len(el.readySteps)
+	out := make([]ScaleWindow, n)
+	met := make([]int, n)
+	for i := range out {
+		out[i].StartS = float64(i) * el.sc.IntervalS
+		out[i].SLOAttainment = math.NaN()
+		if steps := el.windowSteps[i]; steps > 0 {
+			out[i].MeanReady = float64(el.readySteps[i]) / float64(steps)
+			out[i].MeanBilled = float64(el.billedSteps[i]) / float64(steps)
+		}
+	}
+	for i, rec := range res.Requests {
+		w := min(n-1, int(rec.ArrivalTimeS/el.sc.IntervalS))
+		if w < 0 {
+			continue
+		}
+		out[w].Arrivals++
+		if rec.Completed() {
+			out[w].Completed++
+		}
+		if el.e.slo(res.Assignment[i]).Met(&res.Requests[i]) {
+			met[w]++
+		}
+	}
+	for i := range out {
+		if out[i].Arrivals > 0 {
+			out[i].SLOAttainment = float64(met[i]) / float64(out[i].Arrivals)
+		}
+	}
+	return out
+}
+
+// ScaleWindow is one scale interval of an elastic run.
+type ScaleWindow struct {
+	StartS        float64 `json:"start_s"`        // start_s: the window's start, s
+	Arrivals      int     `json:"arrivals"`       // arrivals: requests that arrived in it
+	Completed     int     `json:"completed"`      // completed: of those, the ones completed
+	SLOAttainment float64 `json:"slo_attainment"` // slo_attainment: of those, the share that met their objectives; null with none
+	MeanReady     float64 `json:"mean_ready"`     // mean_ready: ready replicas, mean over its steps
+	MeanBilled    float64 `json:"mean_billed"`    // mean_billed: billed replicas (every phase but released), mean over its steps
+}
+
+// count adds the step's ready and billed replicas to its window.
+func (el *elastic) count(ready, billed int) {
+	w := int(el.timeS/el.sc.IntervalS + 1e-9)
+	for len(el.readySteps) <= w {
+		el.readySteps = append(el.readySteps, 0)
+		el.billedSteps = append(el.billedSteps, 0)
+		el.windowSteps = append(el.windowSteps, 0)
+	}
+	el.readySteps[w] += ready
+	el.billedSteps[w] += billed
+	el.windowSteps[w]++
+}
+
+// Resample keeps every stride-th sample and the last, as the replicas'
+// trajectories are thinned.
+func (s ScaleSeries) Resample(stride int) ScaleSeries {
+	if stride <= 1 {
+		return s
+	}
+	n := len(s.TimeS)
+	var keep []int
+	for i := 0; i < n; i += stride {
+		keep = append(keep, i)
+	}
+	if n > 0 && keep[len(keep)-1] != n-1 {
+		keep = append(keep, n-1)
+	}
+	pickF := func(v []float64) []float64 {
+		out := make([]float64, len(keep))
+		for j, i := range keep {
+			out[j] = v[i]
+		}
+		return out
+	}
+	pickI := func(v []int) []int {
+		out := make([]int, len(keep))
+		for j, i := range keep {
+			out[j] = v[i]
+		}
+		return out
+	}
+	return ScaleSeries{TimeS: pickF(s.TimeS), Requested: pickI(s.Requested), Provisioning: pickI(s.Provisioning),
+		Loading: pickI(s.Loading), Ready: pickI(s.Ready), Draining: pickI(s.Draining),
+		RouterWaiting: pickI(s.RouterWaiting), PowerW: pickF(s.PowerW)}
+}

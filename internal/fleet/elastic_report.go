@@ -1,0 +1,147 @@
+package fleet
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"servesim/internal/texttable"
+)
+
+// AutoscaleReport is an elastic fleet's block of the simulate document
+// (autoscale): its settings, what it was billed for (GPU-hours and
+// dollars, energy in kWh and dollars), its scale events, the SLO
+// attainment per scale interval, every replica's lifecycle and, unless
+// Summary, its replica counts over time.
+type AutoscaleReport struct {
+	Policy            string        `json:"policy"`               // policy: --autoscale as given
+	Autoscaler        string        `json:"autoscaler"`           // autoscaler: the policy with its options resolved
+	MinReplicas       int           `json:"min_replicas"`         // min_replicas: the least replicas kept
+	MaxReplicas       int           `json:"max_replicas"`         // max_replicas: the most asked for
+	InitialReplicas   int           `json:"initial_replicas"`     // initial_replicas: ready at 0
+	ScaleIntervalS    float64       `json:"scale_interval_s"`     // scale_interval_s: the autoscaler acts every
+	ProvisionTimeS    float64       `json:"provision_time_s"`     // provision_time_s: a replica's provisioning, s
+	LoadTimeS         float64       `json:"load_time_s"`          // load_time_s: a replica's loading, s
+	ReplicasStarted   int           `json:"replicas_started"`     // replicas_started: replicas started, the initial ones included
+	PeakReady         int           `json:"peak_ready"`           // peak_ready: the most replicas ready at once
+	EndS              float64       `json:"end_s"`                // end_s: the end of the run's last step, to which replicas still up are billed
+	GPUHours          float64       `json:"gpu_hours"`            // gpu_hours: billed replica time (provisioning, loading, ready, draining), h
+	GPUCostPerHour    float64       `json:"gpu_cost_per_hour"`    // gpu_cost_per_hour: $ per billed replica-hour
+	GPUCost           float64       `json:"gpu_cost"`             // gpu_cost: gpu_hours times gpu_cost_per_hour, $
+	EnergyKWh         float64       `json:"energy_kwh"`           // energy_kwh: energy drawn while billed (loading at idle power, then every plant step, idle ones included), kWh
+	EnergyPricePerKWh float64       `json:"energy_price_per_kwh"` // energy_price_per_kwh: $ per kWh
+	EnergyCost        float64       `json:"energy_cost"`          // energy_cost: energy_kwh times energy_price_per_kwh, $
+	TotalCost         float64       `json:"total_cost"`           // total_cost: gpu_cost plus energy_cost, $
+	PeakPowerW        float64       `json:"peak_power_w"`         // peak_power_w: the most the billed replicas drew in a step, W
+	LoadingPowerW     float64       `json:"loading_power_w"`      // loading_power_w: a loading replica's draw (its idle power at the lowest clock), W
+	SLOAttainment     float64       `json:"slo_attainment"`       // slo_attainment: the fleet's (slo.attainment), for comparison
+	ScaleEvents       []ScaleEvent  `json:"scale_events"`         // scale_events: every change of the count asked for
+	Windows           []ScaleWindow `json:"windows"`              // windows: per scale interval, arrivals, SLO attainment and replicas
+	Lifecycles        []Lifecycle   `json:"lifecycles"`           // lifecycles: every replica started, in start order
+	// Trajectory is the replica counts over time (left out with Summary).
+	Trajectory *ScaleSeries `json:"trajectory,omitempty"`
+}
+
+// newAutoscaleReport is the autoscale block of res (an elastic run's).
+func newAutoscaleReport(res *Result, summary bool) *AutoscaleReport {
+	s := res.Scaling
+	sc := &s.Scaling
+	r := &AutoscaleReport{
+		Policy: sc.Spec, Autoscaler: sc.Autoscaler.Name(), MinReplicas: sc.MinReplicas, MaxReplicas: sc.MaxReplicas,
+		ScaleIntervalS: sc.IntervalS, ProvisionTimeS: sc.ProvisionS, LoadTimeS: sc.LoadS,
+		InitialReplicas: s.InitialReplicas, ReplicasStarted: len(s.Lifecycles), EndS: s.EndS, GPUCostPerHour: sc.GPUCostPerHour,
+		EnergyPricePerKWh: sc.EnergyPricePerKWh, PeakPowerW: s.PeakPowerW, LoadingPowerW: s.LoadingPowerW,
+		SLOAttainment: res.SLO.Attainment, ScaleEvents: s.Events, Windows: s.Windows, Lifecycles: s.Lifecycles,
+	}
+	if r.Policy == "" {
+		r.Policy = r.Autoscaler
+	}
+	if r.ScaleEvents == nil {
+		r.ScaleEvents = []ScaleEvent{}
+	}
+	billedS, energyJ := 0.0, 0.0
+	for _, l := range s.Lifecycles {
+		billedS += l.BilledS
+		energyJ += l.EnergyJ
+	}
+	r.GPUHours = billedS / 3600
+	r.GPUCost = r.GPUHours * sc.GPUCostPerHour
+	r.EnergyKWh = energyJ / 3.6e6
+	r.EnergyCost = r.EnergyKWh * sc.EnergyPricePerKWh
+	r.TotalCost = r.GPUCost + r.EnergyCost
+	r.PeakReady = peakReady(s.Lifecycles)
+	if !summary {
+		t := s.Series
+		r.Trajectory = &t
+	}
+	return r
+}
+
+// peakReady is the most replicas ready at once: ready from ready_s to
+// draining_s or released_s (a replica returned from draining counted from
+// its first ready_s to its release, which bounds it from above only when
+// it drained in between).
+func peakReady(lifecycles []Lifecycle) int {
+	type edge struct {
+		t float64
+		d int
+	}
+	var edges []edge
+	for _, l := range lifecycles {
+		if math.IsNaN(l.ReadyS) {
+			continue
+		}
+		end := math.Inf(1)
+		if !math.IsNaN(l.ReleasedS) {
+			end = l.ReleasedS
+		}
+		if !math.IsNaN(l.DrainingS) && l.ReturnedTo == 0 {
+			end = l.DrainingS
+		}
+		edges = append(edges, edge{l.ReadyS, 1}, edge{end, -1})
+	}
+	// Ends before starts at one instant.
+	for i := 1; i < len(edges); i++ {
+		for j := i; j > 0 && (edges[j].t < edges[j-1].t || (edges[j].t == edges[j-1].t && edges[j].d < edges[j-1].d)); j-- {
+			edges[j], edges[j-1] = edges[j-1], edges[j]
+		}
+	}
+	peak, n := 0, 0
+	for _, e := range edges {
+		n += e.d
+		peak = max(peak, n)
+	}
+	return peak
+}
+
+// writeTable writes the autoscale block for terminals: a line of totals,
+// then the scale events (the first maxTableEvents).
+func (a *AutoscaleReport) writeTable(b *strings.Builder) {
+	fmt.Fprintf(b, "\nautoscale %s: %d to %d replicas (%d at 0), every %s s, cold start %s + %s s\n",
+		a.Policy, a.MinReplicas, a.MaxReplicas, a.InitialReplicas, texttable.Sig(a.ScaleIntervalS, 4),
+		texttable.Sig(a.ProvisionTimeS, 4), texttable.Sig(a.LoadTimeS, 4))
+	fmt.Fprintf(b, "billed: %s GPU-hours ($%s), %s kWh ($%s), $%s in all; %d replicas started, at most %d ready; peak billed power %s W\n",
+		texttable.Sig(a.GPUHours, 4), texttable.Fixed(a.GPUCost, 2), texttable.Sig(a.EnergyKWh, 4), texttable.Fixed(a.EnergyCost, 2),
+		texttable.Fixed(a.TotalCost, 2), a.ReplicasStarted, a.PeakReady, texttable.Fixed(a.PeakPowerW, 1))
+	if len(a.ScaleEvents) == 0 {
+		b.WriteString("no scale event\n")
+		return
+	}
+	t := texttable.Table{Columns: []texttable.Column{{Header: "time s"}, {Header: "from"}, {Header: "to"}, {Header: "reason", Text: true}}}
+	for i, e := range a.ScaleEvents {
+		if i == maxTableEvents {
+			break
+		}
+		t.AddRow(texttable.Sig(e.TimeS, 4), strconv.Itoa(e.From), strconv.Itoa(e.To), e.Reason)
+	}
+	fmt.Fprintf(b, "%d scale events", len(a.ScaleEvents))
+	if len(a.ScaleEvents) > maxTableEvents {
+		fmt.Fprintf(b, " (the first %d)", maxTableEvents)
+	}
+	b.WriteString(":\n")
+	b.WriteString(t.String())
+}
+
+// maxTableEvents is the most scale events a table lists.
+const maxTableEvents = 20

@@ -1,0 +1,126 @@
+package simrun
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"servesim/internal/fleet"
+)
+
+// Scale are the autoscaling settings of a simulation (--autoscale and the
+// flags that go with it): an elastic fleet (fleet.Scaling).
+type Scale struct {
+	// Policy is --autoscale; empty for a fixed fleet.
+	Policy      string
+	MinReplicas int
+	MaxReplicas int
+	IntervalS   float64
+	// ColdStartS, when ColdStartGiven, is split into ProvisionS and LoadS
+	// (fleet.ColdStartProvisionShare of it provisioning) unless those are
+	// given.
+	ColdStartS        float64
+	ProvisionS, LoadS float64
+	GPUCostPerHour    float64
+	EnergyPricePerKWh float64
+	// initial is the count ready at 0, set by Check.
+	initial int
+}
+
+// scaleFlags are the flags that mean something only with --autoscale.
+var scaleFlags = []string{"min-replicas", "max-replicas", "scale-interval", "cold-start", "provision-time", "load-time", "gpu-cost-per-hour", "energy-price-per-kwh"}
+
+// Check checks the autoscaling flags (usage errors naming the flag):
+// each needs --autoscale, times are finite and 0 or more (the interval
+// positive), --min-replicas at most --max-replicas, the initial size
+// (--replicas when given, else --min-replicas) between them, and the
+// policy and its options known. It resolves --cold-start into the
+// provisioning and loading times. given says which flags were given (by
+// name, without dashes); replicas is --replicas.
+func (s *Scale) Check(replicas int, given func(name string) bool) error {
+	if given == nil {
+		given = func(string) bool { return false }
+	}
+	if s.Policy == "" {
+		for _, name := range scaleFlags {
+			if given(name) {
+				return fmt.Errorf("--%s needs --autoscale", name)
+			}
+		}
+		return nil
+	}
+	if err := fleet.ParseAutoscaler(s.Policy); err != nil {
+		return err
+	}
+	finite := func(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+	for _, t := range []struct {
+		flag     string
+		value    float64
+		positive bool
+	}{
+		{"scale-interval", s.IntervalS, true}, {"cold-start", s.ColdStartS, false},
+		{"provision-time", s.ProvisionS, false}, {"load-time", s.LoadS, false},
+		{"gpu-cost-per-hour", s.GPUCostPerHour, false}, {"energy-price-per-kwh", s.EnergyPricePerKWh, false},
+	} {
+		if !finite(t.value) || t.value < 0 || (t.positive && t.value == 0) {
+			want := "a finite number, 0 or more"
+			if t.positive {
+				want = "a positive finite number"
+			}
+			return fmt.Errorf("--%s %v: expected %s", t.flag, t.value, want)
+		}
+	}
+	if s.MinReplicas < 0 || s.MinReplicas > fleet.MaxReplicas {
+		return fmt.Errorf("--min-replicas %d: expected a whole number from 0 to %d", s.MinReplicas, fleet.MaxReplicas)
+	}
+	if s.MaxReplicas < 1 || s.MaxReplicas > fleet.MaxReplicas {
+		return fmt.Errorf("--max-replicas %d: expected a whole number from 1 to %d", s.MaxReplicas, fleet.MaxReplicas)
+	}
+	if s.MinReplicas > s.MaxReplicas {
+		return fmt.Errorf("--min-replicas %d is above --max-replicas %d", s.MinReplicas, s.MaxReplicas)
+	}
+	s.initial = s.MinReplicas
+	if given("replicas") {
+		s.initial = replicas
+		if replicas < s.MinReplicas || replicas > s.MaxReplicas {
+			return fmt.Errorf("--replicas %d: with --autoscale, the initial size: expected a count from --min-replicas %d to --max-replicas %d", replicas, s.MinReplicas, s.MaxReplicas)
+		}
+	}
+	if given("cold-start") {
+		switch {
+		case given("provision-time") && given("load-time"):
+			if math.Abs(s.ProvisionS+s.LoadS-s.ColdStartS) > 1e-9*math.Max(1, s.ColdStartS) {
+				return fmt.Errorf("--cold-start %v: not --provision-time %v plus --load-time %v (give two of the three)", s.ColdStartS, s.ProvisionS, s.LoadS)
+			}
+		case given("provision-time"):
+			s.LoadS = s.ColdStartS - s.ProvisionS
+		case given("load-time"):
+			s.ProvisionS = s.ColdStartS - s.LoadS
+		default:
+			s.ProvisionS = s.ColdStartS * fleet.ColdStartProvisionShare
+			s.LoadS = s.ColdStartS - s.ProvisionS
+		}
+		if s.ProvisionS < 0 || s.LoadS < 0 {
+			return fmt.Errorf("--cold-start %v: shorter than --provision-time or --load-time", s.ColdStartS)
+		}
+	}
+	return nil
+}
+
+// scaling is the fleet's Scaling of s (checked), its schedule read.
+func (s *Scale) scaling() (*fleet.Scaling, error) {
+	a, err := fleet.NewAutoscaler(s.Policy, fleet.AutoscaleOptions{
+		ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS})
+	if err != nil {
+		var oe *fleet.OptionError
+		if errors.As(err, &oe) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("--autoscale: %w", err)
+	}
+	return &fleet.Scaling{
+		Autoscaler: a, Spec: s.Policy, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas,
+		InitialReplicas: s.initial, IntervalS: s.IntervalS, ProvisionS: s.ProvisionS, LoadS: s.LoadS,
+		GPUCostPerHour: s.GPUCostPerHour, EnergyPricePerKWh: s.EnergyPricePerKWh,
+	}, nil
+}
