@@ -111,14 +111,15 @@ func TestPathFlagsCoverEveryCommand(t *testing.T) {
 	assert.Equal(t, map[string][]string{
 		"bench":            {"dataset-path", "fleet", "gpu", "model", "output", "profile", "result-dir", "result-filename"},
 		"calibrate":        {"bench", "bundle-metadata", "bundle-out", "bundle-raw", "bundle-telemetry", "gpu", "holdout", "model", "out-gpu", "out-profile", "output", "plot", "power-log", "profile"},
-		"capacity":         {"evaluations", "fleet", "gpu", "model", "out-plan", "output", "profile", "resume", "trace"},
+		"capacity":         {"evaluations", "fleet", "gpu", "model", "out-plan", "output", "profile", "resume", "spec", "trace"},
 		"diagnose":         {"output", "plot"},
 		"scenarios":        {"output", "plot", "profiles", "trace"},
-		"simulate":         {"fleet", "gpu", "model", "output", "plot", "profile", "request-log", "trace"},
-		"sweep":            {"gpu", "model", "output", "profile", "resume", "trace"},
+		"simulate":         {"fleet", "gpu", "model", "output", "plot", "profile", "request-log", "spec", "trace"},
+		"sweep":            {"gpu", "model", "output", "profile", "resume", "spec", "trace"},
 		"sweep merge":      {"output"},
 		"trace convert":    {"output"},
 		"trace stats":      {"output"},
+		"trace synth":      {"output"},
 		"validate-profile": {"output"},
 	}, got)
 }

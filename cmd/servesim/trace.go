@@ -16,18 +16,18 @@ import (
 func newTraceCmd(s *streams, statsF func(*traceStatsOptions) error, convertF func(*traceConvertOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "trace",
-		Short: "Describe an arrival trace, or convert it to a canonical format",
+		Short: "Describe an arrival trace, convert it to a canonical format, or write a synthetic one",
 		Long:  help("trace"),
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return cmd.Help()
 			}
-			return usageError(cliflag.UnknownCommand(cmd, args[0], ": expected stats or convert"))
+			return usageError(cliflag.UnknownCommand(cmd, args[0], ": expected stats, convert or synth"))
 		},
 	}
 	cmd.SuggestionsMinimumDistance = 2 // cobra's distance for the root's commands
-	cmd.AddCommand(newTraceStatsCmd(s, statsF), newTraceConvertCmd(s, convertF))
+	cmd.AddCommand(newTraceStatsCmd(s, statsF), newTraceConvertCmd(s, convertF), newTraceSynthCmd(s, nil))
 	return cmd
 }
 

@@ -116,7 +116,7 @@ func TestTraceSubcommandFlags(t *testing.T) {
 		{[]string{"convert", "--to", "burstgpt", "a"}, `--to "burstgpt": expected azure or mooncake`},
 		{[]string{"convert", "--to", "azure"}, "servesim trace convert: expected one trace file"},
 		{[]string{"statz", "a"}, `unknown command "statz" for "servesim trace"; did you mean "stats"?`},
-		{[]string{"split", "a"}, `unknown command "split" for "servesim trace": expected stats or convert`},
+		{[]string{"split", "a"}, `unknown command "split" for "servesim trace": expected stats, convert or synth`},
 		{[]string{"stats", "--trace-format", "x", "a"}, `--trace-format "x": expected azure, burstgpt, mooncake or csv`},
 	} {
 		stats, convert, code, stderr := parseTrace(t, tt.args...)

@@ -36,6 +36,60 @@ type SyntheticTrace struct {
 	BurstGapS        float64         // mean gap between arrivals within a burst, s
 	Prompt           LogNormalTokens // prompt length distribution, tokens
 	Output           LogNormalTokens // output length distribution, tokens
+	// Diurnal, when not nil, shapes the rate over the day and the week;
+	// nil keeps it flat (the trace of a configuration without it is
+	// unchanged, draw for draw).
+	Diurnal *Diurnal
+}
+
+// Diurnal is the shape of a synthetic trace's rate over the day and the
+// week, as serving traffic follows its users' hours: at time t the rate is
+// MeanRequestsPerS x norm x (1 + Amplitude cos(2 pi (hour(t) - PeakHour) /
+// 24)), times WeekendFactor on Saturdays and Sundays, with hour(t) and the
+// day of the week read from Start + t (UTC) and norm = 7 / (5 + 2
+// WeekendFactor), so that a whole week keeps MeanRequestsPerS. Bursts
+// start by thinning: candidates at the peak rate, each kept with
+// probability rate(t) / peak rate (Lewis and Shedler), and keep their
+// shape. The published week-long Azure traces swing by a few times between
+// night and day (DynamoLLM, HPCA 2025, Figure 2); this is a model of such a
+// week, not a sample of one.
+type Diurnal struct {
+	Amplitude     float64 // in [0, 1): the peak hour's rate is 1 + Amplitude times the day's mean, the trough's 1 - Amplitude
+	PeakHour      float64 // hour of the day of the peak, in [0, 24)
+	WeekendFactor float64 // in (0, 1]: a weekend day's rate over a weekday's
+}
+
+// norm makes a week's mean multiplier 1.
+func (d *Diurnal) norm() float64 { return 7 / (5 + 2*d.WeekendFactor) }
+
+// peak is the largest multiplier.
+func (d *Diurnal) peak() float64 { return d.norm() * (1 + d.Amplitude) }
+
+// multiplier is the rate at atS seconds after start over the mean rate.
+func (d *Diurnal) multiplier(start time.Time, atS float64) float64 {
+	clock := start.Sub(start.Truncate(24*time.Hour)).Seconds() + atS // seconds since start's midnight (UTC)
+	day := math.Floor(clock / 86400)
+	hour := (clock - day*86400) / 3600
+	m := d.norm() * (1 + d.Amplitude*math.Cos(2*math.Pi*(hour-d.PeakHour)/24))
+	switch (int(start.Weekday()) + int(day)) % 7 {
+	case int(time.Saturday), int(time.Sunday):
+		m *= d.WeekendFactor
+	}
+	return m
+}
+
+// Check says what is wrong with a shape: an amplitude outside [0, 1), a
+// peak hour outside [0, 24) or a weekend factor outside (0, 1].
+func (d *Diurnal) Check() error {
+	switch {
+	case !(d.Amplitude >= 0 && d.Amplitude < 1):
+		return fmt.Errorf("diurnal amplitude %v: expected a number in [0, 1)", d.Amplitude)
+	case !(d.PeakHour >= 0 && d.PeakHour < 24):
+		return fmt.Errorf("peak hour %v: expected an hour in [0, 24)", d.PeakHour)
+	case !(d.WeekendFactor > 0 && d.WeekendFactor <= 1):
+		return fmt.Errorf("weekend factor %v: expected a number in (0, 1]", d.WeekendFactor)
+	}
+	return nil
 }
 
 // LogNormalTokens is a clamped lognormal token-count distribution.
@@ -110,12 +164,20 @@ func (d LogNormalTokens) draw(s *splitMix64) int {
 // returns false.
 func (c SyntheticTrace) Each(yield func(arrivalMicros int64, prompt, output int) bool) {
 	rng := splitMix64{state: c.Seed}
-	meanPause := c.MeanBurstSize/c.MeanRequestsPerS - (c.MeanBurstSize-1)*c.BurstGapS
+	rate, peak := c.MeanRequestsPerS, 1.0
+	if c.Diurnal != nil {
+		peak = c.Diurnal.peak()
+		rate *= peak // candidates at the peak rate, thinned below
+	}
+	meanPause := c.MeanBurstSize/rate - (c.MeanBurstSize-1)*c.BurstGapS
 	continueP := 1 - 1/c.MeanBurstSize // geometric: P(another request in the burst)
 	last := int64(0)
 	burst := 0.0
 	for {
 		burst += rng.exponential(meanPause)
+		if c.Diurnal != nil && burst < c.DurationS && rng.uniform()*peak >= c.Diurnal.multiplier(c.Start, burst) {
+			continue // a candidate the hour's rate does not keep
+		}
 		at := burst
 		for first := true; first || rng.uniform() < continueP; first = false {
 			if !first {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,4 +128,67 @@ func TestWriteCSV2024RoundTrips(t *testing.T) {
 	assert.InDelta(t, WeekRequests/(7*24*3600.0)*120, len(want), 1000, "about 45 requests a second")
 	require.Len(t, w.Requests, len(want))
 	assert.Equal(t, want, w.Requests)
+}
+
+func TestDiurnalShapesTheRate(t *testing.T) {
+	c := CodeTraceLike(3, 14*86400)
+	c.Start = time.Date(2024, 5, 10, 0, 0, 0, 0, time.UTC) // a Friday
+	c.MeanRequestsPerS, c.BurstGapS = 1, 0.01
+	c.Diurnal = &Diurnal{Amplitude: 0.5, PeakHour: 14, WeekendFactor: 0.7}
+	var perHour [24]float64
+	var weekday, weekend, total float64
+	c.Each(func(us int64, _, _ int) bool {
+		at := c.Start.Add(time.Duration(us) * time.Microsecond)
+		perHour[at.Hour()]++
+		if d := at.Weekday(); d == time.Saturday || d == time.Sunday {
+			weekend++
+		} else {
+			weekday++
+		}
+		total++
+		return true
+	})
+	// Two weeks at a mean of 1 request a second: 1,209,600 expected.
+	assert.InDelta(t, 1.0, total/(14*86400), 0.02, "the mean rate is kept over whole weeks")
+	assert.InDelta(t, 0.7, (weekend/4)/(weekday/10), 0.03, "a weekend day over a weekday")
+	assert.InDelta(t, 3.0, perHour[14]/perHour[2], 0.15, "the peak hour over the trough's: (1+A)/(1-A)")
+	assert.Greater(t, perHour[14], perHour[13])
+	assert.Greater(t, perHour[14], perHour[15])
+}
+
+func TestDiurnalNilKeepsTheTrace(t *testing.T) {
+	// Without a shape the generator draws as it always has: the synthetic
+	// week the week-scale benchmarks read begins with these arrivals.
+	flat := WeekTraceLike(1)
+	flat.DurationS = 3600
+	a := flat.Requests()
+	require.Len(t, a, 162521)
+	assert.InDelta(t, 3599.955929, a[len(a)-1].ArrivalTimeS, 1e-9)
+	// A flat shape (no swing, weekends as weekdays) keeps the mean rate.
+	shaped := flat
+	shaped.Diurnal = &Diurnal{Amplitude: 0, PeakHour: 0, WeekendFactor: 1}
+	assert.InDelta(t, float64(len(a)), float64(len(shaped.Requests())), 0.01*float64(len(a)))
+}
+
+func TestDiurnalCheck(t *testing.T) {
+	tests := []struct {
+		d    Diurnal
+		want string
+	}{
+		{Diurnal{Amplitude: 0.5, PeakHour: 14, WeekendFactor: 0.7}, ""},
+		{Diurnal{Amplitude: 1, PeakHour: 14, WeekendFactor: 0.7}, "diurnal amplitude 1: expected a number in [0, 1)"},
+		{Diurnal{Amplitude: -0.1, PeakHour: 14, WeekendFactor: 1}, "diurnal amplitude -0.1"},
+		{Diurnal{Amplitude: 0, PeakHour: 24, WeekendFactor: 1}, "peak hour 24: expected an hour in [0, 24)"},
+		{Diurnal{Amplitude: 0, PeakHour: 0, WeekendFactor: 0}, "weekend factor 0: expected a number in (0, 1]"},
+		{Diurnal{Amplitude: math.NaN(), PeakHour: 0, WeekendFactor: 1}, "diurnal amplitude NaN"},
+	}
+	for _, tt := range tests {
+		err := tt.d.Check()
+		if tt.want == "" {
+			assert.NoError(t, err)
+			continue
+		}
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), tt.want)
+	}
 }
