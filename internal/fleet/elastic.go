@@ -227,6 +227,17 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 	}
 	prof := el.template.plant.Profile
 	el.loadingPowerW = prof.Power(profile.PhaseIdle, prof.MinClockMHz())
+	// The fixed point of the power sums holds the most replicas up at
+	// once (a static fleet's: its own, today's quantum).
+	up := sc.MaxReplicas
+	if _, static := sc.Autoscaler.(Static); static {
+		up = len(e.specs)
+	}
+	most := make([]replicaSpec, up)
+	for k := range most {
+		most[k] = el.template
+	}
+	e.sums.scale = powerScale(most)
 	e.specs, e.replicas = nil, nil
 	e.sums.reserve(e.expectedSteps())
 	defer func() {

@@ -57,10 +57,10 @@ func (r *Report) Figure(normalize, maxElapsedS float64) figure.Figure {
 				figure.TimeSeries(replicaClocks(r)),
 				figure.TimeSeries("fleet: queued and decoding requests", "requests",
 					[]figure.Series{{Name: "all replicas", X: times, Y: ints(res.Queued)}}, nil),
-				figure.TimeSeries("fleet power", "W", []figure.Series{{Name: "sum over replicas", X: times, Y: res.PowerW}},
-					&figure.Line{Name: fmt.Sprintf("%d x power limit", n), Value: float64(n) * r.Plant.PowerLimitW}),
+				r.powerPanel(times, n),
 			}},
-			{Weight: 1, Panels: append(plant.LatencyPanels(res.Requests, sharedSLO(res), ", every request"),
+			{Weight: 1, Panels: append(append(r.scalePanels(),
+				plant.LatencyPanels(res.Requests, sharedSLO(res), ", every request")...),
 				figure.Bars("requests routed", "requests", labels, []figure.BarGroup{{Name: "per replica", Values: routed}}))},
 		},
 	}
@@ -122,9 +122,10 @@ func clockSpread(r *Report, window int, mean string) []figure.Series {
 		hi[t], lo[t] = math.Inf(-1), math.Inf(1)
 		ran := 0
 		for _, rep := range r.Result.Replicas {
-			if clocks := rep.Result.Trajectory.RealizedClockMHz; t < len(clocks) {
-				hi[t], lo[t] = max(hi[t], clocks[t]), min(lo[t], clocks[t])
-				avg[t] += clocks[t]
+			tr := &rep.Result.Trajectory
+			if clocks, i := tr.RealizedClockMHz, t-firstStep(tr); i >= 0 && i < len(clocks) {
+				hi[t], lo[t] = max(hi[t], clocks[i]), min(lo[t], clocks[i])
+				avg[t] += clocks[i]
 				ran++
 			}
 		}
@@ -153,7 +154,8 @@ func stepEndTimes(n int, dt float64) []float64 {
 // least loaded replica at each step (a stopped replica counts 0).
 func replicaQueues(r *Report, times []float64) []figure.Series {
 	queue := func(rep *ReplicaReport, t int) float64 {
-		if t >= len(rep.PrefillQueue) {
+		// An elastic fleet's replica starts at a later step.
+		if t -= firstStep(&rep.Trajectory); t < 0 || t >= len(rep.PrefillQueue) {
 			return 0
 		}
 		return float64(rep.PrefillQueue[t] + rep.DecodeActive[t])
@@ -162,11 +164,12 @@ func replicaQueues(r *Report, times []float64) []figure.Series {
 		var series []figure.Series
 		for k := range r.Replicas {
 			rep := &r.Replicas[k]
-			y := make([]float64, rep.Len())
+			first := firstStep(&rep.Trajectory)
+			y := make([]float64, min(rep.Len(), max(0, len(times)-first)))
 			for t := range y {
-				y[t] = queue(rep, t)
+				y[t] = queue(rep, first+t)
 			}
-			series = append(series, figure.Series{Name: fmt.Sprintf("replica %d", k), X: times[:len(y)], Y: y})
+			series = append(series, figure.Series{Name: fmt.Sprintf("replica %d", k), X: times[first : first+len(y)], Y: y})
 		}
 		return series
 	}
@@ -187,6 +190,72 @@ func replicaQueues(r *Report, times []float64) []figure.Series {
 		{Name: "most loaded replica", X: times, Y: most},
 		{Name: "mean per replica", X: times, Y: mean},
 		{Name: "least loaded replica", X: times, Y: least},
+	}
+}
+
+// powerPanel draws the fleet's power: the sum over the replicas running
+// each step, against n times the power limit; an elastic fleet's also what
+// every replica up drew (idle and loading ones too), against its peak
+// ready replicas times the limit.
+func (r *Report) powerPanel(times []float64, n int) *figure.Panel {
+	series := []figure.Series{{Name: "sum over replicas", X: times, Y: r.Result.PowerW}}
+	if a := r.Autoscale; a != nil && a.Trajectory != nil {
+		n = a.PeakReady
+		series = append(series, figure.Series{Name: "billed: every replica up, idle and loading ones too", X: a.Trajectory.TimeS, Y: a.Trajectory.PowerW})
+	}
+	return figure.TimeSeries("fleet power", "W", series,
+		&figure.Line{Name: fmt.Sprintf("%d x power limit", n), Value: float64(n) * r.Plant.PowerLimitW})
+}
+
+// firstStep is the fleet step of a replica's first sample: 0, unless an
+// elastic fleet started it late.
+func firstStep(t *plant.Trajectory) int {
+	if len(t.StepIndex) == 0 {
+		return 0
+	}
+	return t.StepIndex[0]
+}
+
+// scalePanels are an elastic fleet's replicas and load over time (none for
+// a fixed fleet): the count asked for, the replicas starting
+// (provisioning or loading) and ready; the arrival rate per scale
+// interval and the requests waiting at the router.
+func (r *Report) scalePanels() []*figure.Panel {
+	a := r.Autoscale
+	if a == nil || a.Trajectory == nil {
+		return nil
+	}
+	s := a.Trajectory
+	ints := func(v ...[]int) []float64 {
+		out := make([]float64, len(s.TimeS))
+		for i := range out {
+			for _, w := range v {
+				out[i] += float64(w[i])
+			}
+		}
+		return out
+	}
+	edges := make([]float64, 0, len(a.Windows)+1)
+	rate := make([]float64, 0, len(a.Windows)+1)
+	for _, w := range a.Windows {
+		edges = append(edges, w.StartS)
+		rate = append(rate, float64(w.Arrivals)/a.ScaleIntervalS)
+	}
+	if n := len(edges); n > 0 {
+		edges = append(edges, edges[n-1]+a.ScaleIntervalS)
+		rate = append(rate, rate[n-1])
+	}
+	return []*figure.Panel{
+		figure.TimeSeries(fmt.Sprintf("replicas: autoscale %s", a.Policy), "replicas", []figure.Series{
+			{Name: "requested", X: s.TimeS, Y: ints(s.Requested), Steps: true, Dashed: true},
+			{Name: "starting (provisioning or loading)", X: s.TimeS, Y: ints(s.Provisioning, s.Loading), Steps: true},
+			{Name: "ready", X: s.TimeS, Y: ints(s.Ready), Steps: true},
+			{Name: "draining", X: s.TimeS, Y: ints(s.Draining), Steps: true},
+		}, nil),
+		figure.TimeSeries("load", "requests/s, requests", []figure.Series{
+			{Name: fmt.Sprintf("arrivals per s, per %s s", texttable.Sig(a.ScaleIntervalS, 4)), X: edges, Y: rate, Steps: true},
+			{Name: "waiting at the router", X: s.TimeS, Y: ints(s.RouterWaiting)},
+		}, nil),
 	}
 }
 
