@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"servesim/internal/cliflag"
@@ -229,9 +230,9 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fle
 
 // RunOverTime runs the study over time (--over-time): the static study of
 // the whole trace, as Run runs it (its evaluations fed by the records of
-// evaluations), then the plan, each window of the trace searched alone
-// (fleet.RunCapacityOverTime) on the --jobs workers, and returns them in
-// one document. A static study that no size serves comes back as Run's
+// evaluations), and, at the same time, the plan, each window of the trace
+// searched alone (fleet.RunCapacityOverTime) on the --jobs workers, and
+// returns them in one document. A static study that no size serves comes back as Run's
 // *fleet.UnreachableError with the document, and so do windows no size
 // serves, as a *fleet.UnreachableWindowsError; on any other error, no
 // document.
@@ -247,19 +248,40 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 		}
 		return nil, fmt.Errorf("--over-time %v: %w", s.overTimeS, err)
 	}
-	static, staticErr := s.Run(ctx, evaluations, p)
-	if static == nil {
-		return nil, staticErr
-	}
+	// The static search and the windows run at once: the static search's
+	// first sizes, overloaded and one replica or two, keep one core busy
+	// for most of its time on a long trace.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	step := func() {}
 	var bar *progress.Bar
-	progressFn := func() {}
 	if p.Bar {
-		bar = progress.New(p.Stderr, "capacity over time", "windows", len(windows))
-		progressFn = bar.Increment
+		bar = progress.New(p.Stderr, "capacity over time", "simulations and windows", s.MaxEvaluations()+len(windows))
+		var mu sync.Mutex
+		step = func() {
+			mu.Lock()
+			defer mu.Unlock()
+			bar.Increment()
+		}
 	}
-	plan, err := fleet.RunCapacityOverTime(ctx, s.workload.Requests, s.Capacity, s.overTimeS, s.jobs, progressFn)
+	capacity := s.Capacity // as loaded: Run adds the evaluations' hooks
+	s.Progress = step
+	var static *fleet.CapacityDocument
+	var staticErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if static, staticErr = s.Run(ctx, evaluations, Progress{Stderr: p.Stderr, Quiet: p.Quiet}); static == nil {
+			cancel() // the windows are of no use
+		}
+	}()
+	plan, err := fleet.RunCapacityOverTime(ctx, s.workload.Requests, capacity, s.overTimeS, s.jobs, step)
+	<-done
 	if bar != nil {
 		bar.Finish()
+	}
+	if static == nil {
+		return nil, staticErr
 	}
 	var unreachable *fleet.UnreachableWindowsError
 	if err != nil && !errors.As(err, &unreachable) {
