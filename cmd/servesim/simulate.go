@@ -150,7 +150,7 @@ func addFleetFlags(cmd *cobra.Command, o *simrun.Fleet) {
 // addScaleFlags binds the autoscaling flags to o.
 func addScaleFlags(cmd *cobra.Command, o *simrun.Scale) {
 	f := cmd.Flags()
-	f.StringVar(&o.Policy, "autoscale", "", "make the fleet elastic under `POLICY`: static (--replicas fixed, with billing), queue:target=N[,up=S,down=S,tolerance=F] (KEDA on waiting requests per ready replica, HPA stabilization), utilization:target=U[,...] (running+waiting over capacity), schedule:FILE or oracle:FILE (a count per window, CSV start_s,replicas; the oracle asks a cold start ahead)")
+	f.StringVar(&o.Policy, "autoscale", "", "make the fleet elastic under `POLICY`: static (--replicas fixed, with billing), queue:target=N[,up=S,down=S,tolerance=F] (KEDA on waiting requests per ready replica, HPA stabilization), utilization:target=U[,...] (running+waiting over capacity), schedule:FILE or oracle:FILE (a count per window, CSV start_s,replicas; the oracle asks a cold start ahead), exec:COMMAND (your own: a /bin/sh -c COMMAND child answering each observation line with {\"replicas\": N}, --exec-timeout applies)")
 	f.IntVar(&o.MinReplicas, "min-replicas", fleet.DefaultMinReplicas, "with --autoscale: the least replicas kept (0 scales to zero); the initial size unless --replicas is given")
 	f.IntVar(&o.MaxReplicas, "max-replicas", fleet.DefaultMaxReplicas, "with --autoscale: the most replicas asked for (KEDA's default)")
 	f.Float64Var(&o.IntervalS, "scale-interval", fleet.DefaultScaleIntervalS, "with --autoscale: the autoscaler acts every `S` seconds (KEDA's polling interval)")

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"servesim/internal/plant"
 )
 
 // Defaults of an elastic fleet, from what operators report.
@@ -71,10 +73,11 @@ const (
 	UtilizationName = "utilization"
 	ScheduleName    = "schedule"
 	OracleName      = "oracle"
+	ExecName        = "exec"
 )
 
 // AutoscalerNames lists the built-in autoscalers, with their arguments.
-var AutoscalerNames = []string{StaticName, QueueName + ":target=N", UtilizationName + ":target=U", ScheduleName + ":FILE", OracleName + ":FILE"}
+var AutoscalerNames = []string{StaticName, QueueName + ":target=N", UtilizationName + ":target=U", ScheduleName + ":FILE", OracleName + ":FILE", ExecName + ":COMMAND"}
 
 // ScaleObservation is what a metrics pipeline shows an autoscaler at a
 // scaling decision: replica counts by lifecycle phase, the ready replicas'
@@ -100,9 +103,9 @@ type ScaleObservation struct {
 	// ArrivalRatePerS is the arrivals over the last WindowS, per s.
 	ArrivalRatePerS float64 `json:"arrival_rate_per_s"`
 	// SLOAttainment is the share of the requests completed in the last
-	// WindowS that met their objectives; NaN (null) when none completed.
-	SLOAttainment float64 `json:"slo_attainment"`
-	WindowS       float64 `json:"window_s"` // window_s: the window of the rate and the attainment
+	// WindowS that met their objectives; nil (null) when none completed.
+	SLOAttainment *float64 `json:"slo_attainment"`
+	WindowS       float64  `json:"window_s"` // window_s: the window of the rate and the attainment
 	// MaxActiveRequests is a replica's capacity of running requests
 	// (plant.Plant.MaxActiveRequests).
 	MaxActiveRequests int `json:"max_active_requests"`
@@ -298,6 +301,12 @@ type AutoscaleOptions struct {
 	ReadSchedule func(path string) (*Schedule, error)
 	// LeadS is the cold start plus the scale interval, for an oracle.
 	LeadS float64
+	// IntervalS is the scale interval, which an exec: autoscaler's errors
+	// name decisions by.
+	IntervalS float64
+	// Exec are an exec: autoscaler's timeout and the stderr of its child,
+	// as the clock controllers' (--exec-timeout).
+	Exec plant.ControllerOptions
 }
 
 // OptionError is a bad --autoscale value: it names the option.
@@ -344,6 +353,11 @@ func newAutoscaler(spec string, o AutoscaleOptions) (Autoscaler, error) {
 			return fail("", errors.New("static takes no option"))
 		}
 		return Static{}, nil
+	case ExecName:
+		if strings.TrimSpace(args) == "" {
+			return fail("", errors.New("expected exec:COMMAND"))
+		}
+		return NewExecAutoscaler(args, o), nil
 	case ScheduleName, OracleName:
 		if args == "" {
 			return fail("", fmt.Errorf("expected %s:FILE", name))

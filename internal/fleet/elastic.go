@@ -3,6 +3,7 @@ package fleet
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
 
@@ -241,6 +242,11 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 	e.specs, e.replicas = nil, nil
 	e.sums.reserve(e.expectedSteps())
 	defer func() {
+		if closer, ok := sc.Autoscaler.(io.Closer); ok {
+			if cerr := closer.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}
 		var steppers []*plant.Stepper
 		for _, in := range el.alive {
 			if in.st != nil {
@@ -558,7 +564,9 @@ func (el *elastic) decide() error {
 	}
 	el.observe()
 	n, reason, err := el.policy.Scale(&el.obs)
-	if err != nil {
+	if _, exec := el.policy.(*ExecAutoscaler); exec && err != nil {
+		return err // it names itself and the decision
+	} else if err != nil {
 		return fmt.Errorf("autoscaler %s at %s s: %w", el.policy.Name(), fmtG(el.timeS), err)
 	}
 	n = min(max(n, el.sc.MinReplicas), el.sc.MaxReplicas)
@@ -679,6 +687,9 @@ func (el *elastic) observe() {
 		el.judge(in)
 	}
 	slices.SortFunc(replicas, func(a, b ReplicaLoad) int { return a.Replica - b.Replica })
+	if replicas == nil {
+		replicas = []ReplicaLoad{}
+	}
 	o.Replicas = replicas
 	if o.Ready > 0 {
 		o.KVUsage = kv / float64(o.Ready)
@@ -707,9 +718,9 @@ func (el *elastic) observe() {
 			met++
 		}
 	}
-	o.SLOAttainment = math.NaN()
 	if len(el.window) > 0 {
-		o.SLOAttainment = float64(met) / float64(len(el.window))
+		a := float64(met) / float64(len(el.window))
+		o.SLOAttainment = &a
 	}
 }
 

@@ -298,3 +298,50 @@ func FuzzParseSchedule(f *testing.F) {
 		}
 	})
 }
+
+func TestExecAutoscaler(t *testing.T) {
+	requests := burst(300, 300, 400)
+	exec := func(command string) Config {
+		a, err := NewAutoscaler("exec:"+command, AutoscaleOptions{IntervalS: 30})
+		require.NoError(t, err)
+		cfg := elasticFleet(1, a, 1, 4)
+		cfg.Scaling.ProvisionS, cfg.Scaling.LoadS = 0, 0
+		return cfg
+	}
+	// Its answer is followed, its reason kept; it sees the observation.
+	res := runElasticFleet(t, requests, exec(`while read l; do case "$l" in *'"max_replicas":4'*) echo '{"replicas": 3, "reason": "sh"}';; *) echo '{"replicas": 1}';; esac; done`))
+	require.NotEmpty(t, res.Scaling.Events)
+	assert.Equal(t, ScaleEvent{TimeS: 0, From: 1, To: 3, Reason: "sh"}, res.Scaling.Events[0])
+	checkLifecycles(t, res, 0.1)
+	for _, tc := range []struct{ command, want string }{
+		{"echo garbage", `exec autoscaler "echo garbage": decision 0 (at 0 s): answer "garbage": expected {"replicas": N}`},
+		{"true", `exec autoscaler "true": decision 0 (at 0 s): exited with status 0 before answering; it wrote nothing`},
+		{`read l; echo '{"replicas": 2}'; read l; echo '{"replicas": -1}'`, `decision 1 (at 30 s): answer "{\"replicas\": -1}": field "replicas": -1: expected a whole number from 0 to 4096`},
+	} {
+		cfg := exec(tc.command)
+		cfg.Router = LeastOutstanding{}
+		_, err := Simulate(requests, cfg)
+		require.Error(t, err, tc.command)
+		assert.Contains(t, err.Error(), tc.want, tc.command)
+	}
+}
+
+func TestParseExecAnswer(t *testing.T) {
+	n, reason, err := parseExecAnswer([]byte(`{"replicas": 7, "reason": "forecast"}` + "\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 7, n)
+	assert.Equal(t, "forecast", reason)
+	for _, tc := range []struct{ line, want string }{
+		{`{}`, `field "replicas": missing`},
+		{`{"replicas": 1.5}`, `1.5: expected a whole number`},
+		{`{"replicas": 5000}`, `5000: expected a whole number from 0 to 4096`},
+		{`{"replicas": "3"}`, `expected {"replicas": N}`},
+		{`{"replicas": 3, "speed": 1}`, `unknown field "speed"`},
+		{`{"replicas": 3} {}`, `unexpected data after the answer`},
+		{`[3]`, `expected {"replicas": N}`},
+	} {
+		_, _, err := parseExecAnswer([]byte(tc.line))
+		require.Error(t, err, tc.line)
+		assert.Contains(t, err.Error(), tc.want, tc.line)
+	}
+}

@@ -45,17 +45,34 @@ const execQuoteBytes = 80
 // group, the background processes of a child that exited included.
 // KillExecChildren ends the children of every controller at once.
 type ExecController struct {
+	// ExecSession is the child and the exchange of lines with it
+	// (Command, Timeout and Stderr are its).
+	ExecSession
+	out []byte // the observation being written
+}
+
+// ExecSession is a child process that answers each line of JSON written
+// to its stdin with one line on its stdout, within Timeout: the machinery
+// of the exec: clock controller (see ExecController for the rules), for
+// any protocol of that kind (a fleet's exec: autoscaler). The first Ask
+// starts Command with /bin/sh -c; a child that exits, takes too long or
+// answers what Reject refuses fails the session for good (Err, Close).
+type ExecSession struct {
 	Command string        // shell command, run with /bin/sh -c
-	Timeout time.Duration // longest wait for each observation and answer
+	Timeout time.Duration // longest wait for each line written and answer
 	Stderr  io.Writer     // the child's stderr; nil discards it
+	// Who names the session in errors; empty means "exec controller
+	// COMMAND".
+	Who string
+	// Where names the exchange at of an error; nil means "step AT".
+	Where func(at int) string
 
 	child  *execChild
 	stdin  *os.File      // write end of the child's stdin
 	stdout *os.File      // read end of the child's stdout
 	reader *bufio.Reader // over stdout
 	line   []byte        // what readLine read, when longer than the reader's buffer or unfinished
-	out    []byte        // the observation being written
-	err    error         // why the controller failed; sticky
+	err    error         // why the session failed; sticky
 	closed bool
 	// ended says that a wait on a pipe found the child exited and its
 	// process group killed: if the next wait brings nothing either, what
@@ -70,7 +87,7 @@ func NewExecController(command string, timeout time.Duration, stderr io.Writer) 
 	if timeout <= 0 {
 		timeout = DefaultExecTimeout
 	}
-	return &ExecController{Command: command, Timeout: timeout, Stderr: stderr}
+	return &ExecController{ExecSession: ExecSession{Command: command, Timeout: timeout, Stderr: stderr}}
 }
 
 // Name implements ClockController.
@@ -82,51 +99,89 @@ func (c *ExecController) RequestClock(obs Observation) float64 {
 	if c.err != nil || c.closed {
 		return math.NaN()
 	}
-	if c.child == nil {
-		if err := c.start(); err != nil {
-			c.err = fmt.Errorf("%s: cannot start: %w", c.who(), err)
-			return math.NaN()
-		}
-	}
 	c.out = appendObservation(c.out[:0], &obs)
-	step := obs.StepIndex
-	deadline := time.Now().Add(c.Timeout)
-	if err := c.write(deadline); err != nil {
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			c.fail(step, fmt.Sprintf("did not take its observation within %v (--exec-timeout)", c.Timeout), nil)
-		} else {
-			c.fail(step, "", nil) // its stdin is closed: it exited, most likely
-		}
-		return math.NaN()
-	}
-	line, err := c.readLine(deadline)
-	switch {
-	case errors.Is(err, bufio.ErrBufferFull):
-		c.fail(step, fmt.Sprintf("answer longer than %d bytes", MaxExecAnswerBytes), line)
-		return math.NaN()
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		c.fail(step, fmt.Sprintf("no answer within %v (--exec-timeout)", c.Timeout), line)
-		return math.NaN()
-	case err != nil:
-		c.fail(step, "", line) // end of file: it exited or closed its stdout
+	line, err := c.Ask(c.out, obs.StepIndex)
+	if err != nil {
 		return math.NaN()
 	}
 	clock, err := parseAnswer(line)
 	if err != nil {
-		c.fail(step, "answer "+quoteAtMost(bytes.TrimRight(line, "\r\n"), execQuoteBytes)+": "+err.Error(), nil)
+		c.Reject(obs.StepIndex, line, err)
 		return math.NaN()
 	}
 	return clock
 }
 
-// who names the controller in errors.
-func (c *ExecController) who() string {
+// Ask writes out (one line, its end of line included) to the child,
+// starting it first if need be, and returns its answer line (end of line
+// included; valid until the next Ask) by Timeout, at naming the exchange
+// in errors. Any failure fails the session: it kills the child, and Ask
+// returns the error, as Err does from then on.
+func (c *ExecSession) Ask(out []byte, at int) ([]byte, error) {
+	if c.err != nil || c.closed {
+		if c.err == nil {
+			return nil, errors.New(c.who() + ": closed")
+		}
+		return nil, c.err
+	}
+	if c.child == nil {
+		if err := c.start(); err != nil {
+			c.err = fmt.Errorf("%s: cannot start: %w", c.who(), err)
+			return nil, c.err
+		}
+	}
+	deadline := time.Now().Add(c.Timeout)
+	if err := c.write(out, deadline); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			c.fail(at, fmt.Sprintf("did not take its observation within %v (--exec-timeout)", c.Timeout), nil)
+		} else {
+			c.fail(at, "", nil) // its stdin is closed: it exited, most likely
+		}
+		return nil, c.err
+	}
+	line, err := c.readLine(deadline)
+	switch {
+	case errors.Is(err, bufio.ErrBufferFull):
+		c.fail(at, fmt.Sprintf("answer longer than %d bytes", MaxExecAnswerBytes), line)
+		return nil, c.err
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.fail(at, fmt.Sprintf("no answer within %v (--exec-timeout)", c.Timeout), line)
+		return nil, c.err
+	case err != nil:
+		c.fail(at, "", line) // end of file: it exited or closed its stdout
+		return nil, c.err
+	}
+	return line, nil
+}
+
+// Reject fails the session for the answer line it gave at: why says what
+// is wrong with it.
+func (c *ExecSession) Reject(at int, line []byte, why error) {
+	c.fail(at, "answer "+quoteAtMost(bytes.TrimRight(line, "\r\n"), execQuoteBytes)+": "+why.Error(), nil)
+}
+
+// Err is why the session failed, or nil.
+func (c *ExecSession) Err() error { return c.err }
+
+// who names the session in errors.
+func (c *ExecSession) who() string {
+	if c.Who != "" {
+		return c.Who
+	}
 	return "exec controller " + quoteAtMost([]byte(c.Command), execQuoteBytes)
+}
+
+// where names the exchange at in errors.
+func (c *ExecSession) where(at int) string {
+	if c.Where != nil {
+		return c.Where(at)
+	}
+	return "step " + strconv.Itoa(at)
 }
 
 // start runs the child with its stdin and stdout on pipes of our own, whose
 // ends here support deadlines.
-func (c *ExecController) start() error {
+func (c *ExecSession) start() error {
 	inChild, in, err := os.Pipe()
 	if err != nil {
 		return err
@@ -183,7 +238,7 @@ var errChildEnded = errors.New("the child exited")
 // errChildEnded, which reads as the pipe's end, rather than wait for the
 // deadline. It reports whether to wait again, and the error to return
 // when not.
-func (c *ExecController) orphaned(err error, deadline time.Time) (bool, error) {
+func (c *ExecSession) orphaned(err error, deadline time.Time) (bool, error) {
 	if !errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(deadline) {
 		return false, err
 	}
@@ -197,9 +252,8 @@ func (c *ExecController) orphaned(err error, deadline time.Time) (bool, error) {
 	return true, nil
 }
 
-// write writes the observation c.out by deadline.
-func (c *ExecController) write(deadline time.Time) error {
-	out := c.out
+// write writes out by deadline.
+func (c *ExecSession) write(out []byte, deadline time.Time) error {
 	for {
 		if err := c.stdin.SetWriteDeadline(pollDeadline(deadline)); err != nil {
 			return err
@@ -219,7 +273,7 @@ func (c *ExecController) write(deadline time.Time) error {
 // MaxExecAnswerBytes by deadline. It returns what it read with
 // bufio.ErrBufferFull for a longer line, and with the read error (end of
 // file or the deadline) otherwise.
-func (c *ExecController) readLine(deadline time.Time) ([]byte, error) {
+func (c *ExecSession) readLine(deadline time.Time) ([]byte, error) {
 	c.line = c.line[:0]
 	for {
 		if err := c.stdout.SetReadDeadline(pollDeadline(deadline)); err != nil {
@@ -243,12 +297,12 @@ func (c *ExecController) readLine(deadline time.Time) ([]byte, error) {
 	}
 }
 
-// fail records why the controller stops at step, kills the child and reaps
+// fail records why the session stops at at, kills the child and reaps
 // it. An empty reason means that the child's stdin or stdout closed: the
 // reason becomes how the child ended. wrote is what the child wrote of an
 // unfinished answer, quoted in the error; nil when there is nothing to
 // quote, or, for a child that ended, when its last words are still unread.
-func (c *ExecController) fail(step int, reason string, wrote []byte) {
+func (c *ExecSession) fail(at int, reason string, wrote []byte) {
 	c.closed = true
 	c.stdin.Close()
 	waitErr := c.child.end(0)
@@ -266,7 +320,7 @@ func (c *ExecController) fail(step int, reason string, wrote []byte) {
 	default:
 		reason += "; it wrote " + quoteAtMost(wrote, execQuoteBytes)
 	}
-	c.err = fmt.Errorf("%s: step %d: %s", c.who(), step, reason)
+	c.err = fmt.Errorf("%s: %s: %s", c.who(), c.where(at), reason)
 }
 
 // endedHow says how a child ended from its Wait error; closedStdin says
@@ -293,7 +347,7 @@ func endedHow(waitErr error, closedStdin bool) string {
 
 // rest is what the child left unread on its stdout, at most
 // MaxExecAnswerBytes, after it ended.
-func (c *ExecController) rest() []byte {
+func (c *ExecSession) rest() []byte {
 	line, _ := c.readLine(time.Now().Add(c.Timeout))
 	return line
 }
@@ -302,7 +356,7 @@ func (c *ExecController) rest() []byte {
 // stdin is closed and it has Timeout to exit before its process group is
 // killed (what it left running in the background too). It returns why the
 // controller failed, or nil. Close is idempotent.
-func (c *ExecController) Close() error {
+func (c *ExecSession) Close() error {
 	if c.child == nil || c.closed {
 		return c.err
 	}

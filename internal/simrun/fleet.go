@@ -38,7 +38,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 	}
 	var scaling *fleet.Scaling
 	if c.Fleet.Scale.Policy != "" {
-		if scaling, err = c.Fleet.Scale.scaling(); err != nil {
+		if scaling, err = c.Fleet.Scale.scaling(plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr)); err != nil {
 			return nil, err
 		}
 		if len(groups) != 1 {

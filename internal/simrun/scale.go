@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"servesim/internal/fleet"
+	"servesim/internal/plant"
 )
 
 // Scale are the autoscaling settings of a simulation (--autoscale and the
@@ -107,10 +108,12 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 	return nil
 }
 
-// scaling is the fleet's Scaling of s (checked), its schedule read.
-func (s *Scale) scaling() (*fleet.Scaling, error) {
+// scaling is the fleet's Scaling of s (checked), its schedule read; exec
+// are an exec: autoscaler's timeout and stderr.
+func (s *Scale) scaling(exec plant.ControllerOptions) (*fleet.Scaling, error) {
 	a, err := fleet.NewAutoscaler(s.Policy, fleet.AutoscaleOptions{
-		ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS})
+		ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS,
+		IntervalS: s.IntervalS, Exec: exec})
 	if err != nil {
 		var oe *fleet.OptionError
 		if errors.As(err, &oe) {
