@@ -55,7 +55,7 @@ func TestEveryCompletedFormatIsAccepted(t *testing.T) {
 		assert.Error(t, cmd.Flags().Set("format", "yaml"), "%s: a format not completed is refused", cmd.CommandPath())
 		checked = append(checked, cmd.Name())
 	})
-	assert.ElementsMatch(t, []string{"calibrate", "capacity", "diagnose", "scenarios", "simulate", "sweep", "stats", "validate-profile"}, checked)
+	assert.ElementsMatch(t, []string{"calibrate", "capacity", "diagnose", "scenarios", "simulate", "sweep", "stats", "synth", "validate-profile"}, checked)
 }
 
 func TestRouterIsCompletedOnlyWhereItExists(t *testing.T) {
