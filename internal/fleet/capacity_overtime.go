@@ -225,14 +225,16 @@ func RunCapacityOverTime(ctx context.Context, requests []plant.Request, c Capaci
 			return nil, err
 		}
 	}
+	replicas := 0
 	for _, w := range plan.Windows {
 		plan.PeakReplicas = max(plan.PeakReplicas, w.Replicas)
-		plan.ReplicaHours += float64(w.Replicas*plan.replicasPerSize) * windowS / 3600
+		replicas += w.Replicas * plan.replicasPerSize
 		plan.EnergyKWh += w.EnergyKWh
 		if !w.MeetsTarget {
 			plan.UnreachableWindows++
 		}
 	}
+	plan.ReplicaHours = float64(replicas) * windowS / 3600 // whole replicas summed first: 168 x 600 s is 28 h, not 28.000000000000004
 	if plan.UnreachableWindows > 0 {
 		return plan, &UnreachableWindowsError{Windows: plan.UnreachableWindows, Of: len(plan.Windows),
 			Target: c.Search.Target, MaxReplicas: c.maxSize()}
