@@ -158,5 +158,7 @@ func addScaleFlags(cmd *cobra.Command, o *simrun.Scale) {
 	f.Float64Var(&o.ProvisionS, "provision-time", fleet.DefaultProvisionS, "with --autoscale: a new replica's node comes up in `S` seconds (billed, no GPU power)")
 	f.Float64Var(&o.LoadS, "load-time", fleet.DefaultLoadS, "with --autoscale: a new replica loads its weights in `S` seconds (billed, idle power)")
 	f.Float64Var(&o.GPUCostPerHour, "gpu-cost-per-hour", fleet.DefaultGPUCostPerHour, "with --autoscale: dollars per billed replica-hour (default: an AWS g6.xlarge, one L4, on demand)")
+	f.Float64Var(&o.PowerLimitW, "fleet-power-limit", 0, "with --autoscale: the fleet's power budget, `W` watts, shared each step by --fleet-power-budget as caps the replicas' clocks respect (default: none)")
+	cliflag.AddChoice(cmd, &o.PowerBudget, "fleet-power-budget", fleet.BudgetEqual, "with --fleet-power-limit: how each step shares it: equal, or queue (in proportion to each replica's queued and decoding requests, plus one)", fleet.BudgetNames...)
 	f.Float64Var(&o.EnergyPricePerKWh, "energy-price-per-kwh", fleet.DefaultEnergyPricePerKWh, "with --autoscale: dollars per kWh (default: about the 2024 US commercial average)")
 }

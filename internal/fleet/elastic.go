@@ -45,7 +45,25 @@ type Scaling struct {
 	ProvisionS, LoadS float64 // 0 or more
 	GPUCostPerHour    float64 // $ per billed replica-hour, 0 or more
 	EnergyPricePerKWh float64 // $ per kWh, 0 or more
+	// PowerLimitW, when positive, is the fleet's power budget: every step,
+	// the budget rule PowerBudget gives each stepping replica a cap
+	// (plant.Stepper.CapPower) out of it, less what the loading replicas
+	// draw. 0: no budget.
+	PowerLimitW float64
+	// PowerBudget is the rule: BudgetEqual (or "") shares it equally,
+	// BudgetQueue in proportion to each replica's queued and decoding
+	// requests at the end of its last step, plus one.
+	PowerBudget string
 }
+
+// The fleet power budget rules.
+const (
+	BudgetEqual = "equal"
+	BudgetQueue = "queue"
+)
+
+// BudgetNames lists the fleet power budget rules.
+var BudgetNames = []string{BudgetEqual, BudgetQueue}
 
 // ScalingError is a bad Scaling setting: Field names it as the document
 // does (min_replicas, max_replicas, initial_replicas, scale_interval_s,
@@ -84,6 +102,10 @@ func (s *Scaling) Validate() error {
 		return &ScalingError{"gpu_cost_per_hour", s.GPUCostPerHour, "expected a finite price, 0 or more"}
 	case !(s.EnergyPricePerKWh >= 0) || !finite(s.EnergyPricePerKWh):
 		return &ScalingError{"energy_price_per_kwh", s.EnergyPricePerKWh, "expected a finite price, 0 or more"}
+	case !(s.PowerLimitW >= 0) || !finite(s.PowerLimitW):
+		return &ScalingError{"fleet_power_limit_w", s.PowerLimitW, "expected a finite power, 0 (none) or more"}
+	case s.PowerBudget != "" && s.PowerBudget != BudgetEqual && s.PowerBudget != BudgetQueue:
+		return fmt.Errorf("fleet_power_budget %q: expected equal or queue", s.PowerBudget)
 	}
 	return nil
 }
@@ -152,6 +174,39 @@ type elastic struct {
 	sampled                              int     // steps sampled in the series
 	lastPowerW                           float64 // the last step's billed power
 	initial                              int     // replicas ready at 0
+	// The fleet power budget's greatest excess, and the steps over it.
+	violationW     float64
+	violationSteps int
+	weights        []float64
+}
+
+// budget gives each stepping replica its cap of the fleet's power budget
+// for the step: what the loading replicas leave, shared by the rule.
+func (el *elastic) budget() {
+	avail := el.sc.PowerLimitW
+	el.weights = el.weights[:0]
+	total := 0.0
+	for _, in := range el.alive {
+		switch in.phase {
+		case lifeLoading:
+			avail -= el.loadingPowerW
+		case lifeReady, lifeDraining:
+			w := 1.0
+			if el.sc.PowerBudget == BudgetQueue {
+				w += float64(in.st.Last().Queued)
+			}
+			el.weights = append(el.weights, w)
+			total += w
+		}
+	}
+	avail = max(0, avail)
+	j := 0
+	for _, in := range el.alive {
+		if in.phase == lifeReady || in.phase == lifeDraining {
+			in.st.CapPower(avail * el.weights[j] / total)
+			j++
+		}
+	}
 }
 
 // judgment is one completion the metrics pipeline judged.
@@ -199,6 +254,11 @@ type ScalingResult struct {
 	LoadingPowerW float64
 	// InitialReplicas were ready at 0.
 	InitialReplicas int
+	// PowerViolationW is the most the billed power passed the fleet's
+	// power budget in a step (0 without one), and PowerViolationSteps the
+	// steps it did.
+	PowerViolationW     float64
+	PowerViolationSteps int
 }
 
 // Lifecycle is one replica's lifecycle; a phase never reached is NaN
@@ -454,6 +514,9 @@ func (el *elastic) advance() (bool, error) {
 	}
 	more := el.next < len(e.requests)
 	dt := p.TimeStepS
+	if el.sc.PowerLimitW > 0 {
+		el.budget()
+	}
 	powerW := 0.0
 	running := 0
 	for _, in := range el.alive {
@@ -486,6 +549,10 @@ func (el *elastic) advance() (bool, error) {
 		}
 	}
 	el.peakW = max(el.peakW, powerW)
+	if over := powerW - el.sc.PowerLimitW; el.sc.PowerLimitW > 0 && over > 1e-9 {
+		el.violationW = max(el.violationW, over)
+		el.violationSteps++
+	}
 	el.lastPowerW = powerW
 	el.count(len(el.ready), len(el.alive))
 	el.sample(powerW, false, el.timeS+dt)
@@ -746,7 +813,8 @@ func (el *elastic) judge(in *instance) {
 func (el *elastic) scalingResult(res *Result) *ScalingResult {
 	endS := el.timeS
 	r := &ScalingResult{Scaling: el.sc, Events: el.events, Series: el.series, EndS: endS, Windows: el.windows(res),
-		PeakPowerW: el.peakW, LoadingPowerW: el.loadingPowerW, InitialReplicas: el.initial}
+		PeakPowerW: el.peakW, LoadingPowerW: el.loadingPowerW, InitialReplicas: el.initial,
+		PowerViolationW: el.violationW, PowerViolationSteps: el.violationSteps}
 	for _, in := range el.insts {
 		end := endS
 		if !math.IsNaN(in.releasedS) {

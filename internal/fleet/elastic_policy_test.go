@@ -345,3 +345,34 @@ func TestParseExecAnswer(t *testing.T) {
 		assert.Contains(t, err.Error(), tc.want, tc.line)
 	}
 }
+
+func TestFleetPowerBudget(t *testing.T) {
+	requests := burst(2000, 400, 500)
+	run := func(limit float64, rule string) *Result {
+		cfg := elasticFleet(4, Static{}, 1, 4)
+		cfg.Scaling.PowerLimitW, cfg.Scaling.PowerBudget = limit, rule
+		return runElasticFleet(t, requests, cfg)
+	}
+	free := run(0, "")
+	require.Greater(t, free.Scaling.PeakPowerW, 200.0)
+	for _, rule := range BudgetNames {
+		capped := run(200, rule)
+		assert.Zero(t, free.Scaling.PowerViolationSteps)
+		if rule == BudgetEqual {
+			assert.LessOrEqual(t, capped.Scaling.PeakPowerW, 200+1e-9, "an equal share is never passed when the lowest clock fits it")
+			assert.Zero(t, capped.Scaling.PowerViolationSteps)
+		}
+		assert.Less(t, capped.Scaling.PeakPowerW, free.Scaling.PeakPowerW, rule)
+		// Below what four idle GPUs draw at their lowest clock: every
+		// step is over, and says by how much.
+		starved := run(10, rule)
+		assert.Greater(t, starved.Scaling.PowerViolationSteps, 0)
+		assert.InDelta(t, starved.Scaling.PeakPowerW-10, starved.Scaling.PowerViolationW, 1e-9)
+	}
+	var se *ScalingError
+	cfg := elasticFleet(4, Static{}, 1, 4)
+	cfg.Scaling.PowerLimitW = -1
+	_, err := Simulate(requests, cfg)
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "fleet_power_limit_w", se.Field)
+}

@@ -15,30 +15,37 @@ import (
 // attainment per scale interval, every replica's lifecycle and, unless
 // Summary, its replica counts over time.
 type AutoscaleReport struct {
-	Policy            string        `json:"policy"`               // policy: --autoscale as given
-	Autoscaler        string        `json:"autoscaler"`           // autoscaler: the policy with its options resolved
-	MinReplicas       int           `json:"min_replicas"`         // min_replicas: the least replicas kept
-	MaxReplicas       int           `json:"max_replicas"`         // max_replicas: the most asked for
-	InitialReplicas   int           `json:"initial_replicas"`     // initial_replicas: ready at 0
-	ScaleIntervalS    float64       `json:"scale_interval_s"`     // scale_interval_s: the autoscaler acts every
-	ProvisionTimeS    float64       `json:"provision_time_s"`     // provision_time_s: a replica's provisioning, s
-	LoadTimeS         float64       `json:"load_time_s"`          // load_time_s: a replica's loading, s
-	ReplicasStarted   int           `json:"replicas_started"`     // replicas_started: replicas started, the initial ones included
-	PeakReady         int           `json:"peak_ready"`           // peak_ready: the most replicas ready at once
-	EndS              float64       `json:"end_s"`                // end_s: the end of the run's last step, to which replicas still up are billed
-	GPUHours          float64       `json:"gpu_hours"`            // gpu_hours: billed replica time (provisioning, loading, ready, draining), h
-	GPUCostPerHour    float64       `json:"gpu_cost_per_hour"`    // gpu_cost_per_hour: $ per billed replica-hour
-	GPUCost           float64       `json:"gpu_cost"`             // gpu_cost: gpu_hours times gpu_cost_per_hour, $
-	EnergyKWh         float64       `json:"energy_kwh"`           // energy_kwh: energy drawn while billed (loading at idle power, then every plant step, idle ones included), kWh
-	EnergyPricePerKWh float64       `json:"energy_price_per_kwh"` // energy_price_per_kwh: $ per kWh
-	EnergyCost        float64       `json:"energy_cost"`          // energy_cost: energy_kwh times energy_price_per_kwh, $
-	TotalCost         float64       `json:"total_cost"`           // total_cost: gpu_cost plus energy_cost, $
-	PeakPowerW        float64       `json:"peak_power_w"`         // peak_power_w: the most the billed replicas drew in a step, W
-	LoadingPowerW     float64       `json:"loading_power_w"`      // loading_power_w: a loading replica's draw (its idle power at the lowest clock), W
-	SLOAttainment     float64       `json:"slo_attainment"`       // slo_attainment: the fleet's (slo.attainment), for comparison
-	ScaleEvents       []ScaleEvent  `json:"scale_events"`         // scale_events: every change of the count asked for
-	Windows           []ScaleWindow `json:"windows"`              // windows: per scale interval, arrivals, SLO attainment and replicas
-	Lifecycles        []Lifecycle   `json:"lifecycles"`           // lifecycles: every replica started, in start order
+	Policy            string  `json:"policy"`               // policy: --autoscale as given
+	Autoscaler        string  `json:"autoscaler"`           // autoscaler: the policy with its options resolved
+	MinReplicas       int     `json:"min_replicas"`         // min_replicas: the least replicas kept
+	MaxReplicas       int     `json:"max_replicas"`         // max_replicas: the most asked for
+	InitialReplicas   int     `json:"initial_replicas"`     // initial_replicas: ready at 0
+	ScaleIntervalS    float64 `json:"scale_interval_s"`     // scale_interval_s: the autoscaler acts every
+	ProvisionTimeS    float64 `json:"provision_time_s"`     // provision_time_s: a replica's provisioning, s
+	LoadTimeS         float64 `json:"load_time_s"`          // load_time_s: a replica's loading, s
+	ReplicasStarted   int     `json:"replicas_started"`     // replicas_started: replicas started, the initial ones included
+	PeakReady         int     `json:"peak_ready"`           // peak_ready: the most replicas ready at once
+	EndS              float64 `json:"end_s"`                // end_s: the end of the run's last step, to which replicas still up are billed
+	GPUHours          float64 `json:"gpu_hours"`            // gpu_hours: billed replica time (provisioning, loading, ready, draining), h
+	GPUCostPerHour    float64 `json:"gpu_cost_per_hour"`    // gpu_cost_per_hour: $ per billed replica-hour
+	GPUCost           float64 `json:"gpu_cost"`             // gpu_cost: gpu_hours times gpu_cost_per_hour, $
+	EnergyKWh         float64 `json:"energy_kwh"`           // energy_kwh: energy drawn while billed (loading at idle power, then every plant step, idle ones included), kWh
+	EnergyPricePerKWh float64 `json:"energy_price_per_kwh"` // energy_price_per_kwh: $ per kWh
+	EnergyCost        float64 `json:"energy_cost"`          // energy_cost: energy_kwh times energy_price_per_kwh, $
+	TotalCost         float64 `json:"total_cost"`           // total_cost: gpu_cost plus energy_cost, $
+	PeakPowerW        float64 `json:"peak_power_w"`         // peak_power_w: the most the billed replicas drew in a step, W
+	LoadingPowerW     float64 `json:"loading_power_w"`      // loading_power_w: a loading replica's draw (its idle power at the lowest clock), W
+	// FleetPowerLimitW is the fleet's power budget (null: none), shared by
+	// FleetPowerBudget's rule; PowerViolationW the most the billed power
+	// passed it in a step, PowerViolationSteps the steps it did.
+	FleetPowerLimitW    *float64      `json:"fleet_power_limit_w"`
+	FleetPowerBudget    *string       `json:"fleet_power_budget"`
+	PowerViolationW     float64       `json:"power_violation_w"`
+	PowerViolationSteps int           `json:"power_violation_steps"`
+	SLOAttainment       float64       `json:"slo_attainment"` // slo_attainment: the fleet's (slo.attainment), for comparison
+	ScaleEvents         []ScaleEvent  `json:"scale_events"`   // scale_events: every change of the count asked for
+	Windows             []ScaleWindow `json:"windows"`        // windows: per scale interval, arrivals, SLO attainment and replicas
+	Lifecycles          []Lifecycle   `json:"lifecycles"`     // lifecycles: every replica started, in start order
 	// Trajectory is the replica counts over time (left out with Summary).
 	Trajectory *ScaleSeries `json:"trajectory,omitempty"`
 }
@@ -53,6 +60,14 @@ func newAutoscaleReport(res *Result, summary bool) *AutoscaleReport {
 		InitialReplicas: s.InitialReplicas, ReplicasStarted: len(s.Lifecycles), EndS: s.EndS, GPUCostPerHour: sc.GPUCostPerHour,
 		EnergyPricePerKWh: sc.EnergyPricePerKWh, PeakPowerW: s.PeakPowerW, LoadingPowerW: s.LoadingPowerW,
 		SLOAttainment: res.SLO.Attainment, ScaleEvents: s.Events, Windows: s.Windows, Lifecycles: s.Lifecycles,
+	}
+	if sc.PowerLimitW > 0 {
+		limit, rule := sc.PowerLimitW, sc.PowerBudget
+		if rule == "" {
+			rule = BudgetEqual
+		}
+		r.FleetPowerLimitW, r.FleetPowerBudget = &limit, &rule
+		r.PowerViolationW, r.PowerViolationSteps = s.PowerViolationW, s.PowerViolationSteps
 	}
 	if r.Policy == "" {
 		r.Policy = r.Autoscaler
@@ -124,6 +139,11 @@ func (a *AutoscaleReport) writeTable(b *strings.Builder) {
 	fmt.Fprintf(b, "billed: %s GPU-hours ($%s), %s kWh ($%s), $%s in all; %d replicas started, at most %d ready; peak billed power %s W\n",
 		texttable.Sig(a.GPUHours, 4), texttable.Fixed(a.GPUCost, 2), texttable.Sig(a.EnergyKWh, 4), texttable.Fixed(a.EnergyCost, 2),
 		texttable.Fixed(a.TotalCost, 2), a.ReplicasStarted, a.PeakReady, texttable.Fixed(a.PeakPowerW, 1))
+	if a.FleetPowerLimitW != nil {
+		fmt.Fprintf(b, "fleet power budget %s W (%s): peak %s W, %d steps over it by up to %s W\n",
+			texttable.Sig(*a.FleetPowerLimitW, 4), *a.FleetPowerBudget, texttable.Fixed(a.PeakPowerW, 1),
+			a.PowerViolationSteps, texttable.Fixed(a.PowerViolationW, 1))
+	}
 	if len(a.ScaleEvents) == 0 {
 		b.WriteString("no scale event\n")
 		return

@@ -191,6 +191,9 @@ type simulation struct {
 
 	timeS float64
 	step  int
+	// capW is the power cap of the next step (Stepper.CapPower); +Inf
+	// without one.
+	capW float64
 	// startStep and startS are the step and time the run starts at: 0,
 	// unless a fleet started its replica late (Stepper.StartAt).
 	startStep         int
@@ -432,6 +435,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		stats:            newStepStats(p),
 		keep:             !opt.Summary,
 		upcomingS:        math.Inf(1),
+		capW:             math.Inf(1),
 	}
 	if err := opt.Engine.Validate(p); err != nil {
 		return nil, err
@@ -992,7 +996,15 @@ func (sim *simulation) realizedLevel(level *clockLevel, phase stepPhase) *clockL
 	if sim.temperatureC >= sim.plant.ThermalLimitC {
 		level = level.lower
 	}
-	return level.governed[phase]
+	level = level.governed[phase]
+	if sim.capW < sim.plant.PowerLimitW {
+		// A fleet's power budget (Stepper.CapPower): lower still while
+		// the phase's power exceeds the replica's share.
+		for level != level.lower && level.power(phase) > sim.capW+1e-12 {
+			level = level.lower
+		}
+	}
+	return level
 }
 
 // quantizedLevel is the level QuantizeClock(requested, true) picks.

@@ -81,6 +81,13 @@ func (st *Stepper) AddWaited(r Request) error {
 	return nil
 }
 
+// CapPower caps the power of the steps to come at capW (a share of a
+// fleet's power budget): the realized clock is lowered, as the power
+// governor lowers it, while the scheduled phase's power at it exceeds
+// capW, down to the lowest level (which may still exceed it). +Inf, or a
+// cap at or above the plant's power limit, removes the cap.
+func (st *Stepper) CapPower(capW float64) { st.sim.capW = capW }
+
 // EnergyJ is the energy drawn over every step simulated so far, idle steps
 // after the checkpoint included (Result drops those), J.
 func (st *Stepper) EnergyJ() float64 { return st.sim.cumulativeEnergyJ }

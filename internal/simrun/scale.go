@@ -24,12 +24,16 @@ type Scale struct {
 	ProvisionS, LoadS float64
 	GPUCostPerHour    float64
 	EnergyPricePerKWh float64
+	// PowerLimitW is --fleet-power-limit (0: none), PowerBudget
+	// --fleet-power-budget.
+	PowerLimitW float64
+	PowerBudget string
 	// initial is the count ready at 0, set by Check.
 	initial int
 }
 
 // scaleFlags are the flags that mean something only with --autoscale.
-var scaleFlags = []string{"min-replicas", "max-replicas", "scale-interval", "cold-start", "provision-time", "load-time", "gpu-cost-per-hour", "energy-price-per-kwh"}
+var scaleFlags = []string{"min-replicas", "max-replicas", "scale-interval", "cold-start", "provision-time", "load-time", "gpu-cost-per-hour", "energy-price-per-kwh", "fleet-power-limit", "fleet-power-budget"}
 
 // Check checks the autoscaling flags (usage errors naming the flag):
 // each needs --autoscale, times are finite and 0 or more (the interval
@@ -62,6 +66,7 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 		{"scale-interval", s.IntervalS, true}, {"cold-start", s.ColdStartS, false},
 		{"provision-time", s.ProvisionS, false}, {"load-time", s.LoadS, false},
 		{"gpu-cost-per-hour", s.GPUCostPerHour, false}, {"energy-price-per-kwh", s.EnergyPricePerKWh, false},
+		{"fleet-power-limit", s.PowerLimitW, false},
 	} {
 		if !finite(t.value) || t.value < 0 || (t.positive && t.value == 0) {
 			want := "a finite number, 0 or more"
@@ -70,6 +75,12 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 			}
 			return fmt.Errorf("--%s %v: expected %s", t.flag, t.value, want)
 		}
+	}
+	if s.PowerBudget != fleet.BudgetEqual && s.PowerBudget != fleet.BudgetQueue {
+		return fmt.Errorf("--fleet-power-budget %q: expected equal or queue", s.PowerBudget)
+	}
+	if given("fleet-power-budget") && !given("fleet-power-limit") {
+		return errors.New("--fleet-power-budget needs --fleet-power-limit")
 	}
 	if s.MinReplicas < 0 || s.MinReplicas > fleet.MaxReplicas {
 		return fmt.Errorf("--min-replicas %d: expected a whole number from 0 to %d", s.MinReplicas, fleet.MaxReplicas)
@@ -125,5 +136,6 @@ func (s *Scale) scaling(exec plant.ControllerOptions) (*fleet.Scaling, error) {
 		Autoscaler: a, Spec: s.Policy, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas,
 		InitialReplicas: s.initial, IntervalS: s.IntervalS, ProvisionS: s.ProvisionS, LoadS: s.LoadS,
 		GPUCostPerHour: s.GPUCostPerHour, EnergyPricePerKWh: s.EnergyPricePerKWh,
+		PowerLimitW: s.PowerLimitW, PowerBudget: s.PowerBudget,
 	}, nil
 }
