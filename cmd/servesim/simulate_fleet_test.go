@@ -114,4 +114,34 @@ func TestFleetDocument(t *testing.T) {
 var defaultScale = simrun.Scale{MinReplicas: fleet.DefaultMinReplicas, MaxReplicas: fleet.DefaultMaxReplicas,
 	IntervalS: fleet.DefaultScaleIntervalS, ColdStartS: fleet.DefaultProvisionS + fleet.DefaultLoadS,
 	ProvisionS: fleet.DefaultProvisionS, LoadS: fleet.DefaultLoadS,
-	GPUCostPerHour: fleet.DefaultGPUCostPerHour, EnergyPricePerKWh: fleet.DefaultEnergyPricePerKWh}
+	GPUCostPerHour: fleet.DefaultGPUCostPerHour, EnergyPricePerKWh: fleet.DefaultEnergyPricePerKWh,
+	PowerBudget: fleet.BudgetEqual}
+
+func TestSimulateScaleFlags(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args              []string
+		provision, load   float64
+		initial, min, max int
+	}{
+		{[]string{"--autoscale", "static"}, 150, 150, 1, 1, 100},
+		{[]string{"--autoscale", "static", "--cold-start", "100"}, 50, 50, 1, 1, 100},
+		{[]string{"--autoscale", "static", "--cold-start", "100", "--provision-time", "70"}, 70, 30, 1, 1, 100},
+		{[]string{"--autoscale", "static", "--cold-start", "100", "--load-time", "10"}, 90, 10, 1, 1, 100},
+		{[]string{"--autoscale", "queue:target=3", "--replicas", "4", "--min-replicas", "2", "--max-replicas", "9"}, 150, 150, 4, 2, 9},
+		{[]string{"--autoscale", "queue:target=3", "--min-replicas", "3"}, 150, 150, 3, 3, 100},
+	} {
+		o, code, stderr := parseSimulate(t, tc.args...)
+		require.Equal(t, exitOK, code, stderr)
+		s := o.Fleet.Scale
+		assert.True(t, o.Fleet.Enabled, "%v", tc.args)
+		assert.Equal(t, tc.provision, s.ProvisionS, "%v", tc.args)
+		assert.Equal(t, tc.load, s.LoadS, "%v", tc.args)
+		assert.Equal(t, tc.min, s.MinReplicas, "%v", tc.args)
+		assert.Equal(t, tc.max, s.MaxReplicas, "%v", tc.args)
+		assert.Equal(t, tc.initial, s.Initial(), "%v", tc.args)
+	}
+	_, code, stderr := parseSimulate(t, "--autoscale", "static", "--cold-start", "100", "--provision-time", "70", "--load-time", "20")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "--cold-start 100: not --provision-time 70 plus --load-time 20")
+}

@@ -50,10 +50,23 @@ type Scaling struct {
 	// (plant.Stepper.CapPower) out of it, less what the loading replicas
 	// draw. 0: no budget.
 	PowerLimitW float64
+	// Groups, when not nil, scales each group of the fleet
+	// (Config.Groups, in order) on its own: its autoscaler, bounds and
+	// initial size; the fields above are then the fleet's defaults, and
+	// the requests waiting at the router count in every group's
+	// observation. Nil: the fleet is Config.Groups[0], scaled by the
+	// fields above.
+	Groups []GroupScaling
 	// PowerBudget is the rule: BudgetEqual (or "") shares it equally,
 	// BudgetQueue in proportion to each replica's queued and decoding
 	// requests at the end of its last step, plus one.
 	PowerBudget string
+}
+
+// GroupScaling is how one group of an elastic fleet scales.
+type GroupScaling struct {
+	Autoscaler                                Autoscaler // its own instance
+	MinReplicas, MaxReplicas, InitialReplicas int
 }
 
 // The fleet power budget rules.
@@ -107,7 +120,39 @@ func (s *Scaling) Validate() error {
 	case s.PowerBudget != "" && s.PowerBudget != BudgetEqual && s.PowerBudget != BudgetQueue:
 		return fmt.Errorf("fleet_power_budget %q: expected equal or queue", s.PowerBudget)
 	}
+	total := 0
+	for i, g := range s.Groups {
+		switch {
+		case g.Autoscaler == nil:
+			return fmt.Errorf("group %d: no autoscaler", i)
+		case g.MinReplicas < 0 || g.MaxReplicas < 1 || g.MinReplicas > g.MaxReplicas:
+			return &ScalingError{fmt.Sprintf("group %d: min_replicas", i), float64(g.MinReplicas), fmt.Sprintf("expected 0 to max_replicas %d (at least 1)", g.MaxReplicas)}
+		case g.InitialReplicas < g.MinReplicas || g.InitialReplicas > g.MaxReplicas:
+			return &ScalingError{fmt.Sprintf("group %d: initial_replicas", i), float64(g.InitialReplicas), fmt.Sprintf("expected a count from min_replicas %d to max_replicas %d", g.MinReplicas, g.MaxReplicas)}
+		}
+		if total += g.MaxReplicas; total > MaxReplicas {
+			return &ScalingError{fmt.Sprintf("group %d: max_replicas", i), float64(g.MaxReplicas), fmt.Sprintf("the groups' max_replicas pass %d", MaxReplicas)}
+		}
+	}
 	return nil
+}
+
+// groups are the groups' scalings: Groups, or the fleet's fields as one.
+func (s *Scaling) groups() []GroupScaling {
+	if s.Groups != nil {
+		return s.Groups
+	}
+	return []GroupScaling{{Autoscaler: s.Autoscaler, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, InitialReplicas: s.InitialReplicas}}
+}
+
+// mostUp is the most replicas the fleet holds at once: the sum of the
+// groups' maxima.
+func (s *Scaling) mostUp() int {
+	n := 0
+	for _, g := range s.groups() {
+		n += g.MaxReplicas
+	}
+	return n
 }
 
 // lifePhase is where a replica is in its lifecycle.
@@ -123,6 +168,7 @@ const (
 
 // instance is one replica an elastic fleet started.
 type instance struct {
+	group   int // its group's index
 	replica int // replica number once ready, -1 before
 	phase   lifePhase
 	// The times it entered each phase (NaN: not reached).
@@ -139,15 +185,14 @@ type instance struct {
 
 // elastic is an elastic run in progress.
 type elastic struct {
-	e        *engine
-	sc       Scaling
-	policy   Autoscaler
-	template replicaSpec
-	insts    []*instance // every replica started, in start order
-	alive    []*instance // those not released, in start order
-	ready    []*instance // the ready ones, in replica order
-	states   []ReplicaState
-	// requested is the count the fleet follows.
+	e      *engine
+	sc     Scaling
+	groups []*groupScale
+	insts  []*instance // every replica started, in start order
+	alive  []*instance // those not released, in start order
+	ready  []*instance // the ready ones, in replica order
+	states []ReplicaState
+	// requested is the count the fleet follows: its groups' sum.
 	requested int
 	next      int // workload index of the first request not routed
 	arrived   int // workload index of the first request arriving after the current step's routing
@@ -155,8 +200,7 @@ type elastic struct {
 	step      int
 	timeS     float64
 	decisions int // decisions taken; the next is at decisions*IntervalS
-	// loadingPowerW is a loading replica's draw: its profile's idle power
-	// at its lowest clock.
+	// loadingPowerW is a loading replica of the first group's draw.
 	loadingPowerW float64
 	// judgedReq marks the requests whose completion the metrics pipeline
 	// has judged; window holds the judgments of the last MetricsWindowS.
@@ -168,6 +212,7 @@ type elastic struct {
 	keep      bool
 	peakW     float64
 	obs       ScaleObservation
+	fleetObs  fleetObservation
 	// Per scale interval: the steps, and the ready and billed replicas
 	// summed over them.
 	windowSteps, readySteps, billedSteps []int
@@ -189,7 +234,7 @@ func (el *elastic) budget() {
 	for _, in := range el.alive {
 		switch in.phase {
 		case lifeLoading:
-			avail -= el.loadingPowerW
+			avail -= el.groups[in.group].loadingPowerW
 		case lifeReady, lifeDraining:
 			w := 1.0
 			if el.sc.PowerBudget == BudgetQueue {
@@ -209,6 +254,18 @@ func (el *elastic) budget() {
 	}
 }
 
+// groupScale is one group of an elastic run.
+type groupScale struct {
+	GroupScaling
+	index     int
+	name      string
+	template  replicaSpec
+	requested int
+	// loadingPowerW is a loading replica's draw: its profile's idle power
+	// at its lowest clock.
+	loadingPowerW float64
+}
+
 // judgment is one completion the metrics pipeline judged.
 type judgment struct {
 	timeS float64
@@ -217,10 +274,13 @@ type judgment struct {
 
 // ScaleEvent is one change of the requested replica count.
 type ScaleEvent struct {
-	TimeS  float64 `json:"time_s"` // time_s: when, s since the first arrival
-	From   int     `json:"from"`   // from: the count asked for before
-	To     int     `json:"to"`     // to: the count asked for now
-	Reason string  `json:"reason"` // reason: the autoscaler's
+	TimeS float64 `json:"time_s"` // time_s: when, s since the first arrival
+	// Group is the group scaled, in a fleet whose groups scale on their
+	// own (left out otherwise).
+	Group  string `json:"group,omitempty"`
+	From   int    `json:"from"`   // from: the count asked for before
+	To     int    `json:"to"`     // to: the count asked for now
+	Reason string `json:"reason"` // reason: the autoscaler's
 }
 
 // ScaleSeries is an elastic fleet's replica counts over time, sampled as
@@ -282,29 +342,48 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 		return nil, errors.New("an elastic fleet has no closed loop (max concurrency)")
 	}
 	el = &elastic{
-		e: e, sc: *sc, policy: sc.Autoscaler, template: e.specs[0],
+		e: e, sc: *sc,
 		judgedReq: make([]bool, len(e.requests)),
 		stride:    max(1, e.cfg.Stride), keep: !e.cfg.Summary,
 	}
-	prof := el.template.plant.Profile
-	el.loadingPowerW = prof.Power(profile.PhaseIdle, prof.MinClockMHz())
+	static := true
+	var most []replicaSpec
+	for i, g := range sc.groups() {
+		gs := &groupScale{GroupScaling: g, index: i}
+		if sc.Groups != nil {
+			gs.name = e.cfg.Groups[i].Name
+		}
+		for _, spec := range e.specs {
+			if spec.group == i {
+				gs.template = spec
+				break
+			}
+		}
+		prof := gs.template.plant.Profile
+		gs.loadingPowerW = prof.Power(profile.PhaseIdle, prof.MinClockMHz())
+		el.groups = append(el.groups, gs)
+		if _, ok := g.Autoscaler.(Static); !ok {
+			static = false
+		}
+		for range g.MaxReplicas {
+			most = append(most, gs.template)
+		}
+	}
+	el.loadingPowerW = el.groups[0].loadingPowerW
 	// The fixed point of the power sums holds the most replicas up at
 	// once (a static fleet's: its own, today's quantum).
-	up := sc.MaxReplicas
-	if _, static := sc.Autoscaler.(Static); static {
-		up = len(e.specs)
-	}
-	most := make([]replicaSpec, up)
-	for k := range most {
-		most[k] = el.template
+	if static {
+		most = e.specs
 	}
 	e.sums.scale = powerScale(most)
 	e.specs, e.replicas = nil, nil
 	e.sums.reserve(e.expectedSteps())
 	defer func() {
-		if closer, ok := sc.Autoscaler.(io.Closer); ok {
-			if cerr := closer.Close(); cerr != nil && err == nil {
-				err = cerr
+		for _, g := range el.groups {
+			if closer, ok := g.Autoscaler.(io.Closer); ok {
+				if cerr := closer.Close(); cerr != nil && err == nil {
+					err = cerr
+				}
 			}
 		}
 		var steppers []*plant.Stepper
@@ -317,20 +396,24 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 			err = cerr
 		}
 	}()
-	initial := sc.InitialReplicas
-	if p, ok := sc.Autoscaler.(Planned); ok {
-		initial = min(max(p.InitialReplicas(sc.ProvisionS+sc.LoadS+sc.IntervalS), sc.MinReplicas), sc.MaxReplicas)
-	}
-	if s, ok := sc.Autoscaler.(*Stabilized); ok {
-		s.seed(initial)
-	}
-	el.requested, el.initial = initial, initial
-	hint := len(e.requests)/max(1, initial) + 1
-	for range initial {
-		in := el.start(0)
-		in.loadingS, in.readyS = 0, 0
-		if err := el.makeReady(in, hint); err != nil {
-			return el, err
+	for _, g := range el.groups {
+		initial := g.InitialReplicas
+		if p, ok := g.Autoscaler.(Planned); ok {
+			initial = min(max(p.InitialReplicas(sc.ProvisionS+sc.LoadS+sc.IntervalS), g.MinReplicas), g.MaxReplicas)
+		}
+		if s, ok := g.Autoscaler.(*Stabilized); ok {
+			s.seed(initial)
+		}
+		g.requested = initial
+		el.requested += initial
+		el.initial += initial
+		hint := len(e.requests)/max(1, initial) + 1
+		for range initial {
+			in := el.start(g.index, 0)
+			in.loadingS, in.readyS = 0, 0
+			if err := el.makeReady(in, hint); err != nil {
+				return el, err
+			}
 		}
 	}
 	el.sortReady()
@@ -363,9 +446,9 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 	return el, el.finishAll()
 }
 
-// start starts a replica provisioning at timeS.
-func (el *elastic) start(timeS float64) *instance {
-	in := &instance{replica: -1, phase: lifeProvisioning, startedS: timeS,
+// start starts a replica of group g provisioning at timeS.
+func (el *elastic) start(g int, timeS float64) *instance {
+	in := &instance{group: g, replica: -1, phase: lifeProvisioning, startedS: timeS,
 		loadingS: math.NaN(), readyS: math.NaN(), drainingS: math.NaN(), releasedS: math.NaN()}
 	el.insts = append(el.insts, in)
 	el.alive = append(el.alive, in)
@@ -377,7 +460,7 @@ func (el *elastic) start(timeS float64) *instance {
 func (el *elastic) makeReady(in *instance, hint int) error {
 	e := el.e
 	k := len(e.specs)
-	e.specs = append(e.specs, el.template)
+	e.specs = append(e.specs, el.groups[in.group].template)
 	e.replicas = append(e.replicas, Replica{})
 	st, err := e.newStepper(k, hint)
 	if err != nil {
@@ -522,8 +605,9 @@ func (el *elastic) advance() (bool, error) {
 	for _, in := range el.alive {
 		switch in.phase {
 		case lifeLoading:
-			in.loadEnergyJ += el.loadingPowerW * dt
-			powerW += el.loadingPowerW
+			w := el.groups[in.group].loadingPowerW
+			in.loadEnergyJ += w * dt
+			powerW += w
 			continue
 		case lifeProvisioning:
 			continue
@@ -624,32 +708,43 @@ func (el *elastic) routeUntil(untilS float64) error {
 	return nil
 }
 
-// decide asks the autoscaler for a count and follows it.
+// decide asks each group's autoscaler for a count and follows it.
 func (el *elastic) decide() error {
-	if _, static := el.policy.(Static); static {
-		return nil
+	observed := false
+	for _, g := range el.groups {
+		if _, static := g.Autoscaler.(Static); static {
+			continue
+		}
+		if !observed {
+			el.observeFleet()
+			observed = true
+		}
+		el.observe(g)
+		n, reason, err := g.Autoscaler.Scale(&el.obs)
+		if _, exec := g.Autoscaler.(*ExecAutoscaler); exec && err != nil {
+			return err // it names itself and the decision
+		} else if err != nil {
+			return fmt.Errorf("autoscaler %s at %s s: %w", g.Autoscaler.Name(), fmtG(el.timeS), err)
+		}
+		n = min(max(n, g.MinReplicas), g.MaxReplicas)
+		if n != g.requested {
+			el.events = append(el.events, ScaleEvent{TimeS: el.timeS, Group: g.name, From: g.requested, To: n, Reason: reason})
+			el.requested += n - g.requested
+			g.requested = n
+		}
+		if err := el.follow(g); err != nil {
+			return err
+		}
 	}
-	el.observe()
-	n, reason, err := el.policy.Scale(&el.obs)
-	if _, exec := el.policy.(*ExecAutoscaler); exec && err != nil {
-		return err // it names itself and the decision
-	} else if err != nil {
-		return fmt.Errorf("autoscaler %s at %s s: %w", el.policy.Name(), fmtG(el.timeS), err)
-	}
-	n = min(max(n, el.sc.MinReplicas), el.sc.MaxReplicas)
-	if n != el.requested {
-		el.events = append(el.events, ScaleEvent{TimeS: el.timeS, From: el.requested, To: n, Reason: reason})
-		el.requested = n
-	}
-	return el.follow()
+	return nil
 }
 
 // follow starts, returns or drains replicas until those not draining are
 // the count requested.
-func (el *elastic) follow() error {
+func (el *elastic) follow(g *groupScale) error {
 	active := 0
 	for _, in := range el.alive {
-		if in.phase != lifeDraining {
+		if in.group == g.index && in.phase != lifeDraining {
 			active++
 		}
 	}
@@ -658,10 +753,10 @@ func (el *elastic) follow() error {
 		return l.QueuedRequests + l.ActiveDecodes
 	}
 	// Scale up: the replicas draining most recently first, then new ones.
-	for active < el.requested {
+	for active < g.requested {
 		var back *instance
 		for _, in := range el.alive {
-			if in.phase == lifeDraining && (back == nil || in.drainingS >= back.drainingS) {
+			if in.group == g.index && in.phase == lifeDraining && (back == nil || in.drainingS >= back.drainingS) {
 				back = in
 			}
 		}
@@ -674,24 +769,24 @@ func (el *elastic) follow() error {
 		el.sortReady()
 		active++
 	}
-	for ; active < el.requested; active++ {
+	for ; active < g.requested; active++ {
 		if len(el.insts) >= MaxReplicaStarts {
 			return fmt.Errorf("the autoscaler started more than %d replicas", MaxReplicaStarts)
 		}
-		el.start(el.timeS)
+		el.start(g.index, el.timeS)
 	}
 	// Scale down: cancel the replicas not ready yet, newest first, then
 	// drain the ready ones with the least work.
-	for active > el.requested {
+	for active > g.requested {
 		var victim *instance
 		for i := len(el.alive) - 1; i >= 0 && victim == nil; i-- {
-			if el.alive[i].phase == lifeProvisioning {
-				victim = el.alive[i]
+			if in := el.alive[i]; in.group == g.index && in.phase == lifeProvisioning {
+				victim = in
 			}
 		}
 		for i := len(el.alive) - 1; i >= 0 && victim == nil; i-- {
-			if el.alive[i].phase == lifeLoading {
-				victim = el.alive[i]
+			if in := el.alive[i]; in.group == g.index && in.phase == lifeLoading {
+				victim = in
 			}
 		}
 		if victim != nil {
@@ -702,6 +797,9 @@ func (el *elastic) follow() error {
 		}
 		best, bestWork := -1, 0
 		for j, in := range el.ready {
+			if in.group != g.index {
+				continue
+			}
 			if w := outstanding(in); best < 0 || w < bestWork || (w == bestWork && in.replica > el.ready[best].replica) {
 				best, bestWork = j, w
 			}
@@ -714,57 +812,27 @@ func (el *elastic) follow() error {
 	return nil
 }
 
-// observe fills el.obs with what the metrics pipeline shows now.
-func (el *elastic) observe() {
+// observeFleet gathers what the metrics pipeline shows of the whole fleet
+// now: the requests waiting at the router, the arrival rate and the SLO
+// attainment over the last MetricsWindowS (fleet, in el.obs's fields).
+func (el *elastic) observeFleet() {
 	e := el.e
 	now := el.timeS
-	o := &el.obs
-	replicas := o.Replicas[:0]
-	*o = ScaleObservation{TimeS: now, Requested: el.requested, WindowS: MetricsWindowS,
-		MaxActiveRequests: e.cfg.Plant.MaxActiveRequests, MinReplicas: el.sc.MinReplicas, MaxReplicas: el.sc.MaxReplicas}
-	// The requests that arrived by now and were not routed wait at the
-	// router.
 	arrived := el.arrived
 	for arrived < len(e.requests) && e.requests[arrived].ArrivalTimeS <= now+1e-12 {
 		arrived++
 	}
-	o.RouterWaiting = max(0, arrived-el.next)
-	o.Waiting = o.RouterWaiting
-	kv := 0.0
+	f := &el.fleetObs
+	f.routerWaiting = max(0, arrived-el.next)
 	for _, in := range el.alive {
-		switch in.phase {
-		case lifeProvisioning:
-			o.Provisioning++
-			continue
-		case lifeLoading:
-			o.Loading++
-			continue
-		case lifeDraining:
-			o.Draining++
-		case lifeReady:
-			o.Ready++
+		if in.st != nil {
+			el.judge(in)
 		}
-		l := in.st.Load()
-		o.Waiting += l.QueuedRequests
-		o.Running += l.ActiveDecodes
-		if in.phase == lifeReady {
-			kv += l.KVTokens / e.cfg.Plant.KVCapacityTokens
-			replicas = append(replicas, ReplicaLoad{Replica: in.replica, Waiting: l.QueuedRequests, Running: l.ActiveDecodes, KVTokens: l.KVTokens})
-		}
-		el.judge(in)
-	}
-	slices.SortFunc(replicas, func(a, b ReplicaLoad) int { return a.Replica - b.Replica })
-	if replicas == nil {
-		replicas = []ReplicaLoad{}
-	}
-	o.Replicas = replicas
-	if o.Ready > 0 {
-		o.KVUsage = kv / float64(o.Ready)
 	}
 	for el.windowLo < len(e.requests) && e.requests[el.windowLo].ArrivalTimeS <= now-MetricsWindowS+1e-12 {
 		el.windowLo++
 	}
-	o.ArrivalRatePerS = float64(max(0, arrived-el.windowLo)) / MetricsWindowS
+	f.ratePerS = float64(max(0, arrived-el.windowLo)) / MetricsWindowS
 	slices.SortStableFunc(el.window, func(a, b judgment) int {
 		switch {
 		case a.timeS < b.timeS:
@@ -785,9 +853,65 @@ func (el *elastic) observe() {
 			met++
 		}
 	}
+	f.attainment = math.NaN()
 	if len(el.window) > 0 {
-		a := float64(met) / float64(len(el.window))
+		f.attainment = float64(met) / float64(len(el.window))
+	}
+}
+
+// fleetObservation is what observeFleet found.
+type fleetObservation struct {
+	routerWaiting int
+	ratePerS      float64
+	attainment    float64 // NaN: none completed
+}
+
+// observe fills el.obs with what the metrics pipeline shows group g now
+// (observeFleet first): its replicas, with the fleet's router queue,
+// arrival rate and attainment.
+func (el *elastic) observe(g *groupScale) {
+	o := &el.obs
+	f := &el.fleetObs
+	replicas := o.Replicas[:0]
+	*o = ScaleObservation{TimeS: el.timeS, Requested: g.requested, WindowS: MetricsWindowS,
+		MaxActiveRequests: g.template.plant.MaxActiveRequests, MinReplicas: g.MinReplicas, MaxReplicas: g.MaxReplicas,
+		RouterWaiting: f.routerWaiting, Waiting: f.routerWaiting, ArrivalRatePerS: f.ratePerS}
+	if !math.IsNaN(f.attainment) {
+		a := f.attainment
 		o.SLOAttainment = &a
+	}
+	kv := 0.0
+	for _, in := range el.alive {
+		if in.group != g.index {
+			continue
+		}
+		switch in.phase {
+		case lifeProvisioning:
+			o.Provisioning++
+			continue
+		case lifeLoading:
+			o.Loading++
+			continue
+		case lifeDraining:
+			o.Draining++
+		case lifeReady:
+			o.Ready++
+		}
+		l := in.st.Load()
+		o.Waiting += l.QueuedRequests
+		o.Running += l.ActiveDecodes
+		if in.phase == lifeReady {
+			kv += l.KVTokens / g.template.plant.KVCapacityTokens
+			replicas = append(replicas, ReplicaLoad{Replica: in.replica, Waiting: l.QueuedRequests, Running: l.ActiveDecodes, KVTokens: l.KVTokens})
+		}
+	}
+	slices.SortFunc(replicas, func(a, b ReplicaLoad) int { return a.Replica - b.Replica })
+	if replicas == nil {
+		replicas = []ReplicaLoad{}
+	}
+	o.Replicas = replicas
+	if o.Ready > 0 {
+		o.KVUsage = kv / float64(o.Ready)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
+	"servesim/internal/profile"
 )
 
 // burst is n requests over the first spanS seconds, then one at quietS.
@@ -375,4 +376,58 @@ func TestFleetPowerBudget(t *testing.T) {
 	_, err := Simulate(requests, cfg)
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "fleet_power_limit_w", se.Field)
+}
+
+func TestGroupsScaleOnTheirOwn(t *testing.T) {
+	requests := burst(3000, 600, 3000)
+	cfg := elasticFleet(1, NewQueue(4), 1, 12)
+	cfg.Groups = []Group{cfg.Groups[0], cfg.Groups[0]}
+	cfg.Groups[0].Name, cfg.Groups[1].Name = "steady", "burst"
+	cfg.Scaling.ProvisionS, cfg.Scaling.LoadS = 60, 60
+	cfg.Scaling.Groups = []GroupScaling{
+		{Autoscaler: NewQueue(4), MinReplicas: 2, MaxReplicas: 2, InitialReplicas: 2},
+		{Autoscaler: NewQueue(4), MinReplicas: 0, MaxReplicas: 5, InitialReplicas: 1},
+	}
+	res := runElasticFleet(t, requests, cfg)
+	s := res.Scaling
+	require.NotEmpty(t, s.Events)
+	for _, e := range s.Events {
+		assert.Equal(t, "burst", e.Group, "the steady group's bounds are fixed")
+		assert.LessOrEqual(t, e.To, 5)
+	}
+	assert.Equal(t, 3, s.InitialReplicas)
+	for j := range s.Series.TimeS {
+		assert.LessOrEqual(t, s.Series.Ready[j]+s.Series.Draining[j], 7)
+		assert.GreaterOrEqual(t, s.Series.Ready[j]+s.Series.Draining[j], 2)
+	}
+	checkLifecycles(t, res, cfg.Plant.TimeStepS)
+	// A Scaling whose groups do not match the fleet's is refused.
+	cfg.Scaling.Groups = cfg.Scaling.Groups[:1]
+	_, err := Simulate(requests, cfg)
+	require.ErrorContains(t, err, "an elastic fleet of 2 groups scales each on its own")
+}
+
+func TestFleetFileBoundsOnlyForAnElasticFleet(t *testing.T) {
+	data := []byte(`[{"name": "a", "replicas": 2, "min_replicas": 1, "max_replicas": 4}]`)
+	load := func(string) (*profile.Profile, error) { return profile.Default(), nil }
+	_, err := ParseFile("f.json", data, GroupDefaults{Replicas: 1}, load)
+	require.ErrorContains(t, err, `field "max_replicas": unknown field: expected name, profile, replicas, scheduler or controller`)
+	groups, bounds, err := ParseElasticFile("f.json", data, GroupDefaults{Replicas: 1}, load)
+	require.NoError(t, err)
+	assert.Equal(t, 2, groups[0].Replicas)
+	require.NotNil(t, bounds[0].MinReplicas)
+	assert.Equal(t, 1, *bounds[0].MinReplicas)
+	assert.Equal(t, 4, *bounds[0].MaxReplicas)
+	_, bounds, err = ParseElasticFile("f.json", []byte(`[{"replicas": 2}]`), GroupDefaults{Replicas: 1}, load)
+	require.NoError(t, err)
+	assert.Equal(t, []Bounds{{}}, bounds)
+	for _, tc := range []struct{ data, want string }{
+		{`[{"min_replicas": -1}]`, `field "min_replicas": -1: expected a whole number from 0 to 4096`},
+		{`[{"max_replicas": 0}]`, `field "max_replicas": 0: expected a whole number from 1 to 4096`},
+		{`[{"max_replicas": 2.5}]`, `field "max_replicas": 2.5`},
+		{`[{"gpus": 2}]`, `unknown field: expected name, profile, replicas, min_replicas, max_replicas, scheduler or controller`},
+	} {
+		_, _, err := ParseElasticFile("f.json", []byte(tc.data), GroupDefaults{Replicas: 1}, load)
+		require.ErrorContains(t, err, tc.want, tc.data)
+	}
 }

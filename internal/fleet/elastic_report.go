@@ -38,16 +38,27 @@ type AutoscaleReport struct {
 	// FleetPowerLimitW is the fleet's power budget (null: none), shared by
 	// FleetPowerBudget's rule; PowerViolationW the most the billed power
 	// passed it in a step, PowerViolationSteps the steps it did.
-	FleetPowerLimitW    *float64      `json:"fleet_power_limit_w"`
-	FleetPowerBudget    *string       `json:"fleet_power_budget"`
-	PowerViolationW     float64       `json:"power_violation_w"`
-	PowerViolationSteps int           `json:"power_violation_steps"`
-	SLOAttainment       float64       `json:"slo_attainment"` // slo_attainment: the fleet's (slo.attainment), for comparison
-	ScaleEvents         []ScaleEvent  `json:"scale_events"`   // scale_events: every change of the count asked for
-	Windows             []ScaleWindow `json:"windows"`        // windows: per scale interval, arrivals, SLO attainment and replicas
-	Lifecycles          []Lifecycle   `json:"lifecycles"`     // lifecycles: every replica started, in start order
+	FleetPowerLimitW    *float64 `json:"fleet_power_limit_w"`
+	FleetPowerBudget    *string  `json:"fleet_power_budget"`
+	PowerViolationW     float64  `json:"power_violation_w"`
+	PowerViolationSteps int      `json:"power_violation_steps"`
+	SLOAttainment       float64  `json:"slo_attainment"` // slo_attainment: the fleet's (slo.attainment), for comparison
+	// Groups are the groups' own bounds, in a fleet whose groups scale on
+	// their own (left out otherwise).
+	Groups      []GroupBounds `json:"groups,omitempty"`
+	ScaleEvents []ScaleEvent  `json:"scale_events"` // scale_events: every change of the count asked for
+	Windows     []ScaleWindow `json:"windows"`      // windows: per scale interval, arrivals, SLO attainment and replicas
+	Lifecycles  []Lifecycle   `json:"lifecycles"`   // lifecycles: every replica started, in start order
 	// Trajectory is the replica counts over time (left out with Summary).
 	Trajectory *ScaleSeries `json:"trajectory,omitempty"`
+}
+
+// GroupBounds are one group's bounds in an elastic fleet's document.
+type GroupBounds struct {
+	Name            string `json:"name"`             // name: the group's
+	MinReplicas     int    `json:"min_replicas"`     // min_replicas: the least it keeps
+	MaxReplicas     int    `json:"max_replicas"`     // max_replicas: the most it asks for
+	InitialReplicas int    `json:"initial_replicas"` // initial_replicas: its replicas ready at 0 (its fleet file's replicas)
 }
 
 // newAutoscaleReport is the autoscale block of res (an elastic run's).
@@ -60,6 +71,9 @@ func newAutoscaleReport(res *Result, summary bool) *AutoscaleReport {
 		InitialReplicas: s.InitialReplicas, ReplicasStarted: len(s.Lifecycles), EndS: s.EndS, GPUCostPerHour: sc.GPUCostPerHour,
 		EnergyPricePerKWh: sc.EnergyPricePerKWh, PeakPowerW: s.PeakPowerW, LoadingPowerW: s.LoadingPowerW,
 		SLOAttainment: res.SLO.Attainment, ScaleEvents: s.Events, Windows: s.Windows, Lifecycles: s.Lifecycles,
+	}
+	for i, g := range sc.Groups {
+		r.Groups = append(r.Groups, GroupBounds{Name: res.Groups[i].Name, MinReplicas: g.MinReplicas, MaxReplicas: g.MaxReplicas, InitialReplicas: g.InitialReplicas})
 	}
 	if sc.PowerLimitW > 0 {
 		limit, rule := sc.PowerLimitW, sc.PowerBudget
@@ -133,8 +147,16 @@ func peakReady(lifecycles []Lifecycle) int {
 // writeTable writes the autoscale block for terminals: a line of totals,
 // then the scale events (the first maxTableEvents).
 func (a *AutoscaleReport) writeTable(b *strings.Builder) {
-	fmt.Fprintf(b, "\nautoscale %s: %d to %d replicas (%d at 0), every %s s, cold start %s + %s s\n",
-		a.Policy, a.MinReplicas, a.MaxReplicas, a.InitialReplicas, texttable.Sig(a.ScaleIntervalS, 4),
+	bounds := fmt.Sprintf("%d to %d replicas", a.MinReplicas, a.MaxReplicas)
+	if len(a.Groups) > 0 {
+		var each []string
+		for _, g := range a.Groups {
+			each = append(each, fmt.Sprintf("%s %d to %d", g.Name, g.MinReplicas, g.MaxReplicas))
+		}
+		bounds = "each group on its own (" + strings.Join(each, ", ") + ")"
+	}
+	fmt.Fprintf(b, "\nautoscale %s: %s (%d at 0), every %s s, cold start %s + %s s\n",
+		a.Policy, bounds, a.InitialReplicas, texttable.Sig(a.ScaleIntervalS, 4),
 		texttable.Sig(a.ProvisionTimeS, 4), texttable.Sig(a.LoadTimeS, 4))
 	fmt.Fprintf(b, "billed: %s GPU-hours ($%s), %s kWh ($%s), $%s in all; %d replicas started, at most %d ready; peak billed power %s W\n",
 		texttable.Sig(a.GPUHours, 4), texttable.Fixed(a.GPUCost, 2), texttable.Sig(a.EnergyKWh, 4), texttable.Fixed(a.EnergyCost, 2),
@@ -149,9 +171,16 @@ func (a *AutoscaleReport) writeTable(b *strings.Builder) {
 		return
 	}
 	t := texttable.Table{Columns: []texttable.Column{{Header: "time s"}, {Header: "from"}, {Header: "to"}, {Header: "reason", Text: true}}}
+	if len(a.Groups) > 0 {
+		t.Columns = append([]texttable.Column{{Header: "time s"}, {Header: "group", Text: true}}, t.Columns[1:]...)
+	}
 	for i, e := range a.ScaleEvents {
 		if i == maxTableEvents {
 			break
+		}
+		if len(a.Groups) > 0 {
+			t.AddRow(texttable.Sig(e.TimeS, 4), e.Group, strconv.Itoa(e.From), strconv.Itoa(e.To), e.Reason)
+			continue
 		}
 		t.AddRow(texttable.Sig(e.TimeS, 4), strconv.Itoa(e.From), strconv.Itoa(e.To), e.Reason)
 	}

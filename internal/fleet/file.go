@@ -60,24 +60,44 @@ type GroupDefaults struct {
 	Controller  string
 }
 
+// Bounds are an elastic fleet's bounds for one group of its fleet file
+// (ReadElasticFile): nil where the group does not give them.
+type Bounds struct {
+	MinReplicas, MaxReplicas *int
+}
+
 // ProfileLoader loads the profile at path.
 type ProfileLoader func(path string) (*profile.Profile, error)
 
 // ReadFile reads the fleet file at path (see ParseFile).
 func ReadFile(path string, defaults GroupDefaults, load ProfileLoader) ([]Group, error) {
+	groups, _, err := readFile(path, defaults, load, false)
+	return groups, err
+}
+
+// ReadElasticFile reads the fleet file of an elastic fleet (simulate
+// --autoscale): ReadFile's, whose groups may also give min_replicas (a
+// whole number from 0 to MaxReplicas) and max_replicas (from 1), their
+// bounds, returned in group order.
+func ReadElasticFile(path string, defaults GroupDefaults, load ProfileLoader) ([]Group, []Bounds, error) {
+	return readFile(path, defaults, load, true)
+}
+
+// readFile reads a fleet file, an elastic fleet's when elastic.
+func readFile(path string, defaults GroupDefaults, load ProfileLoader, elastic bool) ([]Group, []Bounds, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, &FileError{File: path, Group: -1, Err: err}
+		return nil, nil, &FileError{File: path, Group: -1, Err: err}
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
 	if err != nil {
-		return nil, &FileError{File: path, Group: -1, Err: err}
+		return nil, nil, &FileError{File: path, Group: -1, Err: err}
 	}
 	if len(data) > MaxFileBytes {
-		return nil, &FileError{File: path, Group: -1, Err: fmt.Errorf("larger than %d bytes", MaxFileBytes)}
+		return nil, nil, &FileError{File: path, Group: -1, Err: fmt.Errorf("larger than %d bytes", MaxFileBytes)}
 	}
-	return ParseFile(path, data, defaults, load)
+	return parseFile(path, data, defaults, load, elastic)
 }
 
 // ParseFile parses a fleet file: a JSON list of groups, each an object
@@ -90,38 +110,52 @@ func ReadFile(path string, defaults GroupDefaults, load ProfileLoader) ([]Group,
 // value of the wrong type or range, a profile that fails to load, an empty
 // list or a fleet of more than MaxReplicas replicas is a *FileError.
 func ParseFile(path string, data []byte, defaults GroupDefaults, load ProfileLoader) ([]Group, error) {
+	groups, _, err := parseFile(path, data, defaults, load, false)
+	return groups, err
+}
+
+// ParseElasticFile is ParseFile for an elastic fleet (ReadElasticFile).
+func ParseElasticFile(path string, data []byte, defaults GroupDefaults, load ProfileLoader) ([]Group, []Bounds, error) {
+	return parseFile(path, data, defaults, load, true)
+}
+
+// parseFile parses a fleet file, an elastic fleet's when elastic.
+func parseFile(path string, data []byte, defaults GroupDefaults, load ProfileLoader, elastic bool) ([]Group, []Bounds, error) {
 	fileErr := func(err error) error { return &FileError{File: path, Group: -1, Err: err} }
 	var raw []json.RawMessage
 	if err := strictUnmarshal(data, &raw); err != nil {
-		return nil, fileErr(fmt.Errorf("expected a JSON list of groups: %w", err))
+		return nil, nil, fileErr(fmt.Errorf("expected a JSON list of groups: %w", err))
 	}
 	if len(raw) == 0 {
-		return nil, fileErr(errors.New("expected a JSON list of at least one group"))
+		return nil, nil, fileErr(errors.New("expected a JSON list of at least one group"))
 	}
 	groups := make([]Group, 0, len(raw))
+	var bounds []Bounds
 	names := map[string]int{}
 	total := 0
 	for i, item := range raw {
-		g, err := parseGroup(path, i, item, defaults, load)
+		g, b, err := parseGroup(path, i, item, defaults, load, elastic)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if first, dup := names[g.Name]; dup {
-			return nil, &FileError{File: path, Group: i, Name: g.Name, Field: "name",
+			return nil, nil, &FileError{File: path, Group: i, Name: g.Name, Field: "name",
 				Err: fmt.Errorf("name %q is taken by group %d", g.Name, first)}
 		}
 		names[g.Name] = i
 		if total += g.Replicas; total > MaxReplicas {
-			return nil, &FileError{File: path, Group: i, Name: g.Name, Field: "replicas",
+			return nil, nil, &FileError{File: path, Group: i, Name: g.Name, Field: "replicas",
 				Err: fmt.Errorf("the fleet exceeds %d replicas", MaxReplicas)}
 		}
 		groups = append(groups, g)
+		bounds = append(bounds, b)
 	}
-	return groups, nil
+	return groups, bounds, nil
 }
 
 // parseGroup parses group i.
-func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults, load ProfileLoader) (Group, error) {
+func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults, load ProfileLoader, elastic bool) (Group, Bounds, error) {
+	var bounds Bounds
 	g := Group{
 		Name:        "group" + strconv.Itoa(i),
 		Replicas:    defaults.Replicas,
@@ -130,8 +164,8 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		Scheduler:   defaults.Scheduler,
 		Controller:  defaults.Controller,
 	}
-	fail := func(field string, err error) (Group, error) {
-		return Group{}, &FileError{File: path, Group: i, Name: g.Name, Field: field, Err: err}
+	fail := func(field string, err error) (Group, Bounds, error) {
+		return Group{}, Bounds{}, &FileError{File: path, Group: i, Name: g.Name, Field: field, Err: err}
 	}
 	var fields map[string]json.RawMessage
 	if err := strictUnmarshal(item, &fields); err != nil || fields == nil {
@@ -161,9 +195,14 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		return fail(twice, errors.New("given twice"))
 	}
 	keys := slices.Sorted(maps.Keys(fields))
+	known, expected := fileFields, "name, profile, replicas, scheduler or controller"
+	if elastic {
+		known = append(slices.Clone(fileFields), "min_replicas", "max_replicas")
+		expected = "name, profile, replicas, min_replicas, max_replicas, scheduler or controller"
+	}
 	for _, key := range keys {
-		if !slices.Contains(fileFields, key) {
-			return fail(key, errors.New("unknown field: expected name, profile, replicas, scheduler or controller"))
+		if !slices.Contains(known, key) {
+			return fail(key, errors.New("unknown field: expected "+expected))
 		}
 	}
 	if p, ok, err := str("profile"); err != nil {
@@ -186,6 +225,20 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		}
 		g.Replicas = int(n)
 	}
+	for _, bound := range []struct {
+		field string
+		least int
+		dst   **int
+	}{{"min_replicas", 0, &bounds.MinReplicas}, {"max_replicas", 1, &bounds.MaxReplicas}} {
+		if value, ok := fields[bound.field]; ok {
+			var n float64
+			if err := strictUnmarshal(value, &n); err != nil || n != math.Trunc(n) || n < float64(bound.least) || n > MaxReplicas {
+				return fail(bound.field, fmt.Errorf("%s: expected a whole number from %d to %d", value, bound.least, MaxReplicas))
+			}
+			v := int(n)
+			*bound.dst = &v
+		}
+	}
 	if s, ok, err := str("scheduler"); err != nil {
 		return fail("scheduler", err)
 	} else if ok {
@@ -202,7 +255,7 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		}
 		g.Controller = c
 	}
-	return g, nil
+	return g, bounds, nil
 }
 
 // duplicateKey returns the first key the JSON object obj gives twice (as

@@ -38,7 +38,7 @@ const MaxReplicas = 4096
 // Group is a set of identical replicas.
 type Group struct {
 	Name        string           // group name; empty for a homogeneous fleet (--replicas)
-	Replicas    int              // number of replicas, 1 to MaxReplicas
+	Replicas    int              // number of replicas, 1 to MaxReplicas (an elastic fleet's initial size)
 	Profile     *profile.Profile // the replicas' service and power profile
 	ProfilePath string           // where the profile was read from, for provenance
 	Scheduler   string           // scheduler name, as plant.NewScheduler takes it
@@ -211,11 +211,11 @@ func prepare(cfg Config) ([]replicaSpec, Router, error) {
 		if err := cfg.Scaling.Validate(); err != nil {
 			return nil, nil, err
 		}
-		if len(cfg.Groups) != 1 {
-			return nil, nil, errors.New("an elastic fleet has one group")
+		if g := len(cfg.Scaling.Groups); (g == 0 && len(cfg.Groups) != 1) || (g > 0 && g != len(cfg.Groups)) {
+			return nil, nil, fmt.Errorf("an elastic fleet of %d groups scales each on its own: Scaling.Groups has %d", len(cfg.Groups), g)
 		}
 		// Its replicas up at once, and the series of its counts.
-		n = cfg.Scaling.MaxReplicas + 1
+		n = cfg.Scaling.mostUp() + 1
 	}
 	if err := plant.CheckPlantsAtOnce(cfg.Plant, cfg.Options, n); err != nil {
 		return nil, nil, err

@@ -24,29 +24,34 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 		Name: "group0", Replicas: c.Fleet.Replicas, Profile: prof, ProfilePath: profilePath,
 		Scheduler: c.Scheduler, Controller: c.Controller,
 	}}
+	var bounds []fleet.Bounds // an elastic fleet file's
 	if c.Fleet.Path != "" {
-		groups, err = fleet.ReadFile(c.Fleet.Path, fleet.GroupDefaults{
+		defaults := fleet.GroupDefaults{
 			Profile: prof, ProfilePath: profilePath, Replicas: c.Fleet.Replicas,
 			Scheduler: c.Scheduler, Controller: c.Controller,
-		}, profile.Load)
+		}
+		if c.Fleet.Scale.Policy != "" {
+			groups, bounds, err = fleet.ReadElasticFile(c.Fleet.Path, defaults, profile.Load)
+		} else {
+			groups, err = fleet.ReadFile(c.Fleet.Path, defaults, profile.Load)
+		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	if err := c.checkFleetWork(groups); err != nil {
+	if err := c.checkFleetWork(groups, bounds); err != nil {
 		return nil, err
 	}
 	var scaling *fleet.Scaling
 	if c.Fleet.Scale.Policy != "" {
-		if scaling, err = c.Fleet.Scale.scaling(plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr)); err != nil {
+		if scaling, err = c.Fleet.Scale.scaling(plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr), groups, bounds, c.Fleet.Path); err != nil {
 			return nil, err
 		}
-		if len(groups) != 1 {
-			return nil, fmt.Errorf("--fleet %s: --autoscale scales a fleet of one group, not %d", c.Fleet.Path, len(groups))
+		if c.Fleet.Path == "" {
+			// The group's replicas are those the autoscaler starts; its
+			// size the one --normalize takes.
+			groups[0].Replicas = max(1, scaling.InitialReplicas)
 		}
-		// The group's replicas are those the autoscaler starts; its size
-		// the one --normalize takes.
-		groups[0].Replicas = max(1, scaling.InitialReplicas)
 	}
 	router, _ := fleet.NewRouter(c.Fleet.Router, c.Fleet.RouterSeed)
 	var mu sync.Mutex
@@ -101,13 +106,13 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 // checkFleetWork refuses, before the trace is read, a fleet whose replicas
 // together would keep too many trajectory samples or prefix-cache blocks
 // (plantflag.CheckFleetWork; with Figure, every step is kept).
-func (c *Config) checkFleetWork(groups []fleet.Group) error {
+func (c *Config) checkFleetWork(groups []fleet.Group, bounds []fleet.Bounds) error {
 	n, err := fleet.Size(groups)
 	if err != nil {
 		return err
 	}
 	if c.Fleet.Scale.Policy != "" {
-		n = c.Fleet.Scale.MaxReplicas + 1
+		n = c.Fleet.Scale.mostUp(bounds) + 1
 	}
 	err = plantflag.CheckFleetWork(c.Plant, c.options(), n, c.Figure)
 	if err != nil && c.Fleet.Path != "" {

@@ -32,6 +32,10 @@ type Scale struct {
 	initial int
 }
 
+// Initial is the count ready at 0 (once checked): --replicas when given,
+// else --min-replicas.
+func (s *Scale) Initial() int { return s.initial }
+
 // scaleFlags are the flags that mean something only with --autoscale.
 var scaleFlags = []string{"min-replicas", "max-replicas", "scale-interval", "cold-start", "provision-time", "load-time", "gpu-cost-per-hour", "energy-price-per-kwh", "fleet-power-limit", "fleet-power-budget"}
 
@@ -120,22 +124,82 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 }
 
 // scaling is the fleet's Scaling of s (checked), its schedule read; exec
-// are an exec: autoscaler's timeout and stderr.
-func (s *Scale) scaling(exec plant.ControllerOptions) (*fleet.Scaling, error) {
-	a, err := fleet.NewAutoscaler(s.Policy, fleet.AutoscaleOptions{
-		ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS,
-		IntervalS: s.IntervalS, Exec: exec})
-	if err != nil {
-		var oe *fleet.OptionError
-		if errors.As(err, &oe) {
-			return nil, err
+// are an exec: autoscaler's timeout and stderr. With a fleet file (path),
+// each of its groups scales on its own: a fresh autoscaler, its
+// min_replicas and max_replicas (the flags' when not given) and its
+// replicas as its initial size.
+func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, bounds []fleet.Bounds, path string) (*fleet.Scaling, error) {
+	newAutoscaler := func() (fleet.Autoscaler, error) {
+		a, err := fleet.NewAutoscaler(s.Policy, fleet.AutoscaleOptions{
+			ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS,
+			IntervalS: s.IntervalS, Exec: exec})
+		if err != nil {
+			var oe *fleet.OptionError
+			if errors.As(err, &oe) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("--autoscale: %w", err)
 		}
-		return nil, fmt.Errorf("--autoscale: %w", err)
+		return a, nil
 	}
-	return &fleet.Scaling{
+	a, err := newAutoscaler()
+	if err != nil {
+		return nil, err
+	}
+	sc := &fleet.Scaling{
 		Autoscaler: a, Spec: s.Policy, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas,
 		InitialReplicas: s.initial, IntervalS: s.IntervalS, ProvisionS: s.ProvisionS, LoadS: s.LoadS,
 		GPUCostPerHour: s.GPUCostPerHour, EnergyPricePerKWh: s.EnergyPricePerKWh,
 		PowerLimitW: s.PowerLimitW, PowerBudget: s.PowerBudget,
-	}, nil
+	}
+	if path == "" {
+		return sc, nil
+	}
+	total := 0
+	for i, g := range groups {
+		gs := fleet.GroupScaling{Autoscaler: a, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, InitialReplicas: g.Replicas}
+		if i > 0 {
+			if gs.Autoscaler, err = newAutoscaler(); err != nil {
+				return nil, err
+			}
+		}
+		if b := bounds[i]; b.MinReplicas != nil {
+			gs.MinReplicas = *b.MinReplicas
+		}
+		if b := bounds[i]; b.MaxReplicas != nil {
+			gs.MaxReplicas = *b.MaxReplicas
+		}
+		fail := func(field string, err error) error {
+			return &fleet.FileError{File: path, Group: i, Name: g.Name, Field: field, Err: err}
+		}
+		switch {
+		case gs.MinReplicas > gs.MaxReplicas:
+			return nil, fail("min_replicas", fmt.Errorf("%d: above the group's max_replicas %d", gs.MinReplicas, gs.MaxReplicas))
+		case gs.InitialReplicas < gs.MinReplicas || gs.InitialReplicas > gs.MaxReplicas:
+			return nil, fail("replicas", fmt.Errorf("%d: with --autoscale, the group's initial size: expected a count from its min_replicas %d to its max_replicas %d", gs.InitialReplicas, gs.MinReplicas, gs.MaxReplicas))
+		}
+		if total += gs.MaxReplicas; total > fleet.MaxReplicas {
+			return nil, fail("max_replicas", fmt.Errorf("the groups' max_replicas pass %d", fleet.MaxReplicas))
+		}
+		sc.Groups = append(sc.Groups, gs)
+	}
+	return sc, nil
+}
+
+// mostUp is the most replicas the elastic fleet holds at once: the sum of
+// its groups' maxima (bounds, from its fleet file; --max-replicas without
+// one).
+func (s *Scale) mostUp(bounds []fleet.Bounds) int {
+	if bounds == nil {
+		return s.MaxReplicas
+	}
+	n := 0
+	for _, b := range bounds {
+		if b.MaxReplicas != nil {
+			n += *b.MaxReplicas
+		} else {
+			n += s.MaxReplicas
+		}
+	}
+	return n
 }
