@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -161,6 +162,9 @@ func (a *AutoscaleReport) writeTable(b *strings.Builder) {
 	fmt.Fprintf(b, "billed: %s GPU-hours ($%s), %s kWh ($%s), $%s in all; %d replicas started, at most %d ready; peak billed power %s W\n",
 		texttable.Sig(a.GPUHours, 4), texttable.Fixed(a.GPUCost, 2), texttable.Sig(a.EnergyKWh, 4), texttable.Fixed(a.EnergyCost, 2),
 		texttable.Fixed(a.TotalCost, 2), a.ReplicasStarted, a.PeakReady, texttable.Fixed(a.PeakPowerW, 1))
+	if line := a.windowLine(); line != "" {
+		b.WriteString(line + "\n")
+	}
 	if a.FleetPowerLimitW != nil {
 		fmt.Fprintf(b, "fleet power budget %s W (%s): peak %s W, %d steps over it by up to %s W\n",
 			texttable.Sig(*a.FleetPowerLimitW, 4), *a.FleetPowerBudget, texttable.Fixed(a.PeakPowerW, 1),
@@ -190,6 +194,32 @@ func (a *AutoscaleReport) writeTable(b *strings.Builder) {
 	}
 	b.WriteString(":\n")
 	b.WriteString(t.String())
+}
+
+// windowLine sums the windows up for a table: how many, the worst SLO
+// attainment (and when) and the median over the windows with arrivals.
+func (a *AutoscaleReport) windowLine() string {
+	var att []float64
+	worst, at := math.Inf(1), 0.0
+	for _, w := range a.Windows {
+		if math.IsNaN(w.SLOAttainment) {
+			continue
+		}
+		att = append(att, w.SLOAttainment)
+		if w.SLOAttainment < worst {
+			worst, at = w.SLOAttainment, w.StartS
+		}
+	}
+	if len(att) == 0 {
+		return ""
+	}
+	slices.Sort(att)
+	median := att[len(att)/2]
+	if len(att)%2 == 0 {
+		median = (att[len(att)/2-1] + att[len(att)/2]) / 2
+	}
+	return fmt.Sprintf("SLO attainment per %s s window (%d with arrivals): median %s%%, worst %s%% (from %s s)",
+		texttable.Sig(a.ScaleIntervalS, 4), len(att), texttable.Fixed(100*median, 2), texttable.Fixed(100*worst, 2), texttable.Sig(at, 6))
 }
 
 // maxTableEvents is the most scale events a table lists.
