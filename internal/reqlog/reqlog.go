@@ -158,6 +158,9 @@ func FromFleet(res *fleet.Result) (*Log, error) {
 	// request assigned to k. Checked once here, relied on when writing.
 	seen := make([]int, len(logs))
 	for i, k := range res.Assignment {
+		if k < 0 {
+			continue // an elastic fleet never routed it: unfinished, no row
+		}
 		if seen[k] >= len(logs[k].Records) || logs[k].Records[seen[k]].RequestID != res.Requests[i].RequestID {
 			return nil, fmt.Errorf("request log: replica %d's records do not follow the routing", k)
 		}
@@ -166,6 +169,9 @@ func FromFleet(res *fleet.Result) (*Log, error) {
 	log := &Log{Fleet: true, rows: func(yield func(Row) bool) {
 		next := make([]int, len(logs))
 		for _, k := range res.Assignment {
+			if k < 0 {
+				continue
+			}
 			l, j := logs[k], next[k]
 			next[k]++
 			if l.Records[j].Completed() {
