@@ -46,6 +46,13 @@ const (
 	// scaleDown 300 s; KEP-853).
 	DefaultScaleUpWindowS   = 0.0
 	DefaultScaleDownWindowS = 300.0
+	// DefaultScaleUpPods and DefaultScaleUpPercent are the
+	// HorizontalPodAutoscaler's default scale-up policies: at most 4 pods
+	// or 100% more (the larger, selectPolicy Max) per 15 s period
+	// (kubernetes.io, "Horizontal Pod Autoscaling", default behavior); a
+	// decision may add that much to the count it scales.
+	DefaultScaleUpPods    = 4
+	DefaultScaleUpPercent = 100.0
 	// DefaultTolerance is the HorizontalPodAutoscaler's tolerance: no
 	// scaling while the metric is within 10% of its target
 	// (kubernetes.io, "Horizontal Pod Autoscaling", algorithm details).
@@ -154,12 +161,17 @@ func (Static) Scale(obs *ScaleObservation) (int, string, error) { return obs.Req
 // per-replica metric is within Tolerance of the target), stabilized over
 // windows (kubernetes.io, "Horizontal Pod Autoscaling"): a scale-up takes
 // the least recommendation of the last UpWindowS, a scale-down the
-// greatest of the last DownWindowS.
+// greatest of the last DownWindowS; a scale-up is bounded by the scale-up
+// policies (UpPods, UpPercent).
 type Stabilized struct {
-	Target       float64
-	UpWindowS    float64
-	DownWindowS  float64
-	Tolerance    float64
+	Target      float64
+	UpWindowS   float64
+	DownWindowS float64
+	Tolerance   float64
+	// UpPods and UpPercent bound a scale-up: to at most the larger of
+	// UpPods more and UpPercent% more than the count asked for last.
+	UpPods       int
+	UpPercent    float64
 	history      []recommendation
 	name, metric string
 	sum          func(*ScaleObservation) float64
@@ -176,7 +188,7 @@ type recommendation struct {
 // at the router): target waiting requests per ready replica.
 func NewQueue(target float64) *Stabilized {
 	return &Stabilized{Target: target, UpWindowS: DefaultScaleUpWindowS, DownWindowS: DefaultScaleDownWindowS,
-		Tolerance: DefaultTolerance, name: QueueName, metric: "waiting",
+		Tolerance: DefaultTolerance, UpPods: DefaultScaleUpPods, UpPercent: DefaultScaleUpPercent, name: QueueName, metric: "waiting",
 		sum: func(o *ScaleObservation) float64 { return float64(o.Waiting) }}
 }
 
@@ -185,7 +197,7 @@ func NewQueue(target float64) *Stabilized {
 // U per ready replica.
 func NewUtilization(target float64) *Stabilized {
 	return &Stabilized{Target: target, UpWindowS: DefaultScaleUpWindowS, DownWindowS: DefaultScaleDownWindowS,
-		Tolerance: DefaultTolerance, name: UtilizationName, metric: "running+waiting over capacity",
+		Tolerance: DefaultTolerance, UpPods: DefaultScaleUpPods, UpPercent: DefaultScaleUpPercent, name: UtilizationName, metric: "running+waiting over capacity",
 		sum: func(o *ScaleObservation) float64 {
 			return float64(o.Running+o.Waiting) / float64(max(1, o.MaxActiveRequests))
 		}}
@@ -193,7 +205,8 @@ func NewUtilization(target float64) *Stabilized {
 
 // Name implements Autoscaler.
 func (s *Stabilized) Name() string {
-	return fmt.Sprintf("%s:target=%s,up=%s,down=%s,tolerance=%s", s.name, fmtG(s.Target), fmtG(s.UpWindowS), fmtG(s.DownWindowS), fmtG(s.Tolerance))
+	return fmt.Sprintf("%s:target=%s,up=%s,down=%s,tolerance=%s,uppods=%d,uppercent=%s", s.name, fmtG(s.Target), fmtG(s.UpWindowS),
+		fmtG(s.DownWindowS), fmtG(s.Tolerance), s.UpPods, fmtG(s.UpPercent))
 }
 
 // Scale implements Autoscaler.
@@ -231,6 +244,9 @@ func (s *Stabilized) Scale(obs *ScaleObservation) (int, string, error) {
 	}
 	if out > down {
 		out = down
+	}
+	if limit := max(current+s.UpPods, int(math.Floor(float64(current)*(1+s.UpPercent/100)+1e-9))); out > limit {
+		out = limit
 	}
 	if why == "" {
 		why = fmt.Sprintf("%s %s over %d ready, target %s each: %d", s.metric, fmtG(roundSig(sum)), obs.Ready, fmtG(s.Target), rec)
@@ -415,8 +431,18 @@ func newAutoscaler(spec string, o AutoscaleOptions) (Autoscaler, error) {
 					return fail(key, fmt.Errorf("%s: expected a tolerance from 0 to below 1", value))
 				}
 				s.Tolerance = x
+			case "uppods":
+				if x != math.Trunc(x) || x < 0 || x > MaxReplicas {
+					return fail(key, fmt.Errorf("%s: expected a whole number of replicas from 0 to %d", value, MaxReplicas))
+				}
+				s.UpPods = int(x)
+			case "uppercent":
+				if x < 0 {
+					return fail(key, fmt.Errorf("%s: expected a percentage, 0 or more", value))
+				}
+				s.UpPercent = x
 			default:
-				return fail(key, errors.New("unknown option: expected target, up, down or tolerance"))
+				return fail(key, errors.New("unknown option: expected target, up, down, tolerance, uppods or uppercent"))
 			}
 		}
 		if !seen["target"] {

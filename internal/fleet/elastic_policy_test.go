@@ -212,6 +212,8 @@ func TestParseAutoscaler(t *testing.T) {
 		{"queue:up=3", "option target: missing"},
 		{"queue:target=2,target=3", "option target: given twice"},
 		{"queue:target=2,speed=3", "option speed: unknown option"},
+		{"queue:target=2,uppods=1.5", "option uppods: 1.5: expected a whole number"},
+		{"queue:target=2,uppercent=-5", "option uppercent: -5: expected a percentage"},
 		{"queue:target=2,down=-1", "option down: -1: expected a stabilization window"},
 		{"queue:target=NaN", `option target: "NaN": expected a finite number`},
 		{"utilization:target=1.5", "option target: 1.5: expected a utilization"},
@@ -429,5 +431,25 @@ func TestFleetFileBoundsOnlyForAnElasticFleet(t *testing.T) {
 	} {
 		_, _, err := ParseElasticFile("f.json", []byte(tc.data), GroupDefaults{Replicas: 1}, load)
 		require.ErrorContains(t, err, tc.want, tc.data)
+	}
+}
+
+func TestStabilizedScaleUpPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		current, waiting, want int
+		pods                   int
+		percent                float64
+	}{
+		{1, 100, 5, 4, 100},  // 4 more beats 100% more
+		{8, 400, 16, 4, 100}, // 100% more beats 4 more
+		{0, 100, 4, 4, 100},  // from zero: 4
+		{10, 400, 15, 0, 50}, // 50% more
+		{3, 100, 50, 4, 1e6}, // unbounded
+	} {
+		q := NewQueue(2)
+		q.UpPods, q.UpPercent = tc.pods, tc.percent
+		n, _, err := q.Scale(&ScaleObservation{TimeS: 30, Waiting: tc.waiting, Ready: max(1, tc.current), Requested: tc.current})
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, n, "%+v", tc)
 	}
 }
