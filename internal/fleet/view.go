@@ -45,9 +45,14 @@ func (r *Report) Figure(normalize, maxElapsedS float64) figure.Figure {
 		labels[k] = strconv.Itoa(k)
 	}
 	n := len(r.Replicas)
+	size := fmt.Sprintf("%d replicas", n)
+	if a := r.Autoscale; a != nil {
+		// An elastic fleet's replicas are every one it ever started.
+		size = fmt.Sprintf("%s, up to %d ready (%d started)", a.Policy, a.PeakReady, a.ReplicasStarted)
+	}
 	return figure.Figure{
-		Title: fmt.Sprintf("fleet: %d replicas, router %s, %s, %s%s%s\ntrace %s",
-			n, res.Router, r.Summary.Scheduler, r.Summary.Controller, r.Service.Label(),
+		Title: fmt.Sprintf("fleet: %s, router %s, %s, %s%s%s\ntrace %s",
+			size, res.Router, r.Summary.Scheduler, r.Summary.Controller, r.Service.Label(),
 			plant.LoadFlags(normalize, r.Dilation, maxElapsedS), filepath.Base(r.Provenance.TracePath)),
 		Width:  15 * vg.Inch,
 		Height: 12 * vg.Inch,
