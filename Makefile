@@ -62,7 +62,7 @@ test:
 ## its peak resident size against the figure promised there (about three minutes, 1.4 GB of
 ## temporary disk)
 limit-peaks: build
-	SERVESIM_BIN=$(abspath $(BIN)) $(GO) test -count=1 -run '^TestPeaksAtTheLimits$$' -limitpeaks -parallel 2 -timeout 20m -v ./cmd/servesim
+	SERVESIM_BIN=$(abspath $(BIN)) $(GO) test ./cmd/servesim -count=1 -run '^TestPeaksAtTheLimits$$' -parallel 2 -timeout 20m -v -limitpeaks
 
 ## bench: the size-tier benchmarks (simulate, trace loading, fleet), written as a table
 ## with the machine and commit to docs/BENCHMARKS.md (BENCHTIME per benchmark)
