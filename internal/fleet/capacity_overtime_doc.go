@@ -60,23 +60,12 @@ func (d *CapacityOverTimeDocument) ScheduleCSV() []byte { return d.Plan.Schedule
 // in replica-hours, then one row per window.
 func (d *CapacityOverTimeDocument) Table() string {
 	var b strings.Builder
-	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
-	seconds := func(x *float64, none string) string {
-		if x == nil {
-			return none
-		}
-		return texttable.Sig(*x, 4) + " s"
-	}
+	pct := percentText
 	s := d.Static
 	fmt.Fprintf(&b, "capacity over time: trace %s (%d requests), %s s windows, router %s, search controller %s\n",
 		d.Provenance.TracePath, d.Provenance.RequestsLoaded, texttable.Sig(d.Plan.WindowS, 6), s.Router, s.SearchedWith)
-	fmt.Fprintf(&b, "SLO: TTFT %s, TPOT %s, end-to-end %s; target attainment %s%%\n",
-		seconds(d.SLO.TTFTSLOSeconds, "per profile"), seconds(d.SLO.TPOTSLOSeconds, "per profile"), seconds(d.SLO.E2ESLOSeconds, "none"),
-		pct(s.TargetAttainment))
-	perSize := ""
-	if s.ReplicasPerSize != 1 {
-		perSize = fmt.Sprintf(" (x %d replicas of the fleet file)", s.ReplicasPerSize)
-	}
+	b.WriteString(sloLine(d.SLO, s.TargetAttainment))
+	perSize := perSizeText(s.ReplicasPerSize)
 	hours := func(h float64) string { return texttable.Fixed(h, 1) + " replica-hours" }
 	if s.Replicas != nil {
 		fmt.Fprintf(&b, "static (whole trace): %d%s, %s\n", *s.Replicas, perSize, hours(*d.StaticReplicaHours))

@@ -13,22 +13,11 @@ import (
 // and their energy totals (or, with no answer, the best size's).
 func (d *CapacityDocument) Table() string {
 	var b strings.Builder
-	pct := func(x float64) string { return texttable.Fixed(100*x, 2) }
-	seconds := func(x *float64, none string) string {
-		if x == nil {
-			return none
-		}
-		return texttable.Sig(*x, 4) + " s"
-	}
+	pct := percentText
 	fmt.Fprintf(&b, "capacity: trace %s (%d requests), router %s, search controller %s\n",
 		d.Provenance.TracePath, d.Provenance.RequestsLoaded, d.Router, d.SearchedWith)
-	fmt.Fprintf(&b, "SLO: TTFT %s, TPOT %s, end-to-end %s; target attainment %s%%\n",
-		seconds(d.SLO.TTFTSLOSeconds, "per profile"), seconds(d.SLO.TPOTSLOSeconds, "per profile"), seconds(d.SLO.E2ESLOSeconds, "none"),
-		pct(d.TargetAttainment))
-	perSize := ""
-	if d.ReplicasPerSize != 1 {
-		perSize = fmt.Sprintf(" (x %d replicas of the fleet file)", d.ReplicasPerSize)
-	}
+	b.WriteString(sloLine(d.SLO, d.TargetAttainment))
+	perSize := perSizeText(d.ReplicasPerSize)
 	if d.Replicas != nil {
 		fmt.Fprintf(&b, "answer: %d%s\n\n", *d.Replicas, perSize)
 	} else {
@@ -98,4 +87,30 @@ func energyTable(evals []ControllerEvaluation) string {
 		t.AddRow(c.Controller, texttable.Fixed(c.EnergyPerRequestJ, 2), texttable.Fixed(c.EnergyKWh, 6), texttable.Fixed(c.MeanPowerW, 1))
 	}
 	return t.String()
+}
+
+// percentText writes a fraction as a percentage with two decimals.
+func percentText(x float64) string { return texttable.Fixed(100*x, 2) }
+
+// sloLine is a capacity table's objectives line: "SLO: TTFT 5 s, TPOT
+// per profile, end-to-end none; target attainment 99.00%".
+func sloLine(slo CapacitySLO, target float64) string {
+	seconds := func(x *float64, none string) string {
+		if x == nil {
+			return none
+		}
+		return texttable.Sig(*x, 4) + " s"
+	}
+	return fmt.Sprintf("SLO: TTFT %s, TPOT %s, end-to-end %s; target attainment %s%%\n",
+		seconds(slo.TTFTSLOSeconds, "per profile"), seconds(slo.TPOTSLOSeconds, "per profile"), seconds(slo.E2ESLOSeconds, "none"),
+		percentText(target))
+}
+
+// perSizeText says how many replicas of a fleet file one size is, after a
+// size: "" for one.
+func perSizeText(replicasPerSize int) string {
+	if replicasPerSize == 1 {
+		return ""
+	}
+	return fmt.Sprintf(" (x %d replicas of the fleet file)", replicasPerSize)
 }
