@@ -36,7 +36,7 @@ type peakCase struct {
 // {big} has plant.MaxHeldRequests rows, 10 ms apart: as many as a command
 // holds; {half1} and {half2} are links to it.
 var peakCases = []peakCase{
-	{name: "one run keeps 1e7 trajectory samples", args: "simulate --trace {two} --max-sim-time 999990 -o {out}", peakGB: 2.6},
+	{name: "one run keeps 1e7 trajectory samples", args: "simulate --trace {two} --max-sim-time 999990 -o {out}", peakGB: 2.8},
 	{name: "277 replicas keep 9.97e6 samples together", args: "simulate --replicas 277 -o {out}", peakGB: 1.0},
 	{name: "16 replicas hold 2^25 prefix-cache blocks", args: "simulate --replicas 16 --prefix-cache --kv-capacity 33554432 --summary -o {out}", peakGB: 1.8},
 	{name: "capacity holds 2^25 blocks in its largest fleet", args: "capacity --max-replicas 16 --prefix-cache --kv-capacity 33554432 --max-elapsed 600 --jobs 2 -o {out}", peakGB: 1.8},
