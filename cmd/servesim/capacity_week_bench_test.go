@@ -5,15 +5,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
 )
 
 // BenchmarkCapacityOverTimeWeek runs the real servesim binary (the test
@@ -28,23 +25,7 @@ import (
 // windows, the static answer and both in replica-hours. The goal
 // for the week: under 10 minutes and 2.5 GB.
 func BenchmarkCapacityOverTimeWeek(b *testing.B) {
-	for _, size := range weekSizes {
-		b.Run(size.name, func(b *testing.B) {
-			if testing.Short() && size.fraction == 1 {
-				b.Skip("skipped with -short: a 1.1 GB trace of 27.3 million requests")
-			}
-			week := plant.WeekTraceLike(1)
-			week.DurationS *= size.fraction
-			path := filepath.Join(b.TempDir(), "week.csv")
-			f, err := os.Create(path)
-			require.NoError(b, err)
-			require.NoError(b, week.WriteCSV2024(f))
-			require.NoError(b, f.Close())
-			bin, err := exec.LookPath("servesim")
-			require.NoError(b, err)
-			capacityOverTimeWeek(b, bin, path)
-		})
-	}
+	onEachWeek(b, capacityOverTimeWeek)
 }
 
 // capacityOverTimeWeek is one BenchmarkCapacityOverTimeWeek run of the
