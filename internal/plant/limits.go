@@ -1,7 +1,6 @@
 package plant
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -100,9 +99,18 @@ func StepBound(p Plant) float64 {
 // more than MaxTrajectorySamples trajectory samples. A plant whose time
 // step or simulation time is not finite and positive is left to
 // Plant.Validate.
-func CheckWork(p Plant, opt Options) error {
+func CheckWork(p Plant, opt Options) error { return checkWork(p, opt, 1) }
+
+// checkWork is CheckWork for plants plants held at once: each could take
+// too many steps, or their trajectories together keep too many samples.
+// The error's Plants is plants when there are several.
+func checkWork(p Plant, opt Options, plants int) error {
 	if !(p.TimeStepS > 0 && p.MaxSimulationTimeS > 0) || !finite(p.TimeStepS) || !finite(p.MaxSimulationTimeS) {
 		return nil
+	}
+	several := 0
+	if plants > 1 {
+		several = plants
 	}
 	steps := StepBound(p)
 	maxSteps := opt.MaxSteps
@@ -110,17 +118,17 @@ func CheckWork(p Plant, opt Options) error {
 		maxSteps = DefaultMaxSteps
 	}
 	if steps > maxSteps {
-		return &LimitError{Limit: LimitSteps, Value: steps, Max: maxSteps, MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS}
+		return &LimitError{Limit: LimitSteps, Value: steps, Max: maxSteps, MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS, Plants: several}
 	}
 	if opt.Summary {
 		return nil
 	}
 	stride := max(1, opt.Stride)
-	// Steps 0, stride, 2*stride, ... and the last.
-	samples := math.Ceil(steps/float64(stride)) + 1
+	// Steps 0, stride, 2*stride, ... and the last, in each plant.
+	samples := (math.Ceil(steps/float64(stride)) + 1) * float64(max(1, plants))
 	if samples > MaxTrajectorySamples {
 		return &LimitError{Limit: LimitTrajectorySamples, Value: samples, Max: MaxTrajectorySamples,
-			MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS, Stride: stride}
+			MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS, Stride: stride, Plants: several}
 	}
 	return nil
 }
@@ -204,26 +212,18 @@ func PlantsAtOnce(p Plant, o EngineOptions) int {
 // would allocate more than MaxLiveKVBlocks blocks. The error's Plants is
 // plants.
 func CheckPlantsAtOnce(p Plant, opt Options, plants int) error {
-	err := CheckWork(p, opt)
-	var le *LimitError
-	if errors.As(err, &le) {
-		le.Plants = max(1, plants)
-		return le
-	}
-	if err != nil || !(p.TimeStepS > 0 && p.MaxSimulationTimeS > 0) || !finite(p.TimeStepS) || !finite(p.MaxSimulationTimeS) {
+	if err := checkWork(p, opt, plants); err != nil {
 		return err
 	}
-	if !opt.Summary {
-		stride := max(1, opt.Stride)
-		samples := (math.Ceil(StepBound(p)/float64(stride)) + 1) * float64(plants)
-		if samples > MaxTrajectorySamples {
-			return &LimitError{Limit: LimitTrajectorySamples, Value: samples, Max: MaxTrajectorySamples,
-				MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS, Stride: stride, Plants: plants}
-		}
-	}
-	if blocks := float64(PrefixCacheBlocks(p, opt.Engine)) * float64(plants); blocks > MaxLiveKVBlocks {
-		return &LimitError{Limit: LimitLiveKVBlocks, Value: blocks, Max: MaxLiveKVBlocks, Plants: plants,
-			MaxSimulationTimeS: p.MaxSimulationTimeS, TimeStepS: p.TimeStepS}
+	return CheckLiveKVBlocks(p, opt.Engine, plants)
+}
+
+// CheckLiveKVBlocks returns a *LimitError when plants plants on p with the
+// engine options o, held at once, would allocate more than
+// MaxLiveKVBlocks prefix-cache blocks between them.
+func CheckLiveKVBlocks(p Plant, o EngineOptions, plants int) error {
+	if blocks := float64(PrefixCacheBlocks(p, o)) * float64(plants); blocks > MaxLiveKVBlocks {
+		return &LimitError{Limit: LimitLiveKVBlocks, Value: blocks, Max: MaxLiveKVBlocks, Plants: plants}
 	}
 	return nil
 }

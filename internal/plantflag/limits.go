@@ -76,10 +76,7 @@ func CheckFleetWork(p plant.Plant, opt plant.Options, replicas int, plot bool) e
 // held at once whose prefix caches together would allocate more than
 // plant.MaxLiveKVBlocks blocks; the error names the flags.
 func CheckLiveKVBlocks(p plant.Plant, o plant.EngineOptions, plants int) error {
-	if blocks := float64(plant.PrefixCacheBlocks(p, o)) * float64(plants); blocks > plant.MaxLiveKVBlocks {
-		return flagNamedLimit(&plant.LimitError{Limit: plant.LimitLiveKVBlocks, Value: blocks, Max: plant.MaxLiveKVBlocks, Plants: plants}, false)
-	}
-	return nil
+	return flagNamedLimit(plant.CheckLiveKVBlocks(p, o, plants), false)
 }
 
 // flagNamedLimit words a *plant.LimitError with the flags the work follows
