@@ -373,11 +373,11 @@ func count(n int, noun string) string {
 // prefix-cache blocks than plant.MaxLiveKVBlocks; smaller fleets are
 // simulated fewer at a time when their caches would (fleet.Capacity).
 func checkLiveKVBlocks(cfg Config, unit []fleet.Group) error {
-	perSize := 0
-	for _, g := range unit {
-		perSize += g.Replicas
+	perSize, err := fleet.Size(unit)
+	if err != nil {
+		return err
 	}
-	largest := min(cfg.MaxReplicas, fleet.MaxReplicas/max(1, perSize)) * perSize
+	largest := fleet.MaxCapacitySize(cfg.MaxReplicas, perSize) * perSize
 	if err := plantflag.CheckLiveKVBlocks(cfg.Plant, cfg.Service.EngineOptions(cfg.Engine.Options()), largest); err != nil {
 		return fmt.Errorf("--max-replicas %d: %w", cfg.MaxReplicas, err)
 	}

@@ -83,12 +83,16 @@ func (c *Capacity) MaxEvaluations() int {
 
 // maxSize is the largest size searched: Search.MaxReplicas (or its
 // default), capped so that the fleet stays within MaxReplicas.
-func (c *Capacity) maxSize() int {
-	size := c.Search.MaxReplicas
-	if size == 0 {
-		size = DefaultCapacityMaxReplicas
+func (c *Capacity) maxSize() int { return MaxCapacitySize(c.Search.MaxReplicas, c.perSize()) }
+
+// MaxCapacitySize is the largest size a capacity search of the given
+// --max-replicas (0: DefaultCapacityMaxReplicas) simulates with a unit
+// fleet of perSize replicas: within MaxReplicas replicas in all.
+func MaxCapacitySize(maxReplicas, perSize int) int {
+	if maxReplicas == 0 {
+		maxReplicas = DefaultCapacityMaxReplicas
 	}
-	return max(1, min(size, MaxReplicas/max(1, c.perSize())))
+	return max(1, min(maxReplicas, MaxReplicas/max(1, perSize)))
 }
 
 // perSize is the number of replicas of the unit fleet.
