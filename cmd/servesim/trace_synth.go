@@ -94,7 +94,7 @@ func (o *traceSynthOptions) config() (plant.SyntheticTrace, error) {
 	}
 	peak := o.RatePerS
 	if c.Diurnal != nil {
-		peak *= (1 + o.Amplitude) * 7 / (5 + 2*o.WeekendFactor)
+		peak *= c.Diurnal.Peak()
 	}
 	if c.MeanBurstSize/peak <= (c.MeanBurstSize-1)*c.BurstGapS {
 		return plant.SyntheticTrace{}, fmt.Errorf("--rate %v: its peak, %.4g requests per second, leaves no pause between bursts of 3 requests 10 ms apart: expected at most %.4g at the peak",

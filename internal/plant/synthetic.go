@@ -62,8 +62,8 @@ type Diurnal struct {
 // norm makes a week's mean multiplier 1.
 func (d *Diurnal) norm() float64 { return 7 / (5 + 2*d.WeekendFactor) }
 
-// peak is the largest multiplier.
-func (d *Diurnal) peak() float64 { return d.norm() * (1 + d.Amplitude) }
+// Peak is the largest rate over the mean: the peak hour of a weekday.
+func (d *Diurnal) Peak() float64 { return d.norm() * (1 + d.Amplitude) }
 
 // multiplier is the rate at atS seconds after start over the mean rate.
 func (d *Diurnal) multiplier(start time.Time, atS float64) float64 {
@@ -166,7 +166,7 @@ func (c SyntheticTrace) Each(yield func(arrivalMicros int64, prompt, output int)
 	rng := splitMix64{state: c.Seed}
 	rate, peak := c.MeanRequestsPerS, 1.0
 	if c.Diurnal != nil {
-		peak = c.Diurnal.peak()
+		peak = c.Diurnal.Peak()
 		rate *= peak // candidates at the peak rate, thinned below
 	}
 	meanPause := c.MeanBurstSize/rate - (c.MeanBurstSize-1)*c.BurstGapS
