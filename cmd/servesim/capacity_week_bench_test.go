@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
 )
 
 // BenchmarkCapacityOverTimeWeek runs the real servesim binary (the test
