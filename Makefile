@@ -97,9 +97,11 @@ fuzz:
 run: build
 	@./$(BIN) simulate --summary
 
-## docs: regenerate the example figures shown in README.md (docs/*.png)
+## docs: regenerate the command reference from the command tree (docs/reference, Markdown, and
+## docs/man, man pages: TestReferenceIsCurrent fails when they are stale) and the example figures
+## of the manual (docs/*.png)
 docs: build
-	mkdir -p docs
+	$(GO) test ./cmd/servesim -count=1 -run '^TestReferenceIsCurrent$$' -update
 	./$(BIN) simulate --max-elapsed 900 --scheduler continuous --controller reactive --summary --plot docs/simulate.png >/dev/null
 	./$(BIN) scenarios --plot docs/scenarios.png >/dev/null
 	./$(BIN) diagnose --by-window 20 --plot docs/diagnose.png internal/diagnose/testdata/logs/kv_thrashing.csv >/dev/null
