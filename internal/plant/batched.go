@@ -106,15 +106,23 @@ type gate struct {
 	// fleet's gate (Stepper.LogCompletions).
 	logged bool
 	times  []float64
+	// onComplete, when set, sees every completed request's record
+	// (Stepper.OnComplete).
+	onComplete func(*RequestRecord)
 }
 
-// complete notes a completion at timeS.
-func (g *gate) complete(timeS float64) {
+// complete notes the completion of the request of record r, whose
+// completion time is set.
+func (g *gate) complete(r *RequestRecord) {
+	timeS := r.CompletionTimeS
 	if g.full {
 		g.full, g.openedS = false, timeS
 	}
 	if g.logged {
 		g.times = append(g.times, timeS)
+	}
+	if g.onComplete != nil {
+		g.onComplete(r)
 	}
 }
 
@@ -521,7 +529,7 @@ func (sim *simulation) finishIteration() {
 			b.kvTokens -= pr.promptProcessed
 			sim.kvRelease(i)
 			finished++
-			sim.gate.complete(endS)
+			sim.gate.complete(r)
 			if sim.observer != nil {
 				sim.finished = append(sim.finished, i)
 			}

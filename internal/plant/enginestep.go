@@ -88,7 +88,7 @@ func (sim *simulation) engineDecode(budget, endS float64) float64 {
 			if item.generated >= item.outputTokens-1e-8 {
 				item.generated = item.outputTokens
 				record.CompletionTimeS = endS
-				sim.gate.complete(endS)
+				sim.gate.complete(record)
 				finished++
 				if sim.observer != nil {
 					sim.finished = append(sim.finished, i)

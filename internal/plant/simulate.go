@@ -1121,7 +1121,7 @@ func (sim *simulation) serveDecode(budget, endS float64, unserved bool) float64 
 			if item.generated >= item.outputTokens-1e-8 {
 				item.generated = item.outputTokens
 				sim.records[i].CompletionTimeS = endS
-				sim.gate.complete(endS)
+				sim.gate.complete(&sim.records[i])
 				finished++
 				if sim.observer != nil {
 					sim.finished = append(sim.finished, i)

@@ -197,6 +197,11 @@ func (st *Stepper) Step() (done bool, err error) {
 // when one completes.
 func (st *Stepper) LogCompletions() { st.sim.gate.logged = true }
 
+// OnComplete makes the stepper call f with the record of each request
+// as it completes, within the Step that completes it (the record is the
+// stepper's: f must not keep it).
+func (st *Stepper) OnComplete(f func(*RequestRecord)) { st.sim.gate.onComplete = f }
+
 // Completions appends to dst the completion times since the last call (in
 // the order the requests completed, which is the order of their times),
 // and forgets them; none unless LogCompletions was called.
