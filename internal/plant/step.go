@@ -149,6 +149,9 @@ func (st *Stepper) Add(r Request) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("request %d: %w", r.ID, err)
 	}
+	if st.sim.prefilledOnly {
+		return errors.New("a replica takes either requests to prefill or prefilled ones, not both")
+	}
 	if n := len(st.sim.records); n > 0 && r.ArrivalTimeS < st.sim.records[n-1].ArrivalTimeS {
 		return errors.New("workload must be sorted by arrival_time_s")
 	}
