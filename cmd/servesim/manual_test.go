@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -219,4 +220,245 @@ func TestHelpFilesNameManualPages(t *testing.T) {
 		}
 	}
 	assert.Positive(t, pages)
+}
+
+// manualCommand is a servesim command shown in the manual: where, and its
+// words as the shell would pass them.
+type manualCommand struct {
+	where string
+	words []string
+}
+
+// shellWords splits a command line as a POSIX shell would for servesim's
+// commands: words apart at blanks, single and double quotes grouping (a
+// backslash escapes the next character outside single quotes).
+func shellWords(line string) []string {
+	var words []string
+	var b strings.Builder
+	inWord := false
+	quote := rune(0)
+	escaped := false
+	for _, r := range line {
+		switch {
+		case escaped:
+			b.WriteRune(r)
+			escaped = false
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				b.WriteRune(r)
+			}
+		case r == '\\':
+			escaped, inWord = true, true
+		case quote == '"':
+			if r == '"' {
+				quote = 0
+			} else {
+				b.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, b.String())
+				b.Reset()
+				inWord = false
+			}
+		default:
+			b.WriteRune(r)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, b.String())
+	}
+	return words
+}
+
+// shellSplit cuts a command line at the shell's separators outside quotes
+// (|, ;, &, && and ||) and at a comment, returning the pieces.
+func shellSplit(line string) []string {
+	var pieces []string
+	start := 0
+	quote := rune(0)
+	for i, r := range line {
+		switch {
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			}
+		case r == '\'' || r == '"':
+			quote = r
+		case r == '#' && (i == 0 || line[i-1] == ' '):
+			return append(pieces, line[start:i])
+		case r == '|' || r == ';' || r == '&':
+			pieces = append(pieces, line[start:i])
+			start = i + 1
+		}
+	}
+	return append(pieces, line[start:])
+}
+
+// servesimCommands returns the servesim commands of one shell line of the
+// manual: each piece of a pipeline or list that runs servesim, without its
+// redirections ("> FILE", "2> FILE", "< FILE") or a process substitution
+// around it.
+func servesimCommands(line string) [][]string {
+	var commands [][]string
+	for _, piece := range shellSplit(line) {
+		words := shellWords(strings.TrimSpace(piece))
+		for len(words) > 0 && (words[0] == "do" || words[0] == "then" || words[0] == "$" || strings.HasPrefix(words[0], "<(") || words[0] == "source") {
+			if strings.HasPrefix(words[0], "<(") {
+				words[0] = strings.TrimPrefix(words[0], "<(")
+				continue
+			}
+			words = words[1:]
+		}
+		if len(words) == 0 || words[0] != "servesim" {
+			continue
+		}
+		var kept []string
+		for i := 0; i < len(words); i++ {
+			w := strings.TrimSuffix(words[i], ")")
+			if w == ">" || w == ">>" || w == "2>" || w == "<" {
+				i++
+				continue
+			}
+			if w != "" {
+				kept = append(kept, w)
+			}
+		}
+		commands = append(commands, kept)
+	}
+	return commands
+}
+
+// manualCommands returns every servesim command in the shell blocks (sh,
+// bash, shell, console) of the manual's hand-written pages, and in its text
+// blocks the lines that start with "$ servesim", a continued line (ending
+// in a backslash) joined to the next.
+func manualCommands(t *testing.T) []manualCommand {
+	t.Helper()
+	var commands []manualCommand
+	for _, file := range manualFiles(t) {
+		if strings.HasPrefix(file, "docs/reference/") {
+			continue // generated from the help files' examples
+		}
+		data, err := os.ReadFile(filepath.Join(repoRoot, file))
+		require.NoError(t, err)
+		lang, inBlock := "", false
+		var pending strings.Builder
+		pendingLine := 0
+		for i, line := range strings.Split(string(data), "\n") {
+			trimmed := strings.TrimSpace(line)
+			if strings.HasPrefix(trimmed, "```") {
+				inBlock = !inBlock
+				lang = strings.TrimPrefix(trimmed, "```")
+				continue
+			}
+			if !inBlock {
+				continue
+			}
+			shell := lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
+			if !shell && !strings.HasPrefix(trimmed, "$ servesim") && pending.Len() == 0 {
+				continue
+			}
+			if pending.Len() == 0 {
+				pendingLine = i + 1
+			}
+			if strings.HasSuffix(trimmed, "\\") {
+				pending.WriteString(strings.TrimSuffix(trimmed, "\\") + " ")
+				continue
+			}
+			pending.WriteString(trimmed)
+			for _, words := range servesimCommands(pending.String()) {
+				commands = append(commands, manualCommand{where: file + ":" + strconv.Itoa(pendingLine), words: words})
+			}
+			pending.Reset()
+		}
+	}
+	return commands
+}
+
+var scriptExec = regexp.MustCompile(`^(?:\[[^\]]*\]\s*)*!?\s*exec\s+servesim\s`)
+
+// scriptCommands returns the servesim commands the end-to-end scripts run,
+// by their words, with $SHARED/ written ../shared/ and $REPO/ dropped, as
+// the manual spells paths from the repository root.
+func scriptCommands(t *testing.T) map[string]bool {
+	t.Helper()
+	found := map[string]bool{}
+	for _, dir := range []string{"testdata/script", "testdata/script-shared"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.txtar"))
+		require.NoError(t, err)
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			require.NoError(t, err)
+			for _, line := range strings.Split(string(data), "\n") {
+				if strings.HasPrefix(line, "-- ") {
+					break // the archive's files follow
+				}
+				loc := scriptExec.FindStringIndex(line)
+				if loc == nil {
+					continue
+				}
+				words := append([]string{"servesim"}, shellWords(line[loc[1]:])...)
+				if words[len(words)-1] == "&" { // run in the background
+					words = words[:len(words)-1]
+				}
+				for i, w := range words {
+					for _, shared := range []string{"$SHARED/", "${SHARED}/"} {
+						w = strings.ReplaceAll(w, shared, "../shared/")
+					}
+					for _, repo := range []string{"$REPO/", "${REPO}/"} {
+						w = strings.ReplaceAll(w, repo, "")
+					}
+					words[i] = w
+				}
+				found[strings.Join(words, "\x00")] = true
+			}
+		}
+	}
+	return found
+}
+
+// notRunByScripts are the manual's commands that no end-to-end script runs,
+// each with the reason; every other command must be run word for word by a
+// script (testdata/script, or testdata/script-shared when it reads the
+// public data).
+var notRunByScripts = map[string]string{
+	// docs/fleets-and-capacity.md, the worked week: a minute and more of work
+	// on two cores (capacity 36 s, each simulate 9 s) for every go test.
+	// capacity_over_time.txtar and fleet_autoscale.txtar run the same flags
+	// on shorter traces.
+	"servesim capacity --trace week.csv --service-model batched --ttft-slo 5 --tpot-slo 0.15 --attainment 0.95 --max-replicas 16 --max-sim-time 610000 --over-time 3600 --out-plan plan.csv --format table": "the worked week: 36 s",
+	"servesim simulate --trace week.csv --service-model batched --ttft-slo 5 --tpot-slo 0.15 --max-sim-time 610000 --summary $policy --controller max -o run.json":                                          "the worked week: a shell loop over three policies, 9 s each",
+	// docs/bench-and-calibrate.md, the walk-through: it reads the result
+	// files of a clone of github.com/LambdaLabsML/vllm-benchmark, which the
+	// tests do not fetch; calibrate_fit.txtar fits files of the same kind.
+	"servesim calibrate --gpu H100 --model Llama-3.1-8B-Instruct --max-num-seqs 256 --max-num-batched-tokens 2048 --bench results/prompt_10/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json --bench results/prompt_20/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json --holdout results/prompt_40/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json --format table --out-gpu h100-fitted.json": "needs a clone of LambdaLabsML/vllm-benchmark",
+	"servesim capacity --service-model batched --gpu h100-fitted.json --model Llama-3.1-8B-Instruct --trace ../shared/data/azure2023/AzureLLMInferenceTrace_conv.csv --max-elapsed 600 --ttft-slo 2 --tpot-slo 0.2 --attainment 0.9 --controller max --format table":                                                                                                                                                       "needs the card the walk-through fits",
+}
+
+// TestManualCommandsRun: every servesim command the manual shows is run,
+// word for word, by an end-to-end script, or is listed in notRunByScripts
+// with the reason.
+func TestManualCommandsRun(t *testing.T) {
+	t.Parallel()
+	commands := manualCommands(t)
+	require.Greater(t, len(commands), 40, "the manual's commands were not found")
+	run := scriptCommands(t)
+	listed := map[string]bool{}
+	for _, c := range commands {
+		key := strings.Join(c.words, " ")
+		if _, ok := notRunByScripts[key]; ok {
+			listed[key] = true
+			continue
+		}
+		assert.True(t, run[strings.Join(c.words, "\x00")], "%s: no script in cmd/servesim/testdata runs %q: add it to a script (script-shared when it reads ../shared) or, with the reason, to notRunByScripts", c.where, key)
+	}
+	for key := range notRunByScripts {
+		assert.True(t, listed[key], "notRunByScripts lists %q, which the manual no longer shows", key)
+	}
 }
