@@ -77,6 +77,9 @@ type Fleet struct {
 	Jobs       int // 0: GOMAXPROCS
 	// Scale, when its Policy is set, makes the fleet elastic.
 	Scale Scale
+	// Link is a disaggregated fleet's KV transfer link
+	// (--kv-transfer-bandwidth, --kv-transfer-latency).
+	Link fleet.Link
 }
 
 // Check rejects a stride, scheduler, controller or --exec-timeout that
@@ -132,6 +135,9 @@ func (f *Fleet) Check(normalize, routerGiven bool) error {
 	}
 	if f.Jobs < 0 {
 		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", f.Jobs)
+	}
+	if err := f.Link.Validate(); err != nil {
+		return err
 	}
 	if f.Path != "" && normalize {
 		return errors.New("--normalize cannot be combined with --fleet: a fleet of several profiles has no single capacity to normalize to (use --replicas)")
