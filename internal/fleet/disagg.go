@@ -32,13 +32,15 @@ import (
 // replicas do not interfere (no switch or decode-side NIC limit).
 //
 // KV room: a transfer starts only when its decode replica has room for its
-// KV (plant.Stepper.FreeKV, which counts the running requests, the KV that
-// arrived and waits for a running slot, and the transfers under way to it,
-// all reserved from their start); until then it waits, in the order the
-// requests were routed to that replica, and the prefill replica keeps the
-// request's KV, counted against its own capacity (plant.Stepper.HoldKV),
-// until the last byte has left. A prefill replica holds a finished
-// request's KV from the end of the step in which its first token came.
+// KV and a reserve for the tokens its requests will add (see
+// startTransfers). The room (plant.Stepper.FreeKV) counts the running
+// requests, the KV that arrived and waits for a running slot, and the
+// transfers under way to it, reserved from their start. Until then the
+// transfer waits, in the order the requests were routed to that replica,
+// and the prefill replica keeps the request's KV, counted against its own
+// capacity (plant.Stepper.HoldKV), until the last byte has left. A prefill
+// replica holds a finished request's KV from the end of the step in which
+// its first token came.
 //
 // Timing on the grid: each step routes the step's arrivals to the prefill
 // pool, steps the prefill replicas, takes their first tokens, routes them to

@@ -404,21 +404,31 @@ func (d *disaggRun) routeDecode() error {
 }
 
 // startTransfers starts, in each decode replica's order, the transfers
-// that have room there: the room is reserved until the KV arrives.
+// that have room there: the room is reserved until the KV arrives. Room
+// is the request's KV plus, as the reference's admission reserves it,
+// DecodeKVReserveTokensPerActive for each request decoding, waiting or
+// arriving there, itself included (their tokens to come).
 func (d *disaggRun) startTransfers() {
+	reserve := d.e.cfg.Plant.DecodeKVReserveTokensPerActive
 	for j, k := range d.members[poolDecode] {
 		q := &d.waiting[j]
+		if q.len() == 0 {
+			continue
+		}
 		st := d.steppers[k]
+		l := st.Load()
+		there := l.ActiveDecodes + l.QueuedRequests + d.inflight[j]
 		for q.len() > 0 {
 			i := q.front()
 			x := &d.xfers[i]
-			if st.FreeKV() < x.tokens {
+			if st.FreeKV()-float64(there+1)*reserve < x.tokens {
 				break // held back: the prefill replica keeps the KV
 			}
 			q.pop()
 			d.waitingTokens[j] -= x.tokens
 			st.HoldKV(x.tokens)
 			d.inflight[j]++
+			there++
 			x.startS = max(x.readyS, d.timeS)
 			x.remaining = x.bytes
 			l := &d.links[d.at[x.prefill]]
