@@ -336,20 +336,20 @@ func servesimCommands(line string) [][]string {
 
 // manualCommands returns every servesim command in the shell blocks (sh,
 // bash, shell, console) of the manual's hand-written pages, and in its text
-// blocks the lines that start with "$ servesim", a continued line (ending
-// in a backslash) joined to the next.
+// blocks the lines that start with "$ servesim"; then those of the
+// commands' examples (help/*.example.txt), which the generated reference
+// shows.
 func manualCommands(t *testing.T) []manualCommand {
 	t.Helper()
 	var commands []manualCommand
 	for _, file := range manualFiles(t) {
 		if strings.HasPrefix(file, "docs/reference/") {
-			continue // generated from the help files' examples
+			continue // generated: its examples are the help files' (below)
 		}
 		data, err := os.ReadFile(filepath.Join(repoRoot, file))
 		require.NoError(t, err)
 		lang, inBlock := "", false
-		var pending strings.Builder
-		pendingLine := 0
+		var block []string
 		for i, line := range strings.Split(string(data), "\n") {
 			trimmed := strings.TrimSpace(line)
 			if strings.HasPrefix(trimmed, "```") {
@@ -360,28 +360,54 @@ func manualCommands(t *testing.T) []manualCommand {
 			if !inBlock {
 				continue
 			}
-			shell := lang == "sh" || lang == "bash" || lang == "shell" || lang == "console"
-			if !shell && !strings.HasPrefix(trimmed, "$ servesim") && pending.Len() == 0 {
-				continue
+			if lang == "sh" || lang == "bash" || lang == "shell" || lang == "console" || strings.HasPrefix(trimmed, "$ servesim") || (len(block) > 0 && strings.HasSuffix(block[len(block)-1], "\\")) {
+				block = append(block, trimmed)
+			} else {
+				block = append(block, "")
 			}
-			if pending.Len() == 0 {
-				pendingLine = i + 1
-			}
-			if strings.HasSuffix(trimmed, "\\") {
-				pending.WriteString(strings.TrimSuffix(trimmed, "\\") + " ")
-				continue
-			}
-			pending.WriteString(trimmed)
-			for _, words := range servesimCommands(pending.String()) {
-				commands = append(commands, manualCommand{where: file + ":" + strconv.Itoa(pendingLine), words: words})
-			}
-			pending.Reset()
+			_ = i
 		}
+		commands = append(commands, shellCommands(file, strings.Join(block, "\n"))...)
+	}
+	examples, err := fs.Glob(helpFiles, "help/*.example.txt")
+	require.NoError(t, err)
+	for _, name := range examples {
+		data, err := helpFiles.ReadFile(name)
+		require.NoError(t, err)
+		commands = append(commands, shellCommands("cmd/servesim/"+name, string(data))...)
 	}
 	return commands
 }
 
-var scriptExec = regexp.MustCompile(`^(?:\[[^\]]*\]\s*)*!?\s*exec\s+servesim\s`)
+// shellCommands returns the servesim commands of shell lines, a continued
+// line (ending in a backslash) joined to the next, each with where it
+// starts (file:line).
+func shellCommands(file, text string) []manualCommand {
+	var commands []manualCommand
+	var pending strings.Builder
+	start := 0
+	for i, line := range strings.Split(text, "\n") {
+		trimmed := strings.TrimSpace(line)
+		if pending.Len() == 0 {
+			start = i + 1
+		}
+		if strings.HasSuffix(trimmed, "\\") {
+			pending.WriteString(strings.TrimSuffix(trimmed, "\\") + " ")
+			continue
+		}
+		pending.WriteString(trimmed)
+		for _, words := range servesimCommands(pending.String()) {
+			commands = append(commands, manualCommand{where: file + ":" + strconv.Itoa(start), words: words})
+		}
+		pending.Reset()
+	}
+	return commands
+}
+
+var (
+	scriptExec  = regexp.MustCompile(`^(?:\[[^\]]*\]\s*)*!?\s*exec\s+servesim\s`)
+	scriptShell = regexp.MustCompile(`^(?:\[[^\]]*\]\s*)*!?\s*exec\s+sh\s+-c\s+'(.*)'\s*&?$`)
+)
 
 // scriptCommands returns the servesim commands the end-to-end scripts run,
 // by their words, with $SHARED/ written ../shared/ and $REPO/ dropped, as
@@ -399,28 +425,39 @@ func scriptCommands(t *testing.T) map[string]bool {
 				if strings.HasPrefix(line, "-- ") {
 					break // the archive's files follow
 				}
-				loc := scriptExec.FindStringIndex(line)
-				if loc == nil {
-					continue
-				}
-				words := append([]string{"servesim"}, shellWords(line[loc[1]:])...)
-				if words[len(words)-1] == "&" { // run in the background
-					words = words[:len(words)-1]
-				}
-				for i, w := range words {
-					for _, shared := range []string{"$SHARED/", "${SHARED}/"} {
-						w = strings.ReplaceAll(w, shared, "../shared/")
+				var commands [][]string
+				if loc := scriptExec.FindStringIndex(line); loc != nil {
+					words := append([]string{"servesim"}, shellWords(line[loc[1]:])...)
+					if words[len(words)-1] == "&" { // run in the background
+						words = words[:len(words)-1]
 					}
-					for _, repo := range []string{"$REPO/", "${REPO}/"} {
-						w = strings.ReplaceAll(w, repo, "")
-					}
-					words[i] = w
+					commands = append(commands, words)
+				} else if m := scriptShell.FindStringSubmatch(line); m != nil {
+					// A shell line, for what exec cannot do: globs, pipes.
+					commands = servesimCommands(strings.ReplaceAll(m[1], "''", "'"))
 				}
-				found[strings.Join(words, "\x00")] = true
+				for _, words := range commands {
+					normalizeScriptWords(words)
+					found[strings.Join(words, "\x00")] = true
+				}
 			}
 		}
 	}
 	return found
+}
+
+// normalizeScriptWords writes a script's $SHARED/ as ../shared/ and drops
+// its $REPO/, as the manual spells paths from the repository root.
+func normalizeScriptWords(words []string) {
+	for i, w := range words {
+		for _, shared := range []string{"$SHARED/", "${SHARED}/"} {
+			w = strings.ReplaceAll(w, shared, "../shared/")
+		}
+		for _, repo := range []string{"$REPO/", "${REPO}/"} {
+			w = strings.ReplaceAll(w, repo, "")
+		}
+		words[i] = w
+	}
 }
 
 // notRunByScripts are the manual's commands that no end-to-end script runs,
@@ -438,7 +475,11 @@ var notRunByScripts = map[string]string{
 	// files of a clone of github.com/LambdaLabsML/vllm-benchmark, which the
 	// tests do not fetch; calibrate_fit.txtar fits files of the same kind.
 	"servesim calibrate --gpu H100 --model Llama-3.1-8B-Instruct --max-num-seqs 256 --max-num-batched-tokens 2048 --bench results/prompt_10/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json --bench results/prompt_20/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json --holdout results/prompt_40/1xH100-80GB-SXM/Meta-Llama-3-8B-Instruct_tp1_len2048.json --format table --out-gpu h100-fitted.json": "needs a clone of LambdaLabsML/vllm-benchmark",
-	"servesim capacity --service-model batched --gpu h100-fitted.json --model Llama-3.1-8B-Instruct --trace ../shared/data/azure2023/AzureLLMInferenceTrace_conv.csv --max-elapsed 600 --ttft-slo 2 --tpot-slo 0.2 --attainment 0.9 --controller max --format table":                                                                                                                                                       "needs the card the walk-through fits",
+	// The calibrate help's power example: its power log must have been kept
+	// on a real server while the runs ran (matched by their dates);
+	// internal/calibrate's tests fit powers from such logs.
+	"servesim calibrate --bench c1.json --bench c8.json --power-log gpu.csv --out-gpu l4-fitted.json --out-profile fitted/profile.csv":                                                                                                                               "needs an nvidia-smi log of real runs",
+	"servesim capacity --service-model batched --gpu h100-fitted.json --model Llama-3.1-8B-Instruct --trace ../shared/data/azure2023/AzureLLMInferenceTrace_conv.csv --max-elapsed 600 --ttft-slo 2 --tpot-slo 0.2 --attainment 0.9 --controller max --format table": "needs the card the walk-through fits",
 }
 
 // TestManualCommandsRun: every servesim command the manual shows is run,
