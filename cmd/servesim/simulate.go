@@ -103,6 +103,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := o.Fleet.Check(changed("normalize"), changed("router") || changed("router-seed")); err != nil {
 		return err
 	}
+	if err := o.CheckRouter(); err != nil {
+		return err
+	}
 	return o.Plot.check()
 }
 

@@ -71,6 +71,9 @@ func (cfg *Config) Check() error {
 	if _, err := fleet.NewRouter(cfg.Router, cfg.RouterSeed); err != nil {
 		return fmt.Errorf("--router: %v", err)
 	}
+	if fleet.NeedsPrefixCache(cfg.Router) && !cfg.Engine.PrefixCache {
+		return fmt.Errorf("--router %s: needs --prefix-cache: it scores each replica by the prompt prefix it holds cached", cfg.Router)
+	}
 	if len(cfg.Controllers) == 0 {
 		return errors.New("--controller: expected at least one controller")
 	}

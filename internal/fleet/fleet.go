@@ -260,6 +260,11 @@ func prepare(cfg Config) ([]replicaSpec, Router, error) {
 	if router == nil {
 		router = &RoundRobin{}
 	}
+	if b, ok := router.(binder); ok {
+		if err := b.bind(&cfg); err != nil {
+			return nil, nil, err
+		}
+	}
 	return specs, router, nil
 }
 

@@ -283,6 +283,8 @@ type Load struct {
 	KVTokens           float64 // KV-cache occupancy, tokens
 	TemperatureC       float64 // temperature at the end of the last step, degrees C
 	ClockMHz           float64 // realized clock of the last step (the minimum realized clock before the first), MHz
+	// Prefix is a view of its prefix cache (the zero view without one).
+	Prefix PrefixCache
 }
 
 // Load returns the replica's state at the start of the next step,
@@ -297,6 +299,9 @@ func (st *Stepper) Load() Load {
 		KVTokens:       sim.occupancy(),
 		TemperatureC:   sim.temperatureC,
 		ClockMHz:       sim.previousClockMHz,
+	}
+	if sim.engine != nil {
+		l.Prefix = PrefixCache{sim.engine.cache}
 	}
 	base := 0.0
 	if sim.head < sim.pending {

@@ -121,6 +121,15 @@ func (c *Config) CheckWork() error {
 	return nil
 }
 
+// CheckRouter refuses a router that needs the prefix cache (prefix-aware)
+// without --prefix-cache.
+func (c *Config) CheckRouter() error {
+	if fleet.NeedsPrefixCache(c.Fleet.Router) && !c.Engine.PrefixCache {
+		return fmt.Errorf("--router %s: needs --prefix-cache: it scores each replica by the prompt prefix it holds cached", c.Fleet.Router)
+	}
+	return nil
+}
+
 // Check checks the fleet settings and decides whether the run is a
 // fleet's: one is asked for with a fleet file, more than one replica,
 // routerGiven (--router or --router-seed) or an autoscaler (Scale, checked
@@ -131,6 +140,9 @@ func (f *Fleet) Check(normalize, routerGiven bool) error {
 		return fmt.Errorf("--replicas %d: expected a whole number from 1 to %d", f.Replicas, fleet.MaxReplicas)
 	}
 	if _, err := fleet.NewRouter(f.Router, f.RouterSeed); err != nil {
+		if routerErr := (*fleet.RouterError)(nil); errors.As(err, &routerErr) {
+			return fmt.Errorf("--router %q: %v", f.Router, err)
+		}
 		return fmt.Errorf("--router %q: expected %s", f.Router, strings.Join(fleet.RouterNames, ", "))
 	}
 	if f.Jobs < 0 {
