@@ -503,3 +503,17 @@ func TestManualCommandsRun(t *testing.T) {
 		assert.True(t, listed[key], "notRunByScripts lists %q, which the manual no longer shows", key)
 	}
 }
+
+// TestReadmeIsAFrontPage keeps README.md the front page, under 250 lines:
+// what servesim is, install, the two set-up commands, first runs and links;
+// everything else belongs to a page of docs/.
+func TestReadmeIsAFrontPage(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	require.NoError(t, err)
+	readme := string(data)
+	assert.Less(t, strings.Count(readme, "\n"), 250, "README.md: move the text to a page of docs/")
+	for _, want := range []string{"make install", "make run ", "make test ", "](docs/index.md)"} {
+		assert.Contains(t, readme, want)
+	}
+}
