@@ -198,11 +198,14 @@ func TestAnchors(t *testing.T) {
 	}, got)
 }
 
-var helpManualPage = regexp.MustCompile(`docs/[\w/.-]+\.md`)
+// helpManualPage is a help file's pointer into the manual: a page, and
+// perhaps the heading of its section in quotes (docs/simulate.md, "Service
+// models").
+var helpManualPage = regexp.MustCompile(`(docs/[\w/.-]+\.md)(?:,\s+"([^"]+)")?`)
 
 // TestHelpFilesNameManualPages: a command's help that sends the reader to
-// the manual names a page that exists (and never the README, which is the
-// front page only).
+// the manual names a page that exists, and a section of it by a heading it
+// has (and never the README, which is the front page only).
 func TestHelpFilesNameManualPages(t *testing.T) {
 	t.Parallel()
 	names, err := fs.Glob(helpFiles, "help/*.txt")
@@ -213,10 +216,14 @@ func TestHelpFilesNameManualPages(t *testing.T) {
 		require.NoError(t, err)
 		text := string(data)
 		assert.NotContains(t, text, "README", "%s: name the manual's page (docs/...), not the README", name)
-		for _, page := range helpManualPage.FindAllString(text, -1) {
+		for _, m := range helpManualPage.FindAllStringSubmatch(text, -1) {
 			pages++
-			_, err := os.Stat(filepath.Join(repoRoot, strings.TrimSuffix(page, ".")))
-			assert.NoError(t, err, "%s names %s", name, page)
+			data, err := os.ReadFile(filepath.Join(repoRoot, m[1]))
+			if !assert.NoError(t, err, "%s names %s", name, m[1]) || m[2] == "" {
+				continue
+			}
+			section := regexp.MustCompile(`(?m)^#+ .*` + regexp.QuoteMeta(strings.Join(strings.Fields(m[2]), " ")))
+			assert.Regexp(t, section, string(data), "%s names the section %q of %s, which has no such heading", name, m[2], m[1])
 		}
 	}
 	assert.Positive(t, pages)
