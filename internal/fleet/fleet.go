@@ -74,6 +74,9 @@ type Config struct {
 	// replicas are those of Groups[0], started and drained as its
 	// autoscaler asks.
 	Scaling *Scaling
+	// Sessions, when not nil, gives the requests' sessions, which the
+	// session router keeps together.
+	Sessions SessionSource
 	// Disaggregation is the link and decode router of a disaggregated
 	// fleet (groups of role prefill and decode); nil takes the defaults.
 	Disaggregation *Disaggregation

@@ -227,7 +227,7 @@ func TestNewRouterSpecs(t *testing.T) {
 		{"prefix-aware:", `router prefix-aware: "": expected options as name=value: weight=W, index=approximate|exact`},
 		{"prefix-aware:weight=1,weight=2", `router prefix-aware: weight "2": expected it once`},
 		{"least-outstanding:weight=1", `router least-outstanding "weight=1": expected no options`},
-		{"nearest:weight=1", `unknown router "nearest:weight=1": expected round-robin, random, least-outstanding, least-tokens, prefix-aware`},
+		{"nearest:weight=1", `unknown router "nearest:weight=1": expected round-robin, random, least-outstanding, least-tokens, prefix-aware, session`},
 	} {
 		_, err := NewRouter(c.spec, 1)
 		assert.EqualError(t, err, c.err, c.spec)

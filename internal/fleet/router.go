@@ -60,23 +60,24 @@ const (
 	LeastOutstandingName = "least-outstanding"
 	LeastTokensName      = "least-tokens"
 	PrefixAwareName      = "prefix-aware"
+	SessionName          = "session"
 )
 
 // RouterNames lists the built-in routers.
-var RouterNames = []string{RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName, PrefixAwareName}
+var RouterNames = []string{RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName, PrefixAwareName, SessionName}
 
 // DefaultRouterSeed seeds the random router when no seed is given.
 const DefaultRouterSeed = 1
 
 // NewRouter returns a new built-in router from its spec, a name with its
 // options after a colon: round-robin, random (seeded by seed),
-// least-outstanding, least-tokens, or prefix-aware[:weight=W,index=I]
-// (PrefixAware). An unknown name is an error naming the routers; a bad
+// least-outstanding, least-tokens, prefix-aware[:weight=W,index=I]
+// (PrefixAware) or session (Session). An unknown name is an error naming the routers; a bad
 // option a *RouterError.
 func NewRouter(spec string, seed uint64) (Router, error) {
 	name, options, hasOptions := strings.Cut(spec, ":")
 	switch name {
-	case RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName:
+	case RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName, SessionName:
 		if hasOptions {
 			return nil, &RouterError{Router: name, Value: strconv.Quote(options), Expected: "no options"}
 		}
@@ -90,6 +91,8 @@ func NewRouter(spec string, seed uint64) (Router, error) {
 		return LeastOutstanding{}, nil
 	case LeastTokensName:
 		return LeastTokens{}, nil
+	case SessionName:
+		return &Session{}, nil
 	case PrefixAwareName:
 		if !hasOptions {
 			return NewPrefixAware(DefaultPrefixWeight, ApproximateIndex)

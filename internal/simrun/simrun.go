@@ -65,6 +65,9 @@ type Config struct {
 	Version string
 	// Stderr receives the warnings and an exec: child's stderr.
 	Stderr io.Writer
+	// sessions are the sessions of the trace's requests (loadTrace), nil
+	// for a trace without any.
+	sessions fleet.SessionSource
 }
 
 // Fleet are the fleet settings of a simulation.
@@ -122,10 +125,14 @@ func (c *Config) CheckWork() error {
 }
 
 // CheckRouter refuses a router that needs the prefix cache (prefix-aware)
-// without --prefix-cache.
+// without --prefix-cache, and the session router without a trace whose
+// requests carry sessions (a CSV log with a session=COL column).
 func (c *Config) CheckRouter() error {
 	if fleet.NeedsPrefixCache(c.Fleet.Router) && !c.Engine.PrefixCache {
 		return fmt.Errorf("--router %s: needs --prefix-cache: it scores each replica by the prompt prefix it holds cached", c.Fleet.Router)
+	}
+	if c.Fleet.Router == fleet.SessionName && !c.Trace.HasSessionColumn() {
+		return fmt.Errorf("--router %s: needs a trace whose requests carry sessions: a CSV log with a session column (--trace-columns ...,session=COL)", c.Fleet.Router)
 	}
 	return nil
 }
@@ -246,9 +253,11 @@ func (c *Config) run(ctx context.Context, cfg plant.Config) (*plant.Report, erro
 
 // streams reports whether the trace can be read while it is simulated: a
 // trace file (standard input only without Normalize, which reads it twice)
-// whose hash ids the prefix cache does not need.
+// whose hash ids the prefix cache, and whose sessions the session router,
+// do not need.
 func (c *Config) streams() bool {
-	return c.Workload == nil && c.TracePath != "" && !c.Engine.PrefixCache && (c.TracePath != "-" || c.Normalize == 0)
+	return c.Workload == nil && c.TracePath != "" && !c.Engine.PrefixCache && c.Fleet.Router != fleet.SessionName &&
+		(c.TracePath != "-" || c.Normalize == 0)
 }
 
 // source is the trace file as a workload source.
@@ -270,6 +279,9 @@ func (c *Config) loadTrace() (plant.Workload, error) {
 		return plant.Workload{}, err
 	}
 	c.Engine.UseHashIDs(t.HashIDSource())
+	if t.HasSessions() {
+		c.sessions = t
+	}
 	return t.Workload, nil
 }
 
