@@ -98,9 +98,11 @@ func TestPrefixAwareRaisesTheHitRateAndCutsTheTail(t *testing.T) {
 			for _, rep := range []*Report{aware, exact} {
 				require.Equal(t, 1.0, rep.Metrics.CompletedFraction)
 				assert.Greater(t, rep.Engine.PrefixCacheHitRate, 0.85, rep.Result.Router)
+				t.Logf("%s: hit rate %.3f, p95 TTFT %.3f s", rep.Result.Router, rep.Engine.PrefixCacheHitRate, rep.Metrics.P95TTFTS)
 			}
 			for _, blind := range []string{RoundRobinName, LeastOutstandingName} {
 				rep := prefixRun(t, w, blind, c.svc)
+				t.Logf("%s: hit rate %.3f, p95 TTFT %.3f s", blind, rep.Engine.PrefixCacheHitRate, rep.Metrics.P95TTFTS)
 				require.Equal(t, 1.0, rep.Metrics.CompletedFraction)
 				assert.Less(t, rep.Engine.PrefixCacheHitRate, 0.71, blind)
 				assert.Less(t, aware.Metrics.P95TTFTS, rep.Metrics.P95TTFTS/2, "p95 TTFT of prefix-aware and %s", blind)
@@ -111,21 +113,24 @@ func TestPrefixAwareRaisesTheHitRateAndCutsTheTail(t *testing.T) {
 
 // TestPrefixAwareOnIndependentPromptsIsLeastOutstanding: when no replica
 // holds any of a prompt, the router is least-outstanding, request for
-// request.
+// request (1500 prompts of 4196 to 4996 tokens at 1 request/s on 4
+// replicas: p95 TTFT 1.290 s under the reference model, 3.060 s under the
+// batched one, for both; round-robin 1.218 s and 2.105 s).
 func TestPrefixAwareOnIndependentPromptsIsLeastOutstanding(t *testing.T) {
 	t.Parallel()
-	w := sharedPromptWorkload(2, 1500, 0, 8, 2)
+	w := sharedPromptWorkload(2, 1500, 0, 8, 1)
 	for _, svc := range []plant.ServiceModel{{}, batchedService()} {
 		cfg := defaultFleet(4, "chunked", "max")
 		cfg.Options = plant.Options{Summary: true, Service: svc, Engine: plant.EngineOptions{PrefixCache: true, HashIDs: w}}
 		var assignments [][]int
-		for _, spec := range []string{LeastOutstandingName, PrefixAwareName, PrefixAwareName + ":weight=100,index=exact"} {
+		for _, spec := range []string{LeastOutstandingName, PrefixAwareName, PrefixAwareName + ":weight=100,index=exact", RoundRobinName} {
 			r, err := NewRouter(spec, 1)
 			require.NoError(t, err)
 			cfg.Router = r
-			res, err := Simulate(w.requests, cfg)
+			rep, err := Run(plant.Workload{Requests: w.requests}, RunConfig{Config: cfg})
 			require.NoError(t, err)
-			assignments = append(assignments, res.Assignment)
+			t.Logf("%s, %s: hit rate %.3f, p95 TTFT %.3f s, completed %.3f", svc.Name(), spec, rep.Engine.PrefixCacheHitRate, rep.Metrics.P95TTFTS, rep.Metrics.CompletedFraction)
+			assignments = append(assignments, rep.Result.Assignment)
 		}
 		assert.Equal(t, assignments[0], assignments[1], svc.Name())
 		assert.Equal(t, assignments[0], assignments[2], svc.Name())
