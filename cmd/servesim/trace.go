@@ -123,7 +123,7 @@ func addTraceFlags(cmd *cobra.Command, o *trace.Flags) {
 	cliflag.AddList(cmd, &o.Filter, "trace-filter", nil, "filter terms model=NAME or log-type=NAME",
 		"keep the BurstGPT rows with these values: model=NAME, log-type=NAME (same key: any value; different keys: both)")
 	cliflag.AddList(cmd, &o.Columns, "trace-columns", nil, "column terms arrival=COL, prompt=COL, output=COL",
-		"read a CSV log by its header's column names: arrival=COL,prompt=COL,output=COL (implies --trace-format csv)")
+		"read a CSV log by its header's column names: arrival=COL,prompt=COL,output=COL, and session=COL for the session (conversation) of each request, which --router session keeps together (implies --trace-format csv)")
 	f.StringVar(&o.TimeUnit, "time-unit", string(trace.Seconds), "unit of the --trace-columns arrival column: s, ms, us or iso (ISO 8601 date-times)")
 	_ = cmd.RegisterFlagCompletionFunc("trace-format", cliflag.Choices(trace.FormatNames(trace.Formats)))
 	_ = cmd.RegisterFlagCompletionFunc("time-unit", cliflag.Choices([]string{"s", "ms", "us", "iso"}))
