@@ -736,6 +736,9 @@ func (el *elastic) routeUntil(untilS float64) error {
 		}
 		el.states = append(el.states, l)
 	}
+	if e.costs != nil {
+		e.costs.reset(el.states)
+	}
 	waitedS := el.timeS - e.cfg.Plant.TimeStepS + 1e-12
 	for ; el.queue.len() > 0; el.queue.pop() {
 		r, i := el.queue.front()
@@ -765,6 +768,9 @@ func (el *elastic) routeUntil(untilS float64) error {
 		in.count++
 		if !stateFree {
 			el.states[j] = st.Load()
+		}
+		if e.costs != nil {
+			e.costs.update(j, &el.states[j])
 		}
 	}
 	return nil

@@ -54,6 +54,7 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 		sums:         stepSums{scale: powerScale(specs)},
 		lastArrivalS: lastArrivalS,
 		stream:       &streamRun{ws: ws, expected: expected},
+		costs:        newCostHeap(router),
 	}
 	if expected > 0 {
 		e.stream.samples.grow(expected - 1)
