@@ -122,7 +122,9 @@ type LeastOutstanding struct{}
 func (LeastOutstanding) Name() string { return LeastOutstandingName }
 
 // Route implements Router.
-func (r LeastOutstanding) Route(_ Arrival, replicas []ReplicaState) int { return argmin(replicas, r.Cost) }
+func (r LeastOutstanding) Route(_ Arrival, replicas []ReplicaState) int {
+	return argmin(replicas, r.Cost)
+}
 
 // Cost implements CostRouter: the queued plus decoding requests.
 func (LeastOutstanding) Cost(s *ReplicaState) float64 {
