@@ -58,7 +58,7 @@ test:
 	if [ $$n -gt 0 ]; then echo "shared data: $$n tests skipped for want of it"; fi; \
 	exit $$status
 
-## limit-peaks: run the binary at each memory limit of the README's "Limits" table and check
+## limit-peaks: run the binary at each memory limit of docs/performance.md's "Limits" table and check
 ## its peak resident size against the figure promised there (about three minutes, 1.4 GB of
 ## temporary disk)
 limit-peaks: build

@@ -138,7 +138,10 @@ func (o *benchOptions) check(cmd *cobra.Command, args []string) error {
 	if err := o.CheckWork(); err != nil {
 		return err
 	}
-	return o.Fleet.Check(false, changed("router") || changed("router-seed"))
+	if err := o.Fleet.Check(false, changed("router") || changed("router-seed")); err != nil {
+		return err
+	}
+	return o.CheckRouter()
 }
 
 // runBench generates the workload, simulates it and prints vLLM's result

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -52,7 +53,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	plantflag.AddSLO(cmd, &opts.SLO)
 	f.Float64Var(&opts.Attainment, "attainment", 0.99, "target SLO attainment `A`, 0 < A <= 1: the share of all requests meeting every SLO")
-	f.StringVar(&opts.Router, "router", fleet.RoundRobinName, "round-robin, random, least-outstanding or least-tokens")
+	f.StringVar(&opts.Router, "router", fleet.RoundRobinName, "how the fleet routes requests: "+strings.Join(fleet.RouterNames, ", "))
 	f.Uint64Var(&opts.RouterSeed, "router-seed", fleet.DefaultRouterSeed, "seed of the random router")
 	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers compared at the answer (the search runs the first): max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per replica), mpc[:KEY=VALUE,...] (double-quote a spec holding commas)")
 	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)

@@ -72,7 +72,7 @@ func TestCapacityUsageErrors(t *testing.T) {
 		{"attainment zero", []string{"--attainment", "0"}, "--attainment 0: expected a share greater than 0 and at most 1"},
 		{"attainment above one", []string{"--attainment", "1.01"}, "--attainment 1.01"},
 		{"attainment nan", []string{"--attainment", "NaN"}, "--attainment NaN"},
-		{"router", []string{"--router", "nearest"}, `--router: unknown router "nearest": expected round-robin, random, least-outstanding, least-tokens`},
+		{"router", []string{"--router", "nearest"}, `--router: unknown router "nearest": expected round-robin, random, least-outstanding, least-tokens, prefix-aware, session`},
 		{"controller", []string{"--controller", "max,turbo"}, `--controller: unknown controller "turbo"`},
 		{"no controller", []string{"--controller", ""}, "--controller: expected at least one controller"},
 		{"scheduler", []string{"--scheduler", "fifo"}, `--scheduler: unknown scheduler "fifo"`},

@@ -28,13 +28,13 @@ func reactiveControllerMain() {
 	}
 }
 
-// pythonExample is the README's Python example controller.
+// pythonExample is the Python example controller of docs/clock-control.md.
 const pythonExample = "../../docs/examples/reactive_controller.py"
 
 // TestExecControllerReproducesReactive: an exec: child that re-implements
 // reactive makes simulate write the built-in reactive's document byte for
 // byte, controller_name aside. The Go child (this test binary) always runs;
-// the README's Python example runs where /usr/bin/python3 exists.
+// the manual's Python example runs where /usr/bin/python3 exists.
 func TestExecControllerReproducesReactive(t *testing.T) {
 	t.Parallel()
 	example, err := filepath.Abs(pythonExample)
@@ -84,14 +84,15 @@ func TestExecControllerReproducesReactive(t *testing.T) {
 	}
 }
 
-// TestReadmeShowsThePythonExample: the README's Python block is the
-// example file, which TestExecControllerReproducesReactive runs.
-func TestReadmeShowsThePythonExample(t *testing.T) {
+// TestManualShowsThePythonExample: the Python block of the manual's clock
+// control page is the example file, which TestExecControllerReproducesReactive
+// runs.
+func TestManualShowsThePythonExample(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
+	page, err := os.ReadFile("../../docs/clock-control.md")
 	require.NoError(t, err)
 	example, err := os.ReadFile(pythonExample)
 	require.NoError(t, err)
-	assert.Contains(t, string(readme), "```python\n"+string(example)+"```\n")
+	assert.Contains(t, string(page), "```python\n"+string(example)+"```\n")
 	assert.Equal(t, 15, bytes.Count(example, []byte("\n")), "a 15-line example")
 }

@@ -21,8 +21,8 @@ import (
 
 var limitPeaks = flag.Bool("limitpeaks", false, "run the real binary ($SERVESIM_BIN) at each memory limit and check its peak RSS (make limit-peaks)")
 
-// peakCase is one run at a limit of the README's "Memory limits" table, and
-// the peak resident size the README promises for it.
+// peakCase is one run at a limit of the Limits table of docs/performance.md,
+// and the peak resident size the table promises for it.
 type peakCase struct {
 	name   string
 	args   string // servesim's arguments; {big} is the 5e7-row trace
@@ -51,7 +51,7 @@ var peakCases = []peakCase{
 
 // TestPeaksAtTheLimits runs the real binary at each memory limit, on
 // inputs made in a temporary folder, and checks that its peak resident size
-// stays under the README's figure. It takes about three minutes (two runs
+// stays under the table's figure. It takes about three minutes (two runs
 // at a time) and 1.4 GB of disk, so it runs with -limitpeaks (make limit-peaks; CI runs it).
 func TestPeaksAtTheLimits(t *testing.T) {
 	if !*limitPeaks {

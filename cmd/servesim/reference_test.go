@@ -40,7 +40,7 @@ func writeReference(mdDir, manPagesDir string) error {
 	if err := doc.GenMarkdownTree(root, mdDir); err != nil {
 		return err
 	}
-	if err := doc.GenManTree(root, &doc.GenManHeader{Title: "SERVESIM", Section: "1", Date: &time.Time{}, Source: "servesim", Manual: "servesim manual"}, manPagesDir); err != nil {
+	if err := doc.GenManTree(root, &doc.GenManHeader{Section: "1", Date: &time.Time{}, Source: "servesim", Manual: "servesim manual"}, manPagesDir); err != nil {
 		return err
 	}
 	// A man page's header carries a date; the pages have none (the zero

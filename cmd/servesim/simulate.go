@@ -103,6 +103,9 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := o.Fleet.Check(changed("normalize"), changed("router") || changed("router-seed")); err != nil {
 		return err
 	}
+	if err := o.CheckRouter(); err != nil {
+		return err
+	}
 	return o.Plot.check()
 }
 
@@ -141,10 +144,18 @@ func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
 func addFleetFlags(cmd *cobra.Command, o *simrun.Fleet) {
 	f := cmd.Flags()
 	f.IntVar(&o.Replicas, "replicas", 1, "simulate a fleet of `N` replicas of the profile behind --router, 1 to 4096 (with --fleet: the default of a group)")
-	f.StringVar(&o.Path, "fleet", "", "simulate the fleet of a JSON `FILE`: a list of groups {\"name\", \"profile\", \"replicas\", \"scheduler\", \"controller\"}; a missing field takes the flag's value")
+	f.StringVar(&o.Path, "fleet", "", "simulate the fleet of a JSON `FILE`: a list of groups {\"name\", \"profile\", \"replicas\", \"scheduler\", \"controller\", \"role\"}; a missing field takes the flag's value; roles prefill and decode disaggregate the fleet")
 	f.StringVar(&o.Router, "router", fleet.RoundRobinName, "how a fleet routes requests: "+strings.Join(fleet.RouterNames, ", "))
 	f.Uint64Var(&o.RouterSeed, "router-seed", fleet.DefaultRouterSeed, "seed of the random router")
 	f.IntVar(&o.Jobs, "jobs", 0, "replicas simulated at once with a state-free router (round-robin, random; 0, the default: all cores)")
+	addLinkFlags(cmd, &o.Link)
+}
+
+// addLinkFlags binds the KV transfer link of a disaggregated fleet to l.
+func addLinkFlags(cmd *cobra.Command, l *fleet.Link) {
+	f := cmd.Flags()
+	f.Float64Var(&l.BandwidthGBps, "kv-transfer-bandwidth", fleet.DefaultKVTransferBandwidthGBps, "with a --fleet of prefill and decode groups: each prefill replica's link to the decode pool, `GB/s`, shared by its transfers (inf: instant)")
+	f.Float64Var(&l.LatencyS, "kv-transfer-latency", fleet.DefaultKVTransferLatencyS, "with a --fleet of prefill and decode groups: the time from a KV transfer's last byte to its arrival, `S` seconds")
 }
 
 // addScaleFlags binds the autoscaling flags to o.

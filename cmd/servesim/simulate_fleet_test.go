@@ -46,7 +46,7 @@ func TestSimulateFleetUsageErrors(t *testing.T) {
 		{"negative replicas", []string{"--replicas", "-3"}, "--replicas -3: expected a whole number from 1 to 4096"},
 		{"too many replicas", []string{"--replicas", "4097"}, "--replicas 4097: expected a whole number from 1 to 4096"},
 		{"replicas not a number", []string{"--replicas", "many"}, `--replicas "many": expected a whole number from 1 to 4096`},
-		{"router", []string{"--router", "fastest"}, `--router "fastest": expected round-robin, random, least-outstanding, least-tokens`},
+		{"router", []string{"--router", "fastest"}, `--router "fastest": expected round-robin, random, least-outstanding, least-tokens, prefix-aware, session`},
 		{"router seed", []string{"--router-seed", "-1"}, `--router-seed "-1": expected a whole number, 0 or more`},
 		{"jobs", []string{"--jobs", "-1"}, "--jobs -1: expected a nonnegative number"},
 		{"normalize fleet", []string{"--fleet", "f.json", "--normalize", "0.5"}, "--normalize cannot be combined with --fleet"},

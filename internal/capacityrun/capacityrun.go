@@ -71,6 +71,12 @@ func (cfg *Config) Check() error {
 	if _, err := fleet.NewRouter(cfg.Router, cfg.RouterSeed); err != nil {
 		return fmt.Errorf("--router: %v", err)
 	}
+	if fleet.NeedsPrefixCache(cfg.Router) && !cfg.Engine.PrefixCache {
+		return fmt.Errorf("--router %s: needs --prefix-cache: it scores each replica by the prompt prefix it holds cached", cfg.Router)
+	}
+	if cfg.Router == fleet.SessionName && !cfg.Trace.HasSessionColumn() {
+		return fmt.Errorf("--router %s: needs a trace whose requests carry sessions: a CSV log with a session column (--trace-columns ...,session=COL)", cfg.Router)
+	}
 	if len(cfg.Controllers) == 0 {
 		return errors.New("--controller: expected at least one controller")
 	}
@@ -137,7 +143,10 @@ func Load(cfg Config) (*Study, error) {
 	if err := checkLiveKVBlocks(cfg, unit); err != nil {
 		return nil, err
 	}
-	var workload plant.Workload
+	var (
+		workload plant.Workload
+		sessions fleet.SessionSource
+	)
 	if cfg.TracePath == "" {
 		workload, err = plant.DefaultTrace(cfg.MaxElapsedS)
 	} else {
@@ -145,6 +154,9 @@ func Load(cfg Config) (*Study, error) {
 		if t, err = (&trace.Source{Path: cfg.TracePath, Stdin: cfg.Stdin, MaxElapsedS: cfg.MaxElapsedS, Options: cfg.Trace.Options}).Load(); err == nil {
 			workload = t.Workload
 			cfg.Engine.UseHashIDs(t.HashIDSource())
+			if t.HasSessions() {
+				sessions = t
+			}
 		}
 	}
 	if err != nil {
@@ -155,7 +167,7 @@ func Load(cfg Config) (*Study, error) {
 	return &Study{
 		Capacity: fleet.Capacity{
 			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
-			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(),
+			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(), Sessions: sessions,
 			ControllerOptions: plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
 			Search:            fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},

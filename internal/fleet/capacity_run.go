@@ -33,6 +33,9 @@ type Capacity struct {
 	SLO plant.SLO
 	// Engine turns on the plant's engine features in every replica.
 	Engine plant.EngineOptions
+	// Sessions are the requests' sessions, for the session router; nil
+	// for none.
+	Sessions SessionSource
 	// Service is every replica's service model (the reference's when
 	// zero).
 	Service plant.ServiceModel
@@ -212,7 +215,7 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	res, err := r.simulate(ctx, Config{Plant: c.Plant, Groups: groups, Router: router,
+	res, err := r.simulate(ctx, Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
 		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine, Service: c.Service}, Jobs: r.fleetJobs, ControllerOptions: c.ControllerOptions,
 		replicaChecksumsSkipped: true})
 	if c.Simulated != nil {

@@ -413,7 +413,7 @@ func TestFleetFileBoundsOnlyForAnElasticFleet(t *testing.T) {
 	data := []byte(`[{"name": "a", "replicas": 2, "min_replicas": 1, "max_replicas": 4}]`)
 	load := func(string) (*profile.Profile, error) { return profile.Default(), nil }
 	_, err := ParseFile("f.json", data, GroupDefaults{Replicas: 1}, load)
-	require.ErrorContains(t, err, `field "max_replicas": unknown field: expected name, profile, replicas, scheduler or controller`)
+	require.ErrorContains(t, err, `field "max_replicas": unknown field: expected name, profile, replicas, scheduler, controller or role`)
 	groups, bounds, err := ParseElasticFile("f.json", data, GroupDefaults{Replicas: 1}, load)
 	require.NoError(t, err)
 	assert.Equal(t, 2, groups[0].Replicas)

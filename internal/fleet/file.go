@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
@@ -22,7 +23,7 @@ const MaxFileBytes = 1 << 20
 
 // fileFields are the fields a group of a fleet file may have, in the order
 // they are checked.
-var fileFields = []string{"name", "profile", "replicas", "scheduler", "controller"}
+var fileFields = []string{"name", "profile", "replicas", "scheduler", "controller", "role"}
 
 // FileError is a bad fleet file: it names the file and, when the fault is
 // in a group, the group (index and name) and the field.
@@ -150,6 +151,9 @@ func parseFile(path string, data []byte, defaults GroupDefaults, load ProfileLoa
 		groups = append(groups, g)
 		bounds = append(bounds, b)
 	}
+	if err := checkFileRoles(path, groups); err != nil {
+		return nil, nil, err
+	}
 	return groups, bounds, nil
 }
 
@@ -169,7 +173,7 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 	}
 	var fields map[string]json.RawMessage
 	if err := strictUnmarshal(item, &fields); err != nil || fields == nil {
-		return fail("", errors.New("expected an object with fields name, profile, replicas, scheduler, controller"))
+		return fail("", errors.New("expected an object with fields name, profile, replicas, scheduler, controller, role"))
 	}
 	twice := duplicateKey(item)
 	if twice == "name" {
@@ -195,9 +199,10 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		return fail(twice, errors.New("given twice"))
 	}
 	keys := slices.Sorted(maps.Keys(fields))
-	known, expected := fileFields, "name, profile, replicas, scheduler or controller"
+	known, expected := fileFields, "name, profile, replicas, scheduler, controller or role"
 	if elastic {
-		known = append(slices.Clone(fileFields), "min_replicas", "max_replicas")
+		// A disaggregated fleet does not autoscale: no role.
+		known = append(slices.Clone(fileFields[:len(fileFields)-1]), "min_replicas", "max_replicas")
 		expected = "name, profile, replicas, min_replicas, max_replicas, scheduler or controller"
 	}
 	for _, key := range keys {
@@ -255,6 +260,17 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		}
 		g.Controller = c
 	}
+	if value, ok := fields["role"]; ok {
+		var s string
+		if err := strictUnmarshal(value, &s); err != nil {
+			return fail("role", fmt.Errorf("%s: expected %s", value, strings.Join(RoleNames, ", ")))
+		}
+		role, err := ParseRole(s)
+		if err != nil || s == "" {
+			return fail("role", fmt.Errorf("%s: expected %s", value, strings.Join(RoleNames, ", ")))
+		}
+		g.Role = role
+	}
 	return g, bounds, nil
 }
 
@@ -296,6 +312,25 @@ func strictUnmarshal(data []byte, v any) error {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("unexpected data after the value")
+	}
+	return nil
+}
+
+// checkFileRoles checks the roles of a fleet file's groups: a fleet with a
+// prefill or a decode group is disaggregated, and then has both and no
+// mixed group.
+func checkFileRoles(path string, groups []Group) error {
+	if !Disaggregated(groups) {
+		return nil
+	}
+	for i, g := range groups {
+		if g.Role != RolePrefill && g.Role != RoleDecode {
+			return &FileError{File: path, Group: i, Name: g.Name, Field: "role",
+				Err: fmt.Errorf("%q in a disaggregated fleet: expected prefill or decode", RoleMixed)}
+		}
+	}
+	if err := CheckRoles(groups); err != nil {
+		return &FileError{File: path, Group: -1, Field: "role", Err: err}
 	}
 	return nil
 }

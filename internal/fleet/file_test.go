@@ -52,9 +52,15 @@ func TestParseFileErrorsNameTheGroupAndField(t *testing.T) {
 		{"empty list", `[]`, `fleet file f.json: expected a JSON list of at least one group`},
 		{"not JSON", `[{"replicas": 2}`, `fleet file f.json: expected a JSON list of groups: unexpected EOF`},
 		{"trailing data", `[{"replicas": 2}] []`, `fleet file f.json: expected a JSON list of groups: unexpected data after the value`},
-		{"group not an object", `[{"replicas": 2}, 7]`, `fleet file f.json: group 1 ("group1"): expected an object with fields name, profile, replicas, scheduler, controller`},
-		{"null group", `[null]`, `fleet file f.json: group 0 ("group0"): expected an object with fields name, profile, replicas, scheduler, controller`},
-		{"unknown field", `[{"name": "a", "gpus": 2}]`, `fleet file f.json: group 0 ("a"): field "gpus": unknown field: expected name, profile, replicas, scheduler or controller`},
+		{"group not an object", `[{"replicas": 2}, 7]`, `fleet file f.json: group 1 ("group1"): expected an object with fields name, profile, replicas, scheduler, controller, role`},
+		{"null group", `[null]`, `fleet file f.json: group 0 ("group0"): expected an object with fields name, profile, replicas, scheduler, controller, role`},
+		{"unknown field", `[{"name": "a", "gpus": 2}]`, `fleet file f.json: group 0 ("a"): field "gpus": unknown field: expected name, profile, replicas, scheduler, controller or role`},
+		{"unknown role", `[{"name": "a", "role": "verify"}]`, `fleet file f.json: group 0 ("a"): field "role": "verify": expected mixed, prefill, decode`},
+		{"empty role", `[{"role": ""}]`, `fleet file f.json: group 0 ("group0"): field "role": "": expected mixed, prefill, decode`},
+		{"role not a string", `[{"role": 1}]`, `fleet file f.json: group 0 ("group0"): field "role": 1: expected mixed, prefill, decode`},
+		{"no decode group", `[{"role": "prefill"}]`, `fleet file f.json: field "role": a disaggregated fleet has no group of role "decode": expected at least one prefill and one decode group`},
+		{"no prefill group", `[{"role": "decode"}, {"role": "decode"}]`, `fleet file f.json: field "role": a disaggregated fleet has no group of role "prefill": expected at least one prefill and one decode group`},
+		{"mixed in a disaggregated fleet", `[{"role": "prefill"}, {"name": "m"}, {"role": "decode"}]`, `fleet file f.json: group 1 ("m"): field "role": "mixed" in a disaggregated fleet: expected prefill or decode`},
 		{"zero replicas", `[{"name": "a"}, {"name": "b", "replicas": 0}]`, `fleet file f.json: group 1 ("b"): field "replicas": 0: expected a whole number from 1 to 4096`},
 		{"fractional replicas", `[{"replicas": 1.5}]`, `fleet file f.json: group 0 ("group0"): field "replicas": 1.5: expected a whole number from 1 to 4096`},
 		{"string replicas", `[{"replicas": "2"}]`, `fleet file f.json: group 0 ("group0"): field "replicas": "2": expected a whole number from 1 to 4096`},
@@ -117,4 +123,22 @@ func FuzzParseFile(f *testing.F) {
 			require.NotNil(t, g.Profile)
 		}
 	})
+}
+
+// TestParseFileRoles: role takes prefill, decode or mixed (the default).
+func TestParseFileRoles(t *testing.T) {
+	load := func(string) (*profile.Profile, error) { return profile.Default(), nil }
+	defaults := GroupDefaults{Profile: profile.Default(), Replicas: 1, Scheduler: "chunked", Controller: "max"}
+	groups, err := ParseFile("f.json", []byte(`[{"role": "prefill", "replicas": 2, "controller": "fixed:1500"}, {"role": "decode", "controller": "fixed:900"}]`), defaults, load)
+	require.NoError(t, err)
+	assert.Equal(t, []string{RolePrefill, RoleDecode}, []string{groups[0].Role, groups[1].Role})
+	assert.Equal(t, []string{"fixed:1500", "fixed:900"}, []string{groups[0].Controller, groups[1].Controller})
+	assert.True(t, Disaggregated(groups))
+	groups, err = ParseFile("f.json", []byte(`[{"role": "mixed"}, {}]`), defaults, load)
+	require.NoError(t, err)
+	assert.Equal(t, RoleMixed, groups[0].Role)
+	assert.Empty(t, groups[1].Role)
+	assert.False(t, Disaggregated(groups))
+	_, _, err = ParseElasticFile("f.json", []byte(`[{"role": "prefill"}]`), defaults, load)
+	require.ErrorContains(t, err, `field "role": unknown field`)
 }

@@ -43,6 +43,9 @@ type Group struct {
 	ProfilePath string           // where the profile was read from, for provenance
 	Scheduler   string           // scheduler name, as plant.NewScheduler takes it
 	Controller  string           // clock-controller spec, as plant.NewController takes it
+	// Role is RolePrefill or RoleDecode in a disaggregated fleet (see
+	// disagg.go); "" or RoleMixed otherwise.
+	Role string
 }
 
 // Config is one fleet run.
@@ -71,6 +74,12 @@ type Config struct {
 	// replicas are those of Groups[0], started and drained as its
 	// autoscaler asks.
 	Scaling *Scaling
+	// Sessions, when not nil, gives the requests' sessions, which the
+	// session router keeps together.
+	Sessions SessionSource
+	// Disaggregation is the link and decode router of a disaggregated
+	// fleet (groups of role prefill and decode); nil takes the defaults.
+	Disaggregation *Disaggregation
 	// checksum, when not nil, gives the workload checksum of the requests
 	// (RunContext's, remembered by its workload); nil computes it.
 	checksum func([]plant.Request) string
@@ -106,6 +115,9 @@ type Result struct {
 	// Scaling is an elastic run's lifecycle, events, series and billing;
 	// nil for a fixed fleet.
 	Scaling *ScalingResult
+	// Disaggregation is a disaggregated run's transfers and pools; nil
+	// otherwise.
+	Disaggregation *DisaggResult
 }
 
 // Replica is one replica's run.
@@ -126,6 +138,10 @@ type Replica struct {
 type Record struct {
 	plant.RequestRecord
 	Replica int `json:"replica"` // replica: the replica the request was routed to
+	// DecodeReplica is, in a disaggregated fleet, the decode replica its
+	// KV moved to (Replica is then its prefill replica); nil (left out)
+	// otherwise, or when it never reached one.
+	DecodeReplica *int `json:"decode_replica,omitempty"`
 }
 
 // Records returns every request's record with its replica, in workload
@@ -134,6 +150,9 @@ func (r *Result) Records() []Record {
 	out := make([]Record, len(r.Requests))
 	for i := range r.Requests {
 		out[i] = Record{RequestRecord: r.Requests[i], Replica: r.Assignment[i]}
+		if d := r.Disaggregation; d != nil && d.DecodeReplica[i] >= 0 {
+			out[i].DecodeReplica = &d.DecodeReplica[i]
+		}
 	}
 	return out
 }
@@ -182,6 +201,9 @@ func SimulateContext(ctx context.Context, requests []plant.Request, cfg Config) 
 		return nil, err
 	}
 	e := newEngine(ctx, requests, cfg, specs, router)
+	if Disaggregated(cfg.Groups) {
+		return e.runDisaggregated()
+	}
 	if cfg.Scaling != nil {
 		return e.runElasticResult()
 	}
@@ -244,6 +266,11 @@ func prepare(cfg Config) ([]replicaSpec, Router, error) {
 	router := cfg.Router
 	if router == nil {
 		router = &RoundRobin{}
+	}
+	if b, ok := router.(binder); ok {
+		if err := b.bind(&cfg); err != nil {
+			return nil, nil, err
+		}
 	}
 	return specs, router, nil
 }

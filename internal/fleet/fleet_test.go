@@ -371,7 +371,7 @@ func TestNewRouter(t *testing.T) {
 		assert.Equal(t, name, r.Name())
 	}
 	_, err := NewRouter("fastest", 1)
-	assert.EqualError(t, err, `unknown router "fastest": expected round-robin, random, least-outstanding, least-tokens`)
+	assert.EqualError(t, err, `unknown router "fastest": expected round-robin, random, least-outstanding, least-tokens, prefix-aware, session`)
 	assert.True(t, isStateFree(&RoundRobin{}))
 	assert.True(t, isStateFree(NewRandom(1)))
 	assert.False(t, isStateFree(LeastOutstanding{}))

@@ -49,13 +49,16 @@ type Report struct {
 	Fleet   Info                 `json:"fleet"` // fleet: router, replica count, requests per replica, groups
 	// Autoscale is an elastic fleet's block (see AutoscaleReport); nil
 	// (left out) for a fixed fleet.
-	Autoscale  *AutoscaleReport `json:"autoscale,omitempty"`
-	Replicas   []ReplicaReport  `json:"replicas"`           // replicas: one run per replica, in replica order
-	Requests   []Record         `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
-	Summary    plant.Summary    `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
-	Dilation   *float64         `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
-	Plant      plant.Plant      `json:"plant"`              // plant: the parameters every replica shares
-	Provenance plant.Provenance `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
+	Autoscale *AutoscaleReport `json:"autoscale,omitempty"`
+	// Disaggregation is a disaggregated fleet's block (see DisaggResult);
+	// nil (left out) otherwise.
+	Disaggregation *DisaggResult    `json:"disaggregation,omitempty"`
+	Replicas       []ReplicaReport  `json:"replicas"`           // replicas: one run per replica, in replica order
+	Requests       []Record         `json:"requests,omitempty"` // requests: every request's record and replica, in workload order; left out with Summary
+	Summary        plant.Summary    `json:"summary"`            // summary: result_summary of the fleet (controller and scheduler names of the groups joined by "+")
+	Dilation       *float64         `json:"dilation"`           // dilation: the arrival dilation factor; nil without normalization
+	Plant          plant.Plant      `json:"plant"`              // plant: the parameters every replica shares
+	Provenance     plant.Provenance `json:"provenance"`         // provenance: identity of the inputs (the command-line profile)
 	// Result is the run the report describes, for figures and tables.
 	Result *Result `json:"-"`
 	// LastArrivalS is the arrival of the workload's last request, after
@@ -242,6 +245,7 @@ func newReport(res *Result, dilation *float64, w plant.Workload, cfg RunConfig) 
 	if res.Scaling != nil {
 		r.Autoscale = newAutoscaleReport(res, cfg.Summary)
 	}
+	r.Disaggregation = res.Disaggregation
 	r.Engine = plant.SumEngineReports(engines)
 	r.Service = plant.SumServiceReports(services)
 	if !cfg.Summary {

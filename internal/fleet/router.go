@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 
 	"servesim/internal/plant"
@@ -58,17 +59,29 @@ const (
 	RandomName           = "random"
 	LeastOutstandingName = "least-outstanding"
 	LeastTokensName      = "least-tokens"
+	PrefixAwareName      = "prefix-aware"
+	SessionName          = "session"
 )
 
 // RouterNames lists the built-in routers.
-var RouterNames = []string{RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName}
+var RouterNames = []string{RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName, PrefixAwareName, SessionName}
 
 // DefaultRouterSeed seeds the random router when no seed is given.
 const DefaultRouterSeed = 1
 
-// NewRouter returns a new built-in router: round-robin, random (seeded by
-// seed), least-outstanding or least-tokens.
-func NewRouter(name string, seed uint64) (Router, error) {
+// NewRouter returns a new built-in router from its spec, a name with its
+// options after a colon: round-robin, random (seeded by seed),
+// least-outstanding, least-tokens, prefix-aware[:weight=W,index=I]
+// (PrefixAware) or session (Session). An unknown name is an error naming the routers; a bad
+// option a *RouterError.
+func NewRouter(spec string, seed uint64) (Router, error) {
+	name, options, hasOptions := strings.Cut(spec, ":")
+	switch name {
+	case RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName, SessionName:
+		if hasOptions {
+			return nil, &RouterError{Router: name, Value: strconv.Quote(options), Expected: "no options"}
+		}
+	}
 	switch name {
 	case RoundRobinName:
 		return &RoundRobin{}, nil
@@ -78,8 +91,23 @@ func NewRouter(name string, seed uint64) (Router, error) {
 		return LeastOutstanding{}, nil
 	case LeastTokensName:
 		return LeastTokens{}, nil
+	case SessionName:
+		return &Session{}, nil
+	case PrefixAwareName:
+		if !hasOptions {
+			return NewPrefixAware(DefaultPrefixWeight, ApproximateIndex)
+		}
+		return parsePrefixAware(options)
 	}
-	return nil, fmt.Errorf("unknown router %q: expected %s", name, strings.Join(RouterNames, ", "))
+	return nil, fmt.Errorf("unknown router %q: expected %s", spec, strings.Join(RouterNames, ", "))
+}
+
+// NeedsPrefixCache reports whether the router of spec scores replicas by
+// the prompt prefixes they hold (prefix-aware), which needs the prefix
+// cache on.
+func NeedsPrefixCache(spec string) bool {
+	name, _, _ := strings.Cut(spec, ":")
+	return name == PrefixAwareName
 }
 
 // RoundRobin sends request i (in arrival order) to replica i mod N.

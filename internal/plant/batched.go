@@ -51,6 +51,9 @@ type batchEngine struct {
 	overheadS                    float64
 	maxSeqs, maxTokens           int
 	capacityBlocks, usedBlocks   int
+	// heldBlocks are the blocks of the KV held outside the running
+	// requests (Stepper.HoldKV).
+	heldBlocks int
 
 	// freeS is when the GPU finished its last iteration (it has idled
 	// since, when none is in flight).
@@ -190,7 +193,7 @@ func (sim *simulation) kvFree() int {
 	if e := sim.engine; e != nil {
 		return e.cache.available()
 	}
-	return sim.batched.capacityBlocks - sim.batched.usedBlocks
+	return sim.batched.capacityBlocks - sim.batched.usedBlocks - sim.batched.heldBlocks
 }
 
 // kvTake gives request i need more blocks.
@@ -343,6 +346,9 @@ func (sim *simulation) startIteration(level *clockLevel, startS float64) bool {
 	w := &b.work
 	*w = iterationWork{budget: b.maxTokens}
 	b.scheduled = b.scheduled[:0]
+	if sim.prefilledOnly {
+		sim.admitPrefilled(startS, b.maxSeqs)
+	}
 	preempted := false
 	runningAtStart := len(sim.active)
 	for k := 0; k < len(sim.active) && w.budget > 0; k++ {

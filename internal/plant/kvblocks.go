@@ -8,14 +8,22 @@ import "fmt"
 // about 100 MB. A default plant has 8192 blocks of 16 tokens.
 const MaxKVBlocks = 1 << 21
 
-// blockKey identifies what a KV block of a prompt holds: the tokens of a
+// PrefixKey identifies what a KV block of a prompt holds: the tokens of a
 // prefix, so two requests whose blocks have the same key can share it.
-// kind says how the other fields read (see prefix.go).
-type blockKey struct {
+// kind says how the other fields read (see prefix.go). Keys are
+// comparable; EngineOptions.AppendPrefixKeys gives a prompt's shareable
+// ones, as a router hashing the prompt would.
+type PrefixKey struct {
 	id   uint64
 	pos  uint32
 	kind uint8
 }
+
+// blockKey is the plant's name of a PrefixKey.
+type blockKey = PrefixKey
+
+// Hash is the key's 64-bit hash, the one the cache indexes it by.
+func (k PrefixKey) Hash() uint64 { return hash(k) }
 
 // kvEntry is one hashed block: a full prompt block registered under its
 // key. While some request holds it (refs > 0) it is live; otherwise it is

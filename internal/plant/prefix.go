@@ -62,18 +62,77 @@ func (sim *simulation) hashable(i int) int {
 // blockKey is the key of block j of request i's prompt.
 func (sim *simulation) blockKey(i, j int) blockKey {
 	e := sim.engine
-	b := int(e.blockTokens)
-	if ids := e.reqs[i].hashIDs; len(ids) > 0 {
-		last := (j+1)*b - 1
-		if k := last / HashIDBlockTokens; k < len(ids) {
-			return blockKey{id: uint64(ids[k]), pos: uint32(last % HashIDBlockTokens), kind: keyHashID}
-		}
-		return blockKey{id: uint64(i), pos: uint32(j), kind: keyOwn}
-	}
-	if j < e.sharedBlocks {
-		return blockKey{pos: uint32(j), kind: keyShared}
+	if k, ok := sharedKey(int(e.blockTokens), e.sharedBlocks, e.reqs[i].hashIDs, j); ok {
+		return k
 	}
 	return blockKey{id: uint64(i), pos: uint32(j), kind: keyOwn}
+}
+
+// sharedKey is the key of block j (of b tokens) of a prompt with hash ids
+// ids, when other prompts can hold it too: a block the ids reach, or,
+// without ids, one of the sharedBlocks leading blocks. ok is false for a
+// block that is the prompt's own.
+func sharedKey(b, sharedBlocks int, ids []int64, j int) (k blockKey, ok bool) {
+	if len(ids) > 0 {
+		last := (j+1)*b - 1
+		if k := last / HashIDBlockTokens; k < len(ids) {
+			return blockKey{id: uint64(ids[k]), pos: uint32(last % HashIDBlockTokens), kind: keyHashID}, true
+		}
+		return blockKey{}, false
+	}
+	if j < sharedBlocks {
+		return blockKey{pos: uint32(j), kind: keyShared}, true
+	}
+	return blockKey{}, false
+}
+
+// AppendPrefixKeys appends to keys the keys of the leading hashable
+// blocks of a prompt of promptTokens tokens, with hash ids ids (nil for
+// none), that other prompts can share, as the prefix cache of o (with
+// PrefixCache) keys them: it stops at the first block that is the
+// prompt's own, which no other request can have cached. A replica's cache
+// would find the leading run of these keys it holds (PrefixCache.Match).
+func (o EngineOptions) AppendPrefixKeys(keys []PrefixKey, promptTokens int, ids []int64) []PrefixKey {
+	b := o.BlockTokens()
+	shared := o.SharedPrefixTokens / b
+	for j, n := 0, (promptTokens-1)/b; j < n; j++ {
+		k, ok := sharedKey(b, shared, ids, j)
+		if !ok {
+			break
+		}
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// PrefixCache is a read-only view of a replica's prefix cache: the blocks
+// it holds, live or cached, as a router reading the replica's KV cache
+// events knows them. The zero value is a replica without the prefix
+// cache, which holds nothing. Two views are equal when they show the same
+// replica's cache.
+type PrefixCache struct{ blocks *kvBlocks }
+
+// Match returns the number of leading keys the cache holds: the blocks a
+// request with these keys (AppendPrefixKeys) would find if its look-up
+// ran now. It costs one probe per key matched, and one more.
+func (c PrefixCache) Match(keys []PrefixKey) int {
+	if c.blocks == nil {
+		return 0
+	}
+	for k, key := range keys {
+		if c.blocks.find(key) < 0 {
+			return k
+		}
+	}
+	return len(keys)
+}
+
+// CapacityBlocks is the cache's size, blocks; 0 without the prefix cache.
+func (c PrefixCache) CapacityBlocks() int {
+	if c.blocks == nil {
+		return 0
+	}
+	return c.blocks.capacity
 }
 
 // blocksFor is the blocks holding tokens tokens: ceil(tokens / B), with a

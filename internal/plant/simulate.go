@@ -188,6 +188,12 @@ type simulation struct {
 	// arrivalKV[i] is the KV occupancy at the start of request i's arrival
 	// step; nil unless Options.RequestLog.
 	arrivalKV []float64
+	// prefilledOnly says that the requests are prefilled elsewhere
+	// (Stepper.AddPrefilled), and heldKV is the KV held outside the
+	// running requests (Stepper.HoldKV; +0 unless a disaggregated fleet
+	// holds some), tokens.
+	prefilledOnly bool
+	heldKV        float64
 
 	timeS float64
 	step  int
@@ -671,6 +677,10 @@ func (sim *simulation) steps(n int) (bool, error) {
 				sim.pending++
 			}
 		}
+		if sim.prefilledOnly && sim.batched == nil {
+			sim.admitPrefilled(sim.timeS, sim.plant.MaxActiveRequests)
+			sim.kvAtEnd = sim.plainOccupancy()
+		}
 		var (
 			requested, power float64
 			level            *clockLevel
@@ -1035,7 +1045,7 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 	if sim.engine != nil {
 		return sim.enginePrefill(budget)
 	}
-	if sim.head == sim.pending || budget <= 0 {
+	if sim.head == sim.pending || budget <= 0 || sim.prefilledOnly {
 		return 0
 	}
 	p := &sim.plant
@@ -1047,7 +1057,7 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 			record.PrefillStartS = sim.timeS
 		}
 		reserved := float64(len(sim.active)+1) * p.DecodeKVReserveTokensPerActive
-		freeKV := pyMax(0, p.KVCapacityTokens-sim.occupancy()-reserved)
+		freeKV := pyMax(0, p.KVCapacityTokens-sim.heldKV-sim.occupancy()-reserved)
 		local := remaining
 		if len(sim.active) >= p.MaxActiveRequests && item.prefillRemaining <= local {
 			local = pyMax(0, item.prefillRemaining-1e-9)
@@ -1091,7 +1101,7 @@ func (sim *simulation) serveDecode(budget, endS float64, unserved bool) float64 
 	} else {
 		occupied = sim.activeOccupancy(0)
 	}
-	freeKV := pyMax(0, sim.plant.KVCapacityTokens-occupied)
+	freeKV := pyMax(0, sim.plant.KVCapacityTokens-sim.heldKV-occupied)
 	remaining := pyMin(budget, freeKV)
 	total := 0.0
 	active, progress := sim.active, sim.progress

@@ -158,6 +158,9 @@ func (st *Stepper) Add(r Request) error {
 	if err := r.Validate(); err != nil {
 		return fmt.Errorf("request %d: %w", r.ID, err)
 	}
+	if st.sim.prefilledOnly {
+		return errors.New("a replica takes either requests to prefill or prefilled ones, not both")
+	}
 	if n := len(st.sim.records); n > 0 && r.ArrivalTimeS < st.sim.records[n-1].ArrivalTimeS {
 		return errors.New("workload must be sorted by arrival_time_s")
 	}
@@ -289,6 +292,8 @@ type Load struct {
 	KVTokens           float64 // KV-cache occupancy, tokens
 	TemperatureC       float64 // temperature at the end of the last step, degrees C
 	ClockMHz           float64 // realized clock of the last step (the minimum realized clock before the first), MHz
+	// Prefix is a view of its prefix cache (the zero view without one).
+	Prefix PrefixCache
 }
 
 // Load returns the replica's state at the start of the next step,
@@ -303,6 +308,9 @@ func (st *Stepper) Load() Load {
 		KVTokens:       sim.occupancy(),
 		TemperatureC:   sim.temperatureC,
 		ClockMHz:       sim.previousClockMHz,
+	}
+	if sim.engine != nil {
+		l.Prefix = PrefixCache{sim.engine.cache}
 	}
 	base := 0.0
 	if sim.head < sim.pending {

@@ -54,6 +54,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 		}
 	}
 	router, _ := fleet.NewRouter(c.Fleet.Router, c.Fleet.RouterSeed)
+	disaggregation := c.Fleet.disaggregation(groups)
 	var mu sync.Mutex
 	controllers := map[int]plant.ClockController{}
 	var built func(int, plant.ClockController) // with --verbose: keeps each replica's controller, timing its solves
@@ -75,13 +76,14 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			ControllerBuilt:   built,
 			ControllerOptions: plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr),
 			Scaling:           scaling,
+			Disaggregation:    disaggregation,
 		},
 		Normalize:   c.Normalize,
 		ProfilePath: profilePath,
 		Version:     c.Version,
 	}
 	var report *fleet.Report
-	if c.streams() && run.Summary && !c.Requests {
+	if c.streams() && run.Summary && !c.Requests && disaggregation == nil {
 		report, err = fleet.RunStreamContext(ctx, c.source(), run)
 	} else {
 		var workload plant.Workload
@@ -89,6 +91,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			return nil, err
 		}
 		run.Options = c.options()   // with the trace's hash ids
+		run.Sessions = c.sessions
 		run.NormalizeInPlace = true // the trace was loaded for this run alone
 		report, err = fleet.RunContext(ctx, workload, run)
 	}
@@ -119,4 +122,16 @@ func (c *Config) checkFleetWork(groups []fleet.Group, bounds []fleet.Bounds) err
 		return fmt.Errorf("--fleet %s: %w", c.Fleet.Path, err)
 	}
 	return err
+}
+
+// disaggregation is the transfers' setting of a fleet of groups with
+// prefill and decode roles (nil for any other fleet): the link of
+// --kv-transfer-bandwidth and --kv-transfer-latency, and a decode router
+// of --router's kind, seeded one past --router-seed.
+func (f *Fleet) disaggregation(groups []fleet.Group) *fleet.Disaggregation {
+	if !fleet.Disaggregated(groups) {
+		return nil
+	}
+	decode, _ := fleet.NewRouter(f.Router, f.RouterSeed+1)
+	return &fleet.Disaggregation{Link: f.Link, DecodeRouter: decode}
 }

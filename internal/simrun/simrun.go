@@ -65,6 +65,9 @@ type Config struct {
 	Version string
 	// Stderr receives the warnings and an exec: child's stderr.
 	Stderr io.Writer
+	// sessions are the sessions of the trace's requests (loadTrace), nil
+	// for a trace without any.
+	sessions fleet.SessionSource
 }
 
 // Fleet are the fleet settings of a simulation.
@@ -77,6 +80,9 @@ type Fleet struct {
 	Jobs       int // 0: GOMAXPROCS
 	// Scale, when its Policy is set, makes the fleet elastic.
 	Scale Scale
+	// Link is a disaggregated fleet's KV transfer link
+	// (--kv-transfer-bandwidth, --kv-transfer-latency).
+	Link fleet.Link
 }
 
 // Check rejects a stride, scheduler, controller or --exec-timeout that
@@ -118,6 +124,19 @@ func (c *Config) CheckWork() error {
 	return nil
 }
 
+// CheckRouter refuses a router that needs the prefix cache (prefix-aware)
+// without --prefix-cache, and the session router without a trace whose
+// requests carry sessions (a CSV log with a session=COL column).
+func (c *Config) CheckRouter() error {
+	if fleet.NeedsPrefixCache(c.Fleet.Router) && !c.Engine.PrefixCache {
+		return fmt.Errorf("--router %s: needs --prefix-cache: it scores each replica by the prompt prefix it holds cached", c.Fleet.Router)
+	}
+	if c.Fleet.Router == fleet.SessionName && !c.Trace.HasSessionColumn() {
+		return fmt.Errorf("--router %s: needs a trace whose requests carry sessions: a CSV log with a session column (--trace-columns ...,session=COL)", c.Fleet.Router)
+	}
+	return nil
+}
+
 // Check checks the fleet settings and decides whether the run is a
 // fleet's: one is asked for with a fleet file, more than one replica,
 // routerGiven (--router or --router-seed) or an autoscaler (Scale, checked
@@ -128,10 +147,16 @@ func (f *Fleet) Check(normalize, routerGiven bool) error {
 		return fmt.Errorf("--replicas %d: expected a whole number from 1 to %d", f.Replicas, fleet.MaxReplicas)
 	}
 	if _, err := fleet.NewRouter(f.Router, f.RouterSeed); err != nil {
+		if routerErr := (*fleet.RouterError)(nil); errors.As(err, &routerErr) {
+			return fmt.Errorf("--router %q: %v", f.Router, err)
+		}
 		return fmt.Errorf("--router %q: expected %s", f.Router, strings.Join(fleet.RouterNames, ", "))
 	}
 	if f.Jobs < 0 {
 		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", f.Jobs)
+	}
+	if err := f.Link.Validate(); err != nil {
+		return err
 	}
 	if f.Path != "" && normalize {
 		return errors.New("--normalize cannot be combined with --fleet: a fleet of several profiles has no single capacity to normalize to (use --replicas)")
@@ -228,9 +253,11 @@ func (c *Config) run(ctx context.Context, cfg plant.Config) (*plant.Report, erro
 
 // streams reports whether the trace can be read while it is simulated: a
 // trace file (standard input only without Normalize, which reads it twice)
-// whose hash ids the prefix cache does not need.
+// whose hash ids the prefix cache, and whose sessions the session router,
+// do not need.
 func (c *Config) streams() bool {
-	return c.Workload == nil && c.TracePath != "" && !c.Engine.PrefixCache && (c.TracePath != "-" || c.Normalize == 0)
+	return c.Workload == nil && c.TracePath != "" && !c.Engine.PrefixCache && c.Fleet.Router != fleet.SessionName &&
+		(c.TracePath != "-" || c.Normalize == 0)
 }
 
 // source is the trace file as a workload source.
@@ -252,6 +279,9 @@ func (c *Config) loadTrace() (plant.Workload, error) {
 		return plant.Workload{}, err
 	}
 	c.Engine.UseHashIDs(t.HashIDSource())
+	if t.HasSessions() {
+		c.sessions = t
+	}
 	return t.Workload, nil
 }
 

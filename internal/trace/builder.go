@@ -45,10 +45,13 @@ func newBuilder(name string, maxElapsedS float64, s sink) *builder {
 // A sink receives the requests a reader keeps, in order: emit is called
 // with each, and the reader stops at its first error; hashIDs, when not
 // nil, is called right after with the request's hash ids (Mooncake; nil
-// for the other formats), valid until the next call.
+// for the other formats), and session, when not nil, with its session
+// column's text (a CSV log with a session column; nil for the others),
+// both valid until the next call.
 type sink struct {
 	emit    func(plant.Request) error
 	hashIDs func(ids []int64)
+	session func(text []byte)
 }
 
 // errorf is an error about a row: "trace NAME line N: ...".
@@ -93,9 +96,10 @@ func (b *builder) skip(reason string) {
 	b.skipped[reason]++
 }
 
-// keep hands the last row to the sink as a request, with its hash ids,
-// unless it is past the elapsed-time limit; it returns the sink's error.
-func (b *builder) keep(prompt, output int64, hashIDs []int64) error {
+// keep hands the last row to the sink as a request, with its hash ids and
+// its session, unless it is past the elapsed-time limit; it returns the
+// sink's error.
+func (b *builder) keep(prompt, output int64, hashIDs []int64, session []byte) error {
 	if !b.started {
 		b.first, b.started = b.prev, true
 	}
@@ -109,6 +113,9 @@ func (b *builder) keep(prompt, output int64, hashIDs []int64) error {
 	b.kept++
 	if err == nil && b.sink.hashIDs != nil {
 		b.sink.hashIDs(hashIDs)
+	}
+	if err == nil && b.sink.session != nil {
+		b.sink.session(session)
 	}
 	return err
 }

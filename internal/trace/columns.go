@@ -12,6 +12,9 @@ type Columns struct {
 	Prompt  string   // the prompt-token column
 	Output  string   // the output-token column
 	Unit    TimeUnit // the unit of the arrival times; Seconds when empty
+	// Session is the session or conversation column, "" for none: the
+	// requests of one value form a session (Trace.Session).
+	Session string
 }
 
 // Column keys of ParseColumns.
@@ -19,11 +22,12 @@ const (
 	ColumnArrival = "arrival"
 	ColumnPrompt  = "prompt"
 	ColumnOutput  = "output"
+	ColumnSession = "session"
 )
 
 // ParseColumns reads the terms arrival=COL, prompt=COL and output=COL, each
-// exactly once, COL a column name of the log's header line; the unit is
-// Seconds.
+// exactly once, and session=COL at most once, COL a column name of the
+// log's header line; the unit is Seconds.
 func ParseColumns(terms []string) (Columns, error) {
 	var c Columns
 	for _, term := range terms {
@@ -36,10 +40,12 @@ func ParseColumns(terms []string) (Columns, error) {
 			column = &c.Prompt
 		case ColumnOutput:
 			column = &c.Output
+		case ColumnSession:
+			column = &c.Session
 		}
 		switch {
 		case !ok || column == nil:
-			return Columns{}, fmt.Errorf("column term %q: expected arrival=COL, prompt=COL or output=COL", term)
+			return Columns{}, fmt.Errorf("column term %q: expected arrival=COL, prompt=COL, output=COL or session=COL", term)
 		case name == "":
 			return Columns{}, fmt.Errorf("column term %q: expected a column name after =", term)
 		case *column != "":

@@ -11,6 +11,7 @@ import (
 // csvLayout is how the rows of a CSV format become requests.
 type csvLayout struct {
 	arrival, prompt, output string   // the columns read
+	session                 string   // the session column, "" for none
 	unit                    TimeUnit // the unit of the arrival column
 	// BurstGPT: the filter, and whether a row whose output count is 0 is
 	// a failed request, skipped.
@@ -36,9 +37,13 @@ func genericLayout(c Columns) csvLayout {
 	if unit == "" {
 		unit = Seconds
 	}
+	note := fmt.Sprintf("the columns named are arrival=%s, prompt=%s, output=%s", c.Arrival, c.Prompt, c.Output)
+	if c.Session != "" {
+		note += ", session=" + c.Session
+	}
 	return csvLayout{
-		arrival: c.Arrival, prompt: c.Prompt, output: c.Output, unit: unit,
-		expectedHeaderNote: fmt.Sprintf("the columns named are arrival=%s, prompt=%s, output=%s", c.Arrival, c.Prompt, c.Output),
+		arrival: c.Arrival, prompt: c.Prompt, output: c.Output, session: c.Session, unit: unit,
+		expectedHeaderNote: note,
 	}
 }
 
@@ -49,14 +54,15 @@ const (
 	colOutput
 	colModel   // read when the filter tests models
 	colLogType // read when the filter tests log types
+	colSession // read when a session column is named
 	numColumns
 )
 
 // columns are the names of the columns the layout may read, and whether it
 // reads each.
 func (l csvLayout) columns() (names [numColumns]string, read [numColumns]bool) {
-	names = [numColumns]string{l.arrival, l.prompt, l.output, l.model, l.logType}
-	read = [numColumns]bool{true, true, true, len(l.filter.Models) > 0, len(l.filter.LogTypes) > 0}
+	names = [numColumns]string{l.arrival, l.prompt, l.output, l.model, l.logType, l.session}
+	read = [numColumns]bool{true, true, true, len(l.filter.Models) > 0, len(l.filter.LogTypes) > 0, l.session != ""}
 	return names, read
 }
 
@@ -148,7 +154,11 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout, s sink) (
 				return plant.Workload{}, b.fieldError(line, names[colPrompt+k], text, "token counts must be positive")
 			}
 		}
-		if err := b.keep(counts[0], counts[1], nil); err != nil {
+		session, err := field(colSession)
+		if err != nil {
+			return plant.Workload{}, err
+		}
+		if err := b.keep(counts[0], counts[1], nil, session); err != nil {
 			return plant.Workload{}, err
 		}
 	}

@@ -3,6 +3,7 @@ package trace
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"servesim/internal/plant"
 )
@@ -17,6 +18,17 @@ type Flags struct {
 	TimeUnit string   // --time-unit
 	// Options are the flags parsed (Parse), set before the command runs.
 	Options Options
+}
+
+// HasSessionColumn reports whether --trace-columns names a session
+// column (session=COL), before the flags are parsed.
+func (f *Flags) HasSessionColumn() bool {
+	for _, term := range f.Columns {
+		if strings.HasPrefix(term, ColumnSession+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // FlagNames are the names of the trace flags.

@@ -98,7 +98,7 @@ func readMooncake(in *input, name string, maxElapsedS float64, s sink) (plant.Wo
 		if err := m.parseHashIDs(b, number); err != nil {
 			return plant.Workload{}, err
 		}
-		if err := b.keep(input, output, m.hashIDs); err != nil {
+		if err := b.keep(input, output, m.hashIDs, nil); err != nil {
 			return plant.Workload{}, err
 		}
 	}

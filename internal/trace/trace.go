@@ -131,6 +131,23 @@ type Trace struct {
 	// nil for formats without hash ids.
 	hashStart []int
 	hashIDs   []int64
+	// sessions[i] is request i's session number, -1 for none; nil for a
+	// trace without a session column.
+	sessions []int32
+}
+
+// HasSessions reports whether the trace's requests carry sessions: a CSV
+// log read with a session column.
+func (t *Trace) HasSessions() bool { return t.sessions != nil }
+
+// Session returns request i's session, numbered from 0 in the order of
+// their first requests, and true; false for a request without one (an
+// empty session field, or a trace without a session column).
+func (t *Trace) Session(i int) (int, bool) {
+	if t.sessions == nil || t.sessions[i] < 0 {
+		return 0, false
+	}
+	return int(t.sessions[i]), true
 }
 
 // HashIDs returns request i's hash ids (one per 512-token block of its
@@ -171,6 +188,21 @@ func load(r io.Reader, name string, maxElapsedS float64, opt Options, caps readC
 			s.hashIDs = func(ids []int64) {
 				t.hashIDs = append(t.hashIDs, ids...)
 				t.hashStart = append(t.hashStart, len(t.hashIDs))
+			}
+		}
+		if format == CSV && opt.Columns.Session != "" {
+			t.sessions = make([]int32, 0, rows)
+			numbers := map[string]int32{}
+			s.session = func(text []byte) {
+				n := int32(-1)
+				if len(text) > 0 {
+					var ok bool
+					if n, ok = numbers[string(text)]; !ok {
+						n = int32(len(numbers))
+						numbers[string(text)] = n
+					}
+				}
+				t.sessions = append(t.sessions, n)
 			}
 		}
 		return s

@@ -349,9 +349,9 @@ func TestParseFilterAndColumns(t *testing.T) {
 		"arrival=a,prompt=p":           "no output=COL: name the arrival, prompt and output columns",
 		"arrival=a,prompt=p,output=":   `column term "output=": expected a column name after =`,
 		"arrival=a,arrival=b":          `column term "arrival=b": arrival is named twice`,
-		"time=a,prompt=p,output=o":     `column term "time=a": expected arrival=COL, prompt=COL or output=COL`,
-		"arrival,prompt=p,output=o":    `column term "arrival": expected arrival=COL, prompt=COL or output=COL`,
-		"arrival=a,prompt=p,output=o,": `column term "": expected arrival=COL, prompt=COL or output=COL`,
+		"time=a,prompt=p,output=o":     `column term "time=a": expected arrival=COL, prompt=COL, output=COL or session=COL`,
+		"arrival,prompt=p,output=o":    `column term "arrival": expected arrival=COL, prompt=COL, output=COL or session=COL`,
+		"arrival=a,prompt=p,output=o,": `column term "": expected arrival=COL, prompt=COL, output=COL or session=COL`,
 	} {
 		_, err := ParseColumns(strings.Split(terms, ","))
 		assert.EqualError(t, err, want, terms)
