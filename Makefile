@@ -122,9 +122,11 @@ sweep-demo: build
 ## week-scale: the synthetic week of 27.3 million requests (a 1.1 GB trace written to a temporary
 ## folder) through the servesim binary, --summary, under each service model (the reference's
 ## normalized to 0.7, the batched one to 0.3: see weekRuns): wall time and peak RSS; then
+## through an elastic fleet of 4 to 64 replicas (BenchmarkSimulateAutoscaleWeek); then
 ## capacity --over-time 3600 on the same week (BenchmarkCapacityOverTimeWeek)
 week-scale:
 	$(GO) test -run='^$$' -bench='SimulateWeek/week' -benchtime=1x -timeout=30m ./cmd/servesim
+	$(GO) test -run='^$$' -bench='SimulateAutoscaleWeek/week' -benchtime=1x -timeout=30m ./cmd/servesim
 	$(GO) test -run='^$$' -bench='CapacityOverTimeWeek/week' -benchtime=1x -timeout=60m ./cmd/servesim
 
 ## sweep-scale: peak RSS and records per second of 1,000- and 10,000-run sweeps

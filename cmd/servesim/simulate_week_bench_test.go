@@ -108,3 +108,56 @@ func simulateWeek(b *testing.B, bin, path, model, normalize string) {
 	b.ReportMetric(float64(peakRSS)/float64(requests), "RSS-B/request")
 	b.ReportMetric(float64(requests), "requests")
 }
+
+// BenchmarkSimulateAutoscaleWeek runs the real servesim binary (as
+// BenchmarkSimulateWeek does, on the same synthetic weeks) through an
+// elastic fleet: `simulate --autoscale queue:target=4` from 8 replicas,
+// between 4 and 64, with the default cold starts and scale interval,
+// --summary, under each router kind: round-robin (state-free) and
+// least-outstanding (it reads every ready replica's state at each
+// arrival). It reports the whole process's wall time (s/run), peak
+// resident memory (peak-RSS-MB, and per request), the replicas started
+// and the GPU-hours. The issue's goal for the week: under 2 minutes and
+// 2.5 GB on two cores.
+func BenchmarkSimulateAutoscaleWeek(b *testing.B) {
+	onEachWeek(b, func(b *testing.B, bin, path string) {
+		for _, router := range []string{"round-robin", "least-outstanding"} {
+			b.Run("router="+router, func(b *testing.B) { autoscaleWeek(b, bin, path, router) })
+		}
+	})
+}
+
+// autoscaleWeek is one BenchmarkSimulateAutoscaleWeek run of the trace at
+// path behind router.
+func autoscaleWeek(b *testing.B, bin, path, router string) {
+	var peakRSS int64
+	var doc struct {
+		Provenance struct {
+			RequestsLoaded int `json:"requests_loaded"`
+		} `json:"provenance"`
+		Autoscale struct {
+			ReplicasStarted int     `json:"replicas_started"`
+			PeakReady       int     `json:"peak_ready"`
+			GPUHours        float64 `json:"gpu_hours"`
+		} `json:"autoscale"`
+	}
+	for b.Loop() {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command(bin, "simulate", "--trace", path, "--summary", "--router", router,
+			"--replicas", "8", "--autoscale", "queue:target=4", "--min-replicas", "4", "--max-replicas", "64",
+			"--max-sim-time", "1e6", "--max-steps", "2e10")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(b, cmd.Run(), stderr.String())
+		require.NoError(b, json.Unmarshal(stdout.Bytes(), &doc))
+		require.Positive(b, doc.Autoscale.ReplicasStarted)
+		peakRSS = max(peakRSS, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss*1024)
+	}
+	requests := doc.Provenance.RequestsLoaded
+	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
+	b.ReportMetric(float64(peakRSS)/1e6, "peak-RSS-MB")
+	b.ReportMetric(float64(peakRSS)/float64(requests), "RSS-B/request")
+	b.ReportMetric(float64(requests), "requests")
+	b.ReportMetric(float64(doc.Autoscale.ReplicasStarted), "replicas-started")
+	b.ReportMetric(float64(doc.Autoscale.PeakReady), "peak-ready")
+	b.ReportMetric(doc.Autoscale.GPUHours, "GPU-hours")
+}

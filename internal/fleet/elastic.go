@@ -174,12 +174,11 @@ type instance struct {
 	// The times it entered each phase (NaN: not reached).
 	startedS, loadingS, readyS, drainingS, releasedS float64
 	st                                               *plant.Stepper
-	routed                                           []int
+	routed                                           []int // workload indices routed to it, in order (held whole)
 	count                                            int
 	deferred                                         deferredPower
 	loadEnergyJ                                      float64 // drawn while loading
 	energyJ                                          float64 // its plant's, every step (read at its end)
-	judged                                           int     // records before this one are judged (window attainment)
 	returned                                         int     // times returned from draining to service
 }
 
@@ -194,25 +193,27 @@ type elastic struct {
 	states []ReplicaState
 	// requested is the count the fleet follows: its groups' sum.
 	requested int
-	next      int // workload index of the first request not routed
-	arrived   int // workload index of the first request arriving after the current step's routing
-	windowLo  int // workload index of the first request arriving after the metrics window's start
+	// queue holds the arrivals waiting at the router.
+	queue     routerQueue
 	step      int
 	timeS     float64
 	decisions int // decisions taken; the next is at decisions*IntervalS
 	// loadingPowerW is a loading replica of the first group's draw.
 	loadingPowerW float64
-	// judgedReq marks the requests whose completion the metrics pipeline
-	// has judged; window holds the judgments of the last MetricsWindowS.
-	judgedReq []bool
+	// window holds the metrics pipeline's judgments of the completions
+	// of the last MetricsWindowS, when an autoscaler observes (observing).
 	window    []judgment
-	events    []ScaleEvent
-	series    ScaleSeries
-	stride    int
-	keep      bool
-	peakW     float64
-	obs       ScaleObservation
-	fleetObs  fleetObservation
+	observing bool
+	// counts are the arrivals, completions and objectives met per scale
+	// interval.
+	counts   windowCounts
+	events   []ScaleEvent
+	series   ScaleSeries
+	stride   int
+	keep     bool
+	peakW    float64
+	obs      ScaleObservation
+	fleetObs fleetObservation
 	// Per scale interval: the steps, and the ready and billed replicas
 	// summed over them.
 	windowSteps, readySteps, billedSteps []int
@@ -343,8 +344,18 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 	}
 	el = &elastic{
 		e: e, sc: *sc,
-		judgedReq: make([]bool, len(e.requests)),
-		stride:    max(1, e.cfg.Stride), keep: !e.cfg.Summary,
+		stride: max(1, e.cfg.Stride), keep: !e.cfg.Summary,
+		counts: windowCounts{intervalS: sc.IntervalS},
+	}
+	el.queue.src = &heldArrivals{requests: e.requests}
+	if e.stream != nil {
+		el.queue.src = &streamedArrivals{ws: e.stream.ws}
+	}
+	el.queue.onTake = func(i int, r *plant.Request) {
+		el.counts.arrive(r.ArrivalTimeS)
+		if e.stream != nil {
+			e.stream.samples.grow(i)
+		}
 	}
 	static := true
 	var most []replicaSpec
@@ -364,6 +375,7 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 		el.groups = append(el.groups, gs)
 		if _, ok := g.Autoscaler.(Static); !ok {
 			static = false
+			el.observing = true
 		}
 		for range g.MaxReplicas {
 			most = append(most, gs.template)
@@ -407,7 +419,10 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 		g.requested = initial
 		el.requested += initial
 		el.initial += initial
-		hint := len(e.requests)/max(1, initial) + 1
+		hint := 0 // a streamed run's summarizing replicas
+		if e.stream == nil {
+			hint = len(e.requests)/max(1, initial) + 1
+		}
 		for range initial {
 			in := el.start(g.index, 0)
 			in.loadingS, in.readyS = 0, 0
@@ -443,6 +458,9 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 			return el, err
 		}
 	}
+	if err := el.queue.src.err(); err != nil {
+		return el, err
+	}
 	return el, el.finishAll()
 }
 
@@ -466,12 +484,27 @@ func (el *elastic) makeReady(in *instance, hint int) error {
 	if err != nil {
 		return err
 	}
+	if s := e.stream; s != nil {
+		w := newSampleWriter(&s.samples, e.cfg.Plant.ReportingHorizonS, e.slo(k))
+		s.writers = append(s.writers, w)
+		st.Summarize(0, w.record)
+	}
+	slo := e.slo(k)
+	st.OnComplete(func(r *plant.RequestRecord) {
+		met := slo.Met(r)
+		el.counts.complete(r, met)
+		if el.observing {
+			el.window = append(el.window, judgment{timeS: r.CompletionTimeS, met: met})
+		}
+	})
 	if err := st.StartAt(el.step, el.timeS); err != nil {
 		st.Close()
 		return err
 	}
 	in.st, in.replica, in.phase = st, k, lifeReady
-	in.routed = make([]int, 0, hint)
+	if e.stream == nil {
+		in.routed = make([]int, 0, hint)
+	}
 	el.ready = append(el.ready, in)
 	return nil
 }
@@ -544,13 +577,31 @@ func (el *elastic) finishAll() error {
 		el.e.finish(in.replica, in.st, in.routed, in.count)
 		in.routed = nil
 	}
-	// Requests never routed (no replica was ready): unfinished.
+	// Requests never routed (no replica was ready): unfinished; in a
+	// streamed run, a writer of their own counts them.
 	e := el.e
-	for i := el.next; i < len(e.requests); i++ {
-		r := &e.requests[i]
+	el.queue.arrive(math.Inf(1))
+	var unrouted *sampleWriter
+	if s := e.stream; s != nil && el.queue.len() > 0 {
+		unrouted = newSampleWriter(&s.samples, e.cfg.Plant.ReportingHorizonS, e.slo(-1))
+		s.writers = append(s.writers, unrouted)
+	}
+	for ; el.queue.len() > 0; el.queue.pop() {
+		r, i := el.queue.front()
+		rec := unroutedRecord(&r)
+		if unrouted != nil {
+			unrouted.queue.push(i)
+			unrouted.record(&rec)
+			continue
+		}
 		e.assignment[i] = -1
-		e.records[i] = plant.RequestRecord{RequestID: r.ID, ArrivalTimeS: r.ArrivalTimeS, PrefillStartS: math.NaN(),
-			FirstTokenTimeS: math.NaN(), CompletionTimeS: math.NaN(), PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens}
+		e.records[i] = rec
+	}
+	if unrouted != nil {
+		unrouted.flush()
+	}
+	if err := el.queue.src.err(); err != nil {
+		return err
 	}
 	var steppers []*plant.Stepper
 	for _, in := range el.alive {
@@ -587,15 +638,13 @@ func (el *elastic) advance() (bool, error) {
 	if e.cfg.Service.Batched() {
 		untilS += p.TimeStepS
 	}
+	el.queue.arrive(untilS)
 	if len(el.ready) > 0 {
 		if err := el.routeUntil(untilS); err != nil {
 			return true, err
 		}
 	}
-	for el.arrived < len(e.requests) && e.requests[el.arrived].ArrivalTimeS <= untilS {
-		el.arrived++
-	}
-	more := el.next < len(e.requests)
+	more := el.queue.more()
 	dt := p.TimeStepS
 	if el.sc.PowerLimitW > 0 {
 		el.budget()
@@ -663,7 +712,7 @@ func (el *elastic) sample(powerW float64, last bool, endS float64) {
 	s.Loading = append(s.Loading, counts[lifeLoading])
 	s.Ready = append(s.Ready, counts[lifeReady])
 	s.Draining = append(s.Draining, counts[lifeDraining])
-	s.RouterWaiting = append(s.RouterWaiting, el.arrived-el.next)
+	s.RouterWaiting = append(s.RouterWaiting, el.queue.len())
 	s.PowerW = append(s.PowerW, powerW)
 }
 
@@ -672,27 +721,42 @@ func (el *elastic) sample(powerW float64, last bool, endS float64) {
 // replica that took each request; there must be a ready replica.
 func (el *elastic) routeUntil(untilS float64) error {
 	e := el.e
-	if el.next == len(e.requests) || e.requests[el.next].ArrivalTimeS > untilS {
+	el.queue.arrive(untilS)
+	if el.queue.len() == 0 {
 		return nil
 	}
+	// A state-free router is shown zero states: reading them costs a
+	// step of every ready replica's.
+	stateFree := isStateFree(e.router)
 	el.states = el.states[:0]
 	for _, in := range el.ready {
-		el.states = append(el.states, in.st.Load())
+		var l ReplicaState
+		if !stateFree {
+			l = in.st.Load()
+		}
+		el.states = append(el.states, l)
+	}
+	if e.costs != nil {
+		e.costs.reset(el.states)
 	}
 	waitedS := el.timeS - e.cfg.Plant.TimeStepS + 1e-12
-	for el.next < len(e.requests) && e.requests[el.next].ArrivalTimeS <= untilS {
-		r := e.requests[el.next]
-		j, err := e.route(el.next, &r, el.states)
+	for ; el.queue.len() > 0; el.queue.pop() {
+		r, i := el.queue.front()
+		j, err := e.route(i, &r, el.states)
 		if err != nil {
 			return err
 		}
 		in := el.ready[j]
-		e.assignment[el.next] = in.replica
 		st := in.st
 		if _, marked := st.Checkpoint(); marked {
 			in.deferred.flush(&e.sums)
 		}
-		in.routed = append(in.routed, el.next)
+		if s := e.stream; s != nil {
+			s.writers[in.replica].queue.push(i)
+		} else {
+			e.assignment[i] = in.replica
+			in.routed = append(in.routed, i)
+		}
 		if r.ArrivalTimeS <= waitedS {
 			err = st.AddWaited(r) // it waited at the router
 		} else {
@@ -702,8 +766,12 @@ func (el *elastic) routeUntil(untilS float64) error {
 			return fmt.Errorf("replica %d: %w", in.replica, err)
 		}
 		in.count++
-		el.states[j] = st.Load()
-		el.next++
+		if !stateFree {
+			el.states[j] = st.Load()
+		}
+		if e.costs != nil {
+			e.costs.update(j, &el.states[j])
+		}
 	}
 	return nil
 }
@@ -816,23 +884,11 @@ func (el *elastic) follow(g *groupScale) error {
 // now: the requests waiting at the router, the arrival rate and the SLO
 // attainment over the last MetricsWindowS (fleet, in el.obs's fields).
 func (el *elastic) observeFleet() {
-	e := el.e
 	now := el.timeS
-	arrived := el.arrived
-	for arrived < len(e.requests) && e.requests[arrived].ArrivalTimeS <= now+1e-12 {
-		arrived++
-	}
+	el.queue.arrive(now + 1e-12)
 	f := &el.fleetObs
-	f.routerWaiting = max(0, arrived-el.next)
-	for _, in := range el.alive {
-		if in.st != nil {
-			el.judge(in)
-		}
-	}
-	for el.windowLo < len(e.requests) && e.requests[el.windowLo].ArrivalTimeS <= now-MetricsWindowS+1e-12 {
-		el.windowLo++
-	}
-	f.ratePerS = float64(max(0, arrived-el.windowLo)) / MetricsWindowS
+	f.routerWaiting = el.queue.len()
+	f.ratePerS = float64(el.queue.arrivedSince(now-MetricsWindowS+1e-12)) / MetricsWindowS
 	slices.SortStableFunc(el.window, func(a, b judgment) int {
 		switch {
 		case a.timeS < b.timeS:
@@ -915,28 +971,10 @@ func (el *elastic) observe(g *groupScale) {
 	}
 }
 
-// judge takes the completions of in's requests not judged yet into the
-// metrics window, judged by its objectives.
-func (el *elastic) judge(in *instance) {
-	records := in.st.Records()
-	slo := el.e.slo(in.replica)
-	for j := in.judged; j < len(records); j++ {
-		i := in.routed[j]
-		if el.judgedReq[i] || !records[j].Completed() {
-			continue
-		}
-		el.judgedReq[i] = true
-		el.window = append(el.window, judgment{timeS: records[j].CompletionTimeS, met: slo.Met(&records[j])})
-	}
-	for in.judged < len(records) && el.judgedReq[in.routed[in.judged]] {
-		in.judged++
-	}
-}
-
 // scalingResult is the run's ScalingResult.
-func (el *elastic) scalingResult(res *Result) *ScalingResult {
+func (el *elastic) scalingResult() *ScalingResult {
 	endS := el.timeS
-	r := &ScalingResult{Scaling: el.sc, Events: el.events, Series: el.series, EndS: endS, Windows: el.windows(res),
+	r := &ScalingResult{Scaling: el.sc, Events: el.events, Series: el.series, EndS: endS, Windows: el.windows(),
 		PeakPowerW: el.peakW, LoadingPowerW: el.loadingPowerW, InitialReplicas: el.initial,
 		PowerViolationW: el.violationW, PowerViolationSteps: el.violationSteps}
 	for _, in := range el.insts {
@@ -957,10 +995,10 @@ func (el *elastic) scalingResult(res *Result) *ScalingResult {
 // requests that arrived in each, the share of them that met their
 // objectives (NaN: none arrived), and the mean replicas ready and billed
 // over its steps.
-func (el *elastic) windows(res *Result) []ScaleWindow {
+func (el *elastic) windows() []ScaleWindow {
 	n := len(el.readySteps)
 	out := make([]ScaleWindow, n)
-	met := make([]int, n)
+	arrivals, completed, met := el.counts.fold(n)
 	for i := range out {
 		out[i].StartS = float64(i) * el.sc.IntervalS
 		out[i].SLOAttainment = math.NaN()
@@ -968,19 +1006,7 @@ func (el *elastic) windows(res *Result) []ScaleWindow {
 			out[i].MeanReady = float64(el.readySteps[i]) / float64(steps)
 			out[i].MeanBilled = float64(el.billedSteps[i]) / float64(steps)
 		}
-	}
-	for i, rec := range res.Requests {
-		w := min(n-1, int(rec.ArrivalTimeS/el.sc.IntervalS))
-		if w < 0 {
-			continue
-		}
-		out[w].Arrivals++
-		if rec.Completed() {
-			out[w].Completed++
-		}
-		if el.e.slo(res.Assignment[i]).Met(&res.Requests[i]) {
-			met[w]++
-		}
+		out[i].Arrivals, out[i].Completed = arrivals[i], completed[i]
 	}
 	for i := range out {
 		if out[i].Arrivals > 0 {

@@ -32,6 +32,10 @@ type engine struct {
 	stream *streamRun
 	// elastic says the run is an elastic fleet's (Config.Scaling).
 	elastic bool
+	// costs, for a CostRouter, is the heap its choices are taken from in
+	// a round of routing (reset on the round's states, updated as they
+	// change); nil for another router.
+	costs *costHeap
 }
 
 func newEngine(ctx context.Context, requests []plant.Request, cfg Config, specs []replicaSpec, router Router) *engine {
@@ -46,6 +50,7 @@ func newEngine(ctx context.Context, requests []plant.Request, cfg Config, specs 
 		replicas:     make([]Replica, len(specs)),
 		sums:         stepSums{scale: powerScale(specs)},
 		lastArrivalS: requests[len(requests)-1].ArrivalTimeS,
+		costs:        newCostHeap(router),
 	}
 }
 
@@ -60,7 +65,12 @@ func (e *engine) expectedSteps() int {
 // route asks the router for the replica of request r, the workload's
 // request i, and checks the answer.
 func (e *engine) route(i int, r *plant.Request, states []ReplicaState) (int, error) {
-	k := e.router.Route(Arrival{Index: i, ID: r.ID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens}, states)
+	var k int
+	if e.costs != nil {
+		k = e.costs.top() // Route's choice on states, in O(1)
+	} else {
+		k = e.router.Route(Arrival{Index: i, ID: r.ID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens}, states)
+	}
 	if k < 0 || k >= len(states) {
 		return 0, fmt.Errorf("router %s sent request %d to replica %d of %d", e.router.Name(), r.ID, k, len(states))
 	}
@@ -77,7 +87,15 @@ func (e *engine) newStepper(k, capacityHint int) (*plant.Stepper, error) {
 	if e.cfg.ControllerBuilt != nil {
 		built = func(c plant.ClockController) { e.cfg.ControllerBuilt(k, c) }
 	}
-	return s.newStepper(e.cfg.Groups[s.group], e.cfg.Options, capacityHint, built)
+	st, err := s.newStepper(e.cfg.Groups[s.group], e.cfg.Options, capacityHint, built)
+	if err != nil {
+		return nil, err
+	}
+	if e.cfg.replicaChecksumsSkipped {
+		// Nothing reports them: the fleet's checksum names the workload.
+		st.SkipChecksum()
+	}
+	return st, nil
 }
 
 // finish stores replica k's result, to which routed requests were routed,
@@ -492,6 +510,9 @@ func (ls *lockStep) routeUntil(untilS float64) error {
 	for k, st := range ls.steppers {
 		ls.states[k] = st.Load()
 	}
+	if e.costs != nil {
+		e.costs.reset(ls.states)
+	}
 	for {
 		r, ok := ls.arrivals.peek()
 		if !ok || r.ArrivalTimeS > untilS {
@@ -527,6 +548,9 @@ func (ls *lockStep) routeUntil(untilS float64) error {
 		}
 		ls.counts[k]++
 		ls.states[k] = st.Load()
+		if e.costs != nil {
+			e.costs.update(k, &ls.states[k])
+		}
 		ls.arrivals.take()
 		ls.next++
 	}

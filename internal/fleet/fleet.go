@@ -83,6 +83,9 @@ type Config struct {
 	// checksum, when not nil, gives the workload checksum of the requests
 	// (RunContext's, remembered by its workload); nil computes it.
 	checksum func([]plant.Request) string
+	// replicaChecksumsSkipped makes the replicas keep no checksum of
+	// their sub-lists (a capacity search, which reports none).
+	replicaChecksumsSkipped bool
 }
 
 // Result is a fleet run.
@@ -125,7 +128,8 @@ type Replica struct {
 	RequestsRouted int    // requests the router sent to it
 	// Result is plant.Simulate's result for the requests routed to it,
 	// without the request records (see Result.Requests); its
-	// WorkloadChecksum is that of its sub-list.
+	// WorkloadChecksum is that of its sub-list, or empty in a capacity
+	// search, which reports none.
 	Result *plant.Result
 	Totals plant.Totals // step counts, for the fleet metrics
 }

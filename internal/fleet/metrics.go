@@ -36,7 +36,7 @@ func (e *engine) runElasticResult() (*Result, error) {
 	}
 	e.elastic = true
 	res := e.result()
-	res.Scaling = el.scalingResult(res)
+	res.Scaling = el.scalingResult()
 	return res, nil
 }
 

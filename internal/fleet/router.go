@@ -150,8 +150,13 @@ type LeastOutstanding struct{}
 func (LeastOutstanding) Name() string { return LeastOutstandingName }
 
 // Route implements Router.
-func (LeastOutstanding) Route(_ Arrival, replicas []ReplicaState) int {
-	return argmin(replicas, func(s *ReplicaState) float64 { return float64(s.QueuedRequests + s.ActiveDecodes) })
+func (r LeastOutstanding) Route(_ Arrival, replicas []ReplicaState) int {
+	return argmin(replicas, r.Cost)
+}
+
+// Cost implements CostRouter: the queued plus decoding requests.
+func (LeastOutstanding) Cost(s *ReplicaState) float64 {
+	return float64(s.QueuedRequests + s.ActiveDecodes)
 }
 
 // LeastTokens sends each request to the replica with the fewest prompt
@@ -162,9 +167,11 @@ type LeastTokens struct{}
 func (LeastTokens) Name() string { return LeastTokensName }
 
 // Route implements Router.
-func (LeastTokens) Route(_ Arrival, replicas []ReplicaState) int {
-	return argmin(replicas, func(s *ReplicaState) float64 { return s.QueuedPromptTokens + s.KVTokens })
-}
+func (r LeastTokens) Route(_ Arrival, replicas []ReplicaState) int { return argmin(replicas, r.Cost) }
+
+// Cost implements CostRouter: the prompt tokens still to prefill plus the
+// KV-cache tokens.
+func (LeastTokens) Cost(s *ReplicaState) float64 { return s.QueuedPromptTokens + s.KVTokens }
 
 // argmin is the first index of the smallest cost.
 func argmin(replicas []ReplicaState, cost func(*ReplicaState) float64) int {

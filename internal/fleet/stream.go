@@ -54,9 +54,14 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 		sums:         stepSums{scale: powerScale(specs)},
 		lastArrivalS: lastArrivalS,
 		stream:       &streamRun{ws: ws, expected: expected},
+		costs:        newCostHeap(router),
 	}
 	if expected > 0 {
 		e.stream.samples.grow(expected - 1)
+	}
+	if cfg.Scaling != nil {
+		// Its replicas get their writers as they start.
+		return e.runElasticResult()
 	}
 	for k := range specs {
 		e.stream.writers = append(e.stream.writers, newSampleWriter(&e.stream.samples, cfg.Plant.ReportingHorizonS, e.slo(k)))

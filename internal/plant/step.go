@@ -38,9 +38,18 @@ type Stepper struct {
 	// sum, when not nil, is the checksum of the requests added so far
 	// (Summarize, Feed): their records may be gone at Result.
 	sum *Checksum
+	// unsummed says that the Stepper keeps no checksum (SkipChecksum).
+	unsummed bool
 	// routed is Load's sum over the requests added and not yet arrived.
 	routed routedSum
 }
+
+// SkipChecksum makes the Stepper keep no workload checksum of its
+// requests: its Result's WorkloadChecksum is empty. A fleet's replica
+// needs none (the fleet's names the workload), and a checksum costs a
+// SHA-256 over every request's fields formatted. Call it before the first
+// Add, Summarize or Feed.
+func (st *Stepper) SkipChecksum() { st.unsummed = true }
 
 // StartAt moves a Stepper that has not stepped yet to step step of its
 // fleet's grid, which starts at timeS (the fleet's time, accumulated as the

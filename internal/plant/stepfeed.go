@@ -13,7 +13,9 @@ package plant
 func (st *Stepper) Summarize(expected int, f func(*RequestRecord)) {
 	sim := st.sim
 	sim.onRecord = f
-	st.sum = &Checksum{}
+	if !st.unsummed {
+		st.sum = &Checksum{}
+	}
 	if compacts(st.opt, sim.controller) {
 		sim.compact(st.opt, expected)
 	}
@@ -29,11 +31,14 @@ func (st *Stepper) Summarize(expected int, f func(*RequestRecord)) {
 // when the stream has no request: the run has no step. Call it once,
 // before the first Step, and Drain after the last.
 func (st *Stepper) Feed(stream RequestStream, n int, lastArrivalS float64) (bool, error) {
-	if st.sum == nil {
+	if st.sum == nil && !st.unsummed {
 		st.sum = &Checksum{}
 	}
+	if st.sum != nil {
+		stream = &summedStream{stream: stream, sum: st.sum}
+	}
 	sim := st.sim
-	if err := sim.feed(&summedStream{stream: stream, sum: st.sum}, st.opt, n, lastArrivalS); err != nil {
+	if err := sim.feed(stream, st.opt, n, lastArrivalS); err != nil {
 		return false, err
 	}
 	st.reserved = true
@@ -62,6 +67,9 @@ func (st *Stepper) handHeld() {
 
 // checksum is the workload checksum of the requests added.
 func (st *Stepper) checksum() string {
+	if st.unsummed {
+		return ""
+	}
 	if st.sum != nil {
 		return st.sum.Sum()
 	}

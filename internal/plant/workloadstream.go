@@ -15,6 +15,10 @@ import (
 type WorkloadStream struct {
 	pipe    *pipe
 	checked checkedStream
+	// held is a CheckedWorkload's requests not yet yielded, streamed as
+	// they are (pipe is then nil).
+	held         []Request
+	heldChecksum string
 	// Set by the reader; final once Next has returned false.
 	sum          Checksum
 	loaded       int
@@ -34,6 +38,14 @@ type WorkloadStream struct {
 // streams the dilated arrivals; 0 streams them as read. Close it when done.
 func OpenWorkloadStream(ctx context.Context, src WorkloadSource, normalize float64, prof *profile.Profile, replicas int) (*WorkloadStream, error) {
 	ws := &WorkloadStream{expected: src.Estimate()}
+	if c, ok := src.(CheckedWorkload); ok && normalize == 0 {
+		if len(c.Requests) == 0 {
+			return nil, errors.New("workload must contain at least one request")
+		}
+		ws.held, ws.heldChecksum = c.Requests, c.Checksum
+		ws.expectedLastS = c.Requests[len(c.Requests)-1].ArrivalTimeS
+		return ws, nil
+	}
 	var z *normalizer
 	if normalize != 0 {
 		if !(normalize > 0 && normalize < 1) {
@@ -72,13 +84,34 @@ func OpenWorkloadStream(ctx context.Context, src WorkloadSource, normalize float
 }
 
 // Next implements RequestStream.
-func (ws *WorkloadStream) Next() (Request, bool) { return ws.checked.Next() }
+func (ws *WorkloadStream) Next() (Request, bool) {
+	if ws.pipe == nil {
+		if len(ws.held) == 0 {
+			return Request{}, false
+		}
+		r := ws.held[0]
+		ws.held = ws.held[1:]
+		ws.loaded++
+		ws.lastArrivalS = r.ArrivalTimeS
+		return r, true
+	}
+	return ws.checked.Next()
+}
 
 // Err implements RequestStream.
-func (ws *WorkloadStream) Err() error { return ws.checked.Err() }
+func (ws *WorkloadStream) Err() error {
+	if ws.pipe == nil {
+		return nil
+	}
+	return ws.checked.Err()
+}
 
 // Close stops the reader, if it is still running, and waits for it.
-func (ws *WorkloadStream) Close() { ws.pipe.Close() }
+func (ws *WorkloadStream) Close() {
+	if ws.pipe != nil {
+		ws.pipe.Close()
+	}
+}
 
 // Expected returns the number of requests expected and the arrival of the
 // last one, known after a normalization pass (else the source's estimate
@@ -92,13 +125,47 @@ func (ws *WorkloadStream) Dilation() *float64 { return ws.dilation }
 
 // Workload is the workload's identity: its Source, SHA256 and Skipped,
 // without Requests.
-func (ws *WorkloadStream) Workload() Workload { return ws.pipe.Workload() }
+func (ws *WorkloadStream) Workload() Workload {
+	if ws.pipe == nil {
+		return Workload{}
+	}
+	return ws.pipe.Workload()
+}
 
-// Checksum is the workload checksum of the requests as streamed.
-func (ws *WorkloadStream) Checksum() string { return ws.sum.Sum() }
+// Checksum is the workload checksum of the requests as streamed (a
+// CheckedWorkload's as given).
+func (ws *WorkloadStream) Checksum() string {
+	if ws.pipe == nil {
+		return ws.heldChecksum
+	}
+	return ws.sum.Sum()
+}
 
 // Loaded is the number of requests read.
 func (ws *WorkloadStream) Loaded() int { return ws.loaded }
 
 // LastArrivalS is the arrival of the last request as streamed, s.
 func (ws *WorkloadStream) LastArrivalS() float64 { return ws.lastArrivalS }
+
+// CheckedWorkload is a workload held in memory that has passed Simulate's
+// checks (ValidateWorkload), with its workload checksum (empty when no one
+// reads it): OpenWorkloadStream yields its requests as they are, without
+// a reader goroutine, checks or a checksum to compute, for a caller that
+// streams the same checked requests many times (a capacity search).
+type CheckedWorkload struct {
+	Requests []Request
+	Checksum string
+}
+
+// Read emits every request in order (a WorkloadSource).
+func (c CheckedWorkload) Read(emit func(Request) error) (Workload, error) {
+	for _, r := range c.Requests {
+		if err := emit(r); err != nil {
+			return Workload{}, err
+		}
+	}
+	return Workload{}, nil
+}
+
+// Estimate is the number of requests.
+func (c CheckedWorkload) Estimate() int { return len(c.Requests) }

@@ -83,7 +83,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 		Version:     c.Version,
 	}
 	var report *fleet.Report
-	if c.streams() && run.Summary && !c.Requests && scaling == nil && disaggregation == nil {
+	if c.streams() && run.Summary && !c.Requests && disaggregation == nil {
 		report, err = fleet.RunStreamContext(ctx, c.source(), run)
 	} else {
 		var workload plant.Workload

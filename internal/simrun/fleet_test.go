@@ -12,8 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/cards"
 	"servesim/internal/fleet"
+	"servesim/internal/jsonout"
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 )
 
 // TestFleetSummaryStreamsTheSameDocument runs fleets on a trace file with
@@ -52,6 +55,75 @@ func TestFleetSummaryStreamsTheSameDocument(t *testing.T) {
 					heldDoc, heldErr := run(true)
 					require.Equal(t, heldDoc, streamedDoc)
 					require.Equal(t, heldErr, streamedErr)
+				})
+			}
+		}
+	}
+}
+
+// TestElasticFleetSummaryStreamsTheSameDocument runs elastic fleets on a
+// trace file with --summary, streamed (the router takes the requests as
+// the grid reaches them, the replicas summarize), and with the records
+// kept for a request log, which loads the trace whole: under each policy,
+// router and service model, with cold starts, a power budget and requests
+// left waiting at the router when the run is cut, the documents and the
+// warnings are the same.
+func TestElasticFleetSummaryStreamsTheSameDocument(t *testing.T) {
+	trace := plant.CodeTraceLike(2, 1200)
+	path := filepath.Join(t.TempDir(), "trace.csv")
+	f, err := os.Create(path)
+	require.NoError(t, err)
+	require.NoError(t, trace.WriteCSV2024(f))
+	require.NoError(t, f.Close())
+	policies := []struct {
+		policy     string
+		powerLimit float64
+	}{
+		{"static", 0},
+		{"queue:target=2,down=60", 0},
+		{"utilization:target=0.05,down=30", 150},
+	}
+	for _, p := range policies {
+		// The routers a plain trace serves streamed (prefix-aware needs the
+		// prefix cache, session a session column: both load the trace).
+		for _, router := range []string{fleet.RoundRobinName, fleet.RandomName, fleet.LeastOutstandingName, fleet.LeastTokensName} {
+			for _, service := range []string{plant.ServiceReference, plant.ServiceBatched} {
+				t.Run(fmt.Sprintf("%s/%s/%s", p.policy, router, service), func(t *testing.T) {
+					run := func(requests bool) (string, string) {
+						var stderr bytes.Buffer
+						cfg := Config{
+							TracePath: path, MaxElapsedS: plant.NoElapsedLimit,
+							Scheduler: "chunked", Controller: "reactive", Stride: 1, Summary: true,
+							Plant: plant.NewPlant(nil), Requests: requests, Version: "test", Stderr: &stderr,
+							Fleet: Fleet{Enabled: true, Replicas: 2, Router: router, RouterSeed: 5, Scale: Scale{
+								Policy: p.policy, MinReplicas: 1, MaxReplicas: 6, IntervalS: 15,
+								ProvisionS: 20, LoadS: 10, PowerLimitW: p.powerLimit, PowerBudget: fleet.BudgetEqual,
+								GPUCostPerHour: 1, EnergyPricePerKWh: 0.1,
+							}},
+						}
+						cfg.Service = plantflag.Service{Kind: service, GPU: cards.DefaultGPU, ModelCard: cards.DefaultModel,
+							GPUMemoryUtilization: plant.DefaultGPUMemoryUtilization}
+						cfg.Plant.MaxSimulationTimeS = 1150 // the later arrivals are cut: a warning
+						require.NoError(t, cfg.Fleet.Scale.Check(cfg.Fleet.Replicas, nil))
+						res, err := Run(context.Background(), cfg)
+						require.NoError(t, err)
+						doc, err := jsonout.AppendLine(nil, res.Document())
+						require.NoError(t, err)
+						return string(doc), stderr.String()
+					}
+					streamedDoc, streamedErr := run(false)
+					heldDoc, heldErr := run(true)
+					require.Equal(t, heldDoc, streamedDoc)
+					require.Equal(t, heldErr, streamedErr)
+					var doc struct {
+						Autoscale struct {
+							ReplicasStarted int `json:"replicas_started"`
+						} `json:"autoscale"`
+					}
+					require.NoError(t, json.Unmarshal([]byte(streamedDoc), &doc))
+					if p.policy != "static" {
+						require.Greater(t, doc.Autoscale.ReplicasStarted, 2, "the policy scaled the fleet")
+					}
 				})
 			}
 		}
