@@ -372,3 +372,33 @@ func BenchmarkPrefixAwareRoute(b *testing.B) {
 		}
 	}
 }
+
+// TestPrefixAwareOnAStaticElasticFleet: the elastic engine hands the
+// router only its ready replicas; with the static autoscaler they are the
+// fixed fleet's, and so are the routes, the metrics and the hit rate.
+func TestPrefixAwareOnAStaticElasticFleet(t *testing.T) {
+	t.Parallel()
+	w := sharedPromptWorkload(5, 600, 8, 4, 2)
+	for _, spec := range []string{PrefixAwareName, PrefixAwareName + ":index=exact"} {
+		run := func(scaled bool) *Result {
+			cfg := defaultFleet(3, "chunked", "reactive")
+			if scaled {
+				cfg = elasticFleet(3, Static{}, 1, 8)
+			}
+			cfg.Options = plant.Options{Summary: true, Engine: plant.EngineOptions{PrefixCache: true, HashIDs: w}}
+			r, err := NewRouter(spec, 1)
+			require.NoError(t, err)
+			cfg.Router = r
+			res, err := Simulate(w.requests, cfg)
+			require.NoError(t, err)
+			return res
+		}
+		want, got := run(false), run(true)
+		require.NotNil(t, got.Scaling)
+		assert.Equal(t, want.Assignment, got.Assignment, spec)
+		assert.Equal(t, bits(want.Metrics), bits(got.Metrics), spec)
+		for k := range want.Replicas {
+			assert.Equal(t, want.Replicas[k].Result.Engine.PrefixCachedTokens, got.Replicas[k].Result.Engine.PrefixCachedTokens, spec)
+		}
+	}
+}
