@@ -90,7 +90,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 		if workload, err = c.loadTrace(); err != nil {
 			return nil, err
 		}
-		run.Options = c.options()   // with the trace's hash ids
+		run.Options = c.options() // with the trace's hash ids
 		run.Sessions = c.sessions
 		run.NormalizeInPlace = true // the trace was loaded for this run alone
 		report, err = fleet.RunContext(ctx, workload, run)
