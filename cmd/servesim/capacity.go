@@ -49,7 +49,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
 	addTraceFlags(cmd, &opts.Trace)
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV or bundle folder holding l4_profile.csv of every replica, or with --fleet of the groups without one (default: the embedded engineering proxy)")
-	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller}, a missing field taking the flag's value; size N multiplies every group's replicas")
+	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller, role}, a missing field taking the flag's value; size N multiplies every group's replicas (with --disaggregated: a prefill group then a decode group, the pools)")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	plantflag.AddSLO(cmd, &opts.SLO)
 	f.Float64Var(&opts.Attainment, "attainment", 0.99, "target SLO attainment `A`, 0 < A <= 1: the share of all requests meeting every SLO")
