@@ -72,8 +72,8 @@ func TestAddPrefilledBatched(t *testing.T) {
 }
 
 // TestHoldKVBlocksRoom: KV held outside the running requests leaves the
-// whole prompt no room (reference model) until released: the run is then
-// is the plain one, five steps later.
+// whole prompt no room (reference model) until released: its first
+// token comes five steps later than without.
 func TestHoldKVBlocksRoom(t *testing.T) {
 	p := NewPlant(profile.Default())
 	p.KVCapacityTokens, p.DecodeKVReserveTokensPerActive = 200, 1
