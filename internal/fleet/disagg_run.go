@@ -127,6 +127,13 @@ func (e *engine) newDisaggRun() (*disaggRun, error) {
 	if dis.DecodeRouter == nil {
 		dis.DecodeRouter = &RoundRobin{}
 	}
+	if b, ok := dis.DecodeRouter.(binder); ok {
+		// What the fleet's router is bound to (a session router's
+		// sessions), the decode router is too.
+		if err := b.bind(cfg); err != nil {
+			return nil, err
+		}
+	}
 	n := len(e.specs)
 	d := &disaggRun{
 		e:             e,
