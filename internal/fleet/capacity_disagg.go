@@ -150,7 +150,7 @@ func (s *disaggSearch) evaluate(ctx context.Context, sp split) (Evaluation, erro
 	if err != nil {
 		return Evaluation{}, err
 	}
-	res, err := SimulateContext(ctx, s.requests, Config{Plant: c.Plant, Groups: groups, Router: router,
+	res, err := SimulateContext(ctx, s.requests, Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
 		Options:           plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine, Service: c.Service},
 		ControllerOptions: c.ControllerOptions, Disaggregation: &Disaggregation{Link: c.Link, DecodeRouter: decode}})
 	if c.Simulated != nil {
