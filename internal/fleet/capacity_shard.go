@@ -61,10 +61,16 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 		ManifestSHA256   string `json:"manifest_sha256"`
 		Scheduler        string `json:"scheduler"`
 		Controller       string `json:"controller"`
+		// Role is a disaggregated pool's (left out for a mixed group:
+		// the digests of mixed studies are as they were).
+		Role string `json:"role,omitempty"`
 	}
 	unit := make([]group, len(c.Unit))
 	for i, g := range c.Unit {
 		unit[i] = group{Name: g.Name, Replicas: g.Replicas, Scheduler: g.Scheduler, Controller: g.Controller}
+		if g.Role != RoleMixed {
+			unit[i].Role = g.Role
+		}
 		if g.Profile != nil {
 			unit[i].ProfileCSVSHA256, unit[i].ManifestSHA256 = g.Profile.ProfileCSVSHA256, g.Profile.ManifestSHA256
 		}

@@ -126,6 +126,8 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("Unit.ProfilePath", false, func(c *Capacity) { c.Unit[0].ProfilePath = "/mnt/a.csv" })
 	check("Unit.Scheduler", true, func(c *Capacity) { c.Unit[0].Scheduler = "continuous" })
 	check("Unit.Controller", true, func(c *Capacity) { c.Unit[1].Controller = "max" })
+	check("Unit.Role", true, func(c *Capacity) { c.Unit[0].Role = RolePrefill })
+	check("Unit.Role mixed", false, func(c *Capacity) { c.Unit[0].Role = RoleMixed }) // the default
 	check("Router", true, func(c *Capacity) { c.Router = RoundRobinName })
 	check("RouterSeed", true, func(c *Capacity) { c.RouterSeed = 8 })
 	// Sessions matter to the session router alone.
