@@ -380,3 +380,12 @@ func TestDisaggRunEndsAtMaxSimulationTime(t *testing.T) {
 	assert.Equal(t, 3, res.Replicas[0].RequestsRouted)
 	assert.Zero(t, res.Replicas[1].RequestsRouted)
 }
+
+// TestDisaggRunStopsWhenCanceled: a disaggregated run returns its
+// context's error once it is done.
+func TestDisaggRunStopsWhenCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := SimulateContext(ctx, embeddedTrace(t), disaggFleet(1, 1, Link{BandwidthGBps: 25}))
+	require.ErrorIs(t, err, context.Canceled)
+}
