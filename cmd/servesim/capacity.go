@@ -49,7 +49,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.StringVar(&opts.TracePath, "trace", "", "trace file: Azure, BurstGPT, Mooncake JSON Lines or a CSV log (--trace-columns), or - for stdin (default: the embedded synthetic trace)")
 	addTraceFlags(cmd, &opts.Trace)
 	f.StringVar(&opts.ProfilePath, "profile", "", "profile CSV or bundle folder holding l4_profile.csv of every replica, or with --fleet of the groups without one (default: the embedded engineering proxy)")
-	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller}, a missing field taking the flag's value; size N multiplies every group's replicas")
+	f.StringVar(&opts.FleetPath, "fleet", "", "fleet `FILE`: a JSON list of groups {name, profile, replicas, scheduler, controller, role}, a missing field taking the flag's value; size N multiplies every group's replicas (with --disaggregated: a prefill group then a decode group, the pools)")
 	f.Float64Var(&opts.MaxElapsedS, "max-elapsed", 0, "keep only requests at most `S` seconds after the first (default: all)")
 	plantflag.AddSLO(cmd, &opts.SLO)
 	f.Float64Var(&opts.Attainment, "attainment", 0.99, "target SLO attainment `A`, 0 < A <= 1: the share of all requests meeting every SLO")
@@ -71,6 +71,8 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.StringVar(&opts.Resume, "resume", "", "with --shard: auto, to copy the sizes an earlier run of the shard left in -o FILE or FILE.partial, if of this study, rather than simulate them (a job's restart)")
 	f.Float64Var(&opts.OverTimeS, "over-time", 0, "also plan the fleet over time: per window of `S` seconds of arrivals, the smallest fleet meeting the target on that window alone (a lower bound for an autoscaler), beside the static answer")
 	f.StringVar(&opts.OutPlan, "out-plan", "", "with --over-time: also write the plan to `FILE` as a schedule, CSV start_s,replicas, one row per window (what simulate --autoscale schedule:FILE and oracle:FILE read)")
+	f.BoolVar(&opts.Disaggregated, "disaggregated", false, "also find the fewest GPUs as a disaggregated fleet: prefill and decode replicas searched together (the least energy among splits of as many), and the answer under each pair of --controller, one per pool; --fleet may give the pools as a prefill and a decode group")
+	addLinkFlags(cmd, &opts.Link)
 	_ = cmd.MarkFlagFilename("evaluations")
 	_ = cmd.MarkFlagFilename("out-plan", "csv")
 	return cmd
@@ -120,6 +122,8 @@ func (o *capacityOptions) checkOverTime(cmd *cobra.Command) error {
 		return usageErrorf("--over-time %v: expected a positive finite number of seconds", o.OverTimeS)
 	}
 	switch {
+	case o.Disaggregated && o.Shard != "":
+		return usageErrorf("--disaggregated runs a whole study: --shard evaluates a share of the mixed search's sizes only")
 	case o.OverTimeS > 0 && o.Shard != "":
 		return usageErrorf("--over-time plans a whole study; --shard evaluates a share of the static search's sizes only: run the shards without --over-time, then --over-time with --evaluations")
 	case o.OutPlan == "":

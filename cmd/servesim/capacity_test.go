@@ -35,7 +35,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, ExecTimeoutS: 5, Scheduler: "chunked", MaxReplicas: 1024, Jobs: 0,
 		Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: plantflag.Engine{Preemption: "none"},
-		Service: o.Service,
+		Service: o.Service, Link: defaultLink,
 	}, Format: "json"}, o)
 	assert.Equal(t, plant.ServiceReference, o.Service.Kind, "the reference service model by default")
 }
@@ -58,7 +58,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 		Trace: trace.Flags{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
 			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
 		Engine:  plantflag.Engine{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
-		Service: o.Service,
+		Service: o.Service, Link: defaultLink,
 	}, Quiet: true, Format: "table", Output: outputOptions{Path: "out.json"}}, o)
 }
 

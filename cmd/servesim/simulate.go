@@ -154,8 +154,8 @@ func addFleetFlags(cmd *cobra.Command, o *simrun.Fleet) {
 // addLinkFlags binds the KV transfer link of a disaggregated fleet to l.
 func addLinkFlags(cmd *cobra.Command, l *fleet.Link) {
 	f := cmd.Flags()
-	f.Float64Var(&l.BandwidthGBps, "kv-transfer-bandwidth", fleet.DefaultKVTransferBandwidthGBps, "with a --fleet of prefill and decode groups: each prefill replica's link to the decode pool, `GB/s`, shared by its transfers (inf: instant)")
-	f.Float64Var(&l.LatencyS, "kv-transfer-latency", fleet.DefaultKVTransferLatencyS, "with a --fleet of prefill and decode groups: the time from a KV transfer's last byte to its arrival, `S` seconds")
+	f.Float64Var(&l.BandwidthGBps, "kv-transfer-bandwidth", fleet.DefaultKVTransferBandwidthGBps, "with a disaggregated fleet (--fleet of prefill and decode groups, capacity --disaggregated): each prefill replica's link to the decode pool, `GB/s`, shared by its transfers (inf: instant)")
+	f.Float64Var(&l.LatencyS, "kv-transfer-latency", fleet.DefaultKVTransferLatencyS, "with a disaggregated fleet: the time from a KV transfer's last byte to its arrival, `S` seconds")
 }
 
 // addScaleFlags binds the autoscaling flags to o.

@@ -17,11 +17,11 @@ func TestSimulateFleetFlags(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseSimulate(t)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, simrun.Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1, Scale: defaultScale}, o.Fleet, "one GPU by default")
+	assert.Equal(t, simrun.Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1, Scale: defaultScale, Link: defaultLink}, o.Fleet, "one GPU by default")
 
 	o, code, stderr = parseSimulate(t, "--replicas", "16", "--fleet", "f.json", "--router", "random", "--router-seed", "42", "--jobs", "3")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, simrun.Fleet{Replicas: 16, Path: "f.json", Router: "random", RouterSeed: 42, Jobs: 3, Enabled: true, Scale: defaultScale}, o.Fleet)
+	assert.Equal(t, simrun.Fleet{Replicas: 16, Path: "f.json", Router: "random", RouterSeed: 42, Jobs: 3, Enabled: true, Scale: defaultScale, Link: defaultLink}, o.Fleet)
 
 	for _, args := range [][]string{{"--replicas", "2"}, {"--fleet", "f.json"}, {"--router", "least-tokens"}, {"--router-seed", "3"}} {
 		o, code, stderr = parseSimulate(t, args...)

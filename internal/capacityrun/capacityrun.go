@@ -60,6 +60,10 @@ type Config struct {
 	Service plantflag.Service
 	// Version is the servesim version the document records.
 	Version string
+	// Disaggregated is --disaggregated: the fewest prefill and decode
+	// replicas too, over Link (--kv-transfer-bandwidth and -latency).
+	Disaggregated bool
+	Link          fleet.Link
 }
 
 // Check rejects settings that cannot mean anything; its errors name the
@@ -100,6 +104,9 @@ func (cfg *Config) Check() error {
 	if cfg.OverTimeS != 0 && !(cfg.OverTimeS > 0 && !math.IsInf(cfg.OverTimeS, 1)) {
 		return fmt.Errorf("--over-time %v: expected a positive finite number of seconds", cfg.OverTimeS)
 	}
+	if err := cfg.checkDisaggregated(); err != nil {
+		return err
+	}
 	if cfg.FleetPath == "" && cfg.Plant.KVCapacityTokens > 0 {
 		// One replica a unit; a fleet file's units, and the batched
 		// cards' KV capacity, are checked once read (Load).
@@ -118,6 +125,8 @@ type Study struct {
 	// overTimeS and jobs are --over-time and --jobs (0 resolved).
 	overTimeS float64
 	jobs      int
+	// disagg is --disaggregated's study (nil without it).
+	disagg *fleet.DisaggCapacity
 }
 
 // Load reads the profiles, the fleet file and the trace of cfg.
@@ -126,6 +135,10 @@ func Load(cfg Config) (*Study, error) {
 		cfg.Jobs = runtime.GOMAXPROCS(0) // all cores, as simulate's --jobs 0
 	}
 	unit, prov, err := unitFleet(cfg)
+	if err != nil {
+		return nil, err
+	}
+	unit, pools, err := cfg.disaggUnits(unit)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +177,7 @@ func Load(cfg Config) (*Study, error) {
 	}
 	prov.TracePath, prov.TraceSHA256, prov.RequestsLoaded = workload.Source, workload.SHA256, len(workload.Requests)
 	prov.ServesimVersion, prov.RequestsSkipped = cfg.Version, workload.Skipped
-	return &Study{
+	study := &Study{
 		Capacity: fleet.Capacity{
 			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
 			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(), Sessions: sessions,
@@ -172,7 +185,12 @@ func Load(cfg Config) (*Study, error) {
 			Search:            fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},
 		workload: workload, prov: prov, version: cfg.Version, overTimeS: cfg.OverTimeS, jobs: cfg.Jobs,
-	}, nil
+	}
+	if pools != nil {
+		study.disagg = &fleet.DisaggCapacity{Capacity: study.Capacity, Link: cfg.Link}
+		study.disagg.Unit = pools
+	}
+	return study, nil
 }
 
 // unitFleet returns the fleet of size 1: one replica of --profile, or the
@@ -236,6 +254,15 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fle
 	doc := &fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(s.SLO, s.Unit), Provenance: s.prov}
 	if s.Service.Batched() {
 		doc.Service = &s.Service
+	}
+	if s.disagg != nil {
+		derr := s.runDisaggregated(ctx, doc)
+		if doc.Disaggregated == nil {
+			return nil, derr
+		}
+		if err == nil {
+			err = derr
+		}
 	}
 	return doc, err
 }
@@ -394,4 +421,63 @@ func checkLiveKVBlocks(cfg Config, unit []fleet.Group) error {
 		return fmt.Errorf("--max-replicas %d: %w", cfg.MaxReplicas, err)
 	}
 	return nil
+}
+
+// checkDisaggregated refuses --disaggregated with what it does not do (a
+// shard's records and the study over time are the mixed fleet's), and a
+// bad link.
+func (cfg *Config) checkDisaggregated() error {
+	if !cfg.Disaggregated {
+		return nil
+	}
+	if cfg.OverTimeS != 0 {
+		return errors.New("--disaggregated cannot be combined with --over-time: the plan over time is the mixed fleet's")
+	}
+	return cfg.Link.Validate()
+}
+
+// disaggUnits returns the mixed study's unit fleet and, with
+// --disaggregated, the two pools of the disaggregated one
+// (fleet.DisaggUnit): a fleet file with roles gives the pools, and the
+// mixed fleet is then its prefill group without a role.
+func (cfg *Config) disaggUnits(unit []fleet.Group) (mixed, pools []fleet.Group, err error) {
+	roles := fleet.Disaggregated(unit)
+	if !cfg.Disaggregated {
+		if roles {
+			return nil, nil, fmt.Errorf("--fleet %s: groups of role prefill and decode need --disaggregated", cfg.FleetPath)
+		}
+		return unit, nil, nil
+	}
+	if pools, err = fleet.DisaggUnit(unit); err != nil {
+		return nil, nil, err
+	}
+	if roles {
+		m := unit[0]
+		m.Name, m.Role, m.Replicas = "mixed", "", 1
+		unit = []fleet.Group{m}
+	}
+	return unit, pools, nil
+}
+
+// runDisaggregated runs the disaggregated study into doc, each pool
+// searched up to twice the mixed answer (at least 4; with no answer, twice
+// the mixed size of best attainment) while no split meets the target.
+func (s *Study) runDisaggregated(ctx context.Context, doc *fleet.CapacityDocument) error {
+	d := *s.disagg
+	d.Search = s.Search
+	d.Simulated = s.Simulated
+	mixed := doc.Best.Replicas
+	if doc.Replicas != nil {
+		mixed = *doc.Replicas
+	}
+	d.DecodeCap = max(4, 2*mixed*s.perUnit())
+	report, err := fleet.RunDisaggCapacity(ctx, s.workload.Requests, d)
+	doc.Disaggregated = report
+	return err
+}
+
+// perUnit is the mixed unit fleet's replicas.
+func (s *Study) perUnit() int {
+	n, _ := fleet.Size(s.Unit)
+	return n
 }

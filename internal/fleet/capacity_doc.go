@@ -13,6 +13,9 @@ type CapacityDocument struct {
 	// Service is the batched service model and its cards; nil (left out)
 	// under the reference's model.
 	Service *plant.ServiceModel `json:"service,omitempty"`
+	// Disaggregated is capacity --disaggregated's answer, beside the mixed
+	// fleet's above; nil (left out) without it.
+	Disaggregated *DisaggCapacityReport `json:"disaggregated,omitempty"`
 }
 
 // CapacitySLO holds the objectives used, in seconds; nil (null) for an

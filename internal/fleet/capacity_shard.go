@@ -61,10 +61,16 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 		ManifestSHA256   string `json:"manifest_sha256"`
 		Scheduler        string `json:"scheduler"`
 		Controller       string `json:"controller"`
+		// Role is a disaggregated pool's (left out for a mixed group:
+		// the digests of mixed studies are as they were).
+		Role string `json:"role,omitempty"`
 	}
 	unit := make([]group, len(c.Unit))
 	for i, g := range c.Unit {
 		unit[i] = group{Name: g.Name, Replicas: g.Replicas, Scheduler: g.Scheduler, Controller: g.Controller}
+		if g.Role != RoleMixed {
+			unit[i].Role = g.Role
+		}
 		if g.Profile != nil {
 			unit[i].ProfileCSVSHA256, unit[i].ManifestSHA256 = g.Profile.ProfileCSVSHA256, g.Profile.ManifestSHA256
 		}
@@ -94,6 +100,9 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 		// Service is the batched model, absent under the reference's
 		// (whose identities stay as they were).
 		Service *plant.ServiceModel `json:"service,omitempty"`
+		// SessionsSHA256 is the requests' sessions of the session
+		// router; absent with any other router.
+		SessionsSHA256 string `json:"sessions_sha256,omitempty"`
 	}{
 		Version: version, TraceSHA256: traceSHA256, RequestsSHA256: requestsDigest(requests),
 		Plant: c.Plant, Unit: unit, Router: router, RouterSeed: c.RouterSeed, SearchController: c.Controllers[0],
@@ -102,6 +111,9 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 	}
 	if c.Service.Batched() {
 		identity.Service = &c.Service
+	}
+	if router == SessionName {
+		identity.SessionsSHA256 = sessionsDigest(c.Sessions, requests)
 	}
 	data, err := json.Marshal(identity)
 	if err != nil {
@@ -146,6 +158,26 @@ func engineIdentity(o plant.EngineOptions, requests []plant.Request) engineID {
 		e.HashIDsSHA256 = hex.EncodeToString(h.Sum(nil))
 	}
 	return e
+}
+
+// sessionsDigest is the SHA-256, in hex, of the requests' sessions: for
+// each, in order, its session plus one (0 for none) as a little-endian
+// 64-bit word; empty for no source.
+func sessionsDigest(sessions SessionSource, requests []plant.Request) string {
+	if sessions == nil {
+		return ""
+	}
+	h := sha256.New()
+	var buf [8]byte
+	for _, r := range requests {
+		var word uint64
+		if s, ok := sessions.Session(r.ID); ok {
+			word = uint64(s) + 1
+		}
+		binary.LittleEndian.PutUint64(buf[:], word)
+		h.Write(buf[:])
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // requestsDigest is the SHA-256, in hex, of what a simulation reads of the

@@ -126,8 +126,24 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("Unit.ProfilePath", false, func(c *Capacity) { c.Unit[0].ProfilePath = "/mnt/a.csv" })
 	check("Unit.Scheduler", true, func(c *Capacity) { c.Unit[0].Scheduler = "continuous" })
 	check("Unit.Controller", true, func(c *Capacity) { c.Unit[1].Controller = "max" })
+	check("Unit.Role", true, func(c *Capacity) { c.Unit[0].Role = RolePrefill })
+	check("Unit.Role mixed", false, func(c *Capacity) { c.Unit[0].Role = RoleMixed }) // the default
 	check("Router", true, func(c *Capacity) { c.Router = RoundRobinName })
 	check("RouterSeed", true, func(c *Capacity) { c.RouterSeed = 8 })
+	// Sessions matter to the session router alone.
+	check("Sessions", false, func(c *Capacity) { c.Sessions = make(sessionsOf, len(requests)) })
+	sessions := func(s SessionSource) string {
+		c := gridStudy()
+		c.Router, c.Sessions = SessionName, s
+		return digest(c, requests, "trace", "v1")
+	}
+	none, one := make(sessionsOf, len(requests)), make(sessionsOf, len(requests))
+	for i := range none {
+		none[i], one[i] = -1, 0
+	}
+	assert.NotEqual(t, sessions(none), sessions(one), "the session router's sessions")
+	assert.Equal(t, sessions(one), sessions(slices.Clone(one)))
+	assert.NotEqual(t, sessions(nil), sessions(one))
 	check("Controllers", true, func(c *Capacity) { c.Controllers = []string{"reactive", "max"} })
 	check("Controllers[1:]", false, func(c *Capacity) { c.Controllers = []string{"max", "min", "reactive"} })
 	check("SLO.TTFTSeconds", true, func(c *Capacity) { c.SLO.TTFTSeconds = 4 })

@@ -10,8 +10,17 @@ import (
 
 // Table renders a capacity study for terminals (capacity --format table):
 // the answer, every size simulated, the controllers compared at the answer
-// and their energy totals (or, with no answer, the best size's).
+// and their energy totals (or, with no answer, the best size's); then,
+// with --disaggregated, the disaggregated study's.
 func (d *CapacityDocument) Table() string {
+	if d.Disaggregated == nil {
+		return d.mixedTable()
+	}
+	return d.mixedTable() + "\n" + d.Disaggregated.Table()
+}
+
+// mixedTable is the table of the (mixed) study.
+func (d *CapacityDocument) mixedTable() string {
 	var b strings.Builder
 	pct := percentText
 	fmt.Fprintf(&b, "capacity: trace %s (%d requests), router %s, search controller %s\n",

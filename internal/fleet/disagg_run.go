@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"servesim/internal/numeric"
 	"servesim/internal/plant"
+	"servesim/internal/texttable"
 )
 
 // transfer is one request's KV on its way from its prefill replica to its
@@ -126,6 +128,13 @@ func (e *engine) newDisaggRun() (*disaggRun, error) {
 	}
 	if dis.DecodeRouter == nil {
 		dis.DecodeRouter = &RoundRobin{}
+	}
+	if b, ok := dis.DecodeRouter.(binder); ok {
+		// What the fleet's router is bound to (a session router's
+		// sessions), the decode router is too.
+		if err := b.bind(cfg); err != nil {
+			return nil, err
+		}
 	}
 	n := len(e.specs)
 	d := &disaggRun{
@@ -565,6 +574,16 @@ func (d *disaggRun) finish() {
 			e.records[d.routed[k][local]].CompletionTimeS = rec.CompletionTimeS
 		}
 	}
+	for _, k := range d.members[poolPrefill] {
+		// A request log's row is the fleet's record, at its prefill
+		// replica (where it arrived).
+		if l := e.replicas[k].Result.Log; l != nil {
+			l.Records = make([]plant.RequestRecord, len(d.routed[k]))
+			for local, i := range d.routed[k] {
+				l.Records[local] = e.records[i]
+			}
+		}
+	}
 	e.sums.reserve(e.expectedSteps())
 	for pool := range d.sums {
 		e.sums.merge(&d.sums[pool])
@@ -682,4 +701,23 @@ func (d *disaggRun) poolResult(pool int, role string, steps int) PoolResult {
 	out.Requests = len(sub.Requests)
 	out.Metrics, out.SLO = e.fleetMetrics(sub)
 	return out
+}
+
+// writeLine writes a fleet table's line on the transfers; nothing for a
+// fleet that is not disaggregated (r nil).
+func (r *DisaggResult) writeLine(b *strings.Builder) {
+	if r == nil {
+		return
+	}
+	link := texttable.Sig(r.KVTransferBandwidthGBps, 4) + " GB/s"
+	if math.IsInf(r.KVTransferBandwidthGBps, 1) {
+		link = "instant"
+	}
+	fmt.Fprintf(b, "disaggregated: %d KV transfers, %s GB moved over %s links (latency %s s); wait from first token to KV arrival mean %s s, p95 %s s; held back for room mean %s s",
+		r.Transfers, texttable.Sig(r.KVBytesTransferred/1e9, 4), link, texttable.Sig(r.KVTransferLatencyS, 4),
+		texttable.Sig(r.TransferWaitMeanS, 3), texttable.Sig(r.TransferWaitP95S, 3), texttable.Sig(r.HeldBackMeanS, 3))
+	if r.TransfersUnfinished > 0 {
+		fmt.Fprintf(b, "; %d unfinished", r.TransfersUnfinished)
+	}
+	b.WriteString("\n")
 }

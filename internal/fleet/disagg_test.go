@@ -316,3 +316,39 @@ func TestDisaggRejects(t *testing.T) {
 		})
 	}
 }
+
+// sessionsByID gives request i the session i mod n.
+type sessionsByID int
+
+func (n sessionsByID) Session(id int) (int, bool) { return id % int(n), true }
+
+// TestDisaggSessionRouterInBothPools: a session router keeps a session on
+// one prefill replica and, bound to the same sessions, on one decode
+// replica.
+func TestDisaggSessionRouterInBothPools(t *testing.T) {
+	requests := embeddedTrace(t)[:120]
+	cfg := disaggFleet(3, 3, Link{BandwidthGBps: 25})
+	cfg.Sessions = sessionsByID(5)
+	var err error
+	cfg.Router, err = NewRouter(SessionName, 1)
+	require.NoError(t, err)
+	cfg.Disaggregation.DecodeRouter, err = NewRouter(SessionName, 2)
+	require.NoError(t, err)
+	d, res := runDisagg(t, requests, cfg)
+	checkDisagg(t, d, res)
+	prefill, decode := map[int]int{}, map[int]int{}
+	for i, r := range requests {
+		s := r.ID % 5
+		if k, ok := prefill[s]; ok {
+			assert.Equal(t, k, res.Assignment[i], "session %d's prefill replica", s)
+		}
+		prefill[s] = res.Assignment[i]
+		if r.OutputTokens < 2 {
+			continue
+		}
+		if k, ok := decode[s]; ok {
+			assert.Equal(t, k, res.Disaggregation.DecodeReplica[i], "session %d's decode replica", s)
+		}
+		decode[s] = res.Disaggregation.DecodeReplica[i]
+	}
+}

@@ -28,6 +28,9 @@ func max1(n int) int { return max(1, n) }
 func TestStaticElasticIsTodaysFleet(t *testing.T) {
 	requests := embeddedTrace(t)[:600]
 	for _, router := range RouterNames {
+		if NeedsPrefixCache(router) {
+			continue // it needs the prefix cache, whose engine report bits() prints as a pointer (TestPrefixAwareOnAStaticElasticFleet runs it)
+		}
 		for _, batched := range []bool{false, true} {
 			t.Run(router, func(t *testing.T) {
 				run := func(scaled bool) *Result {

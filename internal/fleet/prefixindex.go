@@ -4,13 +4,17 @@ import "servesim/internal/plant"
 
 // prefixIndex is the approximate index of the prefix-aware router: what it
 // sent where, as vLLM production-stack's prefix router and llm-d's
-// approximate prefix-cache producer keep it. For each replica it holds an
-// LRU set of the block keys (plant.PrefixKey) of the prompts routed to it,
-// at most as many as the replica's cache has blocks: a block is assumed
-// cached from the request that sent it until the replica has been sent
-// that many other blocks since it was last used. It never sees an
-// eviction the replica makes for its running requests' own blocks, nor a
-// block the replica dropped: it is what a router knows without KV events.
+// approximate prefix-cache producer keep it. It keys prompts in chunks
+// of stride blocks (ApproximateChunkTokens): of a prompt's shared blocks
+// (plant.PrefixKey) it keeps the last of each whole chunk and the last
+// one, so a prefix held whole is matched to its last block and one held in
+// part to its last whole chunk. For each replica it holds an LRU set of
+// the chunk keys of the prompts routed to it, at most its cache's blocks
+// over stride: a chunk is assumed cached from the request that sent it
+// until the replica has been sent that many other chunks since it was
+// last used. It never sees an eviction the replica makes for its running
+// requests' own blocks, nor a block the replica dropped: it is what a
+// router knows without KV events.
 //
 // Keys are touched from a prompt's last shared block to its first, so a
 // prefix's first blocks are the most recently used, as the plant releases
@@ -25,6 +29,12 @@ import "servesim/internal/plant"
 // their position among the states a router is handed, which changes when
 // an elastic fleet starts or drains one.
 type prefixIndex struct {
+	stride int // blocks per chunk
+	// keys and depth are the chunk keys of the last request matched and
+	// the blocks each reaches (the key's block index plus one).
+	keys  []plant.PrefixKey
+	depth []int
+
 	nodes   []indexNode
 	free    int32   // first free node, -1 for none
 	buckets []int32 // first node of each chain, -1 for none
@@ -55,11 +65,12 @@ type indexNode struct {
 type indexReplica struct {
 	head, tail int32 // least and most recently used node, -1 when empty
 	count      int   // nodes held
-	capacity   int   // nodes it may hold: its cache's blocks
+	capacity   int   // nodes it may hold: its cache's blocks over the stride, rounded up
 }
 
-func newPrefixIndex() *prefixIndex {
-	return &prefixIndex{free: -1, ids: map[plant.PrefixCache]int32{}}
+// newPrefixIndex returns an empty index of chunks of stride blocks.
+func newPrefixIndex(stride int) *prefixIndex {
+	return &prefixIndex{stride: max(1, stride), free: -1, ids: map[plant.PrefixCache]int32{}}
 }
 
 // bind maps the positions of states to replica ids, giving a replica seen
@@ -82,22 +93,31 @@ func (x *prefixIndex) bind(states []ReplicaState) {
 		if !ok {
 			id = int32(len(x.replicas))
 			x.ids[v] = id
-			x.replicas = append(x.replicas, indexReplica{head: -1, tail: -1, capacity: v.CapacityBlocks()})
+			capacity := (v.CapacityBlocks() + x.stride - 1) / x.stride
+			x.replicas = append(x.replicas, indexReplica{head: -1, tail: -1, capacity: capacity})
 			x.hit = append(x.hit, 0)
 		}
 		x.slots[k], x.views[k] = id, v
 	}
 }
 
-// match sets hit[id] to the number of leading keys each replica holds,
-// for the replicas holding keys[0] (listed in touched); it walks the
-// chain of each key while some replica still matches.
+// match takes the chunk keys of a request's shared block keys, and sets
+// hit[id] to the number of its leading chunk keys each replica holds, for
+// the replicas holding the first (listed in touched); it walks the chain
+// of each chunk key while some replica still matches.
 func (x *prefixIndex) match(keys []plant.PrefixKey) {
+	x.keys, x.depth = x.keys[:0], x.depth[:0]
+	for j := range keys {
+		if (j+1)%x.stride == 0 || j == len(keys)-1 {
+			x.keys = append(x.keys, keys[j])
+			x.depth = append(x.depth, j+1)
+		}
+	}
 	x.clear()
 	if x.used == 0 {
 		return
 	}
-	for j, key := range keys {
+	for j, key := range x.keys {
 		advanced := false
 		for n := x.buckets[key.Hash()&x.mask]; n >= 0; n = x.nodes[n].hnext {
 			node := &x.nodes[n]
@@ -128,14 +148,21 @@ func (x *prefixIndex) clear() {
 	x.touched = x.touched[:0]
 }
 
-// hitAt is the leading keys held by the replica at position k, after
-// match.
-func (x *prefixIndex) hitAt(k int) int { return int(x.hit[x.slots[k]]) }
+// hitAt is the leading blocks of the matched request the replica at
+// position k holds: the depth of its last chunk key held.
+func (x *prefixIndex) hitAt(k int) int {
+	if h := x.hit[x.slots[k]]; h > 0 {
+		return x.depth[h-1]
+	}
+	return 0
+}
 
-// record notes that the replica at position k was sent keys: each becomes
-// its most recently used, the first key last, evicting its least recently
-// used ones beyond its capacity.
-func (x *prefixIndex) record(k int, keys []plant.PrefixKey) {
+// record notes that the replica at position k was sent the matched
+// request: each of its chunk keys becomes the replica's most recently
+// used, the first key last, evicting its least recently used ones beyond
+// its capacity.
+func (x *prefixIndex) record(k int) {
+	keys := x.keys
 	id := x.slots[k]
 	r := &x.replicas[id]
 	if r.capacity == 0 {

@@ -21,6 +21,12 @@ const (
 	ExactIndex       = "exact"
 )
 
+// ApproximateChunkTokens is the chunk of prompt the approximate index keys
+// by (prefixIndex): a prefix held in part is counted down to a multiple of
+// it (or of the block size, when larger), and the index holds a key per
+// chunk, 1/16 of the caches' blocks at the default block size.
+const ApproximateChunkTokens = 256
+
 // DefaultPrefixWeight is the prefix-aware router's weight unless
 // weight=W says otherwise: a prompt found wholly cached is worth four
 // outstanding requests. On a shared-system-prompt workload it keeps
@@ -50,15 +56,17 @@ const DefaultPrefixWeight = 4.0
 //
 // What the router knows of the caches is its Index: by default
 // (ApproximateIndex) its own record of the prompts it sent to each
-// replica (prefixIndex), as a router without KV events keeps it; with
+// replica, by chunks of ApproximateChunkTokens (prefixIndex), as a router
+// without KV events keeps it; with
 // ExactIndex the replicas' caches as they are at the request's arrival
 // (plant.PrefixCache), as llm-d's precise scorer reads them from the
 // replicas' KV events.
 //
-// A route costs O(replicas) (the load of each, as least-outstanding) plus,
-// with the approximate index, one probe per index entry of the prompt's
-// keys held by a replica that holds the keys before it, and with the
-// exact index, one probe per replica and per key it holds.
+// A route costs O(replicas) (the load of each, as least-outstanding) plus
+// the prompt's shared blocks (its keys), and with the approximate index
+// one probe per index entry of the prompt's chunk keys held by a replica
+// that holds the chunks before it, with the exact index one probe per
+// replica and per block it holds.
 type PrefixAware struct {
 	Weight float64
 	Index  string // ApproximateIndex or ExactIndex
@@ -83,11 +91,7 @@ func NewPrefixAware(weight float64, index string) (*PrefixAware, error) {
 	default:
 		return nil, &RouterError{Router: PrefixAwareName, Option: PrefixIndexOption, Value: strconv.Quote(index), Expected: ApproximateIndex + " or " + ExactIndex}
 	}
-	r := &PrefixAware{Weight: weight, Index: index}
-	if index == ApproximateIndex {
-		r.index = newPrefixIndex()
-	}
-	return r, nil
+	return &PrefixAware{Weight: weight, Index: index}, nil
 }
 
 // parsePrefixAware reads prefix-aware's options, "weight=W,index=I" (each
@@ -147,6 +151,9 @@ func (r *PrefixAware) bind(cfg *Config) error {
 		return errNoPrefixCache
 	}
 	r.engine, r.bound = cfg.Engine, true
+	if r.Index == ApproximateIndex {
+		r.index = newPrefixIndex(ApproximateChunkTokens / cfg.Engine.BlockTokens())
+	}
 	return nil
 }
 
@@ -179,7 +186,7 @@ func (r *PrefixAware) Route(req Arrival, replicas []ReplicaState) int {
 		}
 	}
 	if r.index != nil {
-		r.index.record(best, r.keys)
+		r.index.record(best)
 	}
 	return best
 }

@@ -315,7 +315,15 @@ func (r *Report) Table() string {
 	for _, rep := range r.Replicas {
 		routed += rep.RequestsRouted
 	}
+	if d := r.Disaggregation; d != nil {
+		routed = d.Pools[0].Requests // each request passes both pools
+	}
 	row("fleet", "", routed, &r.Metrics, &r.SLO)
+	if d := r.Disaggregation; d != nil {
+		for _, p := range d.Pools {
+			row(p.Role, strings.Join(p.Groups, "+"), p.Requests, &p.Metrics, &p.SLO)
+		}
+	}
 	for _, rep := range r.Replicas {
 		row(strconv.Itoa(rep.Replica), rep.Group, rep.RequestsRouted, &rep.Metrics, &rep.SLO)
 	}
@@ -323,6 +331,7 @@ func (r *Report) Table() string {
 	b.WriteString("\nfleet: ")
 	r.SLO.WriteTable(&b, r.Provenance.RequestsLoaded)
 	r.Engine.WriteLines(&b)
+	r.Disaggregation.writeLine(&b)
 	if r.Autoscale != nil {
 		r.Autoscale.writeTable(&b)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 )
@@ -94,7 +95,7 @@ func TestWarnFixedClock(t *testing.T) {
 
 func TestFleetCheckDecidesWhetherTheRunIsAFleets(t *testing.T) {
 	t.Parallel()
-	one := Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1}
+	one := Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1, Link: fleet.Link{BandwidthGBps: fleet.DefaultKVTransferBandwidthGBps}}
 	f := one
 	require.NoError(t, f.Check(true, false))
 	assert.False(t, f.Enabled, "one replica, no router: one GPU")
