@@ -352,3 +352,31 @@ func TestDisaggSessionRouterInBothPools(t *testing.T) {
 		decode[s] = res.Disaggregation.DecodeReplica[i]
 	}
 }
+
+// TestDisaggRunEndsAtMaxSimulationTime: a run cut short leaves transfers
+// unfinished (counted, their requests unfinished) and routes the requests
+// arriving after it, every one with a record.
+func TestDisaggRunEndsAtMaxSimulationTime(t *testing.T) {
+	requests := []plant.Request{
+		{ID: 0, ArrivalTimeS: 0, PromptTokens: 100, OutputTokens: 11},
+		{ID: 1, ArrivalTimeS: 0.05, PromptTokens: 100, OutputTokens: 11},
+		{ID: 2, ArrivalTimeS: 5, PromptTokens: 100, OutputTokens: 11},
+	}
+	cfg := disaggFleet(1, 1, Link{BandwidthGBps: 0.01}) // 0.58 s a transfer
+	cfg.Plant.MaxSimulationTimeS = 0.35
+	res, err := Simulate(requests, cfg)
+	require.NoError(t, err)
+	d := res.Disaggregation
+	assert.Equal(t, 2, d.TransfersUnfinished)
+	assert.Zero(t, d.Transfers)
+	assert.Zero(t, d.KVBytesTransferred)
+	assert.True(t, math.IsNaN(d.TransferWaitMeanS))
+	assert.Zero(t, res.Metrics.CompletedFraction)
+	assert.Equal(t, []int{0, 0, 0}, res.Assignment, "the late request routed too")
+	for i, rec := range res.Requests {
+		assert.Equal(t, requests[i].ID, rec.RequestID)
+		assert.True(t, math.IsNaN(rec.CompletionTimeS))
+	}
+	assert.Equal(t, 3, res.Replicas[0].RequestsRouted)
+	assert.Zero(t, res.Replicas[1].RequestsRouted)
+}
