@@ -84,7 +84,14 @@ const (
 )
 
 // AutoscalerNames lists the built-in autoscalers, with their arguments.
-var AutoscalerNames = []string{StaticName, QueueName + ":target=N", UtilizationName + ":target=U", ScheduleName + ":FILE", OracleName + ":FILE", ExecName + ":COMMAND"}
+var AutoscalerNames = []string{StaticName, QueueName + ":target=N", UtilizationName + ":target=U", ScheduleName + ":FILE", OracleName + "[:window=S,attainment=A]", OracleName + ":FILE", ExecName + ":COMMAND"}
+
+// The plain oracle's defaults: hourly windows, and the attainment target
+// capacity's --attainment defaults to.
+const (
+	DefaultOracleWindowS    = 3600
+	DefaultOracleAttainment = 0.99
+)
 
 // ScaleObservation is what a metrics pipeline shows an autoscaler at a
 // scaling decision: replica counts by lifecycle phase, the ready replicas'
@@ -272,6 +279,55 @@ func roundSig(x float64) float64 {
 // fmtG formats x as %g does, shortest.
 func fmtG(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
 
+// newPlannedOracle is the plain oracle of spec: its options (args,
+// window=S and attainment=A) and the schedule o.Plan makes of them.
+func newPlannedOracle(spec, args string, o AutoscaleOptions) (Autoscaler, error) {
+	fail := func(option string, err error) (Autoscaler, error) {
+		return nil, &OptionError{Spec: spec, Option: option, Err: err}
+	}
+	windowS, attainment := float64(DefaultOracleWindowS), DefaultOracleAttainment
+	seen := map[string]bool{}
+	for kv := range strings.SplitSeq(args, ",") {
+		if kv == "" && args == "" {
+			break
+		}
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fail(kv, errors.New("expected KEY=VALUE (or oracle:FILE, a plan capacity --out-plan wrote)"))
+		}
+		if seen[key] {
+			return fail(key, errors.New("given twice"))
+		}
+		seen[key] = true
+		x, err := strconv.ParseFloat(value, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return fail(key, fmt.Errorf("%q: expected a finite number", value))
+		}
+		switch key {
+		case "window":
+			if !(x > 0) {
+				return fail(key, fmt.Errorf("%s: expected a window of more than 0 s", value))
+			}
+			windowS = x
+		case "attainment":
+			if !(x > 0 && x <= 1) {
+				return fail(key, fmt.Errorf("%s: expected an attainment target above 0, at most 1", value))
+			}
+			attainment = x
+		default:
+			return fail(key, errors.New("unknown option: expected window or attainment"))
+		}
+	}
+	if o.Plan == nil {
+		return fail("", errors.New("the plain oracle plans on the trace: give oracle:FILE here"))
+	}
+	s, err := o.Plan(windowS, attainment)
+	if err != nil {
+		return nil, err
+	}
+	return &ScheduleScaler{Schedule: s, Oracle: true, LeadS: o.LeadS}, nil
+}
+
 // ScheduleScaler asks for the count its schedule gives each window: a
 // replica count per time window (from a forecast, or the plan capacity
 // --over-time makes). With Lead (an oracle), it asks at each decision for
@@ -323,6 +379,10 @@ type AutoscaleOptions struct {
 	// Exec are an exec: autoscaler's timeout and the stderr of its child,
 	// as the clock controllers' (--exec-timeout).
 	Exec plant.ControllerOptions
+	// Plan makes the plain oracle's schedule: the smallest fleet that
+	// meets the attainment target in each window of windowS of the
+	// workload (RunCapacityOverTime); nil where no workload is at hand.
+	Plan func(windowS, attainment float64) (*Schedule, error)
 }
 
 // OptionError is a bad --autoscale value: it names the option.
@@ -346,10 +406,27 @@ func (e *OptionError) Unwrap() error { return e.Err }
 // utilization:target=U[,...], schedule:FILE or oracle:FILE. Errors are
 // *OptionError.
 func ParseAutoscaler(spec string) error {
-	_, err := newAutoscaler(spec, AutoscaleOptions{ReadSchedule: func(string) (*Schedule, error) {
+	none := func() (*Schedule, error) {
 		return &Schedule{Starts: []float64{0}, Replicas: []int{0}, Lines: []int{2}}, nil
-	}})
+	}
+	_, err := newAutoscaler(spec, AutoscaleOptions{
+		ReadSchedule: func(string) (*Schedule, error) { return none() },
+		Plan:         func(float64, float64) (*Schedule, error) { return none() },
+	})
 	return err
+}
+
+// IsPlannedOracle reports whether spec is the plain oracle, which plans
+// on the workload itself (AutoscaleOptions.Plan).
+func IsPlannedOracle(spec string) bool {
+	name, args, _ := strings.Cut(spec, ":")
+	return name == OracleName && (args == "" || strings.Contains(args, "="))
+}
+
+// PlanSchedule is plan as a schedule, its lines those of ScheduleCSV, its
+// path label the one given.
+func PlanSchedule(plan *CapacityPlan, label string) (*Schedule, error) {
+	return ParseSchedule(label, plan.ScheduleCSV())
 }
 
 // NewAutoscaler returns a new autoscaler of spec (see ParseAutoscaler),
@@ -375,6 +452,9 @@ func newAutoscaler(spec string, o AutoscaleOptions) (Autoscaler, error) {
 		}
 		return NewExecAutoscaler(args, o), nil
 	case ScheduleName, OracleName:
+		if name == OracleName && (args == "" || strings.Contains(args, "=")) {
+			return newPlannedOracle(spec, args, o)
+		}
 		if args == "" {
 			return fail("", fmt.Errorf("expected %s:FILE", name))
 		}

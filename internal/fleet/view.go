@@ -284,8 +284,13 @@ func sharedSLO(res *Result) *plant.SLO {
 // fleet): a line for the fleet, then one per replica.
 func (r *Report) Table() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "fleet of %d replicas, router %s; %s, %s%s; trace %s: %d requests\n",
-		r.Fleet.Replicas, r.Fleet.Router, r.Summary.Scheduler, r.Summary.Controller, r.Service.Label(),
+	size := fmt.Sprintf("fleet of %d replicas", r.Fleet.Replicas)
+	if a := r.Autoscale; a != nil {
+		// Every replica ever started has a row: say how many were up.
+		size = fmt.Sprintf("elastic fleet (%s): %d replicas started, at most %d ready at once", a.Policy, a.ReplicasStarted, a.PeakReady)
+	}
+	fmt.Fprintf(&b, "%s, router %s; %s, %s%s; trace %s: %d requests\n",
+		size, r.Fleet.Router, r.Summary.Scheduler, r.Summary.Controller, r.Service.Label(),
 		r.Provenance.TracePath, r.Provenance.RequestsLoaded)
 	if line := r.Service.Line(); line != "" {
 		b.WriteString(line + "\n")

@@ -79,6 +79,9 @@ type ExecSession struct {
 	// holds the pipe open is a process of another group (a daemon it
 	// started with setsid), and the child's end is reported at once.
 	ended bool
+	// stdinClosed says that the child's stdin was found closed when an
+	// observation was written: fail words how it ended so.
+	stdinClosed bool
 }
 
 // NewExecController returns a controller that runs command when first
@@ -134,9 +137,20 @@ func (c *ExecSession) Ask(out []byte, at int) ([]byte, error) {
 	if err := c.write(out, deadline); err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			c.fail(at, fmt.Sprintf("did not take its observation within %v (--exec-timeout)", c.Timeout), nil)
-		} else {
-			c.fail(at, "", nil) // its stdin is closed: it exited, most likely
+			return nil, c.err
 		}
+		// Its stdin is closed: it exited, most likely. A whole line it
+		// wrote before is its answer, as if it had exited a moment later,
+		// so that the outcome does not depend on that moment.
+		line, err := c.readLine(deadline)
+		if err == nil {
+			return line, nil
+		}
+		c.stdinClosed = true
+		if len(line) == 0 {
+			line = nil // fail reads what is left
+		}
+		c.fail(at, "", line)
 		return nil, c.err
 	}
 	line, err := c.readLine(deadline)
@@ -307,7 +321,7 @@ func (c *ExecSession) fail(at int, reason string, wrote []byte) {
 	c.stdin.Close()
 	waitErr := c.child.end(0)
 	if reason == "" {
-		reason = endedHow(waitErr, wrote == nil) + " before answering"
+		reason = endedHow(waitErr, wrote == nil || c.stdinClosed) + " before answering"
 		if wrote == nil {
 			wrote = c.rest()
 		}

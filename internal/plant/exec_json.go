@@ -47,6 +47,12 @@ func appendObservation(b []byte, obs *Observation) []byte {
 	b = strconv.AppendInt(b, int64(obs.CompletedRequests), 10)
 	b = append(b, `,"realized_clock_levels_mhz":`...)
 	b = appendPyFloats(b, obs.RealizedClockLevelsMHz)
+	if finite(obs.PowerCapW) {
+		// Only under a fleet power budget: the line is otherwise the
+		// reference's observation.
+		b = append(b, `,"power_cap_w":`...)
+		b = appendPyFloat(b, obs.PowerCapW)
+	}
 	return append(b, "}\n"...)
 }
 

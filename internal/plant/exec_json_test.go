@@ -90,7 +90,8 @@ func TestAppendObservation(t *testing.T) {
 	obs := Observation{TimeS: 0.30000000000000004, StepIndex: 3, PrefillQueue: 2, DecodeActive: 5,
 		PrefillRemainingTokens: 700, GeneratedDecodeTokens: 12.5, OldestPrefillAgeS: 0.2, KVTokens: 3000.25,
 		KVCapacityTokens: 131072, TemperatureC: 25.000001, PreviousClockMHz: 420, PreviousPowerW: 16.5,
-		ClockLevelsMHz: prof.ClockMHz, ArrivedRequests: 9, CompletedRequests: 2, RealizedClockLevelsMHz: prof.RealizedClockLevelsMHz()}
+		ClockLevelsMHz: prof.ClockMHz, ArrivedRequests: 9, CompletedRequests: 2, RealizedClockLevelsMHz: prof.RealizedClockLevelsMHz(),
+		PowerCapW: math.Inf(1)}
 	line := appendObservation([]byte("kept"), &obs)
 	require.True(t, bytes.HasPrefix(line, []byte("kept")))
 	line = line[len("kept"):]
@@ -111,8 +112,17 @@ func TestAppendObservation(t *testing.T) {
 		at = i
 	}
 
-	empty := Observation{ClockLevelsMHz: []float64{1}}
+	empty := Observation{ClockLevelsMHz: []float64{1}, PowerCapW: math.Inf(1)}
 	assert.Contains(t, string(appendObservation(nil, &empty)), `"realized_clock_levels_mhz":[]}`)
+
+	// Under a fleet power budget, and only then, the line ends with the
+	// replica's cap (0 W is a cap: loading replicas took the budget).
+	for _, capW := range []float64{41.5, 0} {
+		obs.PowerCapW = capW
+		capped := string(appendObservation(nil, &obs))
+		assert.True(t, strings.HasSuffix(capped, `"realized_clock_levels_mhz":[420.0,690.0,960.0,1230.0,1500.0,1770.0,2040.0],"power_cap_w":`+
+			strconv.FormatFloat(capW, 'f', 1, 64)+"}\n"), capped)
+	}
 }
 
 func TestParseAnswer(t *testing.T) {

@@ -33,6 +33,10 @@ type Observation struct {
 	ArrivedRequests        int       // requests arrived so far
 	CompletedRequests      int       // requests completed so far
 	RealizedClockLevelsMHz []float64 // realized clock paired with each level
+	// PowerCapW is the cap on this step's power that a fleet's power
+	// budget gives the replica (Stepper.CapPower; the plant lowers the
+	// realized clock to respect it), +Inf without one.
+	PowerCapW float64
 }
 
 // Action is a Scheduler's decision for one step (the reference's

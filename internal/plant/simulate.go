@@ -643,6 +643,7 @@ func (sim *simulation) observeLoad(obs *Observation) {
 	obs.KVTokens = sim.kvAtEnd
 	obs.TemperatureC = sim.temperatureC
 	obs.PreviousClockMHz = sim.previousClockMHz
+	obs.PowerCapW = sim.capW
 	obs.OldestPrefillAgeS = 0
 	if sim.head < sim.pending {
 		obs.OldestPrefillAgeS = pyMax(0, sim.timeS-sim.records[sim.head].ArrivalTimeS)

@@ -43,8 +43,10 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 		return nil, err
 	}
 	var scaling *fleet.Scaling
+	var planned *plant.Workload // the trace, loaded to plan the plain oracle
 	if c.Fleet.Scale.Policy != "" {
-		if scaling, err = c.Fleet.Scale.scaling(plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr), groups, bounds, c.Fleet.Path); err != nil {
+		plan := c.oraclePlan(ctx, groups[0], &planned)
+		if scaling, err = c.Fleet.Scale.scaling(plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr), groups, bounds, c.Fleet.Path, plan); err != nil {
 			return nil, err
 		}
 		if c.Fleet.Path == "" {
@@ -83,11 +85,13 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 		Version:     c.Version,
 	}
 	var report *fleet.Report
-	if c.streams() && run.Summary && !c.Requests && disaggregation == nil {
+	if c.streams() && run.Summary && !c.Requests && disaggregation == nil && planned == nil {
 		report, err = fleet.RunStreamContext(ctx, c.source(), run)
 	} else {
 		var workload plant.Workload
-		if workload, err = c.loadTrace(); err != nil {
+		if planned != nil {
+			workload = *planned
+		} else if workload, err = c.loadTrace(); err != nil {
 			return nil, err
 		}
 		run.Options = c.options() // with the trace's hash ids

@@ -1,12 +1,16 @@
 package simrun
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"strconv"
 
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
+	"servesim/internal/plantflag"
 )
 
 // Scale are the autoscaling settings of a simulation (--autoscale and the
@@ -128,11 +132,11 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 // each of its groups scales on its own: a fresh autoscaler, its
 // min_replicas and max_replicas (the flags' when not given) and its
 // replicas as its initial size.
-func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, bounds []fleet.Bounds, path string) (*fleet.Scaling, error) {
+func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, bounds []fleet.Bounds, path string, plan func(windowS, attainment float64) (*fleet.Schedule, error)) (*fleet.Scaling, error) {
 	newAutoscaler := func() (fleet.Autoscaler, error) {
 		a, err := fleet.NewAutoscaler(s.Policy, fleet.AutoscaleOptions{
 			ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS,
-			IntervalS: s.IntervalS, Exec: exec})
+			IntervalS: s.IntervalS, Exec: exec, Plan: plan})
 		if err != nil {
 			var oe *fleet.OptionError
 			if errors.As(err, &oe) {
@@ -184,6 +188,47 @@ func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, boun
 		sc.Groups = append(sc.Groups, gs)
 	}
 	return sc, nil
+}
+
+// oraclePlan returns the plain oracle's planner (fleet.AutoscaleOptions.Plan)
+// for the one group of c's fleet: it loads the trace, keeping it in
+// *loaded for the run, and plans it as capacity --over-time does, with
+// the run's plant, router, scheduler, controller, objectives and service
+// model, up to --max-replicas. Windows no fleet within --max-replicas
+// serves at the target take the plan's best, with a warning.
+func (c *Config) oraclePlan(ctx context.Context, unit fleet.Group, loaded **plant.Workload) func(windowS, attainment float64) (*fleet.Schedule, error) {
+	return func(windowS, attainment float64) (*fleet.Schedule, error) {
+		workload, err := c.loadTrace()
+		if err != nil {
+			return nil, err
+		}
+		*loaded = &workload
+		router := c.Fleet.Router
+		if router == "" {
+			router = fleet.RoundRobinName
+		}
+		opt := c.options()
+		unit.Replicas, unit.Controller = 1, ""
+		jobs := c.Fleet.Jobs
+		if jobs == 0 {
+			jobs = runtime.GOMAXPROCS(0)
+		}
+		study := fleet.Capacity{
+			Plant: c.Plant, Unit: []fleet.Group{unit}, Router: router, RouterSeed: c.Fleet.RouterSeed,
+			Controllers: []string{c.Controller}, SLO: opt.SLO, Engine: opt.Engine, Service: opt.Service, Sessions: c.sessions,
+			ControllerOptions: plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr),
+			Search:            fleet.CapacitySearch{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
+		}
+		plan, err := fleet.RunCapacityOverTime(ctx, workload.Requests, study, windowS, jobs, nil)
+		var unreachable *fleet.UnreachableWindowsError
+		switch {
+		case errors.As(err, &unreachable):
+			fmt.Fprintf(c.Stderr, "servesim: warning: --autoscale %s: %v; those windows plan the fleet nearest the target\n", c.Fleet.Scale.Policy, err)
+		case err != nil:
+			return nil, fmt.Errorf("--autoscale %s: planning: %w", c.Fleet.Scale.Policy, err)
+		}
+		return fleet.PlanSchedule(plan, "(planned: "+strconv.FormatFloat(windowS, 'g', -1, 64)+" s windows at "+strconv.FormatFloat(attainment, 'g', -1, 64)+" attainment)")
+	}
 }
 
 // mostUp is the most replicas the elastic fleet holds at once: the sum of

@@ -155,6 +155,15 @@ func (f *Fleet) Check(normalize, routerGiven bool) error {
 	if f.Jobs < 0 {
 		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", f.Jobs)
 	}
+	if fleet.IsPlannedOracle(f.Scale.Policy) {
+		// It plans one count on the arrivals as read.
+		switch {
+		case f.Path != "":
+			return fmt.Errorf("--autoscale %s: plans one count for one group: with --fleet, give each group's plan as oracle:FILE", f.Scale.Policy)
+		case normalize:
+			return fmt.Errorf("--autoscale %s: plans on the trace's own arrivals: without --normalize (or plan a normalized trace with capacity --over-time and give oracle:FILE)", f.Scale.Policy)
+		}
+	}
 	if err := f.Link.Validate(); err != nil {
 		return err
 	}

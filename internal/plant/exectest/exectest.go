@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
 	"servesim/internal/plant"
 )
@@ -32,6 +33,8 @@ type Observation struct {
 	ArrivedRequests        int       `json:"arrived_requests"`
 	CompletedRequests      int       `json:"completed_requests"`
 	RealizedClockLevelsMHz []float64 `json:"realized_clock_levels_mhz"`
+	// PowerCapW is present only under a fleet power budget.
+	PowerCapW *float64 `json:"power_cap_w"`
 }
 
 // Decode reads one observation line strictly: every field present, no
@@ -41,8 +44,12 @@ func Decode(line []byte) (plant.Observation, error) {
 	if err := json.Unmarshal(line, &fields); err != nil {
 		return plant.Observation{}, err
 	}
-	if len(fields) != 16 {
-		return plant.Observation{}, fmt.Errorf("%d fields, want 16", len(fields))
+	want := 16
+	if _, capped := fields["power_cap_w"]; capped {
+		want++
+	}
+	if len(fields) != want {
+		return plant.Observation{}, fmt.Errorf("%d fields, want %d", len(fields), want)
 	}
 	d := json.NewDecoder(bytes.NewReader(line))
 	d.DisallowUnknownFields()
@@ -50,7 +57,16 @@ func Decode(line []byte) (plant.Observation, error) {
 	if err := d.Decode(&o); err != nil {
 		return plant.Observation{}, err
 	}
-	return plant.Observation(o), nil
+	capW := math.Inf(1)
+	if o.PowerCapW != nil {
+		capW = *o.PowerCapW
+	}
+	return plant.Observation{TimeS: o.TimeS, StepIndex: o.StepIndex, PrefillQueue: o.PrefillQueue, DecodeActive: o.DecodeActive,
+		PrefillRemainingTokens: o.PrefillRemainingTokens, GeneratedDecodeTokens: o.GeneratedDecodeTokens,
+		OldestPrefillAgeS: o.OldestPrefillAgeS, KVTokens: o.KVTokens, KVCapacityTokens: o.KVCapacityTokens,
+		TemperatureC: o.TemperatureC, PreviousClockMHz: o.PreviousClockMHz, PreviousPowerW: o.PreviousPowerW,
+		ClockLevelsMHz: o.ClockLevelsMHz, ArrivedRequests: o.ArrivedRequests, CompletedRequests: o.CompletedRequests,
+		RealizedClockLevelsMHz: o.RealizedClockLevelsMHz, PowerCapW: capW}, nil
 }
 
 // Serve answers every observation line from r with c's clock on w, one
