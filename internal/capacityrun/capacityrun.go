@@ -303,6 +303,10 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 			bar.Increment()
 		}
 	}
+	// A fleet that fails stops once its lost requests say so: the first
+	// sizes of the static search hold a long trace's whole backlog
+	// otherwise (fleet.Capacity.StopWhenLost).
+	s.StopWhenLost = true
 	capacity := s.Capacity // as loaded: Run adds the evaluations' hooks
 	s.Progress = step
 	var static *fleet.CapacityDocument

@@ -36,6 +36,11 @@ type Evaluation struct {
 	// the fleet's steps times the time step (the span its energy sums
 	// over), so this is the mean over steps of the summed replica power.
 	MeanPowerW float64 `json:"mean_power_w"`
+	// stopped_early: the simulation stopped once the requests it had lost
+	// left the target out of reach (Capacity.StopWhenLost); attainment is
+	// then the most it could still have reached, and the other numbers
+	// are null. Left out otherwise.
+	StoppedEarly bool `json:"stopped_early,omitempty"`
 }
 
 // Meets reports whether e reaches the target attainment.
@@ -306,7 +311,9 @@ func (s *searcher) result(b bracket, used []int) (*CapacityResult, error) {
 	}
 	res.Best = res.Evaluations[0]
 	for _, e := range res.Evaluations[1:] {
-		if e.Attainment > res.Best.Attainment {
+		// A whole simulation beats one stopped early, whose attainment
+		// is only a bound.
+		if e.StoppedEarly == res.Best.StoppedEarly && e.Attainment > res.Best.Attainment || res.Best.StoppedEarly && !e.StoppedEarly {
 			res.Best = e
 		}
 	}

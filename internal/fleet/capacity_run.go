@@ -48,6 +48,18 @@ type Capacity struct {
 	// Progress, when set, is called once per evaluation used (at most
 	// MaxEvaluations), never concurrently.
 	Progress func()
+	// StopWhenLost stops a simulation once the requests it has lost (final
+	// records that missed their objectives, and requests waiting longer
+	// than their TTFT objective) put the target out of reach: such a
+	// fleet fails, and its evaluation says it stopped early
+	// (Evaluation.StoppedEarly). The search's decisions, and so its
+	// answer, are the same; an undersized fleet costs a fraction of its
+	// run, and its backlog no memory. The largest size always runs
+	// whole, and only streamed fleets stop (see streamable). capacity
+	// --over-time sets it. Evaluations of either kind decide alike, so
+	// it is not part of the grid's digest: records of whole simulations
+	// serve a study that stops, and the other way round.
+	StopWhenLost bool
 	// Simulated, when set, is called after each fleet simulation, with its
 	// size and the controller it ran (maybe concurrently): evaluations
 	// that Search.Known supplies are not simulated.
@@ -215,11 +227,20 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	res, err := r.simulate(ctx, Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
+	cfg := Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
 		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine, Service: c.Service}, Jobs: r.fleetJobs, ControllerOptions: c.ControllerOptions,
-		replicaChecksumsSkipped: true})
+		replicaChecksumsSkipped: true}
+	if c.StopWhenLost && size < r.c.maxSize() {
+		// The largest size runs whole: an unreachable target's best is
+		// then a whole simulation's.
+		cfg.stopBelowTarget = c.Search.Target
+	}
+	res, err := r.simulate(ctx, cfg)
 	if c.Simulated != nil {
 		c.Simulated(size, controller)
+	}
+	if lost := (*LostError)(nil); errors.As(err, &lost) {
+		return stoppedEvaluation(size, lost), nil
 	}
 	if err != nil {
 		return Evaluation{}, err
@@ -359,6 +380,16 @@ func (e *Evaluation) setEnergyTotals(energyJ float64, completed int, meanPowerW 
 	e.EnergyPer1kRequestsKJ = e.EnergyPerRequestJ // 1000 requests x J/request / (1000 J/kJ)
 	e.EnergyKWh = energyJ / JoulesPerKWh
 	e.MeanPowerW = meanPowerW
+}
+
+// stoppedEvaluation is the evaluation of a fleet of size whose simulation
+// stopped with lost: it fails the target, its attainment the most it
+// could have reached, its other numbers unknown (NaN).
+func stoppedEvaluation(size int, lost *LostError) Evaluation {
+	nan := math.NaN()
+	return Evaluation{Replicas: size, Attainment: lost.Bound(), StoppedEarly: true,
+		CompletedFraction: nan, P95TTFTS: nan, P99TTFTS: nan, EnergyPerOutputTokenJ: nan, PeakPowerW: nan,
+		EnergyPerRequestJ: nan, EnergyPer1kRequestsKJ: nan, EnergyKWh: nan, MeanPowerW: nan}
 }
 
 // meanPowerW is the fleet's mean power over the run: the mean of its power

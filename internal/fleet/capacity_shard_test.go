@@ -171,6 +171,8 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("Search.Known", false, func(c *Capacity) { c.Search.Known = []Evaluation{{Replicas: 1}} })
 	check("Progress", false, func(c *Capacity) { c.Progress = func() {} })
 	check("Simulated", false, func(c *Capacity) { c.Simulated = func(int, string) {} })
+	// A fleet stopped early fails as its whole run does: records of either serve either.
+	check("StopWhenLost", false, func(c *Capacity) { c.StopWhenLost = true })
 	// An exec: child's patience decides whether an evaluation fails, not its result.
 	check("ControllerOptions", false, func(c *Capacity) { c.ControllerOptions = plant.ControllerOptions{ExecTimeout: time.Second} })
 

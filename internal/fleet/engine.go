@@ -36,6 +36,9 @@ type engine struct {
 	// a round of routing (reset on the round's states, updated as they
 	// change); nil for another router.
 	costs *costHeap
+	// loss, when set, stops a streamed run that can no longer meet its
+	// target (Config.stopBelowTarget).
+	loss *lossBudget
 }
 
 func newEngine(ctx context.Context, requests []plant.Request, cfg Config, specs []replicaSpec, router Router) *engine {
@@ -231,7 +234,7 @@ func (e *engine) runAlone(k int, routed []int, sums *stepSums, closing func(k in
 		}
 	}
 	if len(routed) > 0 {
-		if canceled, err := e.stepToEnd(st, sums); canceled {
+		if canceled, err := e.stepToEnd(k, st, sums); canceled {
 			return err
 		} else if err != nil {
 			return fmt.Errorf("replica %d: %w", k, err)
@@ -250,7 +253,7 @@ type stepSink interface {
 // stepToEnd steps st until it is done, handing each step taken to sink. It
 // returns a step's error, or (canceled) the context's error once it is
 // done, checked every plant.CancelCheckSteps steps.
-func (e *engine) stepToEnd(st *plant.Stepper, sink stepSink) (canceled bool, err error) {
+func (e *engine) stepToEnd(k int, st *plant.Stepper, sink stepSink) (canceled bool, err error) {
 	for {
 		step := st.Steps()
 		done, err := st.Step()
@@ -259,6 +262,11 @@ func (e *engine) stepToEnd(st *plant.Stepper, sink stepSink) (canceled bool, err
 		}
 		if st.Steps() > step {
 			sink.add(step, st.Last())
+		}
+		if e.loss != nil {
+			if err := e.loss.check(k, step, st, e.stream.writers[k], e.slo(k).TTFTSeconds); err != nil {
+				return false, err
+			}
 		}
 		if done {
 			return false, nil
@@ -460,6 +468,11 @@ func (ls *lockStep) advance() (bool, error) {
 			ls.deferred[k].hold(ls.step, e.sums.fixed(load.PowerW))
 		} else {
 			e.sums.add(ls.step, load)
+		}
+		if e.loss != nil {
+			if err := e.loss.check(k, ls.step, st, e.stream.writers[k], e.slo(k).TTFTSeconds); err != nil {
+				return true, err
+			}
 		}
 		if done && !more {
 			ls.stop(k)

@@ -86,6 +86,10 @@ type Config struct {
 	// replicaChecksumsSkipped makes the replicas keep no checksum of
 	// their sub-lists (a capacity search, which reports none).
 	replicaChecksumsSkipped bool
+	// stopBelowTarget, when positive, stops a streamed run of a workload
+	// of known size with a *LostError once its attainment can no longer
+	// reach it (a capacity search's fleet that fails).
+	stopBelowTarget float64
 }
 
 // Result is a fleet run.

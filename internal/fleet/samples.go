@@ -168,9 +168,11 @@ func (s *samples) metrics(tally *plant.RecordTally, n int, targets plant.SLO, du
 // samples in batches.
 type sampleWriter struct {
 	samples *samples
+	slo     plant.SLO // what the replica's requests are judged by
 	tally   plant.RecordTally
 	queue   indexQueue // workload indices of the replica's requests not final yet, in order
 	buf     []placedSample
+	lost    int // final records that missed their objectives (lossBudget)
 }
 
 // placedSample is one request's samples and its place in the workload.
@@ -185,6 +187,7 @@ const sampleBatch = 256
 func newSampleWriter(s *samples, horizonS float64, slo plant.SLO) *sampleWriter {
 	return &sampleWriter{
 		samples: s,
+		slo:     slo,
 		tally:   plant.NewRecordTally(horizonS, slo),
 		buf:     make([]placedSample, 0, sampleBatch),
 	}
@@ -194,6 +197,9 @@ func newSampleWriter(s *samples, horizonS float64, slo plant.SLO) *sampleWriter 
 // that of the oldest request in its queue.
 func (w *sampleWriter) record(r *plant.RequestRecord) {
 	w.tally.Add(r)
+	if !w.slo.Met(r) {
+		w.lost++
+	}
 	p := placedSample{index: w.queue.pop(), ttft: math.NaN(), tpot: math.NaN(), latency: math.NaN()}
 	if r.Completed() {
 		p.ttft, p.tpot, p.latency = r.TTFTS(), r.TPOTS(), r.LatencyS()

@@ -66,7 +66,14 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 	for k := range specs {
 		e.stream.writers = append(e.stream.writers, newSampleWriter(&e.stream.samples, cfg.Plant.ReportingHorizonS, e.slo(k)))
 	}
-	return e.run(e.runParallelStream)
+	e.loss = newLossBudget(cfg.stopBelowTarget, expected, len(specs))
+	res, err := e.run(e.runParallelStream)
+	if e.loss != nil {
+		if lost := e.loss.first.Load(); lost != nil {
+			return nil, lost
+		}
+	}
+	return res, err
 }
 
 // errFeedStopped stops the other replicas and the router of a streamed
@@ -196,7 +203,7 @@ func (e *engine) runFed(k int, f *feed, held []*plant.Stepper) (err error) {
 	st.Summarize(0, e.stream.writers[k].record) // Feed sizes the run
 	running, err := st.Feed(f, e.stream.expected/len(e.specs), e.lastArrivalS)
 	if running && err == nil {
-		_, err = e.stepToEnd(st, &f.steps)
+		_, err = e.stepToEnd(k, st, &f.steps)
 	}
 	if err == nil {
 		err = st.Drain()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 )
 
 // A Stepper is one simulation run a step at a time, with the requests added
@@ -213,6 +214,22 @@ func (st *Stepper) LogCompletions() { st.sim.gate.logged = true }
 // as it completes, within the Step that completes it (the record is the
 // stepper's: f must not keep it).
 func (st *Stepper) OnComplete(f func(*RequestRecord)) { st.sim.gate.onComplete = f }
+
+// WaitingLongerThan is the number of requests waiting to be scheduled
+// that arrived more than waitS before the next step starts, the queue's
+// head excepted (it may have started its prefill): none of them can
+// have its first token within waitS of its arrival, so each misses a TTFT
+// objective of waitS. The waiting requests are kept in arrival order: a
+// binary search, O(log queue).
+func (st *Stepper) WaitingLongerThan(waitS float64) int {
+	sim := st.sim
+	if sim.pending-sim.head < 2 {
+		return 0
+	}
+	cutoffS := sim.timeS - waitS
+	waiting := sim.records[sim.head+1 : sim.pending]
+	return sort.Search(len(waiting), func(i int) bool { return !(waiting[i].ArrivalTimeS < cutoffS) })
+}
 
 // Completions appends to dst the completion times since the last call (in
 // the order the requests completed, which is the order of their times),
