@@ -290,3 +290,51 @@ func TestStepperStepAllocatesNothing(t *testing.T) {
 		assert.Zerof(t, allocs, "%v: allocations per step", pol)
 	}
 }
+
+// TestWaitingLongerThan: on an overloaded GPU under both service models,
+// at every step the count is that of the queued requests, the head
+// excepted, whose arrival is more than waitS before the next step's start,
+// and each such request's first token comes later than waitS after its
+// arrival (so it misses a TTFT objective of waitS).
+func TestWaitingLongerThan(t *testing.T) {
+	for name, service := range map[string]ServiceModel{ServiceReference: {}, ServiceBatched: batchedService(t)} {
+		t.Run(name, func(t *testing.T) {
+			p := NewPlant(profile.Default())
+			p.MaxSimulationTimeS = 600
+			s, _ := NewScheduler("chunked")
+			c, _ := NewController("max")
+			st, err := NewStepper(p, s, c, Options{Service: service}, 0)
+			require.NoError(t, err)
+			for i := range 400 { // 2 a second of 3000-token prompts: far past one GPU
+				require.NoError(t, st.Add(Request{ID: i, ArrivalTimeS: float64(i) / 2, PromptTokens: 3000, OutputTokens: 20}))
+			}
+			const waitS = 5.0
+			doomed := map[int]bool{}
+			seen := 0
+			for !st.Expired() {
+				n := st.WaitingLongerThan(waitS)
+				sim := st.sim
+				want := 0
+				for i := sim.head + 1; i < sim.pending; i++ {
+					if sim.records[i].ArrivalTimeS < sim.timeS-waitS {
+						want++
+						doomed[i] = true
+					}
+				}
+				require.Equal(t, want, n, "step %d", sim.step)
+				seen = max(seen, n)
+				done, err := st.Step()
+				require.NoError(t, err)
+				if done {
+					break
+				}
+			}
+			require.Positive(t, seen, "the queue outgrew the objective")
+			st.Result()
+			for i := range doomed {
+				r := st.Records()[i]
+				require.False(t, r.FirstTokenTimeS-r.ArrivalTimeS <= waitS, "request %d", i)
+			}
+		})
+	}
+}
