@@ -364,12 +364,11 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 		if sc.Groups != nil {
 			gs.name = e.cfg.Groups[i].Name
 		}
-		for _, spec := range e.specs {
-			if spec.group == i {
-				gs.template = spec
-				break
-			}
-		}
+		// The group's replicas are built as prepare builds a fixed
+		// fleet's (a group may start with none).
+		p := e.cfg.Plant
+		p.Profile = e.cfg.Groups[i].Profile
+		gs.template = replicaSpec{group: i, plant: p, options: e.cfg.ControllerOptions}
 		prof := gs.template.plant.Profile
 		gs.loadingPowerW = prof.Power(profile.PhaseIdle, prof.MinClockMHz())
 		el.groups = append(el.groups, gs)

@@ -224,9 +224,13 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		g.Profile, g.ProfilePath = prof, p
 	}
 	if value, ok := fields["replicas"]; ok {
+		least := 1.0
+		if elastic {
+			least = 0 // its initial size: the autoscaler may start the rest
+		}
 		var n float64
-		if err := strictUnmarshal(value, &n); err != nil || n != math.Trunc(n) || n < 1 || n > MaxReplicas {
-			return fail("replicas", fmt.Errorf("%s: expected a whole number from 1 to %d", value, MaxReplicas))
+		if err := strictUnmarshal(value, &n); err != nil || n != math.Trunc(n) || n < least || n > MaxReplicas {
+			return fail("replicas", fmt.Errorf("%s: expected a whole number from %v to %d", value, least, MaxReplicas))
 		}
 		g.Replicas = int(n)
 	}

@@ -171,14 +171,18 @@ type replicaSpec struct {
 
 // Size returns the number of replicas of the groups, or an error naming the
 // first group with an invalid count or a total past MaxReplicas.
-func Size(groups []Group) (int, error) {
+func Size(groups []Group) (int, error) { return size(groups, 1) }
+
+// size is Size with groups of at least least replicas: an elastic fleet's
+// group may start with none (its autoscaler starts them).
+func size(groups []Group, least int) (int, error) {
 	if len(groups) == 0 {
 		return 0, errors.New("fleet has no group")
 	}
 	total := 0
 	for i, g := range groups {
-		if g.Replicas < 1 || g.Replicas > MaxReplicas {
-			return 0, fmt.Errorf("%s: replicas %d: expected 1 to %d", groupName(i, g), g.Replicas, MaxReplicas)
+		if g.Replicas < least || g.Replicas > MaxReplicas {
+			return 0, fmt.Errorf("%s: replicas %d: expected %d to %d", groupName(i, g), g.Replicas, least, MaxReplicas)
 		}
 		total += g.Replicas
 		if total > MaxReplicas {
@@ -233,7 +237,11 @@ func (e *engine) run(parallel func() error) (*Result, error) {
 // prepare checks the groups of cfg and returns the replicas to build and
 // the router (round-robin when cfg has none).
 func prepare(cfg Config) ([]replicaSpec, Router, error) {
-	n, err := Size(cfg.Groups)
+	least := 1
+	if cfg.Scaling != nil {
+		least = 0
+	}
+	n, err := size(cfg.Groups, least)
 	if err != nil {
 		return nil, nil, err
 	}

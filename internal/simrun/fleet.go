@@ -114,12 +114,12 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 // together would keep too many trajectory samples or prefix-cache blocks
 // (plantflag.CheckFleetWork; with Figure, every step is kept).
 func (c *Config) checkFleetWork(groups []fleet.Group, bounds []fleet.Bounds) error {
-	n, err := fleet.Size(groups)
-	if err != nil {
-		return err
-	}
+	var n int
+	var err error
 	if c.Fleet.Scale.Policy != "" {
-		n = c.Fleet.Scale.mostUp(bounds) + 1
+		n = c.Fleet.Scale.mostUp(bounds) + 1 // its groups may start with none
+	} else if n, err = fleet.Size(groups); err != nil {
+		return err
 	}
 	err = plantflag.CheckFleetWork(c.Plant, c.options(), n, c.Figure)
 	if err != nil && c.Fleet.Path != "" {
