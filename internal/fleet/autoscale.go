@@ -286,36 +286,26 @@ func newPlannedOracle(spec, args string, o AutoscaleOptions) (Autoscaler, error)
 		return nil, &OptionError{Spec: spec, Option: option, Err: err}
 	}
 	windowS, attainment := float64(DefaultOracleWindowS), DefaultOracleAttainment
-	seen := map[string]bool{}
-	for kv := range strings.SplitSeq(args, ",") {
-		if kv == "" && args == "" {
-			break
-		}
-		key, value, ok := strings.Cut(kv, "=")
-		if !ok {
-			return fail(kv, errors.New("expected KEY=VALUE (or oracle:FILE, a plan capacity --out-plan wrote)"))
-		}
-		if seen[key] {
-			return fail(key, errors.New("given twice"))
-		}
-		seen[key] = true
-		x, err := strconv.ParseFloat(value, 64)
-		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			return fail(key, fmt.Errorf("%q: expected a finite number", value))
-		}
-		switch key {
-		case "window":
-			if !(x > 0) {
-				return fail(key, fmt.Errorf("%s: expected a window of more than 0 s", value))
+	if args != "" {
+		option, err := numericOptions(args, "expected KEY=VALUE (or oracle:FILE, a plan capacity --out-plan wrote)", func(key, value string, x float64) error {
+			switch key {
+			case "window":
+				if !(x > 0) {
+					return fmt.Errorf("%s: expected a window of more than 0 s", value)
+				}
+				windowS = x
+			case "attainment":
+				if !(x > 0 && x <= 1) {
+					return fmt.Errorf("%s: expected an attainment target above 0, at most 1", value)
+				}
+				attainment = x
+			default:
+				return errors.New("unknown option: expected window or attainment")
 			}
-			windowS = x
-		case "attainment":
-			if !(x > 0 && x <= 1) {
-				return fail(key, fmt.Errorf("%s: expected an attainment target above 0, at most 1", value))
-			}
-			attainment = x
-		default:
-			return fail(key, errors.New("unknown option: expected window or attainment"))
+			return nil
+		})
+		if err != nil {
+			return fail(option, err)
 		}
 	}
 	if o.Plan == nil {
@@ -473,62 +463,80 @@ func newAutoscaler(spec string, o AutoscaleOptions) (Autoscaler, error) {
 		if !hasArgs || args == "" {
 			return fail("", fmt.Errorf("expected %s:target=%s", name, map[string]string{QueueName: "N", UtilizationName: "U"}[name]))
 		}
-		seen := map[string]bool{}
-		for _, kv := range strings.Split(args, ",") {
-			key, value, ok := strings.Cut(kv, "=")
-			if !ok {
-				return fail(kv, errors.New("expected KEY=VALUE"))
-			}
-			if seen[key] {
-				return fail(key, errors.New("given twice"))
-			}
-			seen[key] = true
-			x, err := strconv.ParseFloat(value, 64)
-			if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-				return fail(key, fmt.Errorf("%q: expected a finite number", value))
-			}
+		targetSet := false
+		option, err := numericOptions(args, "expected KEY=VALUE", func(key, value string, x float64) error {
 			switch key {
 			case "target":
 				if !(x > 0) || (name == UtilizationName && x > 1) {
 					if name == UtilizationName {
-						return fail(key, fmt.Errorf("%s: expected a utilization above 0, at most 1", value))
+						return fmt.Errorf("%s: expected a utilization above 0, at most 1", value)
 					}
-					return fail(key, fmt.Errorf("%s: expected a positive number of waiting requests per replica", value))
+					return fmt.Errorf("%s: expected a positive number of waiting requests per replica", value)
 				}
-				s.Target = x
+				s.Target, targetSet = x, true
 			case "up":
 				if x < 0 {
-					return fail(key, fmt.Errorf("%s: expected a stabilization window of 0 s or more", value))
+					return fmt.Errorf("%s: expected a stabilization window of 0 s or more", value)
 				}
 				s.UpWindowS = x
 			case "down":
 				if x < 0 {
-					return fail(key, fmt.Errorf("%s: expected a stabilization window of 0 s or more", value))
+					return fmt.Errorf("%s: expected a stabilization window of 0 s or more", value)
 				}
 				s.DownWindowS = x
 			case "tolerance":
 				if x < 0 || x >= 1 {
-					return fail(key, fmt.Errorf("%s: expected a tolerance from 0 to below 1", value))
+					return fmt.Errorf("%s: expected a tolerance from 0 to below 1", value)
 				}
 				s.Tolerance = x
 			case "uppods":
 				if x != math.Trunc(x) || x < 0 || x > MaxReplicas {
-					return fail(key, fmt.Errorf("%s: expected a whole number of replicas from 0 to %d", value, MaxReplicas))
+					return fmt.Errorf("%s: expected a whole number of replicas from 0 to %d", value, MaxReplicas)
 				}
 				s.UpPods = int(x)
 			case "uppercent":
 				if x < 0 {
-					return fail(key, fmt.Errorf("%s: expected a percentage, 0 or more", value))
+					return fmt.Errorf("%s: expected a percentage, 0 or more", value)
 				}
 				s.UpPercent = x
 			default:
-				return fail(key, errors.New("unknown option: expected target, up, down, tolerance, uppods or uppercent"))
+				return errors.New("unknown option: expected target, up, down, tolerance, uppods or uppercent")
 			}
+			return nil
+		})
+		if err != nil {
+			return fail(option, err)
 		}
-		if !seen["target"] {
+		if !targetSet {
 			return fail("target", errors.New("missing: expected target=VALUE"))
 		}
 		return s, nil
 	}
 	return fail("", fmt.Errorf("unknown autoscaler %q: expected %s", name, strings.Join(AutoscalerNames, ", ")))
+}
+
+// numericOptions calls set with each KEY=VALUE of args (comma-separated),
+// VALUE a finite number. A malformed option (form says what it should
+// look like), a repeated one or set's error comes back with the option
+// at fault.
+func numericOptions(args, form string, set func(key, value string, x float64) error) (option string, err error) {
+	seen := map[string]bool{}
+	for kv := range strings.SplitSeq(args, ",") {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return kv, errors.New(form)
+		}
+		if seen[key] {
+			return key, errors.New("given twice")
+		}
+		seen[key] = true
+		x, err := strconv.ParseFloat(value, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return key, fmt.Errorf("%q: expected a finite number", value)
+		}
+		if err := set(key, value, x); err != nil {
+			return key, err
+		}
+	}
+	return "", nil
 }
