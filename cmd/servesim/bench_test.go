@@ -315,7 +315,7 @@ func TestBenchCommitsItsOutputsTogether(t *testing.T) {
 	cases := []commitCase{
 		{name: "-o fails", args: args("new/sub", "r.json", "file/run.txt"), wantErr: notAFolder("-o", "run.txt")},
 		{name: "--save-result fails", args: args(".", "file/r.json", "run.txt"), wantErr: notAFolder("--save-result", "r.json")},
-		{name: "stdout fails", args: args("new", "r.json", ""), stdout: failingWriter{},
+		{name: "stdout fails", args: args("new", "r.json", ""), stdout: fullDevice(),
 			wantErr: func(string) string { return "stdout: no space left on device" }},
 		{name: "all written", args: args("new", "r.json", "run.txt"), want: []string{"new", "run.txt"}},
 	}

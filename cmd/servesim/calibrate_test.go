@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/profile/profiletest"
+	"servesim/internal/testsupport"
 )
 
 // parseCalibrate runs `servesim calibrate args` with a runF that captures
@@ -211,15 +211,8 @@ func bundleTestdataFiles() map[string][]byte {
 // compares them (-update rewrites them).
 func TestCalibrateBundleTestdata(t *testing.T) {
 	t.Parallel()
-	for name, want := range bundleTestdataFiles() {
-		path := filepath.Join(bundleTestdata, name)
-		if *update {
-			require.NoError(t, os.MkdirAll(bundleTestdata, 0o755))
-			require.NoError(t, os.WriteFile(path, want, 0o644))
-		}
-		got, err := os.ReadFile(path)
-		require.NoError(t, err)
-		assert.True(t, bytes.Equal(want, got), "%s differs from what profiletest generates (go test -run TestCalibrateBundleTestdata -update rewrites it)", path)
+	for name, generated := range bundleTestdataFiles() {
+		testsupport.CheckGolden(t, filepath.Join(bundleTestdata, name), generated)
 	}
 }
 
@@ -310,7 +303,7 @@ func TestCalibrateCommitsItsOutputsTogether(t *testing.T) {
 		{name: "stdout fails", args: func(dir string) []string {
 			return []string{"calibrate", "--bench", filepath.Join(runs, "c1.json"), "--bench", filepath.Join(runs, "c8.json"),
 				"--plot", filepath.Join(dir, "fit.png"), "--out-gpu", filepath.Join(dir, "card.json"), "--format", "table"}
-		}, stdout: failingWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
+		}, stdout: fullDevice(), wantErr: func(string) string { return "stdout: no space left on device" }},
 		{name: "all written", args: args("fit.svg", "card.json", "r.json"), want: []string{"fit.svg", "card.json", "r.json"}},
 	})
 }

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -141,33 +140,15 @@ func TestKubernetesCapacityIndexedJob(t *testing.T) {
 		withoutFlags(finalArgs, []string{"--evaluations", "-o"}, nil), "the final run is the shards' study")
 
 	// Play the Jobs, with the volumes as folders.
-	dir := t.TempDir()
-	volumes := strings.NewReplacer("/traces/", filepath.Join(dir, "traces")+"/", "/results/", filepath.Join(dir, "results")+"/")
-	writeStudyInputs(t, filepath.Join(dir, "traces"), filepath.Base(args[slices.Index(args, "--trace")+1]),
+	play := newIndexedJob(t, job, args)
+	writeStudyInputs(t, filepath.Join(play.dir, "traces"), filepath.Base(args[slices.Index(args, "--trace")+1]),
 		filepath.Base(args[slices.Index(args, "--profile")+1]))
-	require.NoError(t, os.Mkdir(filepath.Join(dir, "results"), 0o755))
-	var wg sync.WaitGroup
-	errs := make([]error, completions)
-	outputs := make([][]byte, completions)
-	for index := range completions {
-		pod := make([]string, len(args))
-		for k, a := range args {
-			pod[k] = volumes.Replace(strings.ReplaceAll(a, "$(SHARD_INDEX)", strconv.Itoa(index)))
-		}
-		cmd := servesimProcess(t, dir, []string{"JOB_COMPLETION_INDEX=" + strconv.Itoa(index), "SERVESIM_SHARD_COUNT=" + job.env(t, "SERVESIM_SHARD_COUNT")}, pod...)
-		wg.Go(func() { outputs[index], errs[index] = cmd.CombinedOutput() })
+	for index, output := range play.all(t, completions) {
+		assert.Empty(t, output, "pod %d", index)
 	}
-	wg.Wait()
-	for index := range completions {
-		require.NoError(t, errs[index], "pod %d: %s", index, outputs[index])
-		assert.Empty(t, outputs[index], "pod %d", index)
-	}
-	finalCmd := make([]string, len(finalArgs))
-	for k, a := range finalArgs {
-		finalCmd[k] = volumes.Replace(a)
-	}
+	finalCmd := play.command(finalArgs)
 	var stderr bytes.Buffer
-	run := servesimProcess(t, dir, nil, finalCmd...)
+	run := servesimProcess(t, play.dir, nil, finalCmd...)
 	run.Stderr = &stderr
 	require.NoError(t, run.Run(), stderr.String())
 	got, err := os.ReadFile(finalCmd[slices.Index(finalCmd, "-o")+1])

@@ -50,7 +50,7 @@ var (
 	runPackages  = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/plantflag"}
 	testPackages = []string{
 		"internal/sharedtest", "internal/paritytest", "internal/profile/profiletest",
-		"internal/figure/figuretest", "internal/plant/exectest",
+		"internal/figure/figuretest", "internal/plant/exectest", "internal/testsupport",
 	}
 )
 

@@ -269,7 +269,7 @@ func TestDiagnoseCommitsItsOutputsTogether(t *testing.T) {
 		{name: "--plot fails", args: args("file/fig.svg", "d.json"), wantErr: notAFolder("--plot", "fig.svg")},
 		{name: "stdout fails", args: func(dir string) []string {
 			return []string{"diagnose", "--demo", "--format", "table", "--plot", filepath.Join(dir, "fig.png")}
-		}, stdout: failingWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
+		}, stdout: fullDevice(), wantErr: func(string) string { return "stdout: no space left on device" }},
 		{name: "all written", args: args("fig.svg", "d.json"), want: []string{"fig.svg", "d.json"}},
 	})
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/testsupport"
 )
 
 // startUntil starts cmd and returns once its stdout has given a line
@@ -242,16 +244,14 @@ func TestSimulateCommitsItsOutputsTogether(t *testing.T) {
 	}
 	runCommitCases(t, []commitCase{
 		{name: "-o under a file", args: outputs("left.csv", "fig.svg", "-o", "file/run.json"), wantErr: notAFolder("-o", "run.json")},
-		{name: "stdout fails", args: outputs("left.jsonl", "fig.png"), stdout: failingWriter{},
+		{name: "stdout fails", args: outputs("left.jsonl", "fig.png"), stdout: fullDevice(),
 			wantErr: func(string) string { return "stdout: no space left on device" }},
 		{name: "every output written", args: outputs("log.csv", "fig.svg", "-o", "run.json"), want: []string{"log.csv", "fig.svg", "run.json"}},
 	})
 }
 
-// failingWriter fails every write as a full device does.
-type failingWriter struct{}
-
-func (failingWriter) Write([]byte) (int, error) { return 0, syscall.ENOSPC }
+// fullDevice is a writer that fails every write as a full device does.
+func fullDevice() io.Writer { return &testsupport.FailingWriter{Err: syscall.ENOSPC} }
 
 // dirNames lists the names in dir.
 func dirNames(t *testing.T, dir string) []string {

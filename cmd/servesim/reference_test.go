@@ -13,6 +13,8 @@ import (
 	"github.com/spf13/cobra/doc"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/testsupport"
 )
 
 // The generated command reference: one Markdown page per command in
@@ -94,7 +96,7 @@ func addReferenceIndex(root *cobra.Command, mdDir string) error {
 // With -update it rewrites both folders instead.
 func TestReferenceIsCurrent(t *testing.T) {
 	t.Parallel()
-	if *update {
+	if testsupport.Updating() {
 		for _, dir := range []string{referenceDir, manDir} {
 			require.NoError(t, os.RemoveAll(dir))
 			require.NoError(t, os.MkdirAll(dir, 0o755))

@@ -205,7 +205,7 @@ func TestScenariosCommitsItsOutputsTogether(t *testing.T) {
 		{name: "--plot fails", args: args("file/fig.svg", "s.json"), wantErr: notAFolder("--plot", "fig.svg")},
 		{name: "stdout fails", args: func(dir string) []string {
 			return []string{"scenarios", "--plot", filepath.Join(dir, "fig.png")}
-		}, stdout: failingWriter{}, wantErr: func(string) string { return "stdout: no space left on device" }},
+		}, stdout: fullDevice(), wantErr: func(string) string { return "stdout: no space left on device" }},
 		{name: "all written", args: args("fig.svg", "s.json"), want: []string{"fig.svg", "s.json"}},
 	})
 }

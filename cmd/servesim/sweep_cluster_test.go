@@ -241,49 +241,28 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	assert.Equal(t, want, mergeArgs[2:mergeOut], "the merge reads the file of each completion index, once")
 
 	// Play the Jobs, with the volumes as folders and a small trace.
-	dir := t.TempDir()
-	volumes := strings.NewReplacer("/traces/", filepath.Join(dir, "traces")+"/", "/results/", filepath.Join(dir, "results")+"/")
+	play := newIndexedJob(t, job, args)
+	dir := play.dir
 	writeSmallTrace(t, filepath.Join(dir, "traces"), filepath.Base(args[slices.Index(args, "--trace")+1]))
-	require.NoError(t, os.Mkdir(filepath.Join(dir, "results"), 0o755))
-	var wg sync.WaitGroup
-	errs := make([]error, completions)
-	outputs := make([][]byte, completions)
-	for index := range completions {
-		pod := make([]string, len(args))
-		for k, a := range args {
-			pod[k] = volumes.Replace(strings.ReplaceAll(a, "$(SHARD_INDEX)", strconv.Itoa(index)))
-		}
-		cmd := servesimProcess(t, dir, []string{"JOB_COMPLETION_INDEX=" + strconv.Itoa(index), "SERVESIM_SHARD_COUNT=" + job.env(t, "SERVESIM_SHARD_COUNT")}, pod...)
-		wg.Go(func() { outputs[index], errs[index] = cmd.CombinedOutput() })
-	}
-	wg.Wait()
-	for index := range completions {
-		require.NoError(t, errs[index], "pod %d: %s", index, outputs[index])
-	}
-	mergeCmd := make([]string, len(mergeArgs))
-	for k, a := range mergeArgs {
-		mergeCmd[k] = volumes.Replace(a)
-	}
+	play.all(t, completions)
+	mergeCmd := play.command(mergeArgs)
 	msg, err := servesimProcess(t, dir, nil, mergeCmd...).CombinedOutput()
 	require.NoError(t, err, string(msg))
 	got, err := os.ReadFile(mergeCmd[mergeOut+1])
 	require.NoError(t, err)
-	whole := wholeGrid(t, args, volumes)
+	whole := wholeGrid(t, args, play.volumes)
 	assert.Equal(t, whole, string(got))
 	assert.Len(t, lines(got), 240+1, "the example's 240 runs and the Pareto record")
 
 	// A pod of index 1 evicted after its first run left a partial file:
 	// the index's next pod resumes it, and the merge is the same.
-	pod1 := make([]string, len(args))
-	for k, a := range args {
-		pod1[k] = volumes.Replace(strings.ReplaceAll(a, "$(SHARD_INDEX)", "1"))
-	}
-	shard1 := pod1[out+1]
+	pod1 := play.pod(t, 1)
+	shard1 := pod1.Args[1:][out+1] // the file of -o
 	records, err := os.ReadFile(shard1)
 	require.NoError(t, err)
 	require.NoError(t, os.Remove(shard1))
 	require.NoError(t, os.WriteFile(shard1+".partial", lines(records)[0], 0o644))
-	msg, err = servesimProcess(t, dir, []string{"JOB_COMPLETION_INDEX=1", "SERVESIM_SHARD_COUNT=" + job.env(t, "SERVESIM_SHARD_COUNT")}, pod1...).CombinedOutput()
+	msg, err = pod1.CombinedOutput()
 	require.NoError(t, err, string(msg))
 	assert.Contains(t, string(msg), "--resume auto: 1 of the shard's 30 runs taken from "+shard1+".partial")
 	assert.NoFileExists(t, shard1+".partial")
@@ -292,6 +271,68 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	got, err = os.ReadFile(mergeCmd[mergeOut+1])
 	require.NoError(t, err)
 	assert.Equal(t, whole, string(got))
+}
+
+// indexedJob plays a Kubernetes Indexed Job of docs/cluster on this
+// machine: its volumes /traces/ and /results/ are folders of dir, and a
+// pod is a servesim process with the environment Kubernetes gives it.
+type indexedJob struct {
+	dir     string
+	volumes *strings.Replacer // the volumes' paths to the folders
+	job     yamlDoc
+	args    []string // the pods' arguments, as the manifest has them
+}
+
+// newIndexedJob prepares a play of job, whose pods run args: a temporary
+// dir with an empty results folder (the caller writes the traces).
+func newIndexedJob(t *testing.T, job yamlDoc, args []string) *indexedJob {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "results"), 0o755))
+	return &indexedJob{
+		dir:     dir,
+		volumes: strings.NewReplacer("/traces/", filepath.Join(dir, "traces")+"/", "/results/", filepath.Join(dir, "results")+"/"),
+		job:     job,
+		args:    args,
+	}
+}
+
+// command is args with the volumes' paths made the folders'.
+func (j *indexedJob) command(args []string) []string {
+	out := make([]string, len(args))
+	for k, a := range args {
+		out[k] = j.volumes.Replace(a)
+	}
+	return out
+}
+
+// pod is the process of the pod of completion index.
+func (j *indexedJob) pod(t *testing.T, index int) *exec.Cmd {
+	t.Helper()
+	args := make([]string, len(j.args))
+	for k, a := range j.args {
+		args[k] = strings.ReplaceAll(a, "$(SHARD_INDEX)", strconv.Itoa(index))
+	}
+	env := []string{"JOB_COMPLETION_INDEX=" + strconv.Itoa(index), "SERVESIM_SHARD_COUNT=" + j.job.env(t, "SERVESIM_SHARD_COUNT")}
+	return servesimProcess(t, j.dir, env, j.command(args)...)
+}
+
+// all runs the pods of every completion index at once, fails the test
+// when one fails and returns each pod's output (stdout and stderr).
+func (j *indexedJob) all(t *testing.T, completions int) [][]byte {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, completions)
+	outputs := make([][]byte, completions)
+	for index := range completions {
+		cmd := j.pod(t, index)
+		wg.Go(func() { outputs[index], errs[index] = cmd.CombinedOutput() })
+	}
+	wg.Wait()
+	for index := range completions {
+		require.NoError(t, errs[index], "pod %d: %s", index, outputs[index])
+	}
+	return outputs
 }
 
 // requireRecoverableIndexedJob checks what makes an Indexed Job of

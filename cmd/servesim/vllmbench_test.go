@@ -3,18 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// update asks the golden tests to rewrite their files (go test -update).
-var update = flag.Bool("update", false, "rewrite golden files")
+	"servesim/internal/testsupport"
+)
 
 // vllmBenchKeys are the keys of vllm bench serve's result JSON that
 // --format vllm-bench writes, in vLLM's order.
@@ -42,16 +39,7 @@ func TestVLLMBenchGolden(t *testing.T) {
 		s, out, errOut := testStreams("")
 		require.Equal(t, exitOK, run(context.Background(), args, s), errOut.String())
 		assert.Empty(t, errOut.String())
-		path := filepath.Join("testdata", tc.golden)
-		if *update {
-			require.NoError(t, os.WriteFile(path, out.Bytes(), 0o644))
-		}
-		want, err := os.ReadFile(path)
-		require.NoError(t, err)
-		if line, ok := firstDifferentLine(string(want), out.String()); !ok {
-			t.Errorf("%s differs from the output first at line %d (go test -run TestVLLMBenchGolden -update rewrites it):\nwant %.200s\ngot  %.200s",
-				path, line.number, line.want, line.got)
-		}
+		testsupport.CheckGolden(t, filepath.Join("testdata", tc.golden), out.Bytes())
 		assert.Equal(t, vllmBenchKeys, jsonKeys(t, out.Bytes()), "vLLM's keys in vLLM's order")
 
 		// --summary keeps what the document needs.
@@ -59,33 +47,6 @@ func TestVLLMBenchGolden(t *testing.T) {
 		require.Equal(t, exitOK, run(context.Background(), append(args, "--summary"), s), errOut.String())
 		assert.Equal(t, out.String(), summary.String(), "%s with --summary", tc.golden)
 	}
-}
-
-// lineDiff is the first line at which two texts differ.
-type lineDiff struct {
-	number    int
-	want, got string
-}
-
-// firstDifferentLine compares want and got line by line; ok when equal.
-func firstDifferentLine(want, got string) (lineDiff, bool) {
-	if want == got {
-		return lineDiff{}, true
-	}
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range max(len(w), len(g)) {
-		d := lineDiff{number: i + 1}
-		if i < len(w) {
-			d.want = w[i]
-		}
-		if i < len(g) {
-			d.got = g[i]
-		}
-		if i >= len(w) || i >= len(g) || w[i] != g[i] {
-			return d, false
-		}
-	}
-	return lineDiff{}, false
 }
 
 func TestVLLMBenchAgreesWithTheSimulateDocument(t *testing.T) {

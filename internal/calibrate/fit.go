@@ -50,10 +50,12 @@ type LatencyFit struct {
 
 // maxEvaluations bounds the evaluations of one Nelder-Mead search; a
 // search that has not converged by then fails. maxRestarts bounds the
-// searches of a fit.
+// searches of a fit, and a search that reaches a cost below exactCost is
+// not restarted: the model fits the runs exactly, up to rounding.
 const (
 	maxEvaluations = 600
 	maxRestarts    = 2
+	exactCost      = 1e-12
 )
 
 // FitLatency fits the parameters named by free (ParamNames when empty) of
@@ -156,7 +158,7 @@ func search(problem optimize.Problem, x []float64, replayErr *error) (*optimize.
 		if result == nil || next.F < result.F {
 			result, x = next, next.X
 		}
-		if !improved || result.F < 1e-12 {
+		if !improved || result.F < exactCost {
 			break
 		}
 	}

@@ -1,8 +1,6 @@
 package calibrate
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -10,9 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/cards"
+	"servesim/internal/testsupport"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // viewReport is a report with every part the table shows: fitted and
 // held-out runs, power measured on one, the powers and the thermal fit.
@@ -59,14 +56,7 @@ func TestReportTable(t *testing.T) {
 		{"table_latency.txt", &withoutPower},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := tt.report.Table()
-			path := filepath.Join("testdata", "golden", tt.name)
-			if *update {
-				require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-			}
-			want, err := os.ReadFile(path)
-			require.NoError(t, err)
-			assert.Equal(t, string(want), got)
+			testsupport.CheckGolden(t, filepath.Join("testdata", "golden", tt.name), []byte(tt.report.Table()))
 		})
 	}
 }

@@ -3,7 +3,6 @@ package diagnose
 import (
 	"compress/gzip"
 	"encoding/json"
-	"flag"
 	"math"
 	"os"
 	"testing"
@@ -14,8 +13,6 @@ import (
 	"servesim/internal/numeric"
 	"servesim/internal/sharedtest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // referenceCases are outputs of the reference seed000_diagnose.py (Python
 // 3.11) on random inputs, written by a generator script kept outside the

@@ -10,38 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/testsupport"
 )
-
-// countingReader counts the bytes read from r.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// endless repeats a pattern forever.
-type endless struct {
-	pattern []byte
-	at      int
-}
-
-func (e *endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = e.pattern[e.at]
-		e.at = (e.at + 1) % len(e.pattern)
-	}
-	return len(p), nil
-}
-
-// randomBytes is /dev/urandom.
-type randomBytes struct{ rng *rand.ChaCha8 }
-
-func (r randomBytes) Read(p []byte) (int, error) { return r.rng.Read(p) }
 
 // TestScanCapsWhatItReads feeds the log reader endless and oversized
 // inputs: each must fail with one line naming the log and the line or the
@@ -55,34 +26,33 @@ func TestScanCapsWhatItReads(t *testing.T) {
 		want    string
 		maxRead int64
 	}{
-		{"/dev/zero", &endless{pattern: []byte{0}}, "log.csv line 1: contains a NUL byte: expected text", 128 << 10},
-		{"/dev/urandom", randomBytes{rand.NewChaCha8([32]byte{7})}, "log.csv line ", 128 << 10},
-		{"a header, then zeros", io.MultiReader(strings.NewReader(csvHeader), &endless{pattern: []byte{0}}), "log.csv line 2: contains a NUL byte", 128 << 10},
-		{"one endless line", &endless{pattern: []byte("request_id,")}, "log.csv line 1: longer than the 4 KiB line cap", 128 << 10},
-		{"a quote left open", io.MultiReader(strings.NewReader(csvHeader+"\""), &endless{pattern: []byte("x\n")}),
+		{"/dev/zero", testsupport.Endless("\x00"), "log.csv line 1: contains a NUL byte: expected text", 128 << 10},
+		{"/dev/urandom", rand.NewChaCha8([32]byte{7}), "log.csv line ", 128 << 10},
+		{"a header, then zeros", io.MultiReader(strings.NewReader(csvHeader), testsupport.Endless("\x00")), "log.csv line 2: contains a NUL byte", 128 << 10},
+		{"one endless line", testsupport.Endless("request_id,"), "log.csv line 1: longer than the 4 KiB line cap", 128 << 10},
+		{"a quote left open", io.MultiReader(strings.NewReader(csvHeader+"\""), testsupport.Endless("x\n")),
 			"log.csv line 2050: malformed CSV: a record longer than the line cap: is a quote left open?", 128 << 10},
-		{"endless rows", io.MultiReader(strings.NewReader(csvHeader), &endless{pattern: []byte(row)}), "log.csv: larger than the 1 MiB cap", opts.MaxBytes + 1},
-		{"endless JSON Lines", &endless{pattern: []byte(`{"request_id": "a", "prompt_tokens": 100, "output_tokens": 10, "queue_wait_ms": 1.5, "prefill_ms": 20, "decode_tpot_ms": 12.25, "preempted": true, "recompute_penalty_ms": 0, "prefix_cached_tokens": 40, "kv_occupancy_pct_at_arrival": 97.5}` + "\n")},
+		{"endless rows", io.MultiReader(strings.NewReader(csvHeader), testsupport.Endless(row)), "log.csv: larger than the 1 MiB cap", opts.MaxBytes + 1},
+		{"endless JSON Lines", testsupport.Endless(`{"request_id": "a", "prompt_tokens": 100, "output_tokens": 10, "queue_wait_ms": 1.5, "prefill_ms": 20, "decode_tpot_ms": 12.25, "preempted": true, "recompute_penalty_ms": 0, "prefix_cached_tokens": 40, "kv_occupancy_pct_at_arrival": 97.5}` + "\n"),
 			"log.csv: larger than the 1 MiB cap", opts.MaxBytes + 1},
-		{"an endless JSON line", &endless{pattern: []byte(`{"request_id": "`)}, "log.csv line 1: longer than the 4 KiB line cap", 128 << 10},
+		{"an endless JSON line", testsupport.Endless(`{"request_id": "`), "log.csv line 1: longer than the 4 KiB line cap", 128 << 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := &countingReader{r: tt.in}
+			in := &testsupport.CountingReader{R: tt.in}
 			rows := 0
 			_, err := Scan(in, "log.csv", opts, func(Record) error { rows++; return nil })
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), "\n")
-			assert.LessOrEqual(t, in.n, tt.maxRead, "bytes read before failing")
+			assert.LessOrEqual(t, in.N, tt.maxRead, "bytes read before failing")
 		})
 	}
 }
 
 func TestScanRefusesALargeFileWithoutReadingIt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sparse.csv")
-	require.NoError(t, os.WriteFile(path, []byte(csvHeader), 0o644))
-	require.NoError(t, os.Truncate(path, 30<<30), "a sparse 30 GiB file")
+	testsupport.SparseFile(t, path, []byte(csvHeader), 30<<30)
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()

@@ -6,7 +6,6 @@ import (
 	"encoding/csv"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +15,7 @@ import (
 
 	"servesim/internal/jsonout"
 	"servesim/internal/limits"
+	"servesim/internal/testsupport"
 )
 
 const csvHeader = "request_id,prompt_tokens,output_tokens,queue_wait_ms,prefill_ms,decode_tpot_ms,preempted,recompute_penalty_ms,prefix_cached_tokens,kv_occupancy_pct_at_arrival\n"
@@ -189,14 +189,7 @@ func TestSampleLogsGolden(t *testing.T) {
 				require.NoError(t, err)
 				chunks, err := jsonout.Chunks(doc) // as the command writes it
 				require.NoError(t, err)
-				got := bytes.Join(chunks, nil)
-				if *update {
-					require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-					require.NoError(t, os.WriteFile(golden, got, 0o644))
-				}
-				want, err := os.ReadFile(golden)
-				require.NoError(t, err)
-				assert.JSONEq(t, string(want), string(got))
+				testsupport.CheckGolden(t, golden, bytes.Join(chunks, nil))
 			})
 		}
 	}

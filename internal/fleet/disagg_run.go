@@ -219,10 +219,10 @@ func (d *disaggRun) run() (err error) {
 func (d *disaggRun) advance() (bool, error) {
 	e := d.e
 	p := &e.cfg.Plant
-	if !(d.timeS <= p.MaxSimulationTimeS+1e-12) {
+	if !(d.timeS <= p.MaxSimulationTimeS+plant.TimeEpsilonS) {
 		return true, nil
 	}
-	untilS := d.timeS + 1e-12
+	untilS := d.timeS + plant.TimeEpsilonS
 	if e.cfg.Service.Batched() {
 		untilS += p.TimeStepS // served at its own arrival within the step
 	}

@@ -72,7 +72,7 @@ func checkDisagg(t testing.TB, d *disaggRun, res *Result) {
 			assert.GreaterOrEqual(t, x.startS, x.readyS)
 			// It joins the running requests (its decode starts) no
 			// earlier than its KV arrives.
-			assert.GreaterOrEqual(t, rec.PrefillStartS, x.arriveS-1e-12, "request %d decodes before its KV arrives", i)
+			assert.GreaterOrEqual(t, rec.PrefillStartS, x.arriveS-plant.TimeEpsilonS, "request %d decodes before its KV arrives", i)
 			assert.Greater(t, rec.CompletionTimeS, rec.PrefillStartS)
 		}
 	}

@@ -618,7 +618,7 @@ func (el *elastic) finishAll() error {
 func (el *elastic) advance() (bool, error) {
 	e := el.e
 	p := &e.cfg.Plant
-	if !(el.timeS <= p.MaxSimulationTimeS+1e-12) {
+	if !(el.timeS <= p.MaxSimulationTimeS+plant.TimeEpsilonS) {
 		return true, nil
 	}
 	if err := el.transitions(); err != nil {
@@ -633,7 +633,7 @@ func (el *elastic) advance() (bool, error) {
 			return true, err
 		}
 	}
-	untilS := el.timeS + 1e-12
+	untilS := el.timeS + plant.TimeEpsilonS
 	if e.cfg.Service.Batched() {
 		untilS += p.TimeStepS
 	}
@@ -738,7 +738,7 @@ func (el *elastic) routeUntil(untilS float64) error {
 	if e.costs != nil {
 		e.costs.reset(el.states)
 	}
-	waitedS := el.timeS - e.cfg.Plant.TimeStepS + 1e-12
+	waitedS := el.timeS - e.cfg.Plant.TimeStepS + plant.TimeEpsilonS
 	for ; el.queue.len() > 0; el.queue.pop() {
 		r, i := el.queue.front()
 		j, err := e.route(i, &r, el.states)
@@ -884,10 +884,10 @@ func (el *elastic) follow(g *groupScale) error {
 // attainment over the last MetricsWindowS (fleet, in el.obs's fields).
 func (el *elastic) observeFleet() {
 	now := el.timeS
-	el.queue.arrive(now + 1e-12)
+	el.queue.arrive(now + plant.TimeEpsilonS)
 	f := &el.fleetObs
 	f.routerWaiting = el.queue.len()
-	f.ratePerS = float64(el.queue.arrivedSince(now-MetricsWindowS+1e-12)) / MetricsWindowS
+	f.ratePerS = float64(el.queue.arrivedSince(now-MetricsWindowS+plant.TimeEpsilonS)) / MetricsWindowS
 	slices.SortStableFunc(el.window, func(a, b judgment) int {
 		switch {
 		case a.timeS < b.timeS:
@@ -898,7 +898,7 @@ func (el *elastic) observeFleet() {
 		return 0
 	})
 	cut := 0
-	for cut < len(el.window) && el.window[cut].timeS <= now-MetricsWindowS+1e-12 {
+	for cut < len(el.window) && el.window[cut].timeS <= now-MetricsWindowS+plant.TimeEpsilonS {
 		cut++
 	}
 	el.window = el.window[:copy(el.window, el.window[cut:])]

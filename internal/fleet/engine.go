@@ -423,12 +423,12 @@ func closeAll(steppers []*plant.Stepper) error {
 func (ls *lockStep) advance() (bool, error) {
 	e := ls.e
 	p := &e.cfg.Plant
-	if !(ls.timeS <= p.MaxSimulationTimeS+1e-12) {
+	if !(ls.timeS <= p.MaxSimulationTimeS+plant.TimeEpsilonS) {
 		return true, nil
 	}
 	// The batched service model serves a request at its own arrival
 	// within a step: it is routed before the step it arrives in.
-	untilS := ls.timeS + 1e-12
+	untilS := ls.timeS + plant.TimeEpsilonS
 	if e.cfg.Service.Batched() {
 		untilS += p.TimeStepS
 	}

@@ -2,7 +2,6 @@ package fleet
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,9 +15,8 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/sharedtest"
+	"servesim/internal/testsupport"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // parityGolden is the golden file of the round-robin fleet runs.
 const parityGolden = "parity_round_robin.json.gz"
@@ -80,7 +78,7 @@ func parityPlant(t testing.TB, prof *profile.Profile, params map[string]float64)
 // 1e-9 relative.
 func TestParityWithReference(t *testing.T) {
 	trace := sharedtest.CodeTrace(t)
-	if *update {
+	if testsupport.Updating() {
 		writeFleetGolden(t)
 	}
 	var goldens []fleetGolden

@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/testsupport"
 )
 
 // encodingJSON is what encoding/json writes for v, indented by two spaces,
@@ -207,20 +209,9 @@ func (w *countingWriter) Write(p []byte) (int, error) {
 	return w.Buffer.Write(p)
 }
 
-// failingWriter accepts limit bytes, then fails every write.
-type failingWriter struct{ limit int }
-
-func (w *failingWriter) Write(p []byte) (int, error) {
-	if len(p) > w.limit {
-		return 0, errors.New("disk full")
-	}
-	w.limit -= len(p)
-	return len(p), nil
-}
-
 func TestStreamJSONReportsTheFirstWriteError(t *testing.T) {
 	doc := make([]float64, 100000)
-	err := Stream(&failingWriter{limit: chunkBytes}, doc)
+	err := Stream(&testsupport.FailingWriter{Limit: chunkBytes, Err: errors.New("disk full")}, doc)
 	require.EqualError(t, err, "disk full")
 }
 

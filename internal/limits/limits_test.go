@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/testsupport"
 )
 
 func TestFormatBytes(t *testing.T) {
@@ -23,21 +25,13 @@ func TestFormatBytes(t *testing.T) {
 	}
 }
 
-// zeros is /dev/zero.
-type zeros struct{}
-
-func (zeros) Read(p []byte) (int, error) {
-	clear(p)
-	return len(p), nil
-}
-
 func TestTextStopsAtTheFirstBoundCrossed(t *testing.T) {
 	tests := []struct {
 		name string
 		in   io.Reader
 		want error
 	}{
-		{"zeros", zeros{}, &LineError{Line: 1, Reason: "contains a NUL byte: expected text"}},
+		{"zeros", testsupport.Endless("\x00"), &LineError{Line: 1, Reason: "contains a NUL byte: expected text"}},
 		{"a NUL on line 3", strings.NewReader("a\nb\nc\x00\n"), &LineError{Line: 3, Reason: "contains a NUL byte: expected text"}},
 		{"an overlong line 2", strings.NewReader("short\n" + strings.Repeat("x", 17) + "\n"), &LineError{Line: 2, Reason: "longer than the 16 bytes line cap"}},
 		{"a stream past the cap", io.LimitReader(strings.NewReader(strings.Repeat("0123456789\n", 10)), 65), &TooLargeError{Size: -1, Cap: 64}},
@@ -78,7 +72,7 @@ func TestReadAll(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "12345678", string(data))
 
-	_, err = ReadAll(zeros{}, 1<<20)
+	_, err = ReadAll(testsupport.Endless("\x00"), 1<<20)
 	assert.Equal(t, &TooLargeError{Size: -1, Cap: 1 << 20}, err)
 
 	path := filepath.Join(t.TempDir(), "sparse")

@@ -264,7 +264,7 @@ func (sim *simulation) batchedIdle(endS float64) bool {
 // opened.
 func (sim *simulation) send(timeS float64) {
 	first := sim.pending
-	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= timeS+1e-12 {
+	for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= timeS+TimeEpsilonS {
 		if g := &sim.gate; g.n > 0 {
 			if sim.dropped+sim.pending-sim.completed >= g.n {
 				g.full = true

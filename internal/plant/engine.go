@@ -381,7 +381,7 @@ func (e *engine) chargeRecompute(rate float64, records []RequestRecord) {
 		return
 	}
 	for _, c := range e.recompute {
-		t := c.tokens / pyMax(rate, 1e-12)
+		t := c.tokens / pyMax(rate, RateFloorTokensPerS)
 		r := &e.reqs[c.request]
 		r.RecomputeS += t
 		if !math.IsNaN(records[c.request].FirstTokenTimeS) {

@@ -27,7 +27,7 @@ func (sim *simulation) enginePrefill(budget float64) float64 {
 			local = pyMax(0, item.prefillRemaining-1e-9)
 		}
 		served := pyMin(pyMin(local, item.prefillRemaining), freeKV)
-		if served <= 1e-12 {
+		if served <= TokenEpsilon {
 			break
 		}
 		item.prefillRemaining -= served
@@ -100,7 +100,7 @@ func (sim *simulation) engineDecode(budget, endS float64) float64 {
 		if finished > 0 {
 			sim.dropCompleted(finished)
 		}
-		if progress <= 1e-12 {
+		if progress <= TokenEpsilon {
 			break
 		}
 	}

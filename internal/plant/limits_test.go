@@ -16,6 +16,7 @@ import (
 
 	"servesim/internal/limits"
 	"servesim/internal/profile"
+	"servesim/internal/testsupport"
 )
 
 func TestCheckWork(t *testing.T) {
@@ -141,44 +142,13 @@ func FuzzStepLimit(f *testing.F) {
 	})
 }
 
-// countingReader counts the bytes read from r.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// endless repeats a pattern forever.
-type endless struct {
-	pattern []byte
-	at      int
-}
-
-func (e *endless) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = e.pattern[e.at]
-		e.at = (e.at + 1) % len(e.pattern)
-	}
-	return len(p), nil
-}
-
-// randomBytes is an endless stream of random bytes.
-type randomBytes struct{ rng *rand.ChaCha8 }
-
-func (r randomBytes) Read(p []byte) (int, error) { return r.rng.Read(p) }
-
 // TestLoadWorkloadCapsWhatItReads feeds the trace reader endless and
 // oversized inputs: each must fail with one line naming the trace and the
 // cap or the line, after reading a bounded number of bytes.
 func TestLoadWorkloadCapsWhatItReads(t *testing.T) {
 	const header = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 	caps := traceCaps{maxBytes: 1 << 20, maxLine: 4 << 10}
-	letters := []byte("abcdefghijklmnopqrstuvwxyz0123456789+/\n") // no NUL, short lines, not a trace
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789+/\n" // no NUL, short lines, not a trace
 	tests := []struct {
 		name     string
 		in       io.Reader
@@ -186,23 +156,23 @@ func TestLoadWorkloadCapsWhatItReads(t *testing.T) {
 		maxRead  int64 // bytes the reader may consume before failing
 		tooLarge bool
 	}{
-		{"/dev/zero", &endless{pattern: []byte{0}}, "trace t.csv line 1: contains a NUL byte: expected text", 64 << 10, false},
-		{"/dev/urandom", randomBytes{rand.NewChaCha8([32]byte{1})}, "trace t.csv line ", 64 << 10, false},
-		{"text that is not a trace", &endless{pattern: letters}, "trace t.csv line 1: missing column TIMESTAMP", 64 << 10, false},
-		{"a header, then zeros", io.MultiReader(strings.NewReader(header), &endless{pattern: []byte{0}}), "trace t.csv line 2: contains a NUL byte", 64 << 10, false},
-		{"a header, then one endless line", io.MultiReader(strings.NewReader(header), &endless{pattern: []byte("1,")}), "trace t.csv line 2: longer than the 4 KiB line cap", 64 << 10, false},
-		{"a header, then endless rows", io.MultiReader(strings.NewReader(header), &endless{pattern: []byte("2023-11-16 18:17:03.9799600,10,2\n")}),
+		{"/dev/zero", testsupport.Endless("\x00"), "trace t.csv line 1: contains a NUL byte: expected text", 64 << 10, false},
+		{"/dev/urandom", rand.NewChaCha8([32]byte{1}), "trace t.csv line ", 64 << 10, false},
+		{"text that is not a trace", testsupport.Endless(letters), "trace t.csv line 1: missing column TIMESTAMP", 64 << 10, false},
+		{"a header, then zeros", io.MultiReader(strings.NewReader(header), testsupport.Endless("\x00")), "trace t.csv line 2: contains a NUL byte", 64 << 10, false},
+		{"a header, then one endless line", io.MultiReader(strings.NewReader(header), testsupport.Endless("1,")), "trace t.csv line 2: longer than the 4 KiB line cap", 64 << 10, false},
+		{"a header, then endless rows", io.MultiReader(strings.NewReader(header), testsupport.Endless("2023-11-16 18:17:03.9799600,10,2\n")),
 			"trace t.csv: larger than the 1 MiB cap", caps.maxBytes + 1, true},
-		{"a header line longer than the line cap", &endless{pattern: []byte("TIMESTAMP,")}, "trace t.csv line 1: longer than the 4 KiB line cap", 64 << 10, false},
+		{"a header line longer than the line cap", testsupport.Endless("TIMESTAMP,"), "trace t.csv line 1: longer than the 4 KiB line cap", 64 << 10, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			in := &countingReader{r: tt.in}
+			in := &testsupport.CountingReader{R: tt.in}
 			_, err := loadWorkload(in, "t.csv", NoElapsedLimit, caps)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), "\n")
-			assert.LessOrEqual(t, in.n, tt.maxRead, "bytes read before failing")
+			assert.LessOrEqual(t, in.N, tt.maxRead, "bytes read before failing")
 			var tooLarge *limits.TooLargeError
 			assert.Equal(t, tt.tooLarge, errors.As(err, &tooLarge))
 		})
@@ -212,10 +182,10 @@ func TestLoadWorkloadCapsWhatItReads(t *testing.T) {
 func TestLoadWorkloadChecksTheHeaderBeforeReadingTheRest(t *testing.T) {
 	// 8 MiB of text after a wrong header: only the first chunk is read.
 	body := "time,prompt,output\n" + strings.Repeat("2023-11-16 18:17:03,10,2\n", 8<<20/25)
-	in := &countingReader{r: strings.NewReader(body)}
+	in := &testsupport.CountingReader{R: strings.NewReader(body)}
 	_, err := LoadWorkload(struct{ io.Reader }{in}, "t.csv", NoElapsedLimit)
 	require.EqualError(t, err, "trace t.csv line 1: missing column TIMESTAMP: trace must contain Azure columns ContextTokens, GeneratedTokens, TIMESTAMP")
-	assert.LessOrEqual(t, in.n, int64(64<<10))
+	assert.LessOrEqual(t, in.N, int64(64<<10))
 
 	// A header that needs the quoting rules is checked by the full parse.
 	w, err := LoadWorkload(strings.NewReader("\"TIMESTAMP\",ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,10,2\n"), "q.csv", NoElapsedLimit)
@@ -229,8 +199,7 @@ func TestLoadWorkloadChecksTheHeaderBeforeReadingTheRest(t *testing.T) {
 
 func TestLoadWorkloadRefusesALargeFileWithoutReadingIt(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sparse.csv")
-	require.NoError(t, os.WriteFile(path, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"), 0o644))
-	require.NoError(t, os.Truncate(path, 30<<30), "a sparse 30 GiB file")
+	testsupport.SparseFile(t, path, []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n"), 30<<30)
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()

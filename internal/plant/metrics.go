@@ -40,7 +40,7 @@ type Metrics struct {
 	ThermalViolationC float64 `json:"thermal_violation_c"`
 	// kv_violation_tokens: max(0, peak_kv_tokens - KV capacity), tokens.
 	KVViolationTokens float64 `json:"kv_violation_tokens"`
-	// decode_stall_fraction: share of steps with decoding requests that generated no decode token (increment <= 1e-12); 0 without such steps.
+	// decode_stall_fraction: share of steps with decoding requests that generated no decode token (increment <= TokenEpsilon); 0 without such steps.
 	DecodeStallFraction float64 `json:"decode_stall_fraction"`
 	// peak_queued_requests: maximum over steps of prefill queue + decoding requests.
 	PeakQueuedRequests float64 `json:"peak_queued_requests"`
@@ -86,7 +86,7 @@ func (a *stepStats) add(cumulativeDecode, powerW, temperatureC, kvTokens, realiz
 	a.previousDecode = cumulativeDecode
 	if decodeActive > 0 {
 		a.activeSteps++
-		if increment <= 1e-12 {
+		if increment <= TokenEpsilon {
 			a.stalledSteps++
 		}
 	}

@@ -140,7 +140,7 @@ func TestMPCPlansFollowTheStrideRule(t *testing.T) {
 		if i > 0 {
 			stepStart = full.TimeS[i-1]
 		}
-		assert.Equal(t, math.Floor((stepStart+1e-12)/0.5)*0.5, *start, "a plan starts at its period's start")
+		assert.Equal(t, math.Floor((stepStart+TimeEpsilonS)/0.5)*0.5, *start, "a plan starts at its period's start")
 		for _, mhz := range plan {
 			assert.Contains(t, profile.Default().ClockMHz, mhz)
 		}

@@ -15,6 +15,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/sharedtest"
+	"servesim/internal/testsupport"
 )
 
 // goldenRun is one reference run in compact form.
@@ -83,7 +84,7 @@ var parityTraceSets = []struct {
 
 func TestParityWithReference(t *testing.T) {
 	trace := sharedtest.CodeTrace(t)
-	if *plant.Update {
+	if testsupport.Updating() {
 		for _, set := range parityTraceSets {
 			writeParityGolden(t, set.golden, set.prefix)
 		}

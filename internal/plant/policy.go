@@ -271,7 +271,7 @@ func (Reactive) levelFrom(previous int, obs *Observation) int {
 
 // SampleAndHold applies Inner at a fixed cadence and holds its request in
 // between (SampleAndHoldClockController): Inner is consulted on the first
-// step and whenever floor((time + 1e-12) / PeriodS) changes.
+// step and whenever floor((time + TimeEpsilonS) / PeriodS) changes.
 type SampleAndHold struct {
 	Inner   ClockController // the controller sampled at each period boundary
 	PeriodS float64         // hold period, s
@@ -296,7 +296,7 @@ func (s *SampleAndHold) Name() string { return "sampled_" + s.Inner.Name() }
 func (s *SampleAndHold) RequestClock(obs Observation) float64 { return s.clock(&obs) }
 
 func (s *SampleAndHold) clock(obs *Observation) float64 {
-	control := int(math.Floor((obs.TimeS + 1e-12) / s.PeriodS))
+	control := int(math.Floor((obs.TimeS + TimeEpsilonS) / s.PeriodS))
 	if !s.started || control != s.lastControl {
 		s.held = requestClock(s.Inner, obs)
 		s.lastControl = control

@@ -116,7 +116,7 @@ func TestSampleAndHold(t *testing.T) {
 		got = append(got, s.RequestClock(Observation{TimeS: time}))
 		time += 0.1
 	}
-	// Updates at t=0, at 0.9999999999999999 (within 1e-12 of 1) and at ~2.
+	// Updates at t=0, at 0.9999999999999999 (within TimeEpsilonS of 1) and at ~2.
 	assert.Equal(t, []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3}, got)
 	_, err = NewSampleAndHold(inner, 0)
 	assert.ErrorContains(t, err, "period_s 0")

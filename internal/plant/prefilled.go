@@ -64,7 +64,7 @@ func (st *Stepper) AddPrefilled(r Request) error {
 	if n := len(sim.records); n > 0 && r.ArrivalTimeS < sim.records[n-1].ArrivalTimeS {
 		return errors.New("workload must be sorted by arrival_time_s")
 	}
-	if r.ArrivalTimeS <= st.lastStartS+1e-12 {
+	if r.ArrivalTimeS <= st.lastStartS+TimeEpsilonS {
 		return fmt.Errorf("request %d arrives at %v s, before the next step of the run (%v s)", r.ID, r.ArrivalTimeS, sim.timeS)
 	}
 	sim.prefilledOnly = true

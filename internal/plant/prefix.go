@@ -135,19 +135,28 @@ func (c PrefixCache) CapacityBlocks() int {
 	return c.blocks.capacity
 }
 
+// The tolerance of blocksFor and fullBlocks for the rounding of fluid
+// tokens, which are sums of rates times durations: x blocks within
+// blockAbsTolerance + blockRelTolerance*x of a whole number count as that
+// number. It is servesim's (the reference has no blocks).
+const (
+	blockAbsTolerance = 1e-9
+	blockRelTolerance = 1e-12
+)
+
 // blocksFor is the blocks holding tokens tokens: ceil(tokens / B), with a
-// tolerance (1e-9 block and 1e-12 relative) for the rounding of fluid
-// tokens.
+// tolerance (blockAbsTolerance and blockRelTolerance) for the rounding of
+// fluid tokens.
 func (e *engine) blocksFor(tokens float64) int {
 	x := tokens / e.blockTokens
-	return max(0, int(math.Ceil(x-1e-9-1e-12*x)))
+	return max(0, int(math.Ceil(x-blockAbsTolerance-blockRelTolerance*x)))
 }
 
 // fullBlocks is the whole blocks in tokens tokens: floor(tokens / B), with
 // blocksFor's tolerance.
 func (e *engine) fullBlocks(tokens float64) int {
 	x := tokens / e.blockTokens
-	return max(0, int(math.Floor(x+1e-9+1e-12*x)))
+	return max(0, int(math.Floor(x+blockAbsTolerance+blockRelTolerance*x)))
 }
 
 // lookUp starts request i's prefill pass: with the prefix cache, it takes

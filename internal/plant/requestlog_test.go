@@ -33,14 +33,14 @@ func TestRequestLogChangesNothingElse(t *testing.T) {
 
 // arrivalStep is the step that admits a request arriving at arrivalS in a
 // run whose step ends are endS: the first step starting at or after it
-// (within the plant's 1e-12 s tolerance).
+// (within TimeEpsilonS).
 func arrivalStep(endS []float64, arrivalS float64) int {
 	for k := range endS {
 		start := 0.0
 		if k > 0 {
 			start = endS[k-1]
 		}
-		if arrivalS <= start+1e-12 {
+		if arrivalS <= start+TimeEpsilonS {
 			return k
 		}
 	}

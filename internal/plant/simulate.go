@@ -79,8 +79,8 @@ type clockLevel struct {
 	// thermal protection moves.
 	lower *clockLevel
 	// quantized is the level a request of exactly this level's clock is
-	// quantized down to (this level, unless two levels lie within 1e-12
-	// MHz).
+	// quantized down to (this level, unless two levels lie within
+	// profile.ClockEpsilonMHz).
 	quantized *clockLevel
 	// memoryRate and computeRate are the batched model's memory
 	// bandwidth (bytes/s) and compute (FLOP/s) at this level.
@@ -517,7 +517,7 @@ func newSimulation(p Plant, s Scheduler, c ClockController, opt Options, capacit
 		sim.levels[i].quantized = sim.quantize(sim.levels[i].mhz)
 		for phase := range sim.levels[i].governed {
 			index := i
-			for !sim.measured && index > 0 && sim.levels[index].power(stepPhase(phase)) > p.PowerLimitW+1e-12 {
+			for !sim.measured && index > 0 && sim.levels[index].power(stepPhase(phase)) > p.PowerLimitW+PowerEpsilonW {
 				index--
 			}
 			sim.levels[i].governed[phase] = &sim.levels[index]
@@ -658,7 +658,7 @@ func (sim *simulation) advance() (bool, error) { return sim.steps(1) }
 // hand from one step to the next.
 func (sim *simulation) steps(n int) (bool, error) {
 	dt := sim.plant.TimeStepS
-	lastStartS := sim.plant.MaxSimulationTimeS + 1e-12
+	lastStartS := sim.plant.MaxSimulationTimeS + TimeEpsilonS
 	for range n {
 		if !(sim.timeS <= lastStartS) {
 			return true, nil
@@ -673,7 +673,7 @@ func (sim *simulation) steps(n int) (bool, error) {
 		case sim.gate.n > 0:
 			sim.send(sim.timeS)
 		default:
-			for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+1e-12 {
+			for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+TimeEpsilonS {
 				sim.queuedPrompt += sim.records[sim.pending].PromptTokens
 				sim.pending++
 			}
@@ -769,20 +769,20 @@ func (sim *simulation) steps(n int) (bool, error) {
 				budget := pyMin(level.prefillRate*dt, action.prefillCap)
 				served := sim.servePrefill(budget)
 				sim.cumulativePrefill += served
-				prefillTime, decodeTime := served/pyMax(level.prefillRate, 1e-12), 0.0
+				prefillTime, decodeTime := served/pyMax(level.prefillRate, RateFloorTokensPerS), 0.0
 				sim.engine.chargeRecompute(level.prefillRate, sim.records)
 				remaining := pyMax(0, dt-prefillTime)
-				if len(sim.active) > 0 && remaining > 1e-12 {
+				if len(sim.active) > 0 && remaining > TimeEpsilonS {
 					decoded := sim.serveDecode(level.decodeRate*remaining, endS, false)
 					sim.cumulativeDecode += decoded
-					decodeTime = decoded / pyMax(level.decodeRate, 1e-12)
+					decodeTime = decoded / pyMax(level.decodeRate, RateFloorTokensPerS)
 				}
 				switch {
-				case served > 1e-12 && decodeTime > 1e-12:
+				case served > TokenEpsilon && decodeTime > TimeEpsilonS:
 					phase = phaseInterleaved
-				case served > 1e-12:
+				case served > TokenEpsilon:
 					phase = phasePrefill
-				case decodeTime > 1e-12:
+				case decodeTime > TimeEpsilonS:
 					phase = phaseDecode
 				default:
 					phase = phaseIdle
@@ -791,7 +791,7 @@ func (sim *simulation) steps(n int) (bool, error) {
 			case phase == phaseDecode:
 				decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
 				sim.cumulativeDecode += decoded
-				if decoded <= 1e-12 {
+				if decoded <= TokenEpsilon {
 					phase = phaseIdle
 				}
 				power = level.decodeStepPower(decoded, dt)
@@ -985,7 +985,7 @@ func (l *clockLevel) stepPower(prefillTime, decodeTime, dt float64) float64 {
 func (l *clockLevel) decodeStepPower(decoded, dt float64) float64 {
 	if decoded != l.decode.tokens {
 		l.decode.tokens = decoded
-		l.decode.powerW = l.stepPower(0, decoded/pyMax(l.decodeRate, 1e-12), dt)
+		l.decode.powerW = l.stepPower(0, decoded/pyMax(l.decodeRate, RateFloorTokensPerS), dt)
 	}
 	return l.decode.powerW
 }
@@ -1011,7 +1011,7 @@ func (sim *simulation) realizedLevel(level *clockLevel, phase stepPhase) *clockL
 	if sim.capW < sim.plant.PowerLimitW {
 		// A fleet's power budget (Stepper.CapPower): lower still while
 		// the phase's power exceeds the replica's share.
-		for level != level.lower && level.power(phase) > sim.capW+1e-12 {
+		for level != level.lower && level.power(phase) > sim.capW+PowerEpsilonW {
 			level = level.lower
 		}
 	}
@@ -1064,7 +1064,7 @@ func (sim *simulation) servePrefill(budget float64) float64 {
 			local = pyMax(0, item.prefillRemaining-1e-9)
 		}
 		served := pyMin(pyMin(local, item.prefillRemaining), freeKV)
-		if served <= 1e-12 {
+		if served <= TokenEpsilon {
 			break
 		}
 		item.prefillRemaining -= served
@@ -1143,7 +1143,7 @@ func (sim *simulation) serveDecode(budget, endS float64, unserved bool) float64 
 			sim.dropCompleted(finished)
 			active = sim.active
 		}
-		if progressed <= 1e-12 {
+		if progressed <= TokenEpsilon {
 			break
 		}
 	}

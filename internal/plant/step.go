@@ -165,7 +165,7 @@ func (st *Stepper) Add(r Request) error {
 	if n := len(st.sim.records); n > 0 && r.ArrivalTimeS < st.sim.records[n-1].ArrivalTimeS {
 		return errors.New("workload must be sorted by arrival_time_s")
 	}
-	if r.ArrivalTimeS <= st.lastStartS+1e-12 {
+	if r.ArrivalTimeS <= st.lastStartS+TimeEpsilonS {
 		return fmt.Errorf("request %d arrives at %v s, before the next step of the run (%v s)", r.ID, r.ArrivalTimeS, st.sim.timeS)
 	}
 	st.sim.add(r)
@@ -182,7 +182,7 @@ func (st *Stepper) Add(r Request) error {
 // Step simulates nothing; see Expired).
 func (st *Stepper) Step() (done bool, err error) {
 	sim := st.sim
-	if st.expired || !(sim.timeS <= sim.plant.MaxSimulationTimeS+1e-12) {
+	if st.expired || !(sim.timeS <= sim.plant.MaxSimulationTimeS+TimeEpsilonS) {
 		st.expired = true
 		return true, nil
 	}

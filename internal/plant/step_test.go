@@ -128,7 +128,7 @@ func stepAddingAtArrival(t *testing.T, st *Stepper, requests []Request, dtS floa
 	t.Helper()
 	next, timeS := 0, 0.0
 	for {
-		for next < len(requests) && requests[next].ArrivalTimeS <= timeS+1e-12 {
+		for next < len(requests) && requests[next].ArrivalTimeS <= timeS+TimeEpsilonS {
 			require.NoError(t, st.Add(requests[next]))
 			next++
 		}
@@ -189,7 +189,7 @@ func TestStepperLoadIsTheObservedState(t *testing.T) {
 	added := 0
 	for step := 0; step < 300; step++ {
 		timeS := float64(step) * p.TimeStepS
-		for added < len(requests) && requests[added].ArrivalTimeS <= timeS+1e-12 {
+		for added < len(requests) && requests[added].ArrivalTimeS <= timeS+TimeEpsilonS {
 			require.NoError(t, st.Add(requests[added]))
 			added++
 		}
@@ -235,7 +235,7 @@ func TestStepperLoadBetweenStepsAddsOnlyTheNewRequests(t *testing.T) {
 			// MaxSimulationTimeS and every later request is added at once
 			// (what a fleet's router does when the run ends early).
 			timeS := float64(step) * p.TimeStepS
-			for added < len(requests) && (requests[added].ArrivalTimeS <= timeS+1e-12 || expire && st.Expired()) {
+			for added < len(requests) && (requests[added].ArrivalTimeS <= timeS+TimeEpsilonS || expire && st.Expired()) {
 				require.NoError(t, st.Add(requests[added]))
 				added++
 				got := st.Load().QueuedPromptTokens

@@ -110,7 +110,7 @@ func (sim *simulation) fetch() error {
 
 // pull adds the requests of the stream that arrive by the current step.
 func (sim *simulation) pull() error {
-	if sim.upcomingS > sim.timeS+sim.lookaheadS+1e-12 {
+	if sim.upcomingS > sim.timeS+sim.lookaheadS+TimeEpsilonS {
 		return nil // the usual case, inlined
 	}
 	return sim.pullArrived()
@@ -118,7 +118,7 @@ func (sim *simulation) pull() error {
 
 // pullArrived is pull when a request arrives.
 func (sim *simulation) pullArrived() error {
-	for sim.upcomingS <= sim.timeS+sim.lookaheadS+1e-12 {
+	for sim.upcomingS <= sim.timeS+sim.lookaheadS+TimeEpsilonS {
 		sim.add(sim.upcoming)
 		if err := sim.fetch(); err != nil {
 			return err

@@ -3,8 +3,6 @@ package plant
 import (
 	"bytes"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,15 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
+	"servesim/internal/testsupport"
 )
 
 func TestDefaultTraceIsGenerated(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, DefaultTraceConfig().WriteCSV(&buf))
-	if *update {
-		require.NoError(t, os.WriteFile(filepath.Join("default_trace.csv"), buf.Bytes(), 0o644))
-	}
-	require.Equal(t, buf.String(), string(defaultTraceCSV), "default_trace.csv is stale: go test -update")
+	testsupport.CheckGolden(t, "default_trace.csv", buf.Bytes())
 
 	w, err := DefaultTrace(NoElapsedLimit)
 	require.NoError(t, err)

@@ -135,7 +135,7 @@ func loadWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps)
 // trace that needs the CSV quoting rules is held whole from its first
 // quoted line on). name is what errors call the input. Arrival times are
 // seconds since the first row, computed from whole microseconds like
-// Python's timedelta. Rows more than maxElapsedS (plus 1e-12) after the
+// Python's timedelta. Rows more than maxElapsedS (plus TimeEpsilonS) after the
 // first are left out; NoElapsedLimit keeps them all.
 //
 // It is stricter than the reference in two ways: rows must be in time order
@@ -230,7 +230,7 @@ func readWorkload(r io.Reader, name string, maxElapsedS float64, caps traceCaps,
 		prev = us
 		rows++
 		elapsed := float64(us-start) / 1e6
-		if elapsed > maxElapsedS+1e-12 {
+		if elapsed > maxElapsedS+TimeEpsilonS {
 			continue
 		}
 		var tokens [2]int

@@ -340,6 +340,12 @@ func isClose(a, b, atol float64) bool {
 	return math.Abs(a-b) <= atol
 }
 
+// modeledRowsAtol is how close, absolutely, a modeled aggregate row's
+// values must be to the full aggregate profile's row of the same clock:
+// the reference's np.allclose(..., rtol=0.0, atol=1e-12), seed003_plant.py
+// line 783.
+const modeledRowsAtol = 1e-12
+
 // allClose is np.allclose(a, b, rtol=0, atol=atol) for equal shapes.
 func allClose(a, b []float64, atol float64) bool {
 	if len(a) != len(b) {
@@ -663,7 +669,7 @@ func (b *bundle) checkFullProfile() {
 				problems = append(problems, err.Error())
 				continue
 			}
-			if !allClose(values, b.fullValues[b.sweepIndex[i]], 1e-12) {
+			if !allClose(values, b.fullValues[b.sweepIndex[i]], modeledRowsAtol) {
 				problems = append(problems, fmt.Sprintf("modeled aggregate rows must match the full aggregate profile (%s line %d, %s MHz)", b.table.Name, b.table.RowLines[i], pycompat.FormatG(b.modeled[i])))
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile/profiletest"
+	"servesim/internal/testsupport"
 )
 
 // writeBundle writes the valid synthetic bundle into a new folder, with
@@ -140,8 +141,7 @@ func TestBundleFilesMustBeRegularFilesInTheBundle(t *testing.T) {
 			return dir
 		}, "sha256 " + profiletest.TelemetryCSV, "links must be relative and stay in it", true, nil},
 		{"a sparse 30 GiB listed file", func(t *testing.T, dir string) string {
-			require.NoError(t, os.WriteFile(filepath.Join(dir, "huge.bin"), nil, 0o644))
-			require.NoError(t, os.Truncate(filepath.Join(dir, "huge.bin"), 30<<30))
+			testsupport.SparseFile(t, filepath.Join(dir, "huge.bin"), nil, 30<<30)
 			return dir
 		}, "sha256 huge.bin", "huge.bin is 30 GiB: larger than the 256 MiB cap", true, nil},
 		{"a sparse 30 GiB profile", func(t *testing.T, dir string) string {

@@ -213,6 +213,13 @@ func (p *Profile) TTFTSLOSeconds() float64 { return 2.0 * p.BaselineTTFTS }
 // TPOTSLOSeconds is the time-per-output-token objective: 1.5 times the baseline.
 func (p *Profile) TPOTSLOSeconds() float64 { return 1.5 * p.BaselineTPOTS }
 
+// ClockEpsilonMHz is the clock tolerance, MHz: a level at most
+// ClockEpsilonMHz above a requested clock is not above it. It is the
+// reference's (quantize_clock's `clock_mhz <= requested + 1e-12`,
+// seed003_plant.py line 243): it absorbs the rounding of a requested clock
+// computed in floating point, far below any step between clock levels.
+const ClockEpsilonMHz = 1e-12
+
 // QuantizeClock maps a requested clock onto a supported level: the highest
 // level not above it (downward) or the nearest level (first on ties).
 func (p *Profile) QuantizeClock(requestedMHz float64, downward bool) float64 {
@@ -220,7 +227,7 @@ func (p *Profile) QuantizeClock(requestedMHz float64, downward bool) float64 {
 	if downward {
 		level := p.ClockMHz[0]
 		for _, c := range p.ClockMHz {
-			if c <= requested+1e-12 {
+			if c <= requested+ClockEpsilonMHz {
 				level = c
 			}
 		}

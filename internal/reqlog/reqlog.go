@@ -59,8 +59,8 @@ type Row struct {
 	PromptTokens int
 	OutputTokens int
 	// QueueWaitMs is prefill start minus arrival, at least 0: a request
-	// arriving up to 1e-12 s after a step's start is admitted in that
-	// step.
+	// arriving up to plant.TimeEpsilonS after a step's start is admitted
+	// in that step.
 	QueueWaitMs float64
 	// PrefillMs is first token minus prefill start.
 	PrefillMs float64

@@ -2,9 +2,7 @@ package reqlog
 
 import (
 	"bytes"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -16,9 +14,8 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/testsupport"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 func TestFormatOf(t *testing.T) {
 	for _, tc := range []struct {
@@ -96,13 +93,7 @@ func TestWriteGolden(t *testing.T) {
 	}{{CSV, "hand.csv"}, {JSONLines, "hand.jsonl"}} {
 		var buf bytes.Buffer
 		require.NoError(t, log.Write(&buf, f.format))
-		path := filepath.Join("testdata", f.name)
-		if *update {
-			require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
-		}
-		want, err := os.ReadFile(path)
-		require.NoError(t, err)
-		assert.Equal(t, string(want), buf.String(), "%s (go test -update rewrites it)", path)
+		testsupport.CheckGolden(t, filepath.Join("testdata", f.name), buf.Bytes())
 	}
 }
 

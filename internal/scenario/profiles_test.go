@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/testsupport"
 )
 
 const validProfiles = `[
@@ -106,37 +108,17 @@ func TestParseProfilesErrors(t *testing.T) {
 	}
 }
 
-// zeros is /dev/zero.
-type zeros struct{ read int64 }
-
-func (z *zeros) Read(p []byte) (int, error) {
-	clear(p)
-	z.read += int64(len(p))
-	return len(p), nil
-}
-
-// endlessSpaces is an endless run of blank lines.
-type endlessSpaces struct{}
-
-func (endlessSpaces) Read(p []byte) (int, error) {
-	for i := range p {
-		p[i] = " \n"[i%2]
-	}
-	return len(p), nil
-}
-
 func TestParseProfilesCapsWhatItReads(t *testing.T) {
-	z := &zeros{}
+	z := &testsupport.CountingReader{R: testsupport.Endless("\x00")}
 	_, err := ParseProfiles(z, "/dev/zero")
 	require.EqualError(t, err, "profiles /dev/zero line 1: contains a NUL byte: expected text")
-	assert.LessOrEqual(t, z.read, int64(64<<10))
+	assert.LessOrEqual(t, z.N, int64(64<<10))
 
-	_, err = ParseProfiles(io.LimitReader(endlessSpaces{}, MaxProfilesBytes+1), "spaces.json")
+	_, err = ParseProfiles(io.LimitReader(testsupport.Endless(" \n"), MaxProfilesBytes+1), "spaces.json")
 	require.EqualError(t, err, "profiles spaces.json: larger than the 16 MiB cap")
 
 	path := filepath.Join(t.TempDir(), "sparse.json")
-	require.NoError(t, os.WriteFile(path, nil, 0o644))
-	require.NoError(t, os.Truncate(path, 30<<30))
+	testsupport.SparseFile(t, path, nil, 30<<30)
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"math"
 	"math/big"
 	"os"
@@ -16,8 +15,6 @@ import (
 
 	"servesim/internal/sharedtest"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // referenceCases is testdata/reference_cases.json, written by running the
 // reference's seed001 through a driver kept outside the repository.

@@ -2,37 +2,26 @@ package scenario
 
 import (
 	"math/big"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// checkGolden compares got with testdata/name, rewriting it with -update.
-func checkGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := "testdata/" + name
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run go test -update to create it")
-	assert.Equal(t, string(want), got)
-}
+	"servesim/internal/testsupport"
+)
 
 func TestTableGolden(t *testing.T) {
 	r, err := DefaultReport()
 	require.NoError(t, err)
-	checkGolden(t, "default_table.golden", r.Table())
+	testsupport.CheckGolden(t, "testdata/default_table.golden", []byte(r.Table()))
 
 	trace, err := BuildAgentTrace(300, big.NewInt(7), 20)
 	require.NoError(t, err)
 	profiles := append(BuiltinProfiles(), EngineProfile{Name: "a_much_longer_engine_name", PrefillTokensPerMS: 90, PrefixCacheHitEfficiency: 0.9, BaseTPOTMS: 9, BatchTPOTSlopeMS: 0.2, MaxBatchSlots: 64})
 	r, err = BuildReport(trace, profiles, BenchmarkOptions{WorkloadName: "w", TTFTSLOMilliseconds: 250.5, TPOTSLOMilliseconds: 20, ClosedLoop: true})
 	require.NoError(t, err)
-	checkGolden(t, "custom_table.golden", r.Table())
+	testsupport.CheckGolden(t, "testdata/custom_table.golden", []byte(r.Table()))
 }
 
 func TestTableIsAligned(t *testing.T) {

@@ -104,7 +104,7 @@ func (b *builder) keep(prompt, output int64, hashIDs []int64, session []byte) er
 		b.first, b.started = b.prev, true
 	}
 	elapsed := float64(b.prev-b.first) / 1e6
-	if elapsed > b.maxElapsedS+1e-12 {
+	if elapsed > b.maxElapsedS+plant.TimeEpsilonS {
 		return nil
 	}
 	err := b.sink.emit(plant.Request{

@@ -12,6 +12,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/sharedtest"
+	"servesim/internal/testsupport"
 )
 
 func TestConvertWritesTheCanonicalForms(t *testing.T) {
@@ -72,16 +73,11 @@ func TestConvertAzureToAzureReproducesTheRequests(t *testing.T) {
 	}
 }
 
-// failingWriter fails every write.
-type failingWriter struct{}
-
-func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
-
 func TestConvertReportsWriteErrorsAndUnknownFormats(t *testing.T) {
 	tr, err := loadFile(t, "burstgpt.csv", plant.NoElapsedLimit, Options{})
 	require.NoError(t, err)
 	for _, format := range ConvertFormats {
-		assert.EqualError(t, Convert(failingWriter{}, tr, format), "disk full")
+		assert.EqualError(t, Convert(&testsupport.FailingWriter{Err: errors.New("disk full")}, tr, format), "disk full")
 	}
 	assert.EqualError(t, Convert(&bytes.Buffer{}, tr, BurstGPT), `cannot convert to "burstgpt": expected azure or mooncake`)
 }

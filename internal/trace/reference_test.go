@@ -82,7 +82,7 @@ func (r *refRows) keep(prompt, output int64, ids []int64) {
 		r.first, r.started = r.prev, true
 	}
 	elapsed := float64(r.prev-r.first) / 1e6
-	if elapsed > r.maxElapsedS+1e-12 {
+	if elapsed > r.maxElapsedS+plant.TimeEpsilonS {
 		return
 	}
 	r.res.requests = append(r.res.requests, plant.Request{ID: len(r.res.requests), ArrivalTimeS: elapsed, PromptTokens: int(prompt), OutputTokens: int(output)})

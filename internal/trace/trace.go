@@ -161,7 +161,7 @@ func (t *Trace) HashIDs(i int) []int64 {
 }
 
 // Load reads a trace from r; name is what errors and the provenance call
-// it. Rows more than maxElapsedS (plus 1e-12) after the first kept row are
+// it. Rows more than maxElapsedS (plus plant.TimeEpsilonS) after the first kept row are
 // left out, and not counted as skipped; plant.NoElapsedLimit keeps them
 // all. The Azure format is read by plant.ReadWorkload; the others check
 // every field of every row, also of rows left out.

@@ -1,9 +1,7 @@
 package vllmbench
 
 import (
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -12,10 +10,8 @@ import (
 
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
+	"servesim/internal/testsupport"
 )
-
-// update asks the golden tests to rewrite their files (go test -update).
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // serveRecords are a small run: three completed requests (one of a single
 // token) and one unfinished.
@@ -48,15 +44,7 @@ func TestServeTextGolden(t *testing.T) {
 		{"serve_goodput.txt", ServeOptions{Metrics: []string{"e2el", "ttft"}, Percentiles: []float64{50, 99.9},
 			Goodput: Goodput{"ttft": 300, "e2el": 1500}, MaxConcurrency: 8, RequestRate: 2.5}},
 	} {
-		got := serveOf(t, tc.opts).Text()
-		path := filepath.Join("testdata", tc.golden)
-		if *update {
-			require.NoError(t, os.MkdirAll("testdata", 0o755))
-			require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
-		}
-		want, err := os.ReadFile(path)
-		require.NoError(t, err)
-		assert.Equal(t, string(want), got, "%s (go test -run TestServeTextGolden -update rewrites it)", path)
+		testsupport.CheckGolden(t, filepath.Join("testdata", tc.golden), []byte(serveOf(t, tc.opts).Text()))
 	}
 }
 

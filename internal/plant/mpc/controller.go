@@ -240,7 +240,7 @@ func (c *Controller) Step(s Server) int {
 
 // periodOf is the control period a step starting at timeS falls in.
 func (c *Controller) periodOf(timeS float64) int {
-	return int(math.Floor((timeS + 1e-12) / c.set.PeriodS))
+	return int(math.Floor((timeS + TimeEpsilonS) / c.set.PeriodS))
 }
 
 // lastStartIn is a time at or before which every step start after the

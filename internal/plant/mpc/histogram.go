@@ -156,12 +156,16 @@ func (h *histogram) sumOfSquares() float64 {
 	return s
 }
 
+// nothingAbove is the probability mass above a value that counts as none:
+// where the cdf reaches 1, 1 - cdf is a rounding error (about 1e-16).
+const nothingAbove = 1e-12
+
 // finishWithin is the probability that a value above g is at most g+more:
 // P(V <= g+more | V > g); h must be prepared. With nothing above g, it is 0.
 func (h *histogram) finishWithin(g, more float64) float64 {
 	below := h.cdf(g)
 	above := 1 - below
-	if above <= 1e-12 {
+	if above <= nothingAbove {
 		return 0
 	}
 	return clamp01((h.cdf(g+more) - below) / above)

@@ -259,7 +259,7 @@ func (r *rollout) block(level int, b *block) {
 	trace.steps = b.spanS / r.pr.dtS
 	start := r.energyJ
 	end := r.t + b.spanS
-	for r.t < end-1e-12 {
+	for r.t < end-TimeEpsilonS {
 		r.interval(pl, end)
 	}
 	power := (r.energyJ - start) / b.spanS
@@ -278,7 +278,7 @@ func (r *rollout) interval(pl *phaseLevel, end float64) {
 	dt := pr.dtS
 	trace := &pr.trace[len(pr.trace)-1]
 	// A clairvoyant solve's future arrivals.
-	for r.arrivedTo < len(pr.items) && pr.items[r.arrivedTo].arrivalS <= r.t+1e-12 {
+	for r.arrivedTo < len(pr.items) && pr.items[r.arrivedTo].arrivalS <= r.t+TimeEpsilonS {
 		r.backlog += pr.items[r.arrivedTo].prompt
 		r.arrivedTo++
 	}

@@ -147,7 +147,7 @@ func newLevelTable(p *Plant) levelTable {
 	t := levelTable{cool: make([]phaseLevel, n), hot: make([]phaseLevel, n), allowed: make([]bool, n)}
 	idleMin := p.Levels[0].IdlePowerW
 	govern := func(i int, power func(Level) float64) int {
-		for p.Governed && i > 0 && power(p.Levels[i]) > p.PowerLimitW+1e-12 {
+		for p.Governed && i > 0 && power(p.Levels[i]) > p.PowerLimitW+PowerEpsilonW {
 			i--
 		}
 		return i
@@ -178,7 +178,7 @@ func newLevelTable(p *Plant) levelTable {
 		t.hot[i] = resolve(max(0, i-1))
 		t.cool[i].slot, t.hot[i].slot = 2*i, 2*i+1
 		l := p.Levels[i]
-		t.allowed[i] = p.Governed || max(l.PrefillPowerW, l.DecodePowerW) <= p.PowerLimitW+1e-12
+		t.allowed[i] = p.Governed || max(l.PrefillPowerW, l.DecodePowerW) <= p.PowerLimitW+PowerEpsilonW
 		if t.allowed[i] {
 			t.top = i
 		}

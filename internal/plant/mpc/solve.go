@@ -230,7 +230,7 @@ func (c *Controller) knownOutput(id int) float64 {
 func (c *Controller) addFuture(now float64) {
 	pr := &c.pr
 	span := pr.horizonS
-	i, _ := slices.BinarySearchFunc(c.future, now+1e-12, func(r Request, t float64) int {
+	i, _ := slices.BinarySearchFunc(c.future, now+TimeEpsilonS, func(r Request, t float64) int {
 		if r.ArrivalS <= t {
 			return -1
 		}

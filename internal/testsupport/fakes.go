@@ -1,0 +1,69 @@
+package testsupport
+
+import (
+	"io"
+	"os"
+	"testing"
+)
+
+// CountingReader counts the bytes read from R: how far a reader of capped
+// input got before it failed.
+type CountingReader struct {
+	R io.Reader // the input
+	N int64     // bytes read so far
+}
+
+// Read reads from R and counts what it got.
+func (c *CountingReader) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
+	c.N += int64(n)
+	return n, err
+}
+
+// endless repeats a pattern forever.
+type endless struct {
+	pattern []byte
+	at      int
+}
+
+// Endless returns a reader that repeats pattern forever: /dev/zero is
+// Endless("\x00"), an endless line Endless("1,"), endless rows a row.
+func Endless(pattern string) io.Reader {
+	return &endless{pattern: []byte(pattern)}
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = e.pattern[e.at]
+		e.at = (e.at + 1) % len(e.pattern)
+	}
+	return len(p), nil
+}
+
+// FailingWriter accepts Limit bytes in whole writes, then fails every
+// write that does not fit with Err, as a full device does.
+type FailingWriter struct {
+	Limit int   // bytes accepted before the device is full
+	Err   error // the error of a write past Limit
+}
+
+// Write writes p whole if it fits in what is left of Limit, else nothing.
+func (w *FailingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.Limit {
+		return 0, w.Err
+	}
+	w.Limit -= len(p)
+	return len(p), nil
+}
+
+// SparseFile writes head to path and extends the file to size bytes
+// without writing them (a sparse file): a 30 GiB input costs no disk.
+func SparseFile(t testing.TB, path string, head []byte, size int64) {
+	t.Helper()
+	if err := os.WriteFile(path, head, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, size); err != nil {
+		t.Fatalf("a sparse %d-byte file: %v", size, err)
+	}
+}
