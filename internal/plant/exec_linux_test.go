@@ -72,10 +72,12 @@ func TestExecFailureReapsTheGrandchildren(t *testing.T) {
 	grandchild := filepath.Join(t.TempDir(), "grandchild")
 	// "; true": the shell cannot exec the inner one, which execs sleep.
 	command := "sh -c 'echo $$ > " + grandchild + "; exec sleep 98762'; true"
-	c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 300 * time.Millisecond})
+	// 2 s: the grandchild must have written its pid before the timeout
+	// kills it, also on a loaded machine.
+	c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	_, err = runWith(t, w, plant.NewPlant(profile.Default()), c)
-	require.ErrorContains(t, err, "step 0: no answer within 300ms (--exec-timeout); it wrote nothing")
+	require.ErrorContains(t, err, "step 0: no answer within 2s (--exec-timeout); it wrote nothing")
 	requireReaped(t, readPid(t, grandchild))
 }
 
