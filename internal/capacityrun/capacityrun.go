@@ -19,12 +19,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
+	"servesim/internal/runparams"
 	"servesim/internal/trace"
 )
 
@@ -55,9 +54,9 @@ type Config struct {
 	OverTimeS float64
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant  plant.Plant
-	Engine plantflag.Engine
+	Engine runparams.Engine
 	// Service is the service model and its cards (--service-model).
-	Service plantflag.Service
+	Service runparams.Service
 	// Version is the servesim version the document records.
 	Version string
 	// Disaggregated is --disaggregated: the fewest prefill and decode
@@ -89,7 +88,7 @@ func (cfg *Config) Check() error {
 			return fmt.Errorf("--controller: %v", err)
 		}
 	}
-	if err := plantflag.CheckExecTimeout(cfg.ExecTimeoutS); err != nil {
+	if err := runparams.CheckExecTimeout(cfg.ExecTimeoutS); err != nil {
 		return err
 	}
 	if _, err := plant.NewScheduler(cfg.Scheduler); err != nil {
@@ -151,7 +150,7 @@ func Load(cfg Config) (*Study, error) {
 		cfg.SLO = cfg.SLO.ObjectivesFor(nil, svc)
 	}
 	if err := cfg.Plant.Validate(); err != nil {
-		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
+		return nil, fmt.Errorf("plant: %w", runparams.FieldNamed(err))
 	}
 	if err := checkLiveKVBlocks(cfg, unit); err != nil {
 		return nil, err
@@ -181,7 +180,7 @@ func Load(cfg Config) (*Study, error) {
 		Capacity: fleet.Capacity{
 			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
 			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(), Sessions: sessions,
-			ControllerOptions: plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
+			ControllerOptions: runparams.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
 			Search:            fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},
 		workload: workload, prov: prov, version: cfg.Version, overTimeS: cfg.OverTimeS, jobs: cfg.Jobs,
@@ -283,7 +282,7 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 	if err != nil {
 		var count *fleet.WindowCountError
 		if errors.As(err, &count) {
-			return nil, &cliflag.LateUsageError{Err: fmt.Errorf("--over-time %v: %w", s.overTimeS, err)}
+			return nil, &runparams.LateUsageError{Err: fmt.Errorf("--over-time %v: %w", s.overTimeS, err)}
 		}
 		return nil, fmt.Errorf("--over-time %v: %w", s.overTimeS, err)
 	}
@@ -389,7 +388,7 @@ func expandEvaluations(names []string) ([]string, error) {
 		}
 		matches, err := filepath.Glob(name)
 		if err != nil {
-			return nil, &cliflag.LateUsageError{Err: fmt.Errorf("--evaluations %q: not a glob pattern (%v)", name, err)}
+			return nil, &runparams.LateUsageError{Err: fmt.Errorf("--evaluations %q: not a glob pattern (%v)", name, err)}
 		}
 		if len(matches) == 0 {
 			return nil, fmt.Errorf("--evaluations %s: no file matches", name)
@@ -417,7 +416,7 @@ func checkLiveKVBlocks(cfg Config, unit []fleet.Group) error {
 		return err
 	}
 	largest := fleet.MaxCapacitySize(cfg.MaxReplicas, perSize) * perSize
-	if err := plantflag.CheckLiveKVBlocks(cfg.Plant, cfg.Service.EngineOptions(cfg.Engine.Options()), largest); err != nil {
+	if err := runparams.CheckLiveKVBlocks(cfg.Plant, cfg.Service.EngineOptions(cfg.Engine.Options()), largest); err != nil {
 		return fmt.Errorf("--max-replicas %d: %w", cfg.MaxReplicas, err)
 	}
 	return nil

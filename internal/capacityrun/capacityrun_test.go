@@ -11,11 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 )
 
 func TestExpandEvaluations(t *testing.T) {
@@ -31,7 +30,7 @@ func TestExpandEvaluations(t *testing.T) {
 
 	_, err = expandEvaluations([]string{filepath.Join(dir, "none-*.jsonl")})
 	assert.EqualError(t, err, "--evaluations "+filepath.Join(dir, "none-*.jsonl")+": no file matches")
-	var late *cliflag.LateUsageError
+	var late *runparams.LateUsageError
 	assert.NotErrorAs(t, err, &late, "bad input, not a usage error")
 
 	_, err = expandEvaluations([]string{"[x"})
@@ -46,12 +45,18 @@ func TestCount(t *testing.T) {
 	assert.Equal(t, "0 files", count(0, "file"))
 	assert.Equal(t, "3 records", count(3, "record"))
 }
+// flagged is err with the settings it names written as servesim's flags,
+// as the command words them (runparams.Named).
+func flagged(err error) error {
+	return runparams.Named(err, func(s runparams.Setting) string { return "--" + string(s) })
+}
+
 
 func config() Config {
 	return Config{
 		MaxElapsedS: 60, Attainment: 0.5, Router: "round-robin", RouterSeed: 1, Controllers: []string{"max"},
 		Scheduler: "chunked", MaxReplicas: 4, Jobs: 1, Plant: plant.NewPlant(nil),
-		Engine: plantflag.Engine{Preemption: "none"}, Version: "test",
+		Engine: runparams.Engine{Preemption: "none"}, Version: "test",
 	}
 }
 
@@ -60,7 +65,8 @@ func TestLoadNamesThePlantFlag(t *testing.T) {
 	cfg := config()
 	cfg.Plant.TimeStepS = -1
 	_, err := Load(cfg)
-	assert.ErrorContains(t, err, "plant: --time-step: ")
+	assert.ErrorContains(t, err, "plant: time-step: ")
+	assert.ErrorContains(t, flagged(err), "plant: --time-step: ")
 }
 
 // TestRunAndShardAgree runs the search of a minute of the embedded trace,

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
+	"servesim/internal/runparams"
 )
 
 func TestCheckOverTime(t *testing.T) {
@@ -57,7 +57,7 @@ func TestRunOverTime(t *testing.T) {
 	study, err = Load(cfg)
 	require.NoError(t, err)
 	_, err = study.RunOverTime(context.Background(), nil, Progress{})
-	var late *cliflag.LateUsageError
+	var late *runparams.LateUsageError
 	require.ErrorAs(t, err, &late, "too many windows: a usage error once the trace is read")
 	var count *fleet.WindowCountError
 	assert.ErrorAs(t, err, &count)

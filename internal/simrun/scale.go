@@ -10,7 +10,7 @@ import (
 
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 )
 
 // Scale are the autoscaling settings of a simulation (--autoscale and the
@@ -216,7 +216,7 @@ func (c *Config) oraclePlan(ctx context.Context, unit fleet.Group, loaded **plan
 		study := fleet.Capacity{
 			Plant: c.Plant, Unit: []fleet.Group{unit}, Router: router, RouterSeed: c.Fleet.RouterSeed,
 			Controllers: []string{c.Controller}, SLO: opt.SLO, Engine: opt.Engine, Service: opt.Service, Sessions: c.sessions,
-			ControllerOptions: plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr),
+			ControllerOptions: runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr),
 			Search:            fleet.CapacitySearch{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
 		}
 		plan, err := fleet.RunCapacityOverTime(ctx, workload.Requests, study, windowS, jobs, nil)

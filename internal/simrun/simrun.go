@@ -17,9 +17,9 @@ import (
 	"servesim/internal/figure"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 	"servesim/internal/reqlog"
+	"servesim/internal/runparams"
 	"servesim/internal/trace"
 	"servesim/internal/vllmbench"
 )
@@ -40,7 +40,7 @@ type Config struct {
 	// MaxConcurrency closes the loop (plant.Options.MaxConcurrency).
 	MaxConcurrency int
 	// Service is the service model and its cards (--service-model).
-	Service     plantflag.Service
+	Service     runparams.Service
 	MaxElapsedS float64 // plant.NoElapsedLimit keeps every request
 	Normalize   float64 // 0: the arrivals as they are
 	Scheduler   string
@@ -52,7 +52,7 @@ type Config struct {
 	Plant        plant.Plant
 	MaxSteps     float64
 	ExecTimeoutS float64
-	Engine       plantflag.Engine
+	Engine       runparams.Engine
 	// Verbose reports an mpc controller's solve times on Stderr.
 	Verbose bool
 	// Fleet, when Enabled, simulates a fleet.
@@ -97,7 +97,7 @@ func (c *Config) Check() error {
 	if _, err := plant.NewController(c.Controller); err != nil {
 		return fmt.Errorf("--controller: %v", err)
 	}
-	return plantflag.CheckExecTimeout(c.ExecTimeoutS)
+	return runparams.CheckExecTimeout(c.ExecTimeoutS)
 }
 
 // CheckWork refuses, before anything is read, a run whose steps or kept
@@ -110,16 +110,16 @@ func (c *Config) CheckWork() error {
 	if c.Figure {
 		work.Stride, work.Summary = 1, false
 	}
-	if err := plantflag.CheckWork(c.Plant, work, c.Figure); err != nil {
+	if err := runparams.CheckWork(c.Plant, work, c.Figure); err != nil {
 		return err
 	}
 	if c.Fleet.Scale.Policy != "" && c.Fleet.Scale.MaxReplicas >= 1 && c.Fleet.Scale.MaxReplicas <= fleet.MaxReplicas {
 		// An elastic fleet's replicas up at once, and the series of its
 		// counts.
-		return plantflag.CheckFleetWork(c.Plant, work, c.Fleet.Scale.MaxReplicas+1, c.Figure)
+		return runparams.CheckFleetWork(c.Plant, work, c.Fleet.Scale.MaxReplicas+1, c.Figure)
 	}
 	if c.Fleet.Path == "" && c.Fleet.Replicas > 1 && c.Fleet.Replicas <= fleet.MaxReplicas {
-		return plantflag.CheckFleetWork(c.Plant, work, c.Fleet.Replicas, c.Figure)
+		return runparams.CheckFleetWork(c.Plant, work, c.Fleet.Replicas, c.Figure)
 	}
 	return nil
 }
@@ -200,13 +200,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.SLO = cfg.SLO.ObjectivesFor(nil, svc)
 	}
 	if err := cfg.Plant.Validate(); err != nil {
-		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
+		return nil, fmt.Errorf("plant: %w", runparams.FieldNamed(err))
 	}
 	if cfg.Fleet.Enabled {
 		return cfg.runFleet(ctx, prof, profilePath)
 	}
 	sched, _ := plant.NewScheduler(cfg.Scheduler)
-	ctrl, _ := plant.NewControllerWith(cfg.Controller, plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr))
+	ctrl, _ := plant.NewControllerWith(cfg.Controller, runparams.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr))
 	warnFixedClock(cfg.Stderr, cfg.Controller, ctrl, prof)
 	cfg.timeSolves(ctrl)
 	report, err := cfg.run(ctx, plant.Config{

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"servesim/internal/jsonout"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
 
@@ -159,7 +159,7 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 // profile and trace and stdin ("-") keep their names, so a grid of them
 // keeps the digest it had.
 func (in *inputs) key(axis, path string) string {
-	if path == plantflag.Embedded || path == "-" {
+	if path == runparams.Embedded || path == "-" {
 		return path
 	}
 	switch axis {

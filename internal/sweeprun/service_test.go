@@ -13,7 +13,7 @@ import (
 	"servesim/internal/cards"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
 
@@ -22,7 +22,7 @@ import (
 func serviceConfig(models ...string) Config {
 	cfg := config()
 	cfg.ServiceModels = models
-	cfg.Service = plantflag.Service{GPU: cards.DefaultGPU, ModelCard: cards.DefaultModel, GPUMemoryUtilization: plant.DefaultGPUMemoryUtilization}
+	cfg.Service = runparams.Service{GPU: cards.DefaultGPU, ModelCard: cards.DefaultModel, GPUMemoryUtilization: plant.DefaultGPUMemoryUtilization}
 	return cfg
 }
 

@@ -17,15 +17,15 @@ import (
 	"strings"
 
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 	"servesim/internal/trace"
 )
 
 // Config is a sweep as its flags give it.
 type Config struct {
-	// Profiles and Traces are paths; plantflag.Embedded names the built-in
+	// Profiles and Traces are paths; runparams.Embedded names the built-in
 	// profile or trace.
 	Profiles, Traces []string
 	// Trace says how to read the trace files (its Options parsed); Stdin
@@ -41,7 +41,7 @@ type Config struct {
 	ServiceModels []string
 	// Service holds the other service flags (its Kind is not read): one
 	// card pair and one set of limits for every batched run.
-	Service plantflag.Service
+	Service runparams.Service
 	// PlantAxes holds the values of every plant flag given, by flag name.
 	PlantAxes   map[string][]string
 	MaxElapsedS float64
@@ -54,9 +54,12 @@ type Config struct {
 	// pick the best configuration.
 	SLO plant.SLO
 	// Engine holds the engine feature flags, the same for every run.
-	Engine plantflag.Engine
+	Engine runparams.Engine
 	// Version is the servesim version runs record.
 	Version string
+	// Name names the settings in the errors a run's record holds
+	// (runparams.Named: as the command's flags); nil leaves them bare.
+	Name func(runparams.Setting) string
 }
 
 // Sweep is a checked sweep: its axes, their parsed values and, once
@@ -72,7 +75,7 @@ type Sweep struct {
 // values and the work of the longest run, before anything runs. Its errors
 // name the flag.
 func New(cfg Config) (*Sweep, error) {
-	if err := plantflag.CheckSLOValues(cfg.SLO); err != nil {
+	if err := runparams.CheckSLOValues(cfg.SLO); err != nil {
 		return nil, err
 	}
 	s := &Sweep{cfg: cfg, axes: []sweep.Axis{
@@ -85,9 +88,9 @@ func New(cfg Config) (*Sweep, error) {
 	if serviceAxis(cfg.ServiceModels) {
 		s.axes = append(s.axes, sweep.Axis{Name: AxisServiceModel, Values: cfg.ServiceModels})
 	}
-	for _, pp := range plantflag.Params {
-		if values, ok := cfg.PlantAxes[pp.Flag]; ok {
-			s.axes = append(s.axes, sweep.Axis{Name: pp.Flag, Values: values})
+	for _, pp := range runparams.Params {
+		if values, ok := cfg.PlantAxes[pp.Name]; ok {
+			s.axes = append(s.axes, sweep.Axis{Name: pp.Name, Values: values})
 		}
 	}
 	for _, a := range s.axes {
@@ -121,12 +124,12 @@ func serviceAxis(models []string) bool {
 }
 
 // axisKey is the output name of a sweep axis: service_model, else
-// plantflag.AxisKey's.
+// runparams.AxisKey's.
 func axisKey(axis string) string {
 	if axis == AxisServiceModel {
 		return plant.FieldServiceModel
 	}
-	return plantflag.AxisKey(axis)
+	return runparams.AxisKey(axis)
 }
 
 // batched reports whether the grid runs the batched service model.
@@ -171,7 +174,7 @@ func parseAxisValue(axis, v string) (any, error) {
 	switch axis {
 	case sweep.AxisProfile, sweep.AxisTrace:
 		if v == "" {
-			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, plantflag.Embedded)
+			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, runparams.Embedded)
 		}
 		return v, nil
 	case sweep.AxisScheduler:
@@ -192,7 +195,7 @@ func parseAxisValue(axis, v string) (any, error) {
 		}
 		return v, nil
 	}
-	pp, _ := plantflag.ByFlag(axis)
+	pp, _ := runparams.ByName(axis)
 	x, err := pp.ParseValue(v)
 	if err != nil {
 		return nil, fmt.Errorf("--%s %w", axis, err)
@@ -216,12 +219,12 @@ func parseNormalize(v string) (float64, error) {
 // rules (with the other parameters at their defaults), so an impossible
 // value fails before anything runs.
 func (s *Sweep) checkPlantValues() error {
-	for _, pp := range plantflag.Params {
-		for k, x := range s.grid.Values(pp.Flag) {
+	for _, pp := range runparams.Params {
+		for k, x := range s.grid.Values(pp.Name) {
 			p := plant.NewPlant(profile.Default())
 			_ = pp.Set(&p, x.(float64))
 			if err := p.Validate(); err != nil {
-				return fmt.Errorf("--%s %s: %w", pp.Flag, s.cfg.PlantAxes[pp.Flag][k], err)
+				return fmt.Errorf("--%s %s: %w", pp.Name, s.cfg.PlantAxes[pp.Name][k], err)
 			}
 		}
 	}
@@ -244,5 +247,5 @@ func (s *Sweep) checkWork() error {
 	}
 	extreme("time-step", &p.TimeStepS, math.Min)
 	extreme(axisMaxSimTime, &p.MaxSimulationTimeS, math.Max)
-	return plantflag.CheckWork(p, plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps}, false)
+	return runparams.CheckWork(p, plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps}, false)
 }
