@@ -45,12 +45,12 @@ func TestCount(t *testing.T) {
 	assert.Equal(t, "0 files", count(0, "file"))
 	assert.Equal(t, "3 records", count(3, "record"))
 }
+
 // flagged is err with the settings it names written as servesim's flags,
 // as the command words them (runparams.Named).
 func flagged(err error) error {
 	return runparams.Named(err, func(s runparams.Setting) string { return "--" + string(s) })
 }
-
 
 func config() Config {
 	return Config{

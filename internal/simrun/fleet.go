@@ -123,7 +123,7 @@ func (c *Config) checkFleetWork(groups []fleet.Group, bounds []fleet.Bounds) err
 	}
 	err = runparams.CheckFleetWork(c.Plant, c.options(), n, c.Figure)
 	if err != nil && c.Fleet.Path != "" {
-		return fmt.Errorf("--fleet %s: %w", c.Fleet.Path, err)
+		return runparams.Errorf("%s %s: %w", runparams.Setting("fleet"), c.Fleet.Path, err)
 	}
 	return err
 }

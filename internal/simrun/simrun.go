@@ -86,16 +86,16 @@ type Fleet struct {
 }
 
 // Check rejects a stride, scheduler, controller or --exec-timeout that
-// cannot mean anything; its errors name the flag.
+// cannot mean anything; its errors name the setting (*runparams.FieldError).
 func (c *Config) Check() error {
 	if c.Stride < 1 {
-		return fmt.Errorf("--stride %d: expected a positive whole number", c.Stride)
+		return runparams.Errorf("%s %d: expected a positive whole number", runparams.Setting("stride"), c.Stride)
 	}
 	if _, err := plant.NewScheduler(c.Scheduler); err != nil {
-		return fmt.Errorf("--scheduler: %v", err)
+		return runparams.Errorf("%s: %v", runparams.Setting("scheduler"), err)
 	}
 	if _, err := plant.NewController(c.Controller); err != nil {
-		return fmt.Errorf("--controller: %v", err)
+		return runparams.Errorf("%s: %v", runparams.Setting("controller"), err)
 	}
 	return runparams.CheckExecTimeout(c.ExecTimeoutS)
 }
@@ -129,10 +129,10 @@ func (c *Config) CheckWork() error {
 // requests carry sessions (a CSV log with a session=COL column).
 func (c *Config) CheckRouter() error {
 	if fleet.NeedsPrefixCache(c.Fleet.Router) && !c.Engine.PrefixCache {
-		return fmt.Errorf("--router %s: needs --prefix-cache: it scores each replica by the prompt prefix it holds cached", c.Fleet.Router)
+		return runparams.Errorf("%s %s: needs %s: it scores each replica by the prompt prefix it holds cached", runparams.Setting("router"), c.Fleet.Router, runparams.Setting("prefix-cache"))
 	}
 	if c.Fleet.Router == fleet.SessionName && !c.Trace.HasSessionColumn() {
-		return fmt.Errorf("--router %s: needs a trace whose requests carry sessions: a CSV log with a session column (--trace-columns ...,session=COL)", c.Fleet.Router)
+		return runparams.Errorf("%s %s: needs a trace whose requests carry sessions: a CSV log with a session column (%s ...,session=COL)", runparams.Setting("router"), c.Fleet.Router, runparams.Setting("trace-columns"))
 	}
 	return nil
 }
@@ -144,31 +144,31 @@ func (c *Config) CheckRouter() error {
 // --normalize was given, which a fleet file cannot take.
 func (f *Fleet) Check(normalize, routerGiven bool) error {
 	if f.Replicas < 1 || f.Replicas > fleet.MaxReplicas {
-		return fmt.Errorf("--replicas %d: expected a whole number from 1 to %d", f.Replicas, fleet.MaxReplicas)
+		return runparams.Errorf("%s %d: expected a whole number from 1 to %d", runparams.Setting("replicas"), f.Replicas, fleet.MaxReplicas)
 	}
 	if _, err := fleet.NewRouter(f.Router, f.RouterSeed); err != nil {
 		if routerErr := (*fleet.RouterError)(nil); errors.As(err, &routerErr) {
-			return fmt.Errorf("--router %q: %v", f.Router, err)
+			return runparams.Errorf("%s %q: %v", runparams.Setting("router"), f.Router, err)
 		}
-		return fmt.Errorf("--router %q: expected %s", f.Router, strings.Join(fleet.RouterNames, ", "))
+		return runparams.Errorf("%s %q: expected %s", runparams.Setting("router"), f.Router, strings.Join(fleet.RouterNames, ", "))
 	}
 	if f.Jobs < 0 {
-		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", f.Jobs)
+		return runparams.Errorf("%s %d: expected a nonnegative number (0: all cores)", runparams.Setting("jobs"), f.Jobs)
 	}
 	if fleet.IsPlannedOracle(f.Scale.Policy) {
 		// It plans one count on the arrivals as read.
 		switch {
 		case f.Path != "":
-			return fmt.Errorf("--autoscale %s: plans one count for one group: with --fleet, give each group's plan as oracle:FILE", f.Scale.Policy)
+			return runparams.Errorf("%s %s: plans one count for one group: with %s, give each group's plan as oracle:FILE", runparams.Setting("autoscale"), f.Scale.Policy, runparams.Setting("fleet"))
 		case normalize:
-			return fmt.Errorf("--autoscale %s: plans on the trace's own arrivals: without --normalize (or plan a normalized trace with capacity --over-time and give oracle:FILE)", f.Scale.Policy)
+			return runparams.Errorf("%s %s: plans on the trace's own arrivals: without %s (or plan a normalized trace with capacity %s and give oracle:FILE)", runparams.Setting("autoscale"), f.Scale.Policy, runparams.Setting("normalize"), runparams.Setting("over-time"))
 		}
 	}
 	if err := f.Link.Validate(); err != nil {
 		return err
 	}
 	if f.Path != "" && normalize {
-		return errors.New("--normalize cannot be combined with --fleet: a fleet of several profiles has no single capacity to normalize to (use --replicas)")
+		return runparams.Errorf("%s cannot be combined with %s: a fleet of several profiles has no single capacity to normalize to (use %s)", runparams.Setting("normalize"), runparams.Setting("fleet"), runparams.Setting("replicas"))
 	}
 	f.Enabled = f.Path != "" || f.Replicas > 1 || routerGiven || f.Scale.Policy != ""
 	return nil

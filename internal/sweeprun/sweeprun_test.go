@@ -16,12 +16,12 @@ import (
 	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
+
 // flagged is err with the settings it names written as servesim's flags,
 // as the command words them (runparams.Named).
 func flagged(err error) error {
 	return runparams.Named(err, func(s runparams.Setting) string { return "--" + string(s) })
 }
-
 
 // config is a small sweep of the embedded profile and trace: 30 s of
 // arrivals, two controllers.
