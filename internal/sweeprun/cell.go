@@ -84,8 +84,8 @@ func (s *Sweep) load() *inputs {
 			src := &trace.Source{Path: path, Stdin: s.cfg.Stdin, MaxElapsedS: s.cfg.MaxElapsedS, Options: opt}
 			var tooMany *trace.TooManyRequestsError
 			if t, err = src.Load(); errors.As(err, &tooMany) {
-				in.overHeld = fmt.Errorf("--trace: the %d traces hold more than %d requests together, the most servesim holds at once (%v); run the sweep on fewer traces at a time, or shorten them with --max-elapsed",
-					len(s.cfg.Traces), plant.MaxHeldRequests, err)
+				in.overHeld = runparams.Errorf("%s: the %d traces hold more than %d requests together, the most servesim holds at once (%v); run the sweep on fewer traces at a time, or shorten them with %s",
+					runparams.Setting("trace"), len(s.cfg.Traces), plant.MaxHeldRequests, err, runparams.Setting("max-elapsed"))
 				return in
 			}
 			if err == nil {
@@ -190,10 +190,7 @@ func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStder
 // the flags', else its profile's when it ran, else none. Its error names
 // the settings as Config.Name does.
 func (s *Sweep) record(in *inputs, c sweep.Cell, r outcome) sweep.Record {
-	if r.err != nil && s.cfg.Name != nil {
-		r.err = runparams.Named(r.err, s.cfg.Name)
-	}
-	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(s.grid, c, axisKey), Err: r.err,
+	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(s.grid, c, axisKey), Err: s.named(r.err),
 		TTFTSLOSeconds: s.cfg.SLO.TTFTSeconds, TPOTSLOSeconds: s.cfg.SLO.TPOTSeconds}
 	if w, ok := in.workloads[s.grid.Text(c, sweep.AxisTrace)]; ok {
 		rec.TraceSHA = w.SHA256

@@ -114,11 +114,11 @@ func TestTheServiceAxis(t *testing.T) {
 	}
 }
 
-// TestNewRefusesAnUnknownServiceModel names the flag and the models.
+// TestNewRefusesAnUnknownServiceModel names the setting and the models.
 func TestNewRefusesAnUnknownServiceModel(t *testing.T) {
 	t.Parallel()
 	_, err := New(serviceConfig(plant.ServiceReference, "vllm"))
-	assert.EqualError(t, err, `--service-model "vllm": expected reference or batched`)
+	assert.EqualError(t, err, `service-model "vllm": expected reference or batched`)
 }
 
 // TestBatchedCellsEqualSimulate: each cell of a mixed sweep is the

@@ -9,7 +9,6 @@ package sweeprun
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -73,7 +72,7 @@ type Sweep struct {
 
 // New checks the SLOs, parses every axis value of cfg and checks the plant
 // values and the work of the longest run, before anything runs. Its errors
-// name the flag.
+// name the setting (*runparams.FieldError).
 func New(cfg Config) (*Sweep, error) {
 	if err := runparams.CheckSLOValues(cfg.SLO); err != nil {
 		return nil, err
@@ -95,7 +94,7 @@ func New(cfg Config) (*Sweep, error) {
 	}
 	for _, a := range s.axes {
 		if len(a.Values) == 0 {
-			return nil, fmt.Errorf("--%s: expected at least one value", a.Name)
+			return nil, runparams.Errorf("%s: expected at least one value", runparams.Setting(a.Name))
 		}
 	}
 	var err error
@@ -132,6 +131,15 @@ func axisKey(axis string) string {
 	return runparams.AxisKey(axis)
 }
 
+// named is err with its settings named as Config.Name names them, for
+// what the sweep writes itself (a record, a warning); nil stays nil.
+func (s *Sweep) named(err error) error {
+	if err == nil || s.cfg.Name == nil {
+		return err
+	}
+	return runparams.Named(err, s.cfg.Name)
+}
+
 // batched reports whether the grid runs the batched service model.
 func (s *Sweep) batched() bool {
 	return slices.Contains(s.grid.Values(AxisServiceModel), any(plant.ServiceBatched))
@@ -139,7 +147,7 @@ func (s *Sweep) batched() bool {
 
 // Plan picks the i-th of n shards of the grid (1 of 1: the whole grid),
 // refusing one of more than maxCells runs with an error naming the axes'
-// flags, their lengths and --max-cells.
+// settings, their lengths and max-cells.
 func (s *Sweep) Plan(i, n, maxCells int) error {
 	var err error
 	s.shard, err = sweep.Plan(s.axes, i, n, maxCells)
@@ -147,19 +155,22 @@ func (s *Sweep) Plan(i, n, maxCells int) error {
 	if !errors.As(err, &le) {
 		return err
 	}
-	names := make([]string, len(s.axes))
-	for i, a := range s.axes {
-		names[i] = "--" + a.Name
+	// The grid of the axes, each a setting: "the grid of %s x %s = 2 cells".
+	grid := "the grid of " + strings.Repeat(" x %s", len(s.axes))[len(" x "):] + " = %s"
+	args := make([]any, 0, len(s.axes)+1)
+	for _, a := range s.axes {
+		args = append(args, runparams.Setting(a.Name))
 	}
-	grid := fmt.Sprintf("the grid of %s = %s", strings.Join(names, " x "), le.Grid())
+	args = append(args, le.Grid())
+	maxCellsSetting := runparams.Setting("max-cells")
 	switch {
 	case le.Max == 0:
-		return fmt.Errorf("sweep: %s: more than a sweep can index (%.2g)", grid, float64(math.MaxInt))
+		return runparams.Errorf("sweep: "+grid+": more than a sweep can index (%.2g)", append(args, float64(math.MaxInt))...)
 	case le.ShardCount > 1:
-		return fmt.Errorf("sweep: shard %d/%d of %s holds %d runs: more than --max-cells %d (raise --max-cells or use more shards)",
-			le.Shard, le.ShardCount, grid, le.ShardCells, le.Max)
+		return runparams.Errorf("sweep: shard %d/%d of "+grid+" holds %d runs: more than %s %d (raise %s or use more shards)",
+			append(append([]any{le.Shard, le.ShardCount}, args...), le.ShardCells, maxCellsSetting, le.Max, maxCellsSetting)...)
 	}
-	return fmt.Errorf("sweep: %s: more than --max-cells %d (raise --max-cells or run it in shards with --shard I/N)", grid, le.Max)
+	return runparams.Errorf("sweep: "+grid+": more than %s %d (raise %s or run it in shards with %s I/N)", append(args, maxCellsSetting, le.Max, maxCellsSetting, runparams.Setting("shard"))...)
 }
 
 // Shard is the planned shard: the axes in grid order and the cells this
@@ -174,31 +185,31 @@ func parseAxisValue(axis, v string) (any, error) {
 	switch axis {
 	case sweep.AxisProfile, sweep.AxisTrace:
 		if v == "" {
-			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, runparams.Embedded)
+			return nil, runparams.Errorf("%s: expected a path or %s, got an empty value", runparams.Setting(axis), runparams.Embedded)
 		}
 		return v, nil
 	case sweep.AxisScheduler:
 		if _, err := plant.NewScheduler(v); err != nil {
-			return nil, fmt.Errorf("--scheduler: %w", err)
+			return nil, runparams.Errorf("%s: %w", runparams.Setting("scheduler"), err)
 		}
 		return v, nil
 	case sweep.AxisController:
 		if _, err := plant.NewController(v); err != nil {
-			return nil, fmt.Errorf("--controller: %w", err)
+			return nil, runparams.Errorf("%s: %w", runparams.Setting("controller"), err)
 		}
 		return v, nil
 	case sweep.AxisNormalize:
 		return parseNormalize(v)
 	case AxisServiceModel:
 		if !slices.Contains(plant.ServiceModelNames, v) {
-			return nil, fmt.Errorf("--service-model %q: expected %s", v, strings.Join(plant.ServiceModelNames, " or "))
+			return nil, runparams.Errorf("%s %q: expected %s", runparams.Setting("service-model"), v, strings.Join(plant.ServiceModelNames, " or "))
 		}
 		return v, nil
 	}
 	pp, _ := runparams.ByName(axis)
 	x, err := pp.ParseValue(v)
 	if err != nil {
-		return nil, fmt.Errorf("--%s %w", axis, err)
+		return nil, runparams.Errorf("%s %w", runparams.Setting(axis), err)
 	}
 	return x, nil
 }
@@ -210,7 +221,7 @@ func parseNormalize(v string) (float64, error) {
 	}
 	u, err := strconv.ParseFloat(v, 64)
 	if err != nil || !(u > 0 && u < 1) {
-		return 0, fmt.Errorf("--normalize %q: expected none or a utilization strictly between 0 and 1", v)
+		return 0, runparams.Errorf("%s %q: expected none or a utilization strictly between 0 and 1", runparams.Setting("normalize"), v)
 	}
 	return u, nil
 }
@@ -224,7 +235,7 @@ func (s *Sweep) checkPlantValues() error {
 			p := plant.NewPlant(profile.Default())
 			_ = pp.Set(&p, x.(float64))
 			if err := p.Validate(); err != nil {
-				return fmt.Errorf("--%s %s: %w", pp.Name, s.cfg.PlantAxes[pp.Name][k], err)
+				return runparams.Errorf("%s %s: %w", runparams.Setting(pp.Name), s.cfg.PlantAxes[pp.Name][k], err)
 			}
 		}
 	}

@@ -82,7 +82,10 @@ func TestPlanNamesTheAxesOfAGridPastTheLimit(t *testing.T) {
 	t.Parallel()
 	s, err := New(config())
 	require.NoError(t, err)
-	assert.EqualError(t, s.Plan(1, 1, 1), "sweep: the grid of --profile x --trace x --scheduler x --controller x --normalize = 1 x 1 x 1 x 2 x 1 = 2 cells: "+
+	err = s.Plan(1, 1, 1)
+	assert.EqualError(t, err, "sweep: the grid of profile x trace x scheduler x controller x normalize = 1 x 1 x 1 x 2 x 1 = 2 cells: "+
+		"more than max-cells 1 (raise max-cells or run it in shards with shard I/N)")
+	assert.EqualError(t, flagged(err), "sweep: the grid of --profile x --trace x --scheduler x --controller x --normalize = 1 x 1 x 1 x 2 x 1 = 2 cells: "+
 		"more than --max-cells 1 (raise --max-cells or run it in shards with --shard I/N)")
 	assert.NoError(t, s.Plan(1, 2, 1), "a shard of one cell")
 }
@@ -121,8 +124,9 @@ func TestResumeCopiesTheRecordsAndChecksTheirGrid(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, o.Plan(1, 1, sweep.DefaultMaxCells))
 	_, err = write(t, o, Output{Format: sweep.FormatJSONL, Jobs: 1, Resume: partial})
-	assert.ErrorContains(t, err, "--resume "+partial)
-	assert.ErrorContains(t, err, "the record is of another grid")
+	assert.ErrorContains(t, flagged(err), "--resume "+partial)
+	assert.ErrorContains(t, flagged(err), "the record is of another grid")
+	assert.ErrorContains(t, flagged(err), "or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, --e2e-slo, engine flag")
 }
 
 // TestAFailedInputFailsOnlyItsRuns gives a profile that does not load:
