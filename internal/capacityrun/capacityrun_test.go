@@ -29,14 +29,17 @@ func TestExpandEvaluations(t *testing.T) {
 		"a pattern expanded, a file whose name looks like one taken as it is, a plain name kept for the reader to report")
 
 	_, err = expandEvaluations([]string{filepath.Join(dir, "none-*.jsonl")})
-	assert.EqualError(t, err, "--evaluations "+filepath.Join(dir, "none-*.jsonl")+": no file matches")
+	assert.EqualError(t, err, "evaluations "+filepath.Join(dir, "none-*.jsonl")+": no file matches")
+	assert.EqualError(t, flagged(err), "--evaluations "+filepath.Join(dir, "none-*.jsonl")+": no file matches")
 	var late *runparams.LateUsageError
 	assert.NotErrorAs(t, err, &late, "bad input, not a usage error")
 
 	_, err = expandEvaluations([]string{"[x"})
 	require.ErrorAs(t, err, &late)
 	assert.Equal(t, 2, late.ExitCode())
-	assert.EqualError(t, err, `--evaluations "[x": not a glob pattern (syntax error in pattern)`)
+	assert.EqualError(t, err, `evaluations "[x": not a glob pattern (syntax error in pattern)`)
+	assert.EqualError(t, flagged(err), `--evaluations "[x": not a glob pattern (syntax error in pattern)`)
+	assert.ErrorAs(t, flagged(err), &late, "named, still a usage error")
 }
 
 func TestCount(t *testing.T) {

@@ -21,9 +21,9 @@ func TestCheckOverTime(t *testing.T) {
 		{0, ""}, // not given
 		{0.5, ""},
 		{3600, ""},
-		{-1, "--over-time -1: expected a positive finite number of seconds"},
-		{math.NaN(), "--over-time NaN: expected a positive finite number of seconds"},
-		{math.Inf(1), "--over-time +Inf: expected a positive finite number of seconds"},
+		{-1, "over-time -1: expected a positive finite number of seconds"},
+		{math.NaN(), "over-time NaN: expected a positive finite number of seconds"},
+		{math.Inf(1), "over-time +Inf: expected a positive finite number of seconds"},
 	} {
 		cfg := config()
 		cfg.ExecTimeoutS, cfg.OverTimeS = 5, tc.windowS
