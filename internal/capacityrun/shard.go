@@ -155,7 +155,7 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path, resume string, p P
 				return runparams.Errorf("%s %w", runparams.Setting("output"), err)
 			}
 			if kept {
-				e.Next = "--evaluations takes it as it is"
+				e.Next = runparams.Errorf("%s takes it as it is", runparams.Setting("evaluations"))
 			}
 		}
 		return e

@@ -178,7 +178,7 @@ func (r *run) write(w io.Writer) error {
 			return runparams.Errorf("%s %w", runparams.Setting("output"), err)
 		}
 		if kept && out.Format == sweep.FormatJSONL {
-			e.Next = "rerun with --resume " + e.Where
+			e.Next = runparams.Errorf("rerun with %s %s", runparams.Setting("resume"), e.Where)
 		}
 	}
 	return e
