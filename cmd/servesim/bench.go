@@ -129,10 +129,10 @@ func (o *benchOptions) check(cmd *cobra.Command, args []string) error {
 	if err := o.Config.Check(); err != nil {
 		return err
 	}
-	if err := o.Engine.Check(cmd, o.Plant); err != nil {
+	if err := o.Engine.Check(cmd.Flags().Changed, o.Plant); err != nil {
 		return err
 	}
-	if err := o.Service.Check(cmd); err != nil {
+	if err := o.Service.Check(cmd.Flags().Changed); err != nil {
 		return err
 	}
 	if err := o.CheckWork(); err != nil {

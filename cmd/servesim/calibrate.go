@@ -16,6 +16,7 @@ import (
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
 	"servesim/internal/profile"
+	"servesim/internal/runparams"
 )
 
 // calibrateOptions are the parsed flags of `servesim calibrate`: the
@@ -34,7 +35,7 @@ type calibrateOptions struct {
 	Seeds int
 	// Service holds --gpu, --model and the engine's limits (the batched
 	// model's flags of simulate, without --service-model).
-	Service plantflag.Service
+	Service runparams.Service
 	// Plant holds the plant flags (--power-limit, ...).
 	Plant plant.Plant
 	// OutGPU and OutProfile are the fitted card's file and the fitted
@@ -115,7 +116,7 @@ func (v fileArray) Type() string { return "string" }
 // --model, --max-num-seqs, --max-num-batched-tokens,
 // --gpu-memory-utilization: plantflag.AddService) to o, without
 // --service-model: calibrate fits the batched model only.
-func addBatchedFlags(cmd *cobra.Command, o *plantflag.Service) {
+func addBatchedFlags(cmd *cobra.Command, o *runparams.Service) {
 	all := &cobra.Command{}
 	plantflag.AddService(all, o)
 	o.Kind = plant.ServiceBatched
@@ -160,7 +161,7 @@ func (o *calibrateOptions) check(cmd *cobra.Command) error {
 	if err := o.checkFiles(); err != nil {
 		return err
 	}
-	if err := o.Service.Check(cmd); err != nil {
+	if err := o.Service.Check(cmd.Flags().Changed); err != nil {
 		return err
 	}
 	return o.Plot.check()
@@ -265,7 +266,7 @@ func (o *calibrateOptions) setup() (*calibrate.Setup, string, error) {
 		return nil, "", err
 	}
 	if err := p.Validate(); err != nil {
-		return nil, "", fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
+		return nil, "", fmt.Errorf("plant: %w", runparams.FieldNamed(err))
 	}
 	svc := o.Service.Model()
 	seeds := make([]uint64, o.Seeds)
@@ -363,8 +364,8 @@ func runCalibrateBundle(s *streams, o *calibrateOptions) error {
 func (o *calibrateOptions) nextFlags(rep *calibrate.Report) string {
 	args := []string{"--service-model", "batched", "--gpu", shellWord(o.OutGPU), "--model", shellWord(o.Service.ModelCard)}
 	names := []string{"max-num-seqs", "max-num-batched-tokens", "gpu-memory-utilization"}
-	for _, pp := range plantflag.Params {
-		names = append(names, pp.Flag)
+	for _, pp := range runparams.Params {
+		names = append(names, pp.Name)
 	}
 	thermal := rep.ThermalFlags()
 	for _, name := range names {

@@ -92,10 +92,10 @@ func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 	if err := o.Config.Check(); err != nil {
 		return err
 	}
-	if err := o.Service.Check(cmd); err != nil {
+	if err := o.Service.Check(cmd.Flags().Changed); err != nil {
 		return err
 	}
-	if err := o.Engine.Check(cmd, o.Plant); err != nil {
+	if err := o.Engine.Check(cmd.Flags().Changed, o.Plant); err != nil {
 		return err
 	}
 	if err := o.ShardFlags.Check(o.Format, s.env); err != nil {

@@ -13,8 +13,8 @@ import (
 	"servesim/internal/capacityrun"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
+	"servesim/internal/runparams"
 	"servesim/internal/sharedtest"
 	"servesim/internal/trace"
 )
@@ -34,7 +34,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	assert.Equal(t, &capacityOptions{Config: capacityrun.Config{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, ExecTimeoutS: 5, Scheduler: "chunked", MaxReplicas: 1024, Jobs: 0,
-		Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: plantflag.Engine{Preemption: "none"},
+		Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: runparams.Engine{Preemption: "none"},
 		Service: o.Service, Link: defaultLink,
 	}, Format: "json"}, o)
 	assert.Equal(t, plant.ServiceReference, o.Service.Kind, "the reference service model by default")
@@ -57,7 +57,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 		ExecTimeoutS: 0.25, Scheduler: "static", MaxReplicas: 64, Jobs: 3, Plant: p,
 		Trace: trace.Flags{Format: "burstgpt", Filter: []string{"model=GPT-4", "log-type=API log"}, TimeUnit: "s",
 			Options: trace.Options{Format: trace.BurstGPT, Filter: trace.Filter{Models: []string{"GPT-4"}, LogTypes: []string{"API log"}}}},
-		Engine:  plantflag.Engine{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
+		Engine:  runparams.Engine{PrefixCache: true, KVBlockTokens: 8, SharedPrefixTokens: 100, Preemption: "recompute"},
 		Service: o.Service, Link: defaultLink,
 	}, Quiet: true, Format: "table", Output: outputOptions{Path: "out.json"}}, o)
 }

@@ -47,17 +47,28 @@ var (
 		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench", "internal/cards",
 		"internal/benchload", "internal/calibrate",
 	}
-	runPackages  = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/plantflag"}
+	runPackages  = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/runparams", "internal/plantflag"}
 	testPackages = []string{
 		"internal/sharedtest", "internal/paritytest", "internal/profile/profiletest",
 		"internal/figure/figuretest", "internal/plant/exectest", "internal/testsupport",
 	}
 )
 
+// The run layer is headless but for plantflag, the cobra binding: its
+// packages name settings (runparams.Setting) and the command names them as
+// its flags, so none depends on the command line, not even through another
+// package.
+var (
+	headlessPackages    = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/runparams"}
+	commandLinePackages = []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "servesim/internal/plantflag", "servesim/internal/cliflag"}
+)
+
 // TestPackageLayers keeps the import direction of docs/ARCHITECTURE.md: no
 // package imports a command; a helper (Python reading rules, the JSON
 // encoder, numerics, caps, drawing, tables, output files) imports no
-// domain package; and the binary links no test helper.
+// domain package; the binary links no test helper; and the run layer but
+// plantflag is headless: no cobra, pflag, plantflag or cliflag, directly
+// or through another package.
 func TestPackageLayers(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -95,5 +106,11 @@ func TestPackageLayers(t *testing.T) {
 	}
 	for _, test := range testPackages {
 		assert.False(t, imports("cmd/servesim", test), "the binary links test helper %s", test)
+	}
+	for _, pkg := range headlessPackages {
+		require.Contains(t, runPackages, pkg, "a headless package is a run package")
+		for _, cli := range commandLinePackages {
+			assert.False(t, slices.Contains(deps[pkg], cli), "run package %s depends on %s: it names settings (runparams), and cmd names them as flags", pkg, cli)
+		}
 	}
 }

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 )
 
 func TestEngineFlagsDefaultToTheReference(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseSimulate(t)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, plantflag.Engine{Preemption: "none"}, o.Engine)
+	assert.Equal(t, runparams.Engine{Preemption: "none"}, o.Engine)
 	assert.False(t, o.Engine.Options().Enabled())
 }
 

@@ -7,6 +7,7 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 )
 
 // flagError is every command's flag error function: a usage error naming
@@ -14,6 +15,24 @@ import (
 func flagError(cmd *cobra.Command, err error) error {
 	return usageError(cliflag.ParseError(cmd, err, flagExpectations))
 }
+
+// flagName names a setting of a run (runparams.Setting, as the run
+// packages report them) as the flag of servesim that sets it: --NAME, and
+// -o for the output file.
+func flagName(s runparams.Setting) string {
+	if s == outputSetting {
+		return "-o"
+	}
+	return "--" + string(s)
+}
+
+// outputSetting is the setting of the output file, flag -o.
+const outputSetting = runparams.Setting("output")
+
+// flagNamed is err with the settings it names written as flags
+// (runparams.Named): "stride 0: ..." from a run package reads
+// "--stride 0: ...".
+func flagNamed(err error) error { return runparams.Named(err, flagName) }
 
 // flagExpectations describe what the plain typed flags (numbers, integers,
 // booleans) accept, by flag name; a flag's meaning is the same in every
@@ -25,7 +44,7 @@ var flagExpectations = map[string]string{
 	"max-elapsed":  "a nonnegative number of seconds",
 	"normalize":    "a number in (0, 1)",
 	"stride":       "a positive whole number",
-	"exec-timeout": plantflag.ExecTimeoutExpected,
+	"exec-timeout": runparams.ExecTimeoutExpected,
 	// simulate (fleet) and capacity
 	"replicas":    "a whole number from 1 to 4096",
 	"router-seed": "a whole number, 0 or more",

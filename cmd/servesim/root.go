@@ -78,14 +78,15 @@ func newRootCmd(s *streams, args []string, subs []subcommand) *cobra.Command {
 // errors, like those, are usage errors), a result bound for a stdout
 // closed at start is refused (checkStdoutOpen), then the options go to
 // runF when a test supplied one (to see what was parsed), else to run with
-// the command's context.
+// the command's context. The settings the errors of check and run name
+// (runparams) are named as flags (flagNamed).
 func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) error, runF func(*O) error, run func(context.Context, *O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := cliflag.CheckPaths(cmd, pathFlags); err != nil {
 			return usageError(err)
 		}
 		if err := check(cmd, args); err != nil {
-			return asUsage(err)
+			return asUsage(flagNamed(err))
 		}
 		if err := checkStdoutOpen(cmd); err != nil {
 			return err
@@ -93,7 +94,7 @@ func checkThenRun[O any](opts *O, check func(cmd *cobra.Command, args []string) 
 		if runF != nil {
 			return runF(opts)
 		}
-		return run(cmd.Context(), opts)
+		return flagNamed(run(cmd.Context(), opts))
 	}
 }
 

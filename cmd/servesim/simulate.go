@@ -81,7 +81,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := plantflag.CheckSLO(cmd, &o.SLO); err != nil {
 		return err
 	}
-	if err := o.Service.Check(cmd); err != nil {
+	if err := o.Service.Check(cmd.Flags().Changed); err != nil {
 		return err
 	}
 	if err := o.Config.Check(); err != nil {
@@ -90,7 +90,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 	if err := o.RequestLog.check(o.Output); err != nil {
 		return err
 	}
-	if err := o.Engine.Check(cmd, o.Plant); err != nil {
+	if err := o.Engine.Check(cmd.Flags().Changed, o.Plant); err != nil {
 		return err
 	}
 	if err := o.CheckWork(); err != nil {

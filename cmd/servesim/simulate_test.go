@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/simrun"
 	"servesim/internal/trace"
 )
@@ -71,7 +71,7 @@ func TestSimulateFlagsSetEveryField(t *testing.T) {
 		Controller: "sampled-reactive:2.5", Stride: 50, Summary: true, Figure: true, Plant: o.Plant, MaxSteps: 5e9, ExecTimeoutS: 0.5,
 		SLO:     plant.SLO{TTFTSeconds: 2.5, TPOTSeconds: 0.1, E2ESeconds: 60},
 		Fleet:   simrun.Fleet{Replicas: 1, Router: "round-robin", RouterSeed: 1, Scale: defaultScale, Link: defaultLink},
-		Engine:  plantflag.Engine{PrefixCache: true, KVBlockTokens: 32, SharedPrefixTokens: 512, Preemption: "recompute"},
+		Engine:  runparams.Engine{PrefixCache: true, KVBlockTokens: 32, SharedPrefixTokens: 512, Preemption: "recompute"},
 		Service: o.Service,
 	}, Output: outputOptions{Path: "out.json"}, Format: "table", Plot: plotOptions{Path: "run.svg"}}, o)
 	assert.Equal(t, plant.ServiceReference, o.Service.Kind, "the reference service model by default")

@@ -12,6 +12,7 @@ import (
 	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 	"servesim/internal/sweeprun"
 )
@@ -35,7 +36,7 @@ type sweepOptions struct {
 // newSweepCmd builds `servesim sweep`. runF replaces the run for tests of
 // flag parsing; nil runs the sweep.
 func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
-	opts := &sweepOptions{}
+	opts := &sweepOptions{Config: sweeprun.Config{Name: flagName}}
 	var plantAxes func() map[string][]string
 	cmd := &cobra.Command{
 		Use:     "sweep [flags]",
@@ -49,8 +50,8 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 		}, runF, func(ctx context.Context, o *sweepOptions) error { return runSweep(ctx, s, o) }),
 	}
 	f := cmd.Flags()
-	cliflag.AddList(cmd, &opts.Profiles, "profile", []string{plantflag.Embedded}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
-	cliflag.AddList(cmd, &opts.Traces, "trace", []string{plantflag.Embedded}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
+	cliflag.AddList(cmd, &opts.Profiles, "profile", []string{runparams.Embedded}, "profile paths", "profile CSVs or bundle folders (embedded: the built-in engineering proxy)")
+	cliflag.AddList(cmd, &opts.Traces, "trace", []string{runparams.Embedded}, "trace paths", "trace files: Azure, BurstGPT, Mooncake JSON Lines or CSV logs (embedded: the built-in synthetic trace)")
 	addTraceFlags(cmd, &opts.Trace)
 	cliflag.AddList(cmd, &opts.Schedulers, "scheduler", []string{"chunked"}, "schedulers", "schedulers: static, continuous, chunked")
 	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers: max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per run), mpc[:KEY=VALUE,...], mpc-clairvoyant[:KEY=VALUE,...] (double-quote a spec holding commas)")
@@ -78,7 +79,7 @@ func newSweepCmd(s *streams, runF func(*sweepOptions) error) *cobra.Command {
 // (plantflag.AddService) with --service-model a comma-separated list, an
 // axis of the sweep stored in models; the card and limit flags take one
 // value for the whole sweep.
-func addSweepServiceFlags(cmd *cobra.Command, o *plantflag.Service, models *[]string) {
+func addSweepServiceFlags(cmd *cobra.Command, o *runparams.Service, models *[]string) {
 	plantflag.AddService(cmd, o)
 	f := cmd.Flags()
 	var axis cobra.Command // a list flag, put in place of AddService's string
@@ -102,11 +103,11 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if o.Jobs < 0 {
 		return usageErrorf("--jobs %d: expected a nonnegative number (0: all cores)", o.Jobs)
 	}
-	if err := plantflag.CheckExecTimeout(o.ExecTimeoutS); err != nil {
+	if err := runparams.CheckExecTimeout(o.ExecTimeoutS); err != nil {
 		return err
 	}
 	// The block count is checked by each run, on its --kv-capacity.
-	if err := o.Engine.Check(cmd, plant.Plant{}); err != nil {
+	if err := o.Engine.Check(cmd.Flags().Changed, plant.Plant{}); err != nil {
 		return err
 	}
 	o.Stdin, o.Version = s.In, resolvedVersion()
@@ -120,7 +121,7 @@ func (o *sweepOptions) check(cmd *cobra.Command, s *streams) error {
 	if slices.Contains(o.ServiceModels, plant.ServiceBatched) {
 		o.Service.Kind = plant.ServiceBatched
 	}
-	if err := o.Service.Check(cmd); err != nil {
+	if err := o.Service.Check(cmd.Flags().Changed); err != nil {
 		return err
 	}
 	i, n, err := sweep.ParseShardFlag(o.Shard, s.env)

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/sharedtest"
 	"servesim/internal/sweep"
 	"servesim/internal/sweeprun"
@@ -311,9 +311,9 @@ func TestSweepCSVAndTable(t *testing.T) {
 func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 	t.Parallel()
 	args := []string{"sweep", "--max-elapsed", "10", "--format", "csv"}
-	for _, pp := range plantflag.Params {
+	for _, pp := range runparams.Params {
 		p := plant.NewPlant(nil)
-		args = append(args, "--"+pp.Flag, strconv.FormatFloat(pp.Get(&p), 'g', -1, 64))
+		args = append(args, "--"+pp.Name, strconv.FormatFloat(pp.Get(&p), 'g', -1, 64))
 	}
 	code, out, errOut := runCLI(t, args...)
 	require.Equal(t, exitOK, code, errOut)
@@ -328,7 +328,7 @@ func TestSweepCSVHeaderNamesEveryColumnOnce(t *testing.T) {
 	sloColumns := []string{"ttft_slo_s", "tpot_slo_s", "e2e_slo_s", "requests_meeting_slo", "attainment", "goodput_requests_per_s",
 		"p50_ttft_s", "p90_ttft_s", "p99_ttft_s", "p50_tpot_s", "p90_tpot_s", "p99_tpot_s", "p50_e2e_s", "p90_e2e_s", "p99_e2e_s",
 		"mpc_successful_solves", "mpc_fallback_count"}
-	assert.Len(t, rows[0], 1+5+len(plantflag.Params)+1+len(plant.SummaryColumns())+len(sloColumns))
+	assert.Len(t, rows[0], 1+5+len(runparams.Params)+1+len(plant.SummaryColumns())+len(sloColumns))
 	assert.Equal(t, sloColumns, rows[0][len(rows[0])-len(sloColumns):], "the slo block's columns come last")
 }
 

@@ -19,12 +19,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 	"servesim/internal/progress"
+	"servesim/internal/runparams"
 	"servesim/internal/trace"
 )
 
@@ -55,9 +54,9 @@ type Config struct {
 	OverTimeS float64
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant  plant.Plant
-	Engine plantflag.Engine
+	Engine runparams.Engine
 	// Service is the service model and its cards (--service-model).
-	Service plantflag.Service
+	Service runparams.Service
 	// Version is the servesim version the document records.
 	Version string
 	// Disaggregated is --disaggregated: the fewest prefill and decode
@@ -67,42 +66,42 @@ type Config struct {
 }
 
 // Check rejects settings that cannot mean anything; its errors name the
-// flag.
+// setting (*runparams.FieldError).
 func (cfg *Config) Check() error {
 	if !(cfg.Attainment > 0 && cfg.Attainment <= 1) {
-		return fmt.Errorf("--attainment %v: expected a share greater than 0 and at most 1", cfg.Attainment)
+		return runparams.Errorf("%s %v: expected a share greater than 0 and at most 1", runparams.Setting("attainment"), cfg.Attainment)
 	}
 	if _, err := fleet.NewRouter(cfg.Router, cfg.RouterSeed); err != nil {
-		return fmt.Errorf("--router: %v", err)
+		return runparams.Errorf("%s: %v", runparams.Setting("router"), err)
 	}
 	if fleet.NeedsPrefixCache(cfg.Router) && !cfg.Engine.PrefixCache {
-		return fmt.Errorf("--router %s: needs --prefix-cache: it scores each replica by the prompt prefix it holds cached", cfg.Router)
+		return runparams.Errorf("%s %s: needs %s: it scores each replica by the prompt prefix it holds cached", runparams.Setting("router"), cfg.Router, runparams.Setting("prefix-cache"))
 	}
 	if cfg.Router == fleet.SessionName && !cfg.Trace.HasSessionColumn() {
-		return fmt.Errorf("--router %s: needs a trace whose requests carry sessions: a CSV log with a session column (--trace-columns ...,session=COL)", cfg.Router)
+		return runparams.Errorf("%s %s: needs a trace whose requests carry sessions: a CSV log with a session column (%s ...,session=COL)", runparams.Setting("router"), cfg.Router, runparams.Setting("trace-columns"))
 	}
 	if len(cfg.Controllers) == 0 {
-		return errors.New("--controller: expected at least one controller")
+		return runparams.Errorf("%s: expected at least one controller", runparams.Setting("controller"))
 	}
 	for _, c := range cfg.Controllers {
 		if _, err := plant.NewController(c); err != nil {
-			return fmt.Errorf("--controller: %v", err)
+			return runparams.Errorf("%s: %v", runparams.Setting("controller"), err)
 		}
 	}
-	if err := plantflag.CheckExecTimeout(cfg.ExecTimeoutS); err != nil {
+	if err := runparams.CheckExecTimeout(cfg.ExecTimeoutS); err != nil {
 		return err
 	}
 	if _, err := plant.NewScheduler(cfg.Scheduler); err != nil {
-		return fmt.Errorf("--scheduler: %v", err)
+		return runparams.Errorf("%s: %v", runparams.Setting("scheduler"), err)
 	}
 	if cfg.MaxReplicas < 1 || cfg.MaxReplicas > fleet.MaxReplicas {
-		return fmt.Errorf("--max-replicas %d: expected 1 to %d", cfg.MaxReplicas, fleet.MaxReplicas)
+		return runparams.Errorf("%s %d: expected 1 to %d", runparams.Setting("max-replicas"), cfg.MaxReplicas, fleet.MaxReplicas)
 	}
 	if cfg.Jobs < 0 {
-		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", cfg.Jobs)
+		return runparams.Errorf("%s %d: expected a nonnegative number (0: all cores)", runparams.Setting("jobs"), cfg.Jobs)
 	}
 	if cfg.OverTimeS != 0 && !(cfg.OverTimeS > 0 && !math.IsInf(cfg.OverTimeS, 1)) {
-		return fmt.Errorf("--over-time %v: expected a positive finite number of seconds", cfg.OverTimeS)
+		return runparams.Errorf("%s %v: expected a positive finite number of seconds", runparams.Setting("over-time"), cfg.OverTimeS)
 	}
 	if err := cfg.checkDisaggregated(); err != nil {
 		return err
@@ -151,7 +150,7 @@ func Load(cfg Config) (*Study, error) {
 		cfg.SLO = cfg.SLO.ObjectivesFor(nil, svc)
 	}
 	if err := cfg.Plant.Validate(); err != nil {
-		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
+		return nil, fmt.Errorf("plant: %w", runparams.FieldNamed(err))
 	}
 	if err := checkLiveKVBlocks(cfg, unit); err != nil {
 		return nil, err
@@ -181,7 +180,7 @@ func Load(cfg Config) (*Study, error) {
 		Capacity: fleet.Capacity{
 			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
 			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(), Sessions: sessions,
-			ControllerOptions: plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
+			ControllerOptions: runparams.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
 			Search:            fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},
 		workload: workload, prov: prov, version: cfg.Version, overTimeS: cfg.OverTimeS, jobs: cfg.Jobs,
@@ -277,15 +276,15 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fle
 // document.
 func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progress) (*fleet.CapacityOverTimeDocument, error) {
 	if s.overTimeS <= 0 {
-		return nil, errors.New("capacity over time: no window length (--over-time)")
+		return nil, runparams.Errorf("capacity over time: no window length (%s)", runparams.Setting("over-time"))
 	}
 	windows, err := fleet.SplitWindows(s.workload.Requests, s.overTimeS)
 	if err != nil {
 		var count *fleet.WindowCountError
 		if errors.As(err, &count) {
-			return nil, &cliflag.LateUsageError{Err: fmt.Errorf("--over-time %v: %w", s.overTimeS, err)}
+			return nil, &runparams.LateUsageError{Err: runparams.Errorf("%s %v: %w", runparams.Setting("over-time"), s.overTimeS, err)}
 		}
-		return nil, fmt.Errorf("--over-time %v: %w", s.overTimeS, err)
+		return nil, runparams.Errorf("%s %v: %w", runparams.Setting("over-time"), s.overTimeS, err)
 	}
 	// The static search and the windows run at once: the static search's
 	// first sizes, overloaded and one replica or two, keep one core busy
@@ -355,7 +354,7 @@ func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*
 	}
 	known, err := grid.ReadEvaluations(names, p.Stderr)
 	if err != nil {
-		return nil, fmt.Errorf("--evaluations %w", err)
+		return nil, runparams.Errorf("%s %w", runparams.Setting("evaluations"), err)
 	}
 	s.Search.Known = known.Evaluations
 	var simulated atomic.Int64
@@ -393,10 +392,10 @@ func expandEvaluations(names []string) ([]string, error) {
 		}
 		matches, err := filepath.Glob(name)
 		if err != nil {
-			return nil, &cliflag.LateUsageError{Err: fmt.Errorf("--evaluations %q: not a glob pattern (%v)", name, err)}
+			return nil, &runparams.LateUsageError{Err: runparams.Errorf("%s %q: not a glob pattern (%v)", runparams.Setting("evaluations"), name, err)}
 		}
 		if len(matches) == 0 {
-			return nil, fmt.Errorf("--evaluations %s: no file matches", name)
+			return nil, runparams.Errorf("%s %s: no file matches", runparams.Setting("evaluations"), name)
 		}
 		files = append(files, matches...)
 	}
@@ -421,8 +420,8 @@ func checkLiveKVBlocks(cfg Config, unit []fleet.Group) error {
 		return err
 	}
 	largest := fleet.MaxCapacitySize(cfg.MaxReplicas, perSize) * perSize
-	if err := plantflag.CheckLiveKVBlocks(cfg.Plant, cfg.Service.EngineOptions(cfg.Engine.Options()), largest); err != nil {
-		return fmt.Errorf("--max-replicas %d: %w", cfg.MaxReplicas, err)
+	if err := runparams.CheckLiveKVBlocks(cfg.Plant, cfg.Service.EngineOptions(cfg.Engine.Options()), largest); err != nil {
+		return runparams.Errorf("%s %d: %w", runparams.Setting("max-replicas"), cfg.MaxReplicas, err)
 	}
 	return nil
 }
@@ -435,7 +434,7 @@ func (cfg *Config) checkDisaggregated() error {
 		return nil
 	}
 	if cfg.OverTimeS != 0 {
-		return errors.New("--disaggregated cannot be combined with --over-time: the plan over time is the mixed fleet's")
+		return runparams.Errorf("%s cannot be combined with %s: the plan over time is the mixed fleet's", runparams.Setting("disaggregated"), runparams.Setting("over-time"))
 	}
 	return cfg.Link.Validate()
 }
@@ -448,7 +447,7 @@ func (cfg *Config) disaggUnits(unit []fleet.Group) (mixed, pools []fleet.Group, 
 	roles := fleet.Disaggregated(unit)
 	if !cfg.Disaggregated {
 		if roles {
-			return nil, nil, fmt.Errorf("--fleet %s: groups of role prefill and decode need --disaggregated", cfg.FleetPath)
+			return nil, nil, runparams.Errorf("%s %s: groups of role prefill and decode need %s", runparams.Setting("fleet"), cfg.FleetPath, runparams.Setting("disaggregated"))
 		}
 		return unit, nil, nil
 	}

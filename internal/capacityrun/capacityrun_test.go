@@ -11,11 +11,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 )
 
 func TestExpandEvaluations(t *testing.T) {
@@ -30,14 +29,17 @@ func TestExpandEvaluations(t *testing.T) {
 		"a pattern expanded, a file whose name looks like one taken as it is, a plain name kept for the reader to report")
 
 	_, err = expandEvaluations([]string{filepath.Join(dir, "none-*.jsonl")})
-	assert.EqualError(t, err, "--evaluations "+filepath.Join(dir, "none-*.jsonl")+": no file matches")
-	var late *cliflag.LateUsageError
+	assert.EqualError(t, err, "evaluations "+filepath.Join(dir, "none-*.jsonl")+": no file matches")
+	assert.EqualError(t, flagged(err), "--evaluations "+filepath.Join(dir, "none-*.jsonl")+": no file matches")
+	var late *runparams.LateUsageError
 	assert.NotErrorAs(t, err, &late, "bad input, not a usage error")
 
 	_, err = expandEvaluations([]string{"[x"})
 	require.ErrorAs(t, err, &late)
 	assert.Equal(t, 2, late.ExitCode())
-	assert.EqualError(t, err, `--evaluations "[x": not a glob pattern (syntax error in pattern)`)
+	assert.EqualError(t, err, `evaluations "[x": not a glob pattern (syntax error in pattern)`)
+	assert.EqualError(t, flagged(err), `--evaluations "[x": not a glob pattern (syntax error in pattern)`)
+	assert.ErrorAs(t, flagged(err), &late, "named, still a usage error")
 }
 
 func TestCount(t *testing.T) {
@@ -47,11 +49,17 @@ func TestCount(t *testing.T) {
 	assert.Equal(t, "3 records", count(3, "record"))
 }
 
+// flagged is err with the settings it names written as servesim's flags,
+// as the command words them (runparams.Named).
+func flagged(err error) error {
+	return runparams.Named(err, func(s runparams.Setting) string { return "--" + string(s) })
+}
+
 func config() Config {
 	return Config{
 		MaxElapsedS: 60, Attainment: 0.5, Router: "round-robin", RouterSeed: 1, Controllers: []string{"max"},
 		Scheduler: "chunked", MaxReplicas: 4, Jobs: 1, Plant: plant.NewPlant(nil),
-		Engine: plantflag.Engine{Preemption: "none"}, Version: "test",
+		Engine: runparams.Engine{Preemption: "none"}, Version: "test",
 	}
 }
 
@@ -60,7 +68,8 @@ func TestLoadNamesThePlantFlag(t *testing.T) {
 	cfg := config()
 	cfg.Plant.TimeStepS = -1
 	_, err := Load(cfg)
-	assert.ErrorContains(t, err, "plant: --time-step: ")
+	assert.ErrorContains(t, err, "plant: time-step: ")
+	assert.ErrorContains(t, flagged(err), "plant: --time-step: ")
 }
 
 // TestRunAndShardAgree runs the search of a minute of the embedded trace,

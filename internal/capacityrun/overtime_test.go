@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
+	"servesim/internal/runparams"
 )
 
 func TestCheckOverTime(t *testing.T) {
@@ -21,9 +21,9 @@ func TestCheckOverTime(t *testing.T) {
 		{0, ""}, // not given
 		{0.5, ""},
 		{3600, ""},
-		{-1, "--over-time -1: expected a positive finite number of seconds"},
-		{math.NaN(), "--over-time NaN: expected a positive finite number of seconds"},
-		{math.Inf(1), "--over-time +Inf: expected a positive finite number of seconds"},
+		{-1, "over-time -1: expected a positive finite number of seconds"},
+		{math.NaN(), "over-time NaN: expected a positive finite number of seconds"},
+		{math.Inf(1), "over-time +Inf: expected a positive finite number of seconds"},
 	} {
 		cfg := config()
 		cfg.ExecTimeoutS, cfg.OverTimeS = 5, tc.windowS
@@ -57,7 +57,7 @@ func TestRunOverTime(t *testing.T) {
 	study, err = Load(cfg)
 	require.NoError(t, err)
 	_, err = study.RunOverTime(context.Background(), nil, Progress{})
-	var late *cliflag.LateUsageError
+	var late *runparams.LateUsageError
 	require.ErrorAs(t, err, &late, "too many windows: a usage error once the trace is read")
 	var count *fleet.WindowCountError
 	assert.ErrorAs(t, err, &count)

@@ -12,6 +12,7 @@ import (
 	"servesim/internal/jsonout"
 	"servesim/internal/outfile"
 	"servesim/internal/progress"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
 
@@ -29,16 +30,16 @@ type ShardFlags struct {
 // variables for --shard auto.
 func (f *ShardFlags) Check(format string, getenv func(string) string) error {
 	if f.Shard != "" && len(f.Evaluations) > 0 {
-		return errors.New("--shard evaluates sizes for a later run and --evaluations feeds that run's search: give one of them")
+		return runparams.Errorf("%s evaluates sizes for a later run and %s feeds that run's search: give one of them", runparams.Setting("shard"), runparams.Setting("evaluations"))
 	}
 	if slices.Contains(f.Evaluations, "") {
-		return errors.New("--evaluations: expected files or glob patterns, got an empty name")
+		return runparams.Errorf("%s: expected files or glob patterns, got an empty name", runparams.Setting("evaluations"))
 	}
 	if f.Shard == "" {
 		return nil
 	}
 	if format != "json" {
-		return fmt.Errorf("--shard writes JSON Lines records: --format %s does not apply", format)
+		return runparams.Errorf("%s writes JSON Lines records: %s %s does not apply", runparams.Setting("shard"), runparams.Setting("format"), format)
 	}
 	var err error
 	f.I, f.N, err = sweep.ParseShardFlag(f.Shard, getenv)
@@ -151,10 +152,10 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path, resume string, p P
 		if path != "" && path != "-" {
 			kept := false
 			if e.Where, kept, err = outfile.KeepPartial(out, path); err != nil {
-				return fmt.Errorf("-o %w", err)
+				return runparams.Errorf("%s %w", runparams.Setting("output"), err)
 			}
 			if kept {
-				e.Next = "--evaluations takes it as it is"
+				e.Next = runparams.Errorf("%s takes it as it is", runparams.Setting("evaluations"))
 			}
 		}
 		return e

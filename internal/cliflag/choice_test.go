@@ -68,12 +68,3 @@ func TestUnknownCommandSuggestsTheNearest(t *testing.T) {
 	assert.EqualError(t, UnknownCommand(root, "stat", ""), `unknown command "stat" for "servesim"; did you mean "stats"?`)
 	assert.EqualError(t, UnknownCommand(root, "convert", ": expected stats"), `unknown command "convert" for "servesim": expected stats`)
 }
-
-func TestLateUsageErrorExitsTwo(t *testing.T) {
-	t.Parallel()
-	inner := errors.New("bad pattern")
-	err := error(&LateUsageError{Err: inner})
-	assert.EqualError(t, err, "bad pattern")
-	assert.ErrorIs(t, err, inner)
-	assert.Equal(t, 2, err.(*LateUsageError).ExitCode())
-}

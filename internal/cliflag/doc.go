@@ -2,8 +2,7 @@
 // their definitions: the comma-separated List flag, a string flag of fixed
 // choices (AddChoice), the wording of what a flag expects (Expected,
 // Expecter) and of a flag parse error (ParseError), suggestions for a
-// mistyped flag or command name (Suggest, UnknownCommand), a usage error
-// found only when a command runs (LateUsageError), the checks of flags
+// mistyped flag or command name (Suggest, UnknownCommand), the checks of flags
 // naming files (PathFlag, CheckPaths: no empty value, "-" only where it is
 // stdin or stdout) and shell-completion helpers (Choices, CompleteItems,
 // RegisterCompletions). It knows cobra and pflag, nothing of

@@ -129,20 +129,6 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// LateUsageError is a flag value found wrong only when the command runs
-// (a glob pattern that does not parse): servesim exits 2 for it, as for any
-// usage error.
-type LateUsageError struct{ Err error }
-
-// Error returns the wrapped error's message.
-func (e *LateUsageError) Error() string { return e.Err.Error() }
-
-// Unwrap returns the wrapped error.
-func (e *LateUsageError) Unwrap() error { return e.Err }
-
-// ExitCode is 2, the exit code of a usage error.
-func (e *LateUsageError) ExitCode() int { return 2 }
-
 // ParseError turns a flag parse error of cmd into one line that names the
 // flag and what it expects (`--normalize "abc": expected a number in (0,
 // 1)`; byName as for Expected), and suggests the nearest flags for an

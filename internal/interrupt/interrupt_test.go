@@ -32,7 +32,7 @@ func TestStoppedSaysWhatWasWrittenWhere(t *testing.T) {
 	e := &Stopped{Signal: syscall.SIGINT, Task: "sweep", Written: 30, Total: 150, Unit: "runs", Where: "stdout"}
 	assert.EqualError(t, e, "sweep interrupted: 30 of 150 runs written to stdout")
 	assert.Equal(t, 130, e.ExitCode())
-	e.Where, e.Next = "s.jsonl.partial", "rerun with --resume s.jsonl.partial"
+	e.Where, e.Next = "s.jsonl.partial", errors.New("rerun with --resume s.jsonl.partial")
 	assert.EqualError(t, e, "sweep interrupted: 30 of 150 runs written to s.jsonl.partial; rerun with --resume s.jsonl.partial")
 }
 

@@ -90,18 +90,23 @@ type Stopped struct {
 	Written, Total int
 	Unit           string // what Written counts: "runs", "sizes"
 	Where          string // stdout, or the file that holds the records
-	// Next, when not empty, says what to do with the records at Where.
-	Next string
+	// Next, when not nil, says what to do with the records at Where: an
+	// error, so that the settings it names (a run package's
+	// *runparams.FieldError) are worded as the command's flags.
+	Next error
 }
 
 // Error says what was written where.
 func (e *Stopped) Error() string {
 	msg := fmt.Sprintf("%s interrupted: %d of %d %s written to %s", e.Task, e.Written, e.Total, e.Unit, e.Where)
-	if e.Next != "" {
-		msg += "; " + e.Next
+	if e.Next != nil {
+		msg += "; " + e.Next.Error()
 	}
 	return msg
 }
+
+// Unwrap returns Next, what to do with the records.
+func (e *Stopped) Unwrap() error { return e.Next }
 
 // ExitCode is 128 plus the signal's number.
 func (e *Stopped) ExitCode() int { return 128 + int(e.Signal) }

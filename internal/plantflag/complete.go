@@ -9,11 +9,8 @@ import (
 	"servesim/internal/cliflag"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/runparams"
 )
-
-// Embedded names the embedded profile or trace in sweep's --profile and
-// --trace lists.
-const Embedded = "embedded"
 
 // CompleteController completes --controller: the controllers, and
 // fixed:MHZ and race-to-idle:MHZ for every clock level of the profile
@@ -38,7 +35,7 @@ func completionProfile(cmd *cobra.Command) *profile.Profile {
 		return profile.Default()
 	}
 	path := profileFlagPath(f)
-	if path == "" || path == Embedded {
+	if path == "" || path == runparams.Embedded {
 		return profile.Default()
 	}
 	p, err := profile.Load(profile.ResolvePath(path))

@@ -1,9 +1,8 @@
-// Package plantflag turns the command-line flags of a plant run into plant
-// settings: the plant parameters by flag name (Params, Value), the SLO
-// flags, the engine feature flags (Engine), --exec-timeout, --max-steps and
-// --max-elapsed, and the wording of the errors that name them. simulate,
-// sweep and capacity share it, so a flag means the same in each.
-//
-// Its checks return plain errors whose messages name the flag ("--stride
-// 0: expected ..."); the command marks them as usage errors.
+// Package plantflag binds the parameter table of a plant run
+// (runparams) to cobra flags: the plant parameters by flag name (AddPlant,
+// Value, AddPlantAxes), the SLO flags, the engine feature and service model
+// flags, --exec-timeout, --max-steps and --max-elapsed, and --controller's
+// completion. simulate, sweep, capacity and bench share it, so a flag
+// means the same in each; a flag is named as its setting (runparams), with
+// dashes.
 package plantflag

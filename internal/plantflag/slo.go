@@ -1,36 +1,29 @@
 package plantflag
 
 import (
-	"fmt"
-	"math"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"servesim/internal/plant"
+	"servesim/internal/runparams"
 )
 
-// sloFlags are the SLO flags of simulate, sweep and capacity, in seconds:
-// name, usage and the field they set.
-var sloFlags = []struct {
-	name, usage string
-	field       func(*plant.SLO) *float64
-}{
-	{"ttft-slo", "time-to-first-token objective in `seconds` (default: the profile's, 2 x its baseline TTFT)", func(s *plant.SLO) *float64 { return &s.TTFTSeconds }},
-	{"tpot-slo", "time-per-output-token objective in `seconds` (default: the profile's, 1.5 x its baseline TPOT)", func(s *plant.SLO) *float64 { return &s.TPOTSeconds }},
-	{"e2e-slo", "end-to-end latency objective in `seconds`, arrival to completion (default: none)", func(s *plant.SLO) *float64 { return &s.E2ESeconds }},
+// sloUsage is the help of each SLO flag of simulate, sweep and capacity,
+// by name (runparams.SLOSettings).
+var sloUsage = map[runparams.Setting]string{
+	"ttft-slo": "time-to-first-token objective in `seconds` (default: the profile's, 2 x its baseline TTFT)",
+	"tpot-slo": "time-per-output-token objective in `seconds` (default: the profile's, 1.5 x its baseline TPOT)",
+	"e2e-slo":  "end-to-end latency objective in `seconds`, arrival to completion (default: none)",
 }
 
 // AddSLO binds --ttft-slo, --tpot-slo and --e2e-slo to slo; a flag not
 // given leaves its field zero (the profile's objective, or none for e2e).
 func AddSLO(cmd *cobra.Command, slo *plant.SLO) {
-	for _, f := range sloFlags {
-		cmd.Flags().Var((*sloSeconds)(f.field(slo)), f.name, f.usage)
+	for _, f := range runparams.SLOSettings {
+		cmd.Flags().Var((*sloSeconds)(f.Field(slo)), string(f.Name), sloUsage[f.Name])
 	}
 }
-
-// sloExpected is what an SLO flag accepts, in every command.
-const sloExpected = "a finite positive number of seconds"
 
 // sloSeconds is the value of one SLO flag: seconds, zero when not given.
 type sloSeconds float64
@@ -52,30 +45,11 @@ func (v *sloSeconds) String() string { return strconv.FormatFloat(float64(*v), '
 func (v *sloSeconds) Type() string { return "seconds" }
 
 // Expected describes the accepted values for flag errors.
-func (v *sloSeconds) Expected() string { return sloExpected }
+func (v *sloSeconds) Expected() string { return runparams.SLOExpected }
 
 // CheckSLO requires every SLO flag given to be a finite positive number of
 // seconds: a flag given as 0 is refused too (leaving it out is the
 // default).
 func CheckSLO(cmd *cobra.Command, slo *plant.SLO) error {
-	return checkSLO(slo, func(name string, _ float64) bool { return cmd.Flags().Changed(name) })
-}
-
-// CheckSLOValues is CheckSLO for objectives set without flags: every
-// nonzero one (zero: the default) must be a finite positive number of
-// seconds. Its error names the flag as CheckSLO's does.
-func CheckSLOValues(slo plant.SLO) error {
-	return checkSLO(&slo, func(_ string, v float64) bool { return v != 0 })
-}
-
-// checkSLO requires every objective of slo that given reports (by flag
-// name and value) to be a finite positive number of seconds.
-func checkSLO(slo *plant.SLO, given func(name string, v float64) bool) error {
-	for _, f := range sloFlags {
-		v := *f.field(slo)
-		if given(f.name, v) && !(v > 0 && !math.IsInf(v, 1)) {
-			return fmt.Errorf("--%s %v: expected %s", f.name, v, sloExpected)
-		}
-	}
-	return nil
+	return runparams.CheckSLO(slo, cmd.Flags().Changed)
 }

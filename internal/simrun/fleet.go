@@ -9,8 +9,8 @@ import (
 
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
+	"servesim/internal/runparams"
 )
 
 // runFleet simulates the fleet of c; prof is the command-line profile,
@@ -46,7 +46,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 	var planned *plant.Workload // the trace, loaded to plan the plain oracle
 	if c.Fleet.Scale.Policy != "" {
 		plan := c.oraclePlan(ctx, groups[0], &planned)
-		if scaling, err = c.Fleet.Scale.scaling(plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr), groups, bounds, c.Fleet.Path, plan); err != nil {
+		if scaling, err = c.Fleet.Scale.scaling(runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr), groups, bounds, c.Fleet.Path, plan); err != nil {
 			return nil, err
 		}
 		if c.Fleet.Path == "" {
@@ -76,7 +76,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			Options:           c.options(), // taken again once a trace is loaded, with its hash ids
 			Jobs:              c.Fleet.Jobs,
 			ControllerBuilt:   built,
-			ControllerOptions: plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr),
+			ControllerOptions: runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr),
 			Scaling:           scaling,
 			Disaggregation:    disaggregation,
 		},
@@ -112,7 +112,7 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 
 // checkFleetWork refuses, before the trace is read, a fleet whose replicas
 // together would keep too many trajectory samples or prefix-cache blocks
-// (plantflag.CheckFleetWork; with Figure, every step is kept).
+// (runparams.CheckFleetWork; with Figure, every step is kept).
 func (c *Config) checkFleetWork(groups []fleet.Group, bounds []fleet.Bounds) error {
 	var n int
 	var err error
@@ -121,9 +121,9 @@ func (c *Config) checkFleetWork(groups []fleet.Group, bounds []fleet.Bounds) err
 	} else if n, err = fleet.Size(groups); err != nil {
 		return err
 	}
-	err = plantflag.CheckFleetWork(c.Plant, c.options(), n, c.Figure)
+	err = runparams.CheckFleetWork(c.Plant, c.options(), n, c.Figure)
 	if err != nil && c.Fleet.Path != "" {
-		return fmt.Errorf("--fleet %s: %w", c.Fleet.Path, err)
+		return runparams.Errorf("%s %s: %w", runparams.Setting("fleet"), c.Fleet.Path, err)
 	}
 	return err
 }

@@ -16,7 +16,7 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 )
 
 // TestFleetSummaryStreamsTheSameDocument runs fleets on a trace file with
@@ -101,7 +101,7 @@ func TestElasticFleetSummaryStreamsTheSameDocument(t *testing.T) {
 								GPUCostPerHour: 1, EnergyPricePerKWh: 0.1,
 							}},
 						}
-						cfg.Service = plantflag.Service{Kind: service, GPU: cards.DefaultGPU, ModelCard: cards.DefaultModel,
+						cfg.Service = runparams.Service{Kind: service, GPU: cards.DefaultGPU, ModelCard: cards.DefaultModel,
 							GPUMemoryUtilization: plant.DefaultGPUMemoryUtilization}
 						cfg.Plant.MaxSimulationTimeS = 1150 // the later arrivals are cut: a warning
 						require.NoError(t, cfg.Fleet.Scale.Check(cfg.Fleet.Replicas, nil))

@@ -10,7 +10,7 @@ import (
 
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 )
 
 // Scale are the autoscaling settings of a simulation (--autoscale and the
@@ -43,7 +43,7 @@ func (s *Scale) Initial() int { return s.initial }
 // scaleFlags are the flags that mean something only with --autoscale.
 var scaleFlags = []string{"min-replicas", "max-replicas", "scale-interval", "cold-start", "provision-time", "load-time", "gpu-cost-per-hour", "energy-price-per-kwh", "fleet-power-limit", "fleet-power-budget"}
 
-// Check checks the autoscaling flags (usage errors naming the flag):
+// Check checks the autoscaling flags (usage errors naming the setting):
 // each needs --autoscale, times are finite and 0 or more (the interval
 // positive), --min-replicas at most --max-replicas, the initial size
 // (--replicas when given, else --min-replicas) between them, and the
@@ -57,7 +57,7 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 	if s.Policy == "" {
 		for _, name := range scaleFlags {
 			if given(name) {
-				return fmt.Errorf("--%s needs --autoscale", name)
+				return runparams.Errorf("%s needs %s", runparams.Setting(name), runparams.Setting("autoscale"))
 			}
 		}
 		return nil
@@ -81,36 +81,36 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 			if t.positive {
 				want = "a positive finite number"
 			}
-			return fmt.Errorf("--%s %v: expected %s", t.flag, t.value, want)
+			return runparams.Errorf("%s %v: expected %s", runparams.Setting(t.flag), t.value, want)
 		}
 	}
 	if s.PowerBudget != fleet.BudgetEqual && s.PowerBudget != fleet.BudgetQueue {
-		return fmt.Errorf("--fleet-power-budget %q: expected equal or queue", s.PowerBudget)
+		return runparams.Errorf("%s %q: expected equal or queue", runparams.Setting("fleet-power-budget"), s.PowerBudget)
 	}
 	if given("fleet-power-budget") && !given("fleet-power-limit") {
-		return errors.New("--fleet-power-budget needs --fleet-power-limit")
+		return runparams.Errorf("%s needs %s", runparams.Setting("fleet-power-budget"), runparams.Setting("fleet-power-limit"))
 	}
 	if s.MinReplicas < 0 || s.MinReplicas > fleet.MaxReplicas {
-		return fmt.Errorf("--min-replicas %d: expected a whole number from 0 to %d", s.MinReplicas, fleet.MaxReplicas)
+		return runparams.Errorf("%s %d: expected a whole number from 0 to %d", runparams.Setting("min-replicas"), s.MinReplicas, fleet.MaxReplicas)
 	}
 	if s.MaxReplicas < 1 || s.MaxReplicas > fleet.MaxReplicas {
-		return fmt.Errorf("--max-replicas %d: expected a whole number from 1 to %d", s.MaxReplicas, fleet.MaxReplicas)
+		return runparams.Errorf("%s %d: expected a whole number from 1 to %d", runparams.Setting("max-replicas"), s.MaxReplicas, fleet.MaxReplicas)
 	}
 	if s.MinReplicas > s.MaxReplicas {
-		return fmt.Errorf("--min-replicas %d is above --max-replicas %d", s.MinReplicas, s.MaxReplicas)
+		return runparams.Errorf("%s %d is above %s %d", runparams.Setting("min-replicas"), s.MinReplicas, runparams.Setting("max-replicas"), s.MaxReplicas)
 	}
 	s.initial = s.MinReplicas
 	if given("replicas") {
 		s.initial = replicas
 		if replicas < s.MinReplicas || replicas > s.MaxReplicas {
-			return fmt.Errorf("--replicas %d: with --autoscale, the initial size: expected a count from --min-replicas %d to --max-replicas %d", replicas, s.MinReplicas, s.MaxReplicas)
+			return runparams.Errorf("%s %d: with %s, the initial size: expected a count from %s %d to %s %d", runparams.Setting("replicas"), replicas, runparams.Setting("autoscale"), runparams.Setting("min-replicas"), s.MinReplicas, runparams.Setting("max-replicas"), s.MaxReplicas)
 		}
 	}
 	if given("cold-start") {
 		switch {
 		case given("provision-time") && given("load-time"):
 			if math.Abs(s.ProvisionS+s.LoadS-s.ColdStartS) > 1e-9*math.Max(1, s.ColdStartS) {
-				return fmt.Errorf("--cold-start %v: not --provision-time %v plus --load-time %v (give two of the three)", s.ColdStartS, s.ProvisionS, s.LoadS)
+				return runparams.Errorf("%s %v: not %s %v plus %s %v (give two of the three)", runparams.Setting("cold-start"), s.ColdStartS, runparams.Setting("provision-time"), s.ProvisionS, runparams.Setting("load-time"), s.LoadS)
 			}
 		case given("provision-time"):
 			s.LoadS = s.ColdStartS - s.ProvisionS
@@ -121,7 +121,7 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 			s.LoadS = s.ColdStartS - s.ProvisionS
 		}
 		if s.ProvisionS < 0 || s.LoadS < 0 {
-			return fmt.Errorf("--cold-start %v: shorter than --provision-time or --load-time", s.ColdStartS)
+			return runparams.Errorf("%s %v: shorter than %s or %s", runparams.Setting("cold-start"), s.ColdStartS, runparams.Setting("provision-time"), runparams.Setting("load-time"))
 		}
 	}
 	return nil
@@ -142,7 +142,7 @@ func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, boun
 			if errors.As(err, &oe) {
 				return nil, err
 			}
-			return nil, fmt.Errorf("--autoscale: %w", err)
+			return nil, runparams.Errorf("%s: %w", runparams.Setting("autoscale"), err)
 		}
 		return a, nil
 	}
@@ -180,7 +180,7 @@ func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, boun
 		case gs.MinReplicas > gs.MaxReplicas:
 			return nil, fail("min_replicas", fmt.Errorf("%d: above the group's max_replicas %d", gs.MinReplicas, gs.MaxReplicas))
 		case gs.InitialReplicas < gs.MinReplicas || gs.InitialReplicas > gs.MaxReplicas:
-			return nil, fail("replicas", fmt.Errorf("%d: with --autoscale, the group's initial size: expected a count from its min_replicas %d to its max_replicas %d", gs.InitialReplicas, gs.MinReplicas, gs.MaxReplicas))
+			return nil, fail("replicas", runparams.Errorf("%d: with %s, the group's initial size: expected a count from its min_replicas %d to its max_replicas %d", gs.InitialReplicas, runparams.Setting("autoscale"), gs.MinReplicas, gs.MaxReplicas))
 		}
 		if total += gs.MaxReplicas; total > fleet.MaxReplicas {
 			return nil, fail("max_replicas", fmt.Errorf("the groups' max_replicas pass %d", fleet.MaxReplicas))
@@ -216,7 +216,7 @@ func (c *Config) oraclePlan(ctx context.Context, unit fleet.Group, loaded **plan
 		study := fleet.Capacity{
 			Plant: c.Plant, Unit: []fleet.Group{unit}, Router: router, RouterSeed: c.Fleet.RouterSeed,
 			Controllers: []string{c.Controller}, SLO: opt.SLO, Engine: opt.Engine, Service: opt.Service, Sessions: c.sessions,
-			ControllerOptions: plantflag.ControllerOptions(c.ExecTimeoutS, c.Stderr),
+			ControllerOptions: runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr),
 			Search:            fleet.CapacitySearch{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
 		}
 		plan, err := fleet.RunCapacityOverTime(ctx, workload.Requests, study, windowS, jobs, nil)
@@ -225,7 +225,7 @@ func (c *Config) oraclePlan(ctx context.Context, unit fleet.Group, loaded **plan
 		case errors.As(err, &unreachable):
 			fmt.Fprintf(c.Stderr, "servesim: warning: --autoscale %s: %v; those windows plan the fleet nearest the target\n", c.Fleet.Scale.Policy, err)
 		case err != nil:
-			return nil, fmt.Errorf("--autoscale %s: planning: %w", c.Fleet.Scale.Policy, err)
+			return nil, runparams.Errorf("%s %s: planning: %w", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
 		}
 		return fleet.PlanSchedule(plan, "(planned: "+strconv.FormatFloat(windowS, 'g', -1, 64)+" s windows at "+strconv.FormatFloat(attainment, 'g', -1, 64)+" attainment)")
 	}

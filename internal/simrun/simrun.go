@@ -17,9 +17,9 @@ import (
 	"servesim/internal/figure"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
 	"servesim/internal/reqlog"
+	"servesim/internal/runparams"
 	"servesim/internal/trace"
 	"servesim/internal/vllmbench"
 )
@@ -40,7 +40,7 @@ type Config struct {
 	// MaxConcurrency closes the loop (plant.Options.MaxConcurrency).
 	MaxConcurrency int
 	// Service is the service model and its cards (--service-model).
-	Service     plantflag.Service
+	Service     runparams.Service
 	MaxElapsedS float64 // plant.NoElapsedLimit keeps every request
 	Normalize   float64 // 0: the arrivals as they are
 	Scheduler   string
@@ -52,7 +52,7 @@ type Config struct {
 	Plant        plant.Plant
 	MaxSteps     float64
 	ExecTimeoutS float64
-	Engine       plantflag.Engine
+	Engine       runparams.Engine
 	// Verbose reports an mpc controller's solve times on Stderr.
 	Verbose bool
 	// Fleet, when Enabled, simulates a fleet.
@@ -86,18 +86,18 @@ type Fleet struct {
 }
 
 // Check rejects a stride, scheduler, controller or --exec-timeout that
-// cannot mean anything; its errors name the flag.
+// cannot mean anything; its errors name the setting (*runparams.FieldError).
 func (c *Config) Check() error {
 	if c.Stride < 1 {
-		return fmt.Errorf("--stride %d: expected a positive whole number", c.Stride)
+		return runparams.Errorf("%s %d: expected a positive whole number", runparams.Setting("stride"), c.Stride)
 	}
 	if _, err := plant.NewScheduler(c.Scheduler); err != nil {
-		return fmt.Errorf("--scheduler: %v", err)
+		return runparams.Errorf("%s: %v", runparams.Setting("scheduler"), err)
 	}
 	if _, err := plant.NewController(c.Controller); err != nil {
-		return fmt.Errorf("--controller: %v", err)
+		return runparams.Errorf("%s: %v", runparams.Setting("controller"), err)
 	}
-	return plantflag.CheckExecTimeout(c.ExecTimeoutS)
+	return runparams.CheckExecTimeout(c.ExecTimeoutS)
 }
 
 // CheckWork refuses, before anything is read, a run whose steps or kept
@@ -110,16 +110,16 @@ func (c *Config) CheckWork() error {
 	if c.Figure {
 		work.Stride, work.Summary = 1, false
 	}
-	if err := plantflag.CheckWork(c.Plant, work, c.Figure); err != nil {
+	if err := runparams.CheckWork(c.Plant, work, c.Figure); err != nil {
 		return err
 	}
 	if c.Fleet.Scale.Policy != "" && c.Fleet.Scale.MaxReplicas >= 1 && c.Fleet.Scale.MaxReplicas <= fleet.MaxReplicas {
 		// An elastic fleet's replicas up at once, and the series of its
 		// counts.
-		return plantflag.CheckFleetWork(c.Plant, work, c.Fleet.Scale.MaxReplicas+1, c.Figure)
+		return runparams.CheckFleetWork(c.Plant, work, c.Fleet.Scale.MaxReplicas+1, c.Figure)
 	}
 	if c.Fleet.Path == "" && c.Fleet.Replicas > 1 && c.Fleet.Replicas <= fleet.MaxReplicas {
-		return plantflag.CheckFleetWork(c.Plant, work, c.Fleet.Replicas, c.Figure)
+		return runparams.CheckFleetWork(c.Plant, work, c.Fleet.Replicas, c.Figure)
 	}
 	return nil
 }
@@ -129,10 +129,10 @@ func (c *Config) CheckWork() error {
 // requests carry sessions (a CSV log with a session=COL column).
 func (c *Config) CheckRouter() error {
 	if fleet.NeedsPrefixCache(c.Fleet.Router) && !c.Engine.PrefixCache {
-		return fmt.Errorf("--router %s: needs --prefix-cache: it scores each replica by the prompt prefix it holds cached", c.Fleet.Router)
+		return runparams.Errorf("%s %s: needs %s: it scores each replica by the prompt prefix it holds cached", runparams.Setting("router"), c.Fleet.Router, runparams.Setting("prefix-cache"))
 	}
 	if c.Fleet.Router == fleet.SessionName && !c.Trace.HasSessionColumn() {
-		return fmt.Errorf("--router %s: needs a trace whose requests carry sessions: a CSV log with a session column (--trace-columns ...,session=COL)", c.Fleet.Router)
+		return runparams.Errorf("%s %s: needs a trace whose requests carry sessions: a CSV log with a session column (%s ...,session=COL)", runparams.Setting("router"), c.Fleet.Router, runparams.Setting("trace-columns"))
 	}
 	return nil
 }
@@ -144,31 +144,31 @@ func (c *Config) CheckRouter() error {
 // --normalize was given, which a fleet file cannot take.
 func (f *Fleet) Check(normalize, routerGiven bool) error {
 	if f.Replicas < 1 || f.Replicas > fleet.MaxReplicas {
-		return fmt.Errorf("--replicas %d: expected a whole number from 1 to %d", f.Replicas, fleet.MaxReplicas)
+		return runparams.Errorf("%s %d: expected a whole number from 1 to %d", runparams.Setting("replicas"), f.Replicas, fleet.MaxReplicas)
 	}
 	if _, err := fleet.NewRouter(f.Router, f.RouterSeed); err != nil {
 		if routerErr := (*fleet.RouterError)(nil); errors.As(err, &routerErr) {
-			return fmt.Errorf("--router %q: %v", f.Router, err)
+			return runparams.Errorf("%s %q: %v", runparams.Setting("router"), f.Router, err)
 		}
-		return fmt.Errorf("--router %q: expected %s", f.Router, strings.Join(fleet.RouterNames, ", "))
+		return runparams.Errorf("%s %q: expected %s", runparams.Setting("router"), f.Router, strings.Join(fleet.RouterNames, ", "))
 	}
 	if f.Jobs < 0 {
-		return fmt.Errorf("--jobs %d: expected a nonnegative number (0: all cores)", f.Jobs)
+		return runparams.Errorf("%s %d: expected a nonnegative number (0: all cores)", runparams.Setting("jobs"), f.Jobs)
 	}
 	if fleet.IsPlannedOracle(f.Scale.Policy) {
 		// It plans one count on the arrivals as read.
 		switch {
 		case f.Path != "":
-			return fmt.Errorf("--autoscale %s: plans one count for one group: with --fleet, give each group's plan as oracle:FILE", f.Scale.Policy)
+			return runparams.Errorf("%s %s: plans one count for one group: with %s, give each group's plan as oracle:FILE", runparams.Setting("autoscale"), f.Scale.Policy, runparams.Setting("fleet"))
 		case normalize:
-			return fmt.Errorf("--autoscale %s: plans on the trace's own arrivals: without --normalize (or plan a normalized trace with capacity --over-time and give oracle:FILE)", f.Scale.Policy)
+			return runparams.Errorf("%s %s: plans on the trace's own arrivals: without %s (or plan a normalized trace with capacity %s and give oracle:FILE)", runparams.Setting("autoscale"), f.Scale.Policy, runparams.Setting("normalize"), runparams.Setting("over-time"))
 		}
 	}
 	if err := f.Link.Validate(); err != nil {
 		return err
 	}
 	if f.Path != "" && normalize {
-		return errors.New("--normalize cannot be combined with --fleet: a fleet of several profiles has no single capacity to normalize to (use --replicas)")
+		return runparams.Errorf("%s cannot be combined with %s: a fleet of several profiles has no single capacity to normalize to (use %s)", runparams.Setting("normalize"), runparams.Setting("fleet"), runparams.Setting("replicas"))
 	}
 	f.Enabled = f.Path != "" || f.Replicas > 1 || routerGiven || f.Scale.Policy != ""
 	return nil
@@ -200,13 +200,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.SLO = cfg.SLO.ObjectivesFor(nil, svc)
 	}
 	if err := cfg.Plant.Validate(); err != nil {
-		return nil, fmt.Errorf("plant: %w", plantflag.FlagNamed(err))
+		return nil, fmt.Errorf("plant: %w", runparams.FieldNamed(err))
 	}
 	if cfg.Fleet.Enabled {
 		return cfg.runFleet(ctx, prof, profilePath)
 	}
 	sched, _ := plant.NewScheduler(cfg.Scheduler)
-	ctrl, _ := plant.NewControllerWith(cfg.Controller, plantflag.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr))
+	ctrl, _ := plant.NewControllerWith(cfg.Controller, runparams.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr))
 	warnFixedClock(cfg.Stderr, cfg.Controller, ctrl, prof)
 	cfg.timeSolves(ctrl)
 	report, err := cfg.run(ctx, plant.Config{

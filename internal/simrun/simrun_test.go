@@ -10,6 +10,7 @@ import (
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/runparams"
 )
 
 func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
@@ -107,16 +108,21 @@ func TestFleetCheckDecidesWhetherTheRunIsAFleets(t *testing.T) {
 	require.NoError(t, f.Check(false, false))
 	assert.True(t, f.Enabled)
 	for _, tt := range []struct {
-		edit func(*Fleet)
-		want string
+		edit  func(*Fleet)
+		field runparams.Setting
+		want  string
 	}{
-		{func(f *Fleet) { f.Replicas = 0 }, "--replicas 0: expected a whole number from 1 to 4096"},
-		{func(f *Fleet) { f.Router = "fastest" }, `--router "fastest": expected round-robin, random, least-outstanding, least-tokens`},
-		{func(f *Fleet) { f.Jobs = -1 }, "--jobs -1: expected a nonnegative number (0: all cores)"},
-		{func(f *Fleet) { f.Path = "fleet.json" }, "--normalize cannot be combined with --fleet"},
+		{func(f *Fleet) { f.Replicas = 0 }, "replicas", "replicas 0: expected a whole number from 1 to 4096"},
+		{func(f *Fleet) { f.Router = "fastest" }, "router", `router "fastest": expected round-robin, random, least-outstanding, least-tokens`},
+		{func(f *Fleet) { f.Jobs = -1 }, "jobs", "jobs -1: expected a nonnegative number (0: all cores)"},
+		{func(f *Fleet) { f.Path = "fleet.json" }, "normalize", "normalize cannot be combined with fleet"},
 	} {
 		f := one
 		tt.edit(&f)
-		assert.ErrorContains(t, f.Check(true, false), tt.want)
+		err := f.Check(true, false)
+		assert.ErrorContains(t, err, tt.want)
+		var fe *runparams.FieldError
+		require.ErrorAs(t, err, &fe)
+		assert.Equal(t, tt.field, fe.Field)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"io"
 
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 	"servesim/internal/trace"
 )
@@ -34,9 +34,9 @@ type inputs struct {
 // batchedService is the batched service model of a sweep, its cards read
 // once and shared by its runs.
 type batchedService struct {
-	// flags are the service flags resolved (plantflag.Service.Resolve):
+	// flags are the service flags resolved (runparams.Service.Resolve):
 	// their Model and EngineOptions.
-	flags plantflag.Service
+	flags runparams.Service
 	// kvTokens is the KV capacity the cards leave: a run's unless the
 	// sweep has a --kv-capacity.
 	kvTokens float64
@@ -64,7 +64,7 @@ func (s *Sweep) load() *inputs {
 		hashIDs: map[string]plant.HashIDSource{},
 	}
 	for _, path := range s.cfg.Profiles {
-		if path == plantflag.Embedded {
+		if path == runparams.Embedded {
 			in.profiles[path] = profile.Default()
 		} else if p, err := profile.Load(profile.ResolvePath(path)); err != nil {
 			in.profileErrs[path] = err
@@ -75,7 +75,7 @@ func (s *Sweep) load() *inputs {
 	for _, path := range s.cfg.Traces {
 		var w plant.Workload
 		var err error
-		if path == plantflag.Embedded {
+		if path == runparams.Embedded {
 			w, err = plant.DefaultTrace(s.cfg.MaxElapsedS)
 		} else {
 			var t *trace.Trace
@@ -84,8 +84,8 @@ func (s *Sweep) load() *inputs {
 			src := &trace.Source{Path: path, Stdin: s.cfg.Stdin, MaxElapsedS: s.cfg.MaxElapsedS, Options: opt}
 			var tooMany *trace.TooManyRequestsError
 			if t, err = src.Load(); errors.As(err, &tooMany) {
-				in.overHeld = fmt.Errorf("--trace: the %d traces hold more than %d requests together, the most servesim holds at once (%v); run the sweep on fewer traces at a time, or shorten them with --max-elapsed",
-					len(s.cfg.Traces), plant.MaxHeldRequests, err)
+				in.overHeld = runparams.Errorf("%s: the %d traces hold more than %d requests together, the most servesim holds at once (%v); run the sweep on fewer traces at a time, or shorten them with %s",
+					runparams.Setting("trace"), len(s.cfg.Traces), plant.MaxHeldRequests, err, runparams.Setting("max-elapsed"))
 				return in
 			}
 			if err == nil {
@@ -158,19 +158,19 @@ func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStder
 		p.KVCapacityTokens = b.kvTokens // a --kv-capacity axis sets it again below
 		options.Service, options.Engine = b.flags.Model(), b.flags.EngineOptions(options.Engine)
 	}
-	for _, pp := range plantflag.Params {
-		if s.grid.Has(pp.Flag) {
-			_ = pp.Set(&p, s.grid.Parsed(c, pp.Flag).(float64))
+	for _, pp := range runparams.Params {
+		if s.grid.Has(pp.Name) {
+			_ = pp.Set(&p, s.grid.Parsed(c, pp.Name).(float64))
 		}
 	}
 	if err := p.Validate(); err != nil {
-		return outcome{err: fmt.Errorf("plant: %w", plantflag.FlagNamed(err))}
+		return outcome{err: fmt.Errorf("plant: %w", runparams.FieldNamed(err))}
 	}
 	sched, _ := plant.NewScheduler(s.grid.Parsed(c, sweep.AxisScheduler).(string))
-	ctrl, _ := plant.NewControllerWith(s.grid.Parsed(c, sweep.AxisController).(string), plantflag.ControllerOptions(s.cfg.ExecTimeoutS, execStderr))
+	ctrl, _ := plant.NewControllerWith(s.grid.Parsed(c, sweep.AxisController).(string), runparams.ControllerOptions(s.cfg.ExecTimeoutS, execStderr))
 	normalize := s.grid.Parsed(c, sweep.AxisNormalize).(float64)
 	recordedPath := profilePath
-	if profilePath == plantflag.Embedded {
+	if profilePath == runparams.Embedded {
 		recordedPath = profile.EmbeddedPath
 	}
 	report, err := plant.RunContext(ctx, in.workloads[tracePath], plant.Config{
@@ -187,9 +187,10 @@ func (s *Sweep) runCell(ctx context.Context, in *inputs, c sweep.Cell, execStder
 
 // record is the record of cell c's outcome r: with its run's summary, slo
 // block and mpc_diagnostics. The TTFT and TPOT SLOs it is judged by are
-// the flags', else its profile's when it ran, else none.
+// the flags', else its profile's when it ran, else none. Its error names
+// the settings as Config.Name does.
 func (s *Sweep) record(in *inputs, c sweep.Cell, r outcome) sweep.Record {
-	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(s.grid, c, axisKey), Err: r.err,
+	rec := sweep.Record{Cell: c, Axes: sweep.CellAxes(s.grid, c, axisKey), Err: s.named(r.err),
 		TTFTSLOSeconds: s.cfg.SLO.TTFTSeconds, TPOTSLOSeconds: s.cfg.SLO.TPOTSeconds}
 	if w, ok := in.workloads[s.grid.Text(c, sweep.AxisTrace)]; ok {
 		rec.TraceSHA = w.SHA256

@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
 
@@ -17,7 +17,7 @@ import (
 func FuzzParseRunLine(f *testing.F) {
 	cfg := config()
 	cfg.MaxElapsedS = 20
-	cfg.Profiles = []string{plantflag.Embedded, "nosuch.csv"}
+	cfg.Profiles = []string{runparams.Embedded, "nosuch.csv"}
 	s, err := New(cfg)
 	if err != nil {
 		f.Fatal(err)

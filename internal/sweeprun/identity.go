@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 
 	"servesim/internal/jsonout"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
 
@@ -91,12 +91,12 @@ func (s *Sweep) identify(in *inputs) identity {
 func (s *Sweep) readResume(path string, warn io.Writer, id identity, in *inputs) (*sweep.RecordIndex, error) {
 	x, err := sweep.IndexRecords([]string{path}, warn, func(r *sweep.RunLine) error { return s.checkResumed(r, id, in) })
 	if err != nil {
-		return nil, fmt.Errorf("--resume %w", err)
+		return nil, runparams.Errorf("%s %w", runparams.Setting("resume"), err)
 	}
 	for k := 1; k < len(x.Refs); k++ {
 		if x.Refs[k].Cell == x.Refs[k-1].Cell {
 			x.Close()
-			return nil, fmt.Errorf("--resume %s: cell %d is there twice, lines %d and %d", path, x.Refs[k].Cell, x.Refs[k-1].Line, x.Refs[k].Line)
+			return nil, runparams.Errorf("%s %s: cell %d is there twice, lines %d and %d", runparams.Setting("resume"), path, x.Refs[k].Cell, x.Refs[k-1].Line, x.Refs[k].Line)
 		}
 	}
 	return x, nil
@@ -144,8 +144,9 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 		}
 	}
 	if r.Grid != id.digest {
-		return fmt.Errorf("the record is of another grid (grid_sha256 %.12s..., this grid's %.12s...): other axis values, "+
-			"another servesim version, or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, --e2e-slo, engine flag, service flag or profile manifest", r.Grid, id.digest)
+		return runparams.Errorf("the record is of another grid (grid_sha256 %.12s..., this grid's %.12s...): other axis values, "+
+			"another servesim version, or another %s, %s, %s, %s, %s, %s, engine flag, service flag or profile manifest", r.Grid, id.digest,
+			runparams.Setting("max-elapsed"), runparams.Setting("max-steps"), runparams.Setting("exec-timeout"), runparams.Setting("ttft-slo"), runparams.Setting("tpot-slo"), runparams.Setting("e2e-slo"))
 	}
 	return nil
 }
@@ -159,7 +160,7 @@ func (s *Sweep) checkResumed(r *sweep.RunLine, id identity, in *inputs) error {
 // profile and trace and stdin ("-") keep their names, so a grid of them
 // keeps the digest it had.
 func (in *inputs) key(axis, path string) string {
-	if path == plantflag.Embedded || path == "-" {
+	if path == runparams.Embedded || path == "-" {
 		return path
 	}
 	switch axis {

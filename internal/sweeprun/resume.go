@@ -37,7 +37,7 @@ func (s *Sweep) resume(out Output, id identity, in *inputs) (*sweep.RecordIndex,
 		}
 		x, err := s.readResume(candidate, out.Stderr, id, in)
 		if err != nil {
-			fmt.Fprintf(out.Stderr, "servesim: sweep: --resume auto: not resumed, this shard runs its cells again and replaces it: %v\n", err)
+			fmt.Fprintf(out.Stderr, "servesim: sweep: --resume auto: not resumed, this shard runs its cells again and replaces it: %v\n", s.named(err))
 			continue
 		}
 		if len(x.Refs) == 0 {

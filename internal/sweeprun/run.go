@@ -11,6 +11,7 @@ import (
 	"servesim/internal/outfile"
 	"servesim/internal/plant"
 	"servesim/internal/progress"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
 
@@ -174,10 +175,10 @@ func (r *run) write(w io.Writer) error {
 	if out.Path != "" && out.Path != "-" {
 		kept := false
 		if e.Where, kept, err = outfile.KeepPartial(w, out.Path); err != nil {
-			return fmt.Errorf("-o %w", err)
+			return runparams.Errorf("%s %w", runparams.Setting("output"), err)
 		}
 		if kept && out.Format == sweep.FormatJSONL {
-			e.Next = "rerun with --resume " + e.Where
+			e.Next = runparams.Errorf("rerun with %s %s", runparams.Setting("resume"), e.Where)
 		}
 	}
 	return e

@@ -13,7 +13,7 @@ import (
 	"servesim/internal/cards"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
 
@@ -22,7 +22,7 @@ import (
 func serviceConfig(models ...string) Config {
 	cfg := config()
 	cfg.ServiceModels = models
-	cfg.Service = plantflag.Service{GPU: cards.DefaultGPU, ModelCard: cards.DefaultModel, GPUMemoryUtilization: plant.DefaultGPUMemoryUtilization}
+	cfg.Service = runparams.Service{GPU: cards.DefaultGPU, ModelCard: cards.DefaultModel, GPUMemoryUtilization: plant.DefaultGPUMemoryUtilization}
 	return cfg
 }
 
@@ -114,11 +114,11 @@ func TestTheServiceAxis(t *testing.T) {
 	}
 }
 
-// TestNewRefusesAnUnknownServiceModel names the flag and the models.
+// TestNewRefusesAnUnknownServiceModel names the setting and the models.
 func TestNewRefusesAnUnknownServiceModel(t *testing.T) {
 	t.Parallel()
 	_, err := New(serviceConfig(plant.ServiceReference, "vllm"))
-	assert.EqualError(t, err, `--service-model "vllm": expected reference or batched`)
+	assert.EqualError(t, err, `service-model "vllm": expected reference or batched`)
 }
 
 // TestBatchedCellsEqualSimulate: each cell of a mixed sweep is the

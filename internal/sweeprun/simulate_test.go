@@ -104,7 +104,7 @@ func TestNewChecksTheSLOsAsSimulate(t *testing.T) {
 	cfg := config()
 	cfg.SLO = plant.SLO{E2ESeconds: -1}
 	_, err := New(cfg)
-	assert.EqualError(t, err, "--e2e-slo -1: expected a finite positive number of seconds")
+	assert.EqualError(t, err, "e2e-slo -1: expected a finite positive number of seconds")
 	cfg.SLO = plant.SLO{TTFTSeconds: 1}
 	_, err = New(cfg)
 	assert.NoError(t, err)

@@ -9,7 +9,6 @@ package sweeprun
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"slices"
@@ -17,15 +16,15 @@ import (
 	"strings"
 
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
 	"servesim/internal/profile"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 	"servesim/internal/trace"
 )
 
 // Config is a sweep as its flags give it.
 type Config struct {
-	// Profiles and Traces are paths; plantflag.Embedded names the built-in
+	// Profiles and Traces are paths; runparams.Embedded names the built-in
 	// profile or trace.
 	Profiles, Traces []string
 	// Trace says how to read the trace files (its Options parsed); Stdin
@@ -41,7 +40,7 @@ type Config struct {
 	ServiceModels []string
 	// Service holds the other service flags (its Kind is not read): one
 	// card pair and one set of limits for every batched run.
-	Service plantflag.Service
+	Service runparams.Service
 	// PlantAxes holds the values of every plant flag given, by flag name.
 	PlantAxes   map[string][]string
 	MaxElapsedS float64
@@ -54,9 +53,12 @@ type Config struct {
 	// pick the best configuration.
 	SLO plant.SLO
 	// Engine holds the engine feature flags, the same for every run.
-	Engine plantflag.Engine
+	Engine runparams.Engine
 	// Version is the servesim version runs record.
 	Version string
+	// Name names the settings in the errors a run's record holds
+	// (runparams.Named: as the command's flags); nil leaves them bare.
+	Name func(runparams.Setting) string
 }
 
 // Sweep is a checked sweep: its axes, their parsed values and, once
@@ -70,9 +72,9 @@ type Sweep struct {
 
 // New checks the SLOs, parses every axis value of cfg and checks the plant
 // values and the work of the longest run, before anything runs. Its errors
-// name the flag.
+// name the setting (*runparams.FieldError).
 func New(cfg Config) (*Sweep, error) {
-	if err := plantflag.CheckSLOValues(cfg.SLO); err != nil {
+	if err := runparams.CheckSLOValues(cfg.SLO); err != nil {
 		return nil, err
 	}
 	s := &Sweep{cfg: cfg, axes: []sweep.Axis{
@@ -85,14 +87,14 @@ func New(cfg Config) (*Sweep, error) {
 	if serviceAxis(cfg.ServiceModels) {
 		s.axes = append(s.axes, sweep.Axis{Name: AxisServiceModel, Values: cfg.ServiceModels})
 	}
-	for _, pp := range plantflag.Params {
-		if values, ok := cfg.PlantAxes[pp.Flag]; ok {
-			s.axes = append(s.axes, sweep.Axis{Name: pp.Flag, Values: values})
+	for _, pp := range runparams.Params {
+		if values, ok := cfg.PlantAxes[pp.Name]; ok {
+			s.axes = append(s.axes, sweep.Axis{Name: pp.Name, Values: values})
 		}
 	}
 	for _, a := range s.axes {
 		if len(a.Values) == 0 {
-			return nil, fmt.Errorf("--%s: expected at least one value", a.Name)
+			return nil, runparams.Errorf("%s: expected at least one value", runparams.Setting(a.Name))
 		}
 	}
 	var err error
@@ -121,12 +123,21 @@ func serviceAxis(models []string) bool {
 }
 
 // axisKey is the output name of a sweep axis: service_model, else
-// plantflag.AxisKey's.
+// runparams.AxisKey's.
 func axisKey(axis string) string {
 	if axis == AxisServiceModel {
 		return plant.FieldServiceModel
 	}
-	return plantflag.AxisKey(axis)
+	return runparams.AxisKey(axis)
+}
+
+// named is err with its settings named as Config.Name names them, for
+// what the sweep writes itself (a record, a warning); nil stays nil.
+func (s *Sweep) named(err error) error {
+	if err == nil || s.cfg.Name == nil {
+		return err
+	}
+	return runparams.Named(err, s.cfg.Name)
 }
 
 // batched reports whether the grid runs the batched service model.
@@ -136,7 +147,7 @@ func (s *Sweep) batched() bool {
 
 // Plan picks the i-th of n shards of the grid (1 of 1: the whole grid),
 // refusing one of more than maxCells runs with an error naming the axes'
-// flags, their lengths and --max-cells.
+// settings, their lengths and max-cells.
 func (s *Sweep) Plan(i, n, maxCells int) error {
 	var err error
 	s.shard, err = sweep.Plan(s.axes, i, n, maxCells)
@@ -144,19 +155,22 @@ func (s *Sweep) Plan(i, n, maxCells int) error {
 	if !errors.As(err, &le) {
 		return err
 	}
-	names := make([]string, len(s.axes))
-	for i, a := range s.axes {
-		names[i] = "--" + a.Name
+	// The grid of the axes, each a setting: "the grid of %s x %s = 2 cells".
+	grid := "the grid of " + strings.Repeat(" x %s", len(s.axes))[len(" x "):] + " = %s"
+	args := make([]any, 0, len(s.axes)+1)
+	for _, a := range s.axes {
+		args = append(args, runparams.Setting(a.Name))
 	}
-	grid := fmt.Sprintf("the grid of %s = %s", strings.Join(names, " x "), le.Grid())
+	args = append(args, le.Grid())
+	maxCellsSetting := runparams.Setting("max-cells")
 	switch {
 	case le.Max == 0:
-		return fmt.Errorf("sweep: %s: more than a sweep can index (%.2g)", grid, float64(math.MaxInt))
+		return runparams.Errorf("sweep: "+grid+": more than a sweep can index (%.2g)", append(args, float64(math.MaxInt))...)
 	case le.ShardCount > 1:
-		return fmt.Errorf("sweep: shard %d/%d of %s holds %d runs: more than --max-cells %d (raise --max-cells or use more shards)",
-			le.Shard, le.ShardCount, grid, le.ShardCells, le.Max)
+		return runparams.Errorf("sweep: shard %d/%d of "+grid+" holds %d runs: more than %s %d (raise %s or use more shards)",
+			append(append([]any{le.Shard, le.ShardCount}, args...), le.ShardCells, maxCellsSetting, le.Max, maxCellsSetting)...)
 	}
-	return fmt.Errorf("sweep: %s: more than --max-cells %d (raise --max-cells or run it in shards with --shard I/N)", grid, le.Max)
+	return runparams.Errorf("sweep: "+grid+": more than %s %d (raise %s or run it in shards with %s I/N)", append(args, maxCellsSetting, le.Max, maxCellsSetting, runparams.Setting("shard"))...)
 }
 
 // Shard is the planned shard: the axes in grid order and the cells this
@@ -171,31 +185,31 @@ func parseAxisValue(axis, v string) (any, error) {
 	switch axis {
 	case sweep.AxisProfile, sweep.AxisTrace:
 		if v == "" {
-			return nil, fmt.Errorf("--%s: expected a path or %s, got an empty value", axis, plantflag.Embedded)
+			return nil, runparams.Errorf("%s: expected a path or %s, got an empty value", runparams.Setting(axis), runparams.Embedded)
 		}
 		return v, nil
 	case sweep.AxisScheduler:
 		if _, err := plant.NewScheduler(v); err != nil {
-			return nil, fmt.Errorf("--scheduler: %w", err)
+			return nil, runparams.Errorf("%s: %w", runparams.Setting("scheduler"), err)
 		}
 		return v, nil
 	case sweep.AxisController:
 		if _, err := plant.NewController(v); err != nil {
-			return nil, fmt.Errorf("--controller: %w", err)
+			return nil, runparams.Errorf("%s: %w", runparams.Setting("controller"), err)
 		}
 		return v, nil
 	case sweep.AxisNormalize:
 		return parseNormalize(v)
 	case AxisServiceModel:
 		if !slices.Contains(plant.ServiceModelNames, v) {
-			return nil, fmt.Errorf("--service-model %q: expected %s", v, strings.Join(plant.ServiceModelNames, " or "))
+			return nil, runparams.Errorf("%s %q: expected %s", runparams.Setting("service-model"), v, strings.Join(plant.ServiceModelNames, " or "))
 		}
 		return v, nil
 	}
-	pp, _ := plantflag.ByFlag(axis)
+	pp, _ := runparams.ByName(axis)
 	x, err := pp.ParseValue(v)
 	if err != nil {
-		return nil, fmt.Errorf("--%s %w", axis, err)
+		return nil, runparams.Errorf("%s %w", runparams.Setting(axis), err)
 	}
 	return x, nil
 }
@@ -207,7 +221,7 @@ func parseNormalize(v string) (float64, error) {
 	}
 	u, err := strconv.ParseFloat(v, 64)
 	if err != nil || !(u > 0 && u < 1) {
-		return 0, fmt.Errorf("--normalize %q: expected none or a utilization strictly between 0 and 1", v)
+		return 0, runparams.Errorf("%s %q: expected none or a utilization strictly between 0 and 1", runparams.Setting("normalize"), v)
 	}
 	return u, nil
 }
@@ -216,12 +230,12 @@ func parseNormalize(v string) (float64, error) {
 // rules (with the other parameters at their defaults), so an impossible
 // value fails before anything runs.
 func (s *Sweep) checkPlantValues() error {
-	for _, pp := range plantflag.Params {
-		for k, x := range s.grid.Values(pp.Flag) {
+	for _, pp := range runparams.Params {
+		for k, x := range s.grid.Values(pp.Name) {
 			p := plant.NewPlant(profile.Default())
 			_ = pp.Set(&p, x.(float64))
 			if err := p.Validate(); err != nil {
-				return fmt.Errorf("--%s %s: %w", pp.Flag, s.cfg.PlantAxes[pp.Flag][k], err)
+				return runparams.Errorf("%s %s: %w", runparams.Setting(pp.Name), s.cfg.PlantAxes[pp.Name][k], err)
 			}
 		}
 	}
@@ -244,5 +258,5 @@ func (s *Sweep) checkWork() error {
 	}
 	extreme("time-step", &p.TimeStepS, math.Min)
 	extreme(axisMaxSimTime, &p.MaxSimulationTimeS, math.Max)
-	return plantflag.CheckWork(p, plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps}, false)
+	return runparams.CheckWork(p, plant.Options{Summary: true, MaxSteps: s.cfg.MaxSteps}, false)
 }

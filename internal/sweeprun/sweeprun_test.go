@@ -13,18 +13,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
-	"servesim/internal/plantflag"
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
+
+// flagged is err with the settings it names written as servesim's flags,
+// as the command words them (runparams.Named).
+func flagged(err error) error {
+	return runparams.Named(err, func(s runparams.Setting) string { return "--" + string(s) })
+}
 
 // config is a small sweep of the embedded profile and trace: 30 s of
 // arrivals, two controllers.
 func config() Config {
 	return Config{
-		Profiles: []string{plantflag.Embedded}, Traces: []string{plantflag.Embedded},
+		Profiles: []string{runparams.Embedded}, Traces: []string{runparams.Embedded},
 		Schedulers: []string{"chunked"}, Controllers: []string{"max", "min"}, Normalize: []string{"none"},
 		PlantAxes: map[string][]string{}, MaxElapsedS: 30, MaxSteps: plant.DefaultMaxSteps,
-		ExecTimeoutS: 1, Engine: plantflag.Engine{Preemption: "none"}, Version: "test",
+		ExecTimeoutS: 1, Engine: runparams.Engine{Preemption: "none"}, Version: "test",
 	}
 }
 
@@ -40,7 +46,7 @@ func TestNewOrdersTheAxesAndParsesEveryValue(t *testing.T) {
 		names = append(names, a.Name)
 	}
 	assert.Equal(t, []string{"profile", "trace", "scheduler", "controller", "normalize", "max-active", "power-limit"}, names,
-		"plant axes in the order of plantflag.Params, whatever the map's")
+		"plant axes in the order of runparams.Params, whatever the map's")
 	assert.Equal(t, 2, s.Shard().Len())
 	assert.Equal(t, []any{55.0, 64.8}, s.grid.Values("power-limit"))
 }
@@ -67,7 +73,7 @@ func TestNewNamesTheFlagOfABadValue(t *testing.T) {
 			cfg := config()
 			tt.edit(&cfg)
 			_, err := New(cfg)
-			assert.ErrorContains(t, err, tt.want)
+			assert.ErrorContains(t, flagged(err), tt.want)
 		})
 	}
 }
@@ -76,7 +82,10 @@ func TestPlanNamesTheAxesOfAGridPastTheLimit(t *testing.T) {
 	t.Parallel()
 	s, err := New(config())
 	require.NoError(t, err)
-	assert.EqualError(t, s.Plan(1, 1, 1), "sweep: the grid of --profile x --trace x --scheduler x --controller x --normalize = 1 x 1 x 1 x 2 x 1 = 2 cells: "+
+	err = s.Plan(1, 1, 1)
+	assert.EqualError(t, err, "sweep: the grid of profile x trace x scheduler x controller x normalize = 1 x 1 x 1 x 2 x 1 = 2 cells: "+
+		"more than max-cells 1 (raise max-cells or run it in shards with shard I/N)")
+	assert.EqualError(t, flagged(err), "sweep: the grid of --profile x --trace x --scheduler x --controller x --normalize = 1 x 1 x 1 x 2 x 1 = 2 cells: "+
 		"more than --max-cells 1 (raise --max-cells or run it in shards with --shard I/N)")
 	assert.NoError(t, s.Plan(1, 2, 1), "a shard of one cell")
 }
@@ -115,8 +124,9 @@ func TestResumeCopiesTheRecordsAndChecksTheirGrid(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, o.Plan(1, 1, sweep.DefaultMaxCells))
 	_, err = write(t, o, Output{Format: sweep.FormatJSONL, Jobs: 1, Resume: partial})
-	assert.ErrorContains(t, err, "--resume "+partial)
-	assert.ErrorContains(t, err, "the record is of another grid")
+	assert.ErrorContains(t, flagged(err), "--resume "+partial)
+	assert.ErrorContains(t, flagged(err), "the record is of another grid")
+	assert.ErrorContains(t, flagged(err), "or another --max-elapsed, --max-steps, --exec-timeout, --ttft-slo, --tpot-slo, --e2e-slo, engine flag")
 }
 
 // TestAFailedInputFailsOnlyItsRuns gives a profile that does not load:
@@ -124,7 +134,7 @@ func TestResumeCopiesTheRecordsAndChecksTheirGrid(t *testing.T) {
 func TestAFailedInputFailsOnlyItsRuns(t *testing.T) {
 	t.Parallel()
 	cfg := config()
-	cfg.Profiles = []string{plantflag.Embedded, filepath.Join(t.TempDir(), "missing.csv")}
+	cfg.Profiles = []string{runparams.Embedded, filepath.Join(t.TempDir(), "missing.csv")}
 	cfg.Controllers = []string{"max"}
 	s, err := New(cfg)
 	require.NoError(t, err)
