@@ -125,7 +125,7 @@ func (e *engine) newDisaggRun() (*disaggRun, error) {
 	}
 	switch {
 	case cfg.Scaling != nil:
-		return nil, errors.New("a disaggregated fleet does not autoscale")
+		return nil, errNoPoolScaling
 	case cfg.MaxConcurrency > 0:
 		return nil, errors.New("a disaggregated fleet runs an open loop: --max-concurrency is not supported")
 	case !cfg.Service.Batched() && cfg.Engine.Preemption == plant.PreemptionRecompute:
