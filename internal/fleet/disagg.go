@@ -52,6 +52,24 @@ import (
 // replica: TTFT counts to the first token, TPOT includes the wait for the
 // KV before the second.
 
+// The prefix cache (plant.EngineOptions.PrefixCache): the prefill pool's
+// replicas keep their caches, as a mixed fleet's do: a request's prefill
+// looks up its prompt's prefix (the trace's hash ids or the shared-prefix
+// rule) in its prefill replica's cache and prefills only the rest, and the
+// fleet's router, prefix-aware included, chooses among the prefill
+// replicas by what they hold. The transfer still moves the whole prompt's
+// KV (a decode replica has none of it), and the decode replica receives
+// it whole, as without the cache: the decode pool keeps no prefix cache
+// (poolOptions), so the decode router of prefix-aware is least-outstanding
+// (what it is on prompts no replica holds). A request to move keeps its
+// blocks at its prefill replica until its KV has been sent
+// (plant.Stepper.KeepKV): its prefix stays live, not evictable, and its KV
+// stays in the replica's occupancy meanwhile. The fleet's engine block
+// (hit rate, cached tokens) is therefore the prefill pool's. Under the
+// reference service model, preemption stays refused: it prefills a
+// preempted request again where it decodes, and a decode replica, taking
+// each request's KV whole, holds no prefill state to do it with.
+
 // Roles of a fleet file group ("role").
 const (
 	RoleMixed   = "mixed"
@@ -134,6 +152,20 @@ func (l Link) bytesPerToken(svc plant.ServiceModel) float64 {
 		return svc.Model.KVBytesPerToken()
 	}
 	return DefaultKVBytesPerToken
+}
+
+// errNoPoolScaling refuses a disaggregated fleet that would autoscale:
+// its pools have fixed sizes (per-pool autoscaling is not implemented).
+var errNoPoolScaling = errors.New("a disaggregated fleet (groups of role prefill and decode) does not autoscale: its pools have fixed sizes; expected no --autoscale, or no role but mixed")
+
+// poolOptions are the plant options of a replica of group g under the
+// fleet's options opt: a decode replica runs without the prefix cache (it
+// takes each request's KV whole), keeping the batched model's preemption.
+func poolOptions(g Group, opt plant.Options) plant.Options {
+	if g.Role == RoleDecode {
+		opt.Engine = plant.EngineOptions{Preemption: opt.Engine.Preemption}
+	}
+	return opt
 }
 
 // ParseRole checks a group's role ("" is mixed).

@@ -17,6 +17,7 @@ import (
 // decode replica (times NaN until they happen).
 type transfer struct {
 	prefill, decode int // replicas; decode is -1 until routed
+	local           int // its index among the prefill replica's records
 	tokens, bytes   float64
 	// readyS is the first token (the KV ready to move), startS the
 	// transfer's start (after any wait for room), sentS its last byte
@@ -75,6 +76,10 @@ type disaggRun struct {
 	// prefill replica j has not finished.
 	prefilling [][]int
 	links      []kvLink // one per prefill replica
+	// keep says the prefill replicas have the prefix cache: a request to
+	// move keeps its blocks there (plant.Stepper.KeepKV) instead of its
+	// KV being held from the end of its first token's step.
+	keep bool
 	// waiting[j] are the transfers held back for room at decode replica
 	// j, waitingTokens their KV and inflight the transfers under way to it.
 	waiting       []fifo
@@ -120,14 +125,19 @@ func (e *engine) newDisaggRun() (*disaggRun, error) {
 	}
 	switch {
 	case cfg.Scaling != nil:
-		return nil, errors.New("a disaggregated fleet does not autoscale")
+		return nil, errNoPoolScaling
 	case cfg.MaxConcurrency > 0:
 		return nil, errors.New("a disaggregated fleet runs an open loop: --max-concurrency is not supported")
-	case cfg.Engine.PrefixCache || (!cfg.Service.Batched() && cfg.Engine.Enabled()):
-		return nil, errors.New("a disaggregated fleet runs without the prefix cache, and under the reference service model without preemption")
+	case !cfg.Service.Batched() && cfg.Engine.Preemption == plant.PreemptionRecompute:
+		return nil, errors.New("a disaggregated fleet under the reference service model runs without preemption: its preemption prefills a request again where it decodes, and a decode replica, which takes each request's KV whole, holds no prefill state to do it with")
 	}
-	if dis.DecodeRouter == nil {
+	switch dis.DecodeRouter.(type) {
+	case nil:
 		dis.DecodeRouter = &RoundRobin{}
+	case *PrefixAware:
+		// The decode pool keeps no prefix cache (poolOptions): prefix-aware
+		// there is least-outstanding, as it is on prompts no replica holds.
+		dis.DecodeRouter = LeastOutstanding{}
 	}
 	if b, ok := dis.DecodeRouter.(binder); ok {
 		// What the fleet's router is bound to (a session router's
@@ -149,6 +159,7 @@ func (e *engine) newDisaggRun() (*disaggRun, error) {
 		deferred:      make([]deferredPower, n),
 		xfers:         make([]transfer, len(e.requests)),
 		arrivals:      heldArrivals{requests: e.requests},
+		keep:          cfg.Engine.PrefixCache,
 	}
 	for k, s := range e.specs {
 		pool := poolPrefill
@@ -340,8 +351,14 @@ func (d *disaggRun) routeUntil(untilS float64) error {
 		if err := st.Add(first); err != nil {
 			return fmt.Errorf("replica %d: %w", k, err)
 		}
+		local := len(d.routed[k])
+		if d.keep && r.OutputTokens > 1 {
+			if err := st.KeepKV(local); err != nil {
+				return fmt.Errorf("replica %d: %w", k, err)
+			}
+		}
 		d.e.assignment[d.next] = k
-		d.prefilling[j] = append(d.prefilling[j], len(d.routed[k]))
+		d.prefilling[j] = append(d.prefilling[j], local)
 		d.routed[k] = append(d.routed[k], d.next)
 		d.states[poolPrefill][j] = d.state(k)
 		d.prefillBusy++
@@ -373,9 +390,11 @@ func (d *disaggRun) takeFirstTokens() {
 				continue // served whole by its prefill replica
 			}
 			tokens := plant.PrefilledKVTokens(svc, r.PromptTokens)
-			d.xfers[i] = transfer{prefill: k, decode: -1, tokens: tokens, bytes: tokens * d.bytesPerToken,
+			d.xfers[i] = transfer{prefill: k, decode: -1, local: local, tokens: tokens, bytes: tokens * d.bytesPerToken,
 				readyS: rec.CompletionTimeS, startS: math.NaN(), sentS: math.NaN(), arriveS: math.NaN()}
-			st.HoldKV(tokens)
+			if !d.keep {
+				st.HoldKV(tokens)
+			}
 			d.ready = append(d.ready, i)
 			d.outstanding++
 		}
@@ -522,7 +541,11 @@ func (d *disaggRun) deliver() error {
 	for _, i := range d.sent {
 		x := &d.xfers[i]
 		x.arriveS = x.sentS + d.link.LatencyS
-		d.steppers[x.prefill].ReleaseKV(x.tokens)
+		if d.keep {
+			d.steppers[x.prefill].ReleaseKeptKV(x.local)
+		} else {
+			d.steppers[x.prefill].ReleaseKV(x.tokens)
+		}
 	}
 	slices.SortFunc(d.sent, func(a, b int) int {
 		return cmp.Or(cmp.Compare(d.xfers[a].arriveS, d.xfers[b].arriveS), cmp.Compare(a, b))

@@ -56,6 +56,7 @@ func checkDisagg(t testing.TB, d *disaggRun, res *Result) {
 	wantBytes, moved := 0.0, 0
 	for k, st := range d.steppers {
 		assert.Zero(t, st.HeldKV(), "replica %d holds KV at the end", k)
+		assert.InDelta(t, 0, st.KeptKV(), 1e-6, "replica %d keeps KV at the end", k)
 		for local, rec := range st.Records() {
 			i := d.routed[k][local]
 			if d.role[k] == poolPrefill {
@@ -303,8 +304,12 @@ func TestDisaggRejects(t *testing.T) {
 		{"zero bandwidth", func(c *Config) { c.Disaggregation.BandwidthGBps = 0 }, "--kv-transfer-bandwidth 0: expected a positive bandwidth"},
 		{"NaN bandwidth", func(c *Config) { c.Disaggregation.BandwidthGBps = math.NaN() }, "--kv-transfer-bandwidth NaN"},
 		{"negative latency", func(c *Config) { c.Disaggregation.LatencyS = -1 }, "--kv-transfer-latency -1: expected a finite nonnegative latency"},
-		{"prefix cache", func(c *Config) { c.Engine.PrefixCache = true }, "without the prefix cache"},
+		{"the reference model's preemption", func(c *Config) { c.Engine.Preemption = plant.PreemptionRecompute }, "under the reference service model runs without preemption"},
 		{"closed loop", func(c *Config) { c.MaxConcurrency = 4 }, "--max-concurrency"},
+		{"autoscaling", func(c *Config) {
+			pool := GroupScaling{Autoscaler: Static{}, MinReplicas: 1, MaxReplicas: 2, InitialReplicas: 1}
+			c.Scaling = &Scaling{Autoscaler: Static{}, MaxReplicas: 2, InitialReplicas: 1, IntervalS: 30, Groups: []GroupScaling{pool, pool}}
+		}, "does not autoscale: its pools have fixed sizes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

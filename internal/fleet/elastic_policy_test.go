@@ -427,7 +427,7 @@ func TestFleetFileBoundsOnlyForAnElasticFleet(t *testing.T) {
 		{`[{"min_replicas": -1}]`, `field "min_replicas": -1: expected a whole number from 0 to 4096`},
 		{`[{"max_replicas": 0}]`, `field "max_replicas": 0: expected a whole number from 1 to 4096`},
 		{`[{"max_replicas": 2.5}]`, `field "max_replicas": 2.5`},
-		{`[{"gpus": 2}]`, `unknown field: expected name, profile, replicas, min_replicas, max_replicas, scheduler or controller`},
+		{`[{"gpus": 2}]`, `unknown field: expected name, profile, replicas, min_replicas, max_replicas, scheduler, controller or role`},
 	} {
 		_, _, err := ParseElasticFile("f.json", []byte(tc.data), GroupDefaults{Replicas: 1}, load)
 		require.ErrorContains(t, err, tc.want, tc.data)

@@ -90,7 +90,8 @@ func (e *engine) newStepper(k, capacityHint int) (*plant.Stepper, error) {
 	if e.cfg.ControllerBuilt != nil {
 		built = func(c plant.ClockController) { e.cfg.ControllerBuilt(k, c) }
 	}
-	st, err := s.newStepper(e.cfg.Groups[s.group], e.cfg.Options, capacityHint, built)
+	g := e.cfg.Groups[s.group]
+	st, err := s.newStepper(g, poolOptions(g, e.cfg.Options), capacityHint, built)
 	if err != nil {
 		return nil, err
 	}

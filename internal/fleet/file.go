@@ -201,9 +201,8 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 	keys := slices.Sorted(maps.Keys(fields))
 	known, expected := fileFields, "name, profile, replicas, scheduler, controller or role"
 	if elastic {
-		// A disaggregated fleet does not autoscale: no role.
-		known = append(slices.Clone(fileFields[:len(fileFields)-1]), "min_replicas", "max_replicas")
-		expected = "name, profile, replicas, min_replicas, max_replicas, scheduler or controller"
+		known = append(slices.Clone(fileFields), "min_replicas", "max_replicas")
+		expected = "name, profile, replicas, min_replicas, max_replicas, scheduler, controller or role"
 	}
 	for _, key := range keys {
 		if !slices.Contains(known, key) {
@@ -272,6 +271,9 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		role, err := ParseRole(s)
 		if err != nil || s == "" {
 			return fail("role", fmt.Errorf("%s: expected %s", value, strings.Join(RoleNames, ", ")))
+		}
+		if elastic && role != RoleMixed {
+			return fail("role", errNoPoolScaling)
 		}
 		g.Role = role
 	}

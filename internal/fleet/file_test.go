@@ -139,6 +139,9 @@ func TestParseFileRoles(t *testing.T) {
 	assert.Equal(t, RoleMixed, groups[0].Role)
 	assert.Empty(t, groups[1].Role)
 	assert.False(t, Disaggregated(groups))
-	_, _, err = ParseElasticFile("f.json", []byte(`[{"role": "prefill"}]`), defaults, load)
-	require.ErrorContains(t, err, `field "role": unknown field`)
+	_, _, err = ParseElasticFile("f.json", []byte(`[{"role": "prefill"}, {"role": "decode"}]`), defaults, load)
+	require.EqualError(t, err, `fleet file f.json: group 0 ("group0"): field "role": a disaggregated fleet (groups of role prefill and decode) does not autoscale: its pools have fixed sizes; expected no --autoscale, or no role but mixed`)
+	groups, _, err = ParseElasticFile("f.json", []byte(`[{"role": "mixed", "max_replicas": 3}]`), defaults, load)
+	require.NoError(t, err)
+	assert.Equal(t, RoleMixed, groups[0].Role)
 }

@@ -533,7 +533,9 @@ func (sim *simulation) finishIteration() {
 		if pr.generated >= pr.outputTokens {
 			r.CompletionTimeS = endS
 			b.kvTokens -= pr.promptProcessed
-			sim.kvRelease(i)
+			if !sim.keepKV(i, pr.promptProcessed) {
+				sim.kvRelease(i)
+			}
 			finished++
 			sim.gate.complete(r)
 			if sim.observer != nil {
@@ -547,8 +549,9 @@ func (sim *simulation) finishIteration() {
 	sim.kvAtEnd = sim.batchedOccupancy()
 }
 
-// batchedOccupancy is the KV tokens of the running requests.
-func (sim *simulation) batchedOccupancy() float64 { return sim.batched.kvTokens }
+// batchedOccupancy is the KV tokens of the running requests and of the
+// completed ones that keep theirs (Stepper.KeepKV).
+func (sim *simulation) batchedOccupancy() float64 { return sim.batched.kvTokens + sim.keptKV }
 
 // chargeBatchedRecompute turns the recomputation of the iteration that
 // just ended, of durationS, into time: each request's share of it is its

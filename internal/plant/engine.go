@@ -215,6 +215,9 @@ type engineRequest struct {
 	blocks, hashed int
 	// lookedUp says its current prefill pass has looked up the cache.
 	lookedUp bool
+	// keep says it keeps its KV when it completes (Stepper.KeepKV), kept
+	// that it completed and keeps it still.
+	keep, kept bool
 }
 
 // engine is the state of the engine features of one run.

@@ -94,7 +94,9 @@ func (sim *simulation) engineDecode(budget, endS float64) float64 {
 					sim.finished = append(sim.finished, i)
 				}
 				e.unfinished--
-				sim.releaseKV(i)
+				if !sim.keepKV(i, sim.kvTokens(i)) {
+					sim.releaseKV(i)
+				}
 			}
 		}
 		if finished > 0 {

@@ -21,8 +21,20 @@ import (
 //     capacity (the free room of prefill and decode) but not in the
 //     occupancy the trajectory and the metrics report.
 //
-// With neither used, a run is exactly what it was: the held KV is +0 and is
-// subtracted from the capacity where the room is computed (C - 0 = C).
+//   - with the prefix cache, a prefill replica's request whose KV is to be
+//     sent keeps its blocks when it completes (KeepKV), until the fleet
+//     has sent them (ReleaseKeptKV), as vLLM's prefill instance frees a
+//     request's blocks only once its KV connector has sent them: they stay
+//     live blocks of the cache (its prefix's blocks are held, not
+//     evictable, and found by other requests' look-ups), counted against
+//     the capacity and, unlike held KV, in the occupancy (the block
+//     cache's live blocks under the reference model, the running and
+//     keeping requests' tokens under the batched one). Released, its
+//     prefix's blocks are cached as any completed request's.
+//
+// With none used, a run is exactly what it was: the held KV is +0 and is
+// subtracted from the capacity where the room is computed (C - 0 = C), and
+// the kept KV is +0 and added to the batched model's occupancy.
 
 // PrefilledKVTokens is the KV cache a request of promptTokens holds once
 // its prompt is prefilled and its first token produced, in the service
@@ -82,6 +94,8 @@ func (st *Stepper) AddPrefilled(r Request) error {
 // HoldKV holds tokens of KV cache outside the running requests (see
 // AddPrefilled): the free room shrinks by them (under the batched model by
 // the blocks they fill) until ReleaseKV gives them back. tokens are whole.
+// Not with the prefix cache, whose room is its blocks (KeepKV keeps a
+// request's).
 func (st *Stepper) HoldKV(tokens float64) {
 	st.sim.heldKV += tokens
 	if b := st.sim.batched; b != nil {
@@ -89,11 +103,21 @@ func (st *Stepper) HoldKV(tokens float64) {
 	}
 }
 
-// ReleaseKV gives back tokens that HoldKV held.
+// ReleaseKV gives back tokens that HoldKV held, at the next step's start.
 func (st *Stepper) ReleaseKV(tokens float64) {
 	st.sim.heldKV -= tokens
 	if b := st.sim.batched; b != nil {
 		b.heldBlocks -= blocksFor(tokens)
+	}
+	st.sim.roomFreed()
+}
+
+// roomFreed notes KV room given back between steps, at the next step's
+// start: under the batched model a GPU that stalled for room starts its
+// next iteration no earlier (not at the stall, in the past).
+func (sim *simulation) roomFreed() {
+	if b := sim.batched; b != nil && !b.inFlight {
+		b.freeS = max(b.freeS, sim.timeS)
 	}
 }
 
@@ -102,14 +126,69 @@ func (st *Stepper) HeldKV() float64 { return st.sim.heldKV }
 
 // FreeKV is the KV room left for more requests: the capacity less the
 // running requests' KV and the held KV (under the batched model, whole
-// free blocks), tokens.
+// free blocks; with the prefix cache, the blocks free or cached, which the
+// kept KV does not leave), tokens.
 func (st *Stepper) FreeKV() float64 {
 	sim := st.sim
+	if e := sim.engine; e != nil && e.cache != nil {
+		return float64(e.cache.available()) * e.blockTokens
+	}
 	if b := sim.batched; b != nil {
 		return float64(b.capacityBlocks-b.usedBlocks-b.heldBlocks) * kvBlockTokens
 	}
 	return sim.plant.KVCapacityTokens - sim.heldKV - sim.occupancy()
 }
+
+// KeepKV makes request local (an index into Records, added by Add and not
+// completed) keep its KV cache when it completes, until ReleaseKeptKV
+// (see above). It needs the prefix cache.
+func (st *Stepper) KeepKV(local int) error {
+	sim := st.sim
+	switch {
+	case sim.engine == nil || sim.engine.cache == nil:
+		return errors.New("a replica keeps a completed request's KV only with the prefix cache")
+	case local < 0 || local >= len(sim.engine.reqs):
+		return fmt.Errorf("request %d of %d: no such request", local, len(sim.engine.reqs))
+	case sim.records[local].Completed():
+		return fmt.Errorf("request %d completed already", sim.records[local].RequestID)
+	}
+	sim.engine.reqs[local].keep = true
+	return nil
+}
+
+// keepKV reports whether request i, completing with tokens of KV, keeps
+// it (KeepKV): it is then counted as kept.
+func (sim *simulation) keepKV(i int, tokens float64) bool {
+	e := sim.engine
+	if e == nil || !e.reqs[i].keep {
+		return false
+	}
+	e.reqs[i].kept = true
+	sim.keptKV += tokens
+	return true
+}
+
+// ReleaseKeptKV gives back the KV of request local, which KeepKV made keep
+// it, once it has completed (nothing before), at the next step's start.
+func (st *Stepper) ReleaseKeptKV(local int) {
+	sim := st.sim
+	r := &sim.engine.reqs[local]
+	if !r.kept {
+		return
+	}
+	r.keep, r.kept = false, false
+	if sim.batched != nil {
+		sim.keptKV -= sim.progress[local].promptProcessed
+	} else {
+		sim.keptKV -= sim.kvTokens(local)
+	}
+	sim.releaseKV(local)
+	sim.roomFreed()
+}
+
+// KeptKV is the KV of the completed requests that keep theirs (KeepKV),
+// tokens.
+func (st *Stepper) KeptKV() float64 { return st.sim.keptKV }
 
 // admitPrefilled moves the prefilled requests that have arrived (the
 // queue) into the running ones at timeS, oldest first, while fewer than

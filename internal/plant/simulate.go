@@ -194,6 +194,10 @@ type simulation struct {
 	// holds some), tokens.
 	prefilledOnly bool
 	heldKV        float64
+	// keptKV is the KV of the completed requests that keep theirs
+	// (Stepper.KeepKV), tokens: +0 unless a disaggregated fleet's prefill
+	// replica keeps some.
+	keptKV float64
 
 	timeS float64
 	step  int
@@ -963,9 +967,12 @@ func (sim *simulation) idleStep() (requested float64, level *clockLevel, err err
 	if level.realizedErr != nil {
 		return 0, nil, level.realizedErr
 	}
-	if sim.engine != nil && sim.batched == nil {
+	switch {
+	case sim.engine != nil && sim.batched == nil:
 		sim.kvAtEnd = sim.engineOccupancy()
-	} else {
+	case sim.batched != nil:
+		sim.kvAtEnd = sim.keptKV // nothing else holds KV
+	default:
 		sim.kvAtEnd = 0 // nothing holds KV
 	}
 	return requested, level, nil
