@@ -40,7 +40,7 @@ var (
 	helperPackages = []string{
 		"internal/pycompat", "internal/jsonout", "internal/numeric", "internal/limits",
 		"internal/figure", "internal/texttable", "internal/progress", "internal/outfile", "internal/cliflag", "internal/interrupt",
-		"internal/scenario/pyrand",
+		"internal/execsession", "internal/scenario/pyrand",
 	}
 	domainPackages = []string{
 		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",

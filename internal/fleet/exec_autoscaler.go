@@ -9,12 +9,12 @@ import (
 	"math"
 	"strconv"
 
-	"servesim/internal/plant"
+	"servesim/internal/execsession"
 )
 
 // ExecAutoscaler is an autoscaler in another process, the user's own
 // (--autoscale exec:COMMAND), on the clock controllers' JSON Lines
-// protocol and rules (plant.ExecSession): at each decision it writes the
+// protocol and rules (execsession.Session): at each decision it writes the
 // ScaleObservation as one line of JSON to the child's stdin and reads one
 // answer line from its stdout, {"replicas": N} with an optional "reason":
 // "..." for the scale event. N is a whole number from 0 to MaxReplicas (the
@@ -23,7 +23,7 @@ import (
 // longer than --exec-timeout fails the run, naming the decision; Close
 // ends it.
 type ExecAutoscaler struct {
-	plant.ExecSession
+	execsession.Session
 	decisions int
 	out       []byte
 }
@@ -33,10 +33,10 @@ type ExecAutoscaler struct {
 func NewExecAutoscaler(command string, o AutoscaleOptions) *ExecAutoscaler {
 	timeout := o.Exec.ExecTimeout
 	if timeout <= 0 {
-		timeout = plant.DefaultExecTimeout
+		timeout = execsession.DefaultTimeout
 	}
 	interval := o.IntervalS
-	return &ExecAutoscaler{ExecSession: plant.ExecSession{
+	return &ExecAutoscaler{Session: execsession.Session{
 		Command: command, Timeout: timeout, Stderr: o.Exec.ExecStderr,
 		Who: "exec autoscaler " + strconv.Quote(quoteShort(command)),
 		Where: func(at int) string {

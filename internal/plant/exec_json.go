@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"servesim/internal/execsession"
 )
 
 // This file is the exec: controller's wire format (JSON Lines, see
@@ -221,7 +223,7 @@ func (s *answerScanner) key() (string, error) {
 					return answerPlan, nil
 				}
 			}
-			return quoteAtMost(s.b[start+1:s.i-1], maxKeyBytes), nil
+			return execsession.QuoteAtMost(s.b[start+1:s.i-1], maxKeyBytes), nil
 		case c < 0x20:
 			return "", errMalformed
 		case c == '\\':
@@ -309,7 +311,7 @@ func (s *answerScanner) finiteNumber(field string) (float64, error) {
 	}
 	x, err := strconv.ParseFloat(string(s.b[start:s.i]), 64)
 	if err != nil || !finite(x) {
-		return 0, fmt.Errorf("%s %s: expected a finite number", field, quoteAtMost(s.b[start:s.i], 24))
+		return 0, fmt.Errorf("%s %s: expected a finite number", field, execsession.QuoteAtMost(s.b[start:s.i], 24))
 	}
 	return x, nil
 }
@@ -376,13 +378,4 @@ func (s *answerScanner) plan() error {
 		}
 		s.space()
 	}
-}
-
-// quoteAtMost quotes the first n bytes of b as a Go string literal, with
-// "..." after it when b is longer.
-func quoteAtMost(b []byte, n int) string {
-	if len(b) <= n {
-		return strconv.Quote(string(b))
-	}
-	return strconv.Quote(string(b[:n])) + "..."
 }

@@ -333,7 +333,7 @@ const DefaultSamplePeriodS = 1.0
 // ControllerOptions are the settings of the controllers that need more
 // than their spec: those of exec:COMMAND.
 type ControllerOptions struct {
-	ExecTimeout time.Duration // longest wait for each answer of an exec: child; zero means DefaultExecTimeout
+	ExecTimeout time.Duration // longest wait for each answer of an exec: child; zero means execsession.DefaultTimeout
 	ExecStderr  io.Writer     // where an exec: child's stderr goes; nil discards it
 }
 

@@ -3,13 +3,14 @@ package plantflag
 import (
 	"github.com/spf13/cobra"
 
+	"servesim/internal/execsession"
 	"servesim/internal/plant"
 )
 
 // AddExecTimeout defines --exec-timeout, the patience with an
 // exec:COMMAND controller, on a command with --controller.
 func AddExecTimeout(cmd *cobra.Command, seconds *float64) {
-	*seconds = plant.DefaultExecTimeout.Seconds()
+	*seconds = execsession.DefaultTimeout.Seconds()
 	cmd.Flags().Float64Var(seconds, "exec-timeout", *seconds,
 		"an exec:COMMAND controller that takes longer than `S` seconds to read an observation or to answer it ends the run")
 }

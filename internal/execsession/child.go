@@ -1,4 +1,4 @@
-package plant
+package execsession
 
 import (
 	"os/exec"
@@ -8,9 +8,9 @@ import (
 	"servesim/internal/interrupt"
 )
 
-// execChildren are the exec: children alive in this process, so that an
+// execChildren are the sessions' children alive in this process, so that an
 // interrupted servesim can end them all before it exits
-// (KillExecChildren, which the first child registers with
+// (KillChildren, which the first child registers with
 // interrupt.KillOnInterrupt).
 var execChildren struct {
 	sync.Mutex
@@ -18,7 +18,7 @@ var execChildren struct {
 	registered bool
 }
 
-// execChild is an exec: controller's child process, /bin/sh -c COMMAND,
+// execChild is a session's child process, /bin/sh -c COMMAND,
 // the leader of a process group of its own (on Linux): what it starts is
 // in that group unless it leaves it (setsid, setpgid).
 type execChild struct {
@@ -38,13 +38,13 @@ func startExecChild(cmd *exec.Cmd) (*execChild, error) {
 	execChildren.Lock()
 	defer execChildren.Unlock()
 	if !execChildren.registered {
-		interrupt.KillOnInterrupt(KillExecChildren)
+		interrupt.KillOnInterrupt(KillChildren)
 		execChildren.registered = true
 	}
 	if len(execChildren.live) == 0 {
 		adoptOrphans(true)
 	}
-	// Under the lock: KillExecChildren misses no child that has forked.
+	// Under the lock: KillChildren misses no child that has forked.
 	if err := cmd.Start(); err != nil {
 		if len(execChildren.live) == 0 {
 			adoptOrphans(false)
@@ -99,12 +99,11 @@ func (k *execChild) end(grace time.Duration) error {
 	return k.err
 }
 
-// KillExecChildren ends every exec: controller's child alive in this
-// process: it kills each child's process group, and reaps the child and
-// what servesim adopted of its group (a child being ended already: it
-// waits for that). An interrupted servesim calls it before it exits; the
-// controllers whose children it killed fail.
-func KillExecChildren() {
+// KillChildren ends every session's child alive in this process: it
+// kills each child's process group, and reaps the child and what servesim
+// adopted of its group (a child being ended already: it waits for that). An interrupted servesim calls it before it exits; the
+// sessions whose children it killed fail.
+func KillChildren() {
 	execChildren.Lock()
 	kids := make([]*execChild, 0, len(execChildren.live))
 	for k := range execChildren.live {
@@ -112,7 +111,7 @@ func KillExecChildren() {
 	}
 	execChildren.Unlock()
 	for _, k := range kids {
-		k.kill() // all at once: a controller in its grace period ends now
+		k.kill() // all at once: a session in its grace period ends now
 	}
 	for _, k := range kids {
 		_ = k.end(0)

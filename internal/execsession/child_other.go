@@ -1,6 +1,6 @@
 //go:build !linux
 
-package plant
+package execsession
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package plant_test
+package execsession_test
 
 import (
 	"os"
@@ -13,8 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
-	"servesim/internal/profile"
+	"servesim/internal/execsession"
 )
 
 // readPid waits (up to 10 s, for a loaded machine) for a shell to write a
@@ -40,13 +39,11 @@ func requireReaped(t *testing.T, pid int) {
 	require.True(t, os.IsNotExist(err), "process %d is still there: %s", pid, stat)
 }
 
-// TestExecSuccessEndsTheChildsBackgroundProcesses: after a successful run
-// the child exits at the end of its input, and what it left running in the
-// background, its output detached or not, is killed and reaped too.
-func TestExecSuccessEndsTheChildsBackgroundProcesses(t *testing.T) {
-	w, err := plant.DefaultTrace(30)
-	require.NoError(t, err)
-	p := plant.NewPlant(profile.Default())
+// TestSessionSuccessEndsTheChildsBackgroundProcesses: after a successful
+// exchange the child exits at the end of its input, and what it left
+// running in the background, its output detached or not, is killed and
+// reaped too.
+func TestSessionSuccessEndsTheChildsBackgroundProcesses(t *testing.T) {
 	for name, bg := range map[string]string{
 		"background": "sleep 98761 &",
 		"detached":   "sleep 98761 </dev/null >/dev/null 2>&1 &",
@@ -54,41 +51,33 @@ func TestExecSuccessEndsTheChildsBackgroundProcesses(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			bgPid := filepath.Join(t.TempDir(), "bg")
 			command := bg + " echo $! > " + shellQuote(bgPid) + `; while read l; do echo '{"clock_mhz": 1500}'; done`
-			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 10 * time.Second})
-			require.NoError(t, err)
-			_, err = runWith(t, w, p, c)
-			require.NoError(t, err)
+			s := newSession(command, 10*time.Second)
+			require.NoError(t, exchange(s, 100))
+			require.NoError(t, s.Close())
 			requireReaped(t, readPid(t, bgPid))
 		})
 	}
 }
 
-// TestExecFailureReapsTheGrandchildren: the shell runs the real controller
+// TestSessionFailureReapsTheGrandchildren: the shell runs the real child
 // as its child; a failure kills it with its group and reaps it, instead of
 // leaving a zombie for init.
-func TestExecFailureReapsTheGrandchildren(t *testing.T) {
-	w, err := plant.DefaultTrace(30)
-	require.NoError(t, err)
+func TestSessionFailureReapsTheGrandchildren(t *testing.T) {
 	grandchild := filepath.Join(t.TempDir(), "grandchild")
 	// "; true": the shell cannot exec the inner one, which execs sleep.
 	command := "sh -c 'echo $$ > " + grandchild + "; exec sleep 98762'; true"
 	// 2 s: the grandchild must have written its pid before the timeout
 	// kills it, also on a loaded machine.
-	c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: 2 * time.Second})
-	require.NoError(t, err)
-	_, err = runWith(t, w, plant.NewPlant(profile.Default()), c)
+	err := exchange(newSession(command, 2*time.Second), 100)
 	require.ErrorContains(t, err, "step 0: no answer within 2s (--exec-timeout); it wrote nothing")
 	requireReaped(t, readPid(t, grandchild))
 }
 
-// TestExecChildThatExitsWhileItsBackgroundHoldsStdout: a child that exits
+// TestSessionChildThatExitsWhileItsBackgroundHoldsStdout: a child that exits
 // is reported as exited, with its status, also when a process it started
 // keeps its stdout open, and without waiting for --exec-timeout; that
 // process is killed and reaped.
-func TestExecChildThatExitsWhileItsBackgroundHoldsStdout(t *testing.T) {
-	w, err := plant.DefaultTrace(60)
-	require.NoError(t, err)
-	p := plant.NewPlant(profile.Default())
+func TestSessionChildThatExitsWhileItsBackgroundHoldsStdout(t *testing.T) {
 	const timeout = 20 * time.Second
 	for _, tt := range []struct{ name, script, want string }{
 		{"at once", "exit 0", "step 0: exited with status 0 before answering; it wrote nothing"},
@@ -98,10 +87,8 @@ func TestExecChildThatExitsWhileItsBackgroundHoldsStdout(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			bgPid := filepath.Join(t.TempDir(), "bg")
 			command := "sleep 98763 & echo $! > " + shellQuote(bgPid) + "; " + tt.script
-			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: timeout})
-			require.NoError(t, err)
 			start := time.Now()
-			_, err = runWith(t, w, p, c)
+			err := exchange(newSession(command, timeout), 100)
 			require.Error(t, err)
 			assert.Less(t, time.Since(start), timeout/2, "the exit is noticed, not the timeout waited for")
 			assert.True(t, strings.HasSuffix(err.Error(), tt.want), err.Error())
@@ -110,24 +97,19 @@ func TestExecChildThatExitsWhileItsBackgroundHoldsStdout(t *testing.T) {
 	}
 }
 
-// TestExecChildThatExitsWhileADaemonHoldsStdout: a process the child
+// TestSessionChildThatExitsWhileADaemonHoldsStdout: a process the child
 // started in a session of its own (setsid) is out of the child's process
 // group, so killing the group leaves the child's stdout open; the child's
 // exit is still reported within a poll or two, not after the timeout.
-func TestExecChildThatExitsWhileADaemonHoldsStdout(t *testing.T) {
+func TestSessionChildThatExitsWhileADaemonHoldsStdout(t *testing.T) {
 	if _, err := exec.LookPath("setsid"); err != nil {
 		t.Fatalf("setsid (util-linux) is needed: %v", err)
 	}
-	w, err := plant.DefaultTrace(60)
-	require.NoError(t, err)
-	p := plant.NewPlant(profile.Default())
 	const timeout = 20 * time.Second
 	bgPid := filepath.Join(t.TempDir(), "daemon")
 	command := "setsid sleep 98766 & echo $! > " + shellQuote(bgPid) + "; exit 5"
-	c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: timeout})
-	require.NoError(t, err)
 	start := time.Now()
-	_, err = runWith(t, w, p, c)
+	err := exchange(newSession(command, timeout), 100)
 	elapsed := time.Since(start)
 	pid := readPid(t, bgPid)
 	_ = syscall.Kill(pid, syscall.SIGKILL) // not the controller's to end: it left the group
@@ -136,12 +118,10 @@ func TestExecChildThatExitsWhileADaemonHoldsStdout(t *testing.T) {
 	assert.True(t, strings.HasSuffix(err.Error(), "step 0: exited with status 5 before answering; it wrote nothing"), err.Error())
 }
 
-// TestKillExecChildrenEndsEveryChild: what an interrupted servesim calls
-// ends the children of every controller, waiting for an answer or not,
-// with their grandchildren, and reaps them all before it returns.
-func TestKillExecChildrenEndsEveryChild(t *testing.T) {
-	w, err := plant.DefaultTrace(30)
-	require.NoError(t, err)
+// TestKillChildrenEndsEveryChild: what an interrupted servesim calls ends
+// the children of every session, waiting for an answer or not, with their
+// grandchildren, and reaps them all before it returns.
+func TestKillChildrenEndsEveryChild(t *testing.T) {
 	dir := t.TempDir()
 	type run struct {
 		child, grandchild string
@@ -152,18 +132,14 @@ func TestKillExecChildrenEndsEveryChild(t *testing.T) {
 		r := run{filepath.Join(dir, "child"+strconv.Itoa(i)), filepath.Join(dir, "grandchild"+strconv.Itoa(i)), make(chan error, 1)}
 		runs[i] = r
 		command := "echo $$ > " + r.child + "; sh -c 'echo $$ > " + r.grandchild + "; exec sleep 98764'; true"
-		c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: time.Minute})
-		require.NoError(t, err)
-		go func() {
-			_, err := runWith(t, w, plant.NewPlant(profile.Default()), c)
-			r.done <- err
-		}()
+		s := newSession(command, time.Minute)
+		go func() { r.done <- exchange(s, 100) }()
 	}
 	pids := []int{}
 	for _, r := range runs {
 		pids = append(pids, readPid(t, r.child), readPid(t, r.grandchild))
 	}
-	plant.KillExecChildren()
+	execsession.KillChildren()
 	for _, pid := range pids {
 		requireReaped(t, pid)
 	}
@@ -172,7 +148,7 @@ func TestKillExecChildrenEndsEveryChild(t *testing.T) {
 		case err := <-r.done:
 			assert.ErrorContains(t, err, "step 0: closed its stdout before answering")
 		case <-time.After(30 * time.Second):
-			t.Fatal("the run did not end")
+			t.Fatal("the exchange did not end")
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package plant
+package execsession
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// childProcAttr puts an exec: controller's child in a process group of its
+// childProcAttr puts a session's child in a process group of its
 // own, so that killing the group also ends what the shell started, and has
 // the kernel kill the child when servesim dies without closing it (a
 // signal it cannot catch).
