@@ -393,7 +393,8 @@ func (e *OptionError) Unwrap() error { return e.Err }
 
 // ParseAutoscaler checks spec's policy name and options without reading a
 // file: static, queue:target=N[,up=S][,down=S][,tolerance=F],
-// utilization:target=U[,...], schedule:FILE or oracle:FILE. Errors are
+// utilization:target=U[,...], schedule:FILE, oracle:FILE or the plain
+// oracle[:window=S,attainment=A]. Errors are
 // *OptionError.
 func ParseAutoscaler(spec string) error {
 	none := func() (*Schedule, error) {
