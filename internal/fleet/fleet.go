@@ -86,6 +86,11 @@ type Config struct {
 	// replicaChecksumsSkipped makes the replicas keep no checksum of
 	// their sub-lists (a capacity search, which reports none).
 	replicaChecksumsSkipped bool
+	// judgedOnly makes a streamed run keep only what Judge reads of its
+	// requests (their TTFT: samples.ttftOnly), 8 bytes a request instead
+	// of 26: the fleet's TPOT and latency metrics and the replicas'
+	// request metrics are then NaN or empty (a capacity search).
+	judgedOnly bool
 	// stopBelowTarget, when positive, stops a streamed run of a workload
 	// of known size with a *LostError once its attainment can no longer
 	// reach it (a capacity search's fleet that fails).

@@ -27,6 +27,11 @@ type samples struct {
 	lent struct{ ttft, tpot, latency []float64 }
 	// grouped is the requests by replica, for replicaSamples.
 	grouped byReplica
+	// ttftOnly keeps the TTFT alone, 8 bytes a request, for a run judged
+	// by its attainment and TTFT percentiles (Config.judgedOnly): the
+	// fleet's TPOT and latency metrics are then NaN, and so are the
+	// replicas' request metrics.
+	ttftOnly bool
 }
 
 // The replica index of a request fits a uint16.
@@ -41,15 +46,21 @@ func (s *samples) grow(i int) {
 	more := max(i+1-len(s.ttft), len(s.ttft)/2, 1<<12)
 	s.mu.Lock()
 	s.ttft = extend(s.ttft, more)
-	s.tpot = extend(s.tpot, more)
-	s.latency = extend(s.latency, more)
-	s.replica = extend(s.replica, more)
+	if !s.ttftOnly {
+		s.tpot = extend(s.tpot, more)
+		s.latency = extend(s.latency, more)
+		s.replica = extend(s.replica, more)
+	}
 	s.mu.Unlock()
 }
 
 // route notes that request i, for which grow has made room, goes to
 // replica k. Only the router calls it.
-func (s *samples) route(i, k int) { s.replica[i] = uint16(k) }
+func (s *samples) route(i, k int) {
+	if !s.ttftOnly {
+		s.replica[i] = uint16(k)
+	}
+}
 
 // extend grows v by more elements, to its full capacity.
 func extend[T any](v []T, more int) []T {
@@ -64,6 +75,9 @@ func extend[T any](v []T, more int) []T {
 // replica has stepped to its end, by one goroutine, with the same n each
 // time.
 func (s *samples) replicaSamples(k, n, replicas int) (ttft, tpot, latency []float64) {
+	if s.ttftOnly {
+		return nil, nil, nil
+	}
 	mine := s.requestsOf(k, n, replicas)
 	kept := 0
 	for i := range mine {
@@ -152,13 +166,20 @@ func (g *byReplica) group(replica []uint16, replicas int) {
 func (s *samples) metrics(tally *plant.RecordTally, n int, targets plant.SLO, durationS float64) (plant.Metrics, plant.SLOReport) {
 	kept := 0
 	for i := range n {
-		if math.IsNaN(s.latency[i]) {
+		if math.IsNaN(s.ttft[i]) { // not completed
 			continue
 		}
-		s.ttft[kept], s.tpot[kept], s.latency[kept] = s.ttft[i], s.tpot[i], s.latency[i]
+		s.ttft[kept] = s.ttft[i]
+		if !s.ttftOnly {
+			s.tpot[kept], s.latency[kept] = s.tpot[i], s.latency[i]
+		}
 		kept++
 	}
-	ttft, tpot, latency := s.ttft[:kept], s.tpot[:kept], s.latency[:kept]
+	ttft := s.ttft[:kept]
+	var tpot, latency []float64
+	if !s.ttftOnly {
+		tpot, latency = s.tpot[:kept], s.latency[:kept]
+	}
 	m := tally.Metrics(ttft, tpot, latency)
 	return m, tally.SLO(targets, ttft, tpot, latency, durationS)
 }
@@ -215,7 +236,10 @@ func (w *sampleWriter) flush() {
 	s := w.samples
 	s.mu.RLock()
 	for _, p := range w.buf {
-		s.ttft[p.index], s.tpot[p.index], s.latency[p.index] = p.ttft, p.tpot, p.latency
+		s.ttft[p.index] = p.ttft
+		if !s.ttftOnly {
+			s.tpot[p.index], s.latency[p.index] = p.tpot, p.latency
+		}
 	}
 	s.mu.RUnlock()
 	w.buf = w.buf[:0]

@@ -56,6 +56,7 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 		stream:       &streamRun{ws: ws, expected: expected},
 		costs:        newCostHeap(router),
 	}
+	e.stream.samples.ttftOnly = cfg.judgedOnly
 	if expected > 0 {
 		e.stream.samples.grow(expected - 1)
 	}
