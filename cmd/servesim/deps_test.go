@@ -45,7 +45,7 @@ var (
 	domainPackages = []string{
 		"internal/profile", "internal/plant", "internal/plant/mpc", "internal/fleet", "internal/trace", "internal/sweep",
 		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench", "internal/cards",
-		"internal/benchload", "internal/calibrate",
+		"internal/benchload", "internal/calibrate", "internal/workload",
 	}
 	runPackages  = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/runparams", "internal/plantflag"}
 	testPackages = []string{
@@ -63,12 +63,18 @@ var (
 	commandLinePackages = []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "servesim/internal/plantflag", "servesim/internal/cliflag"}
 )
 
+// The workload readers read traces without the simulator: they take the
+// request and workload types from internal/workload and depend on
+// internal/plant neither directly nor through another package.
+var simulatorFreePackages = []string{"internal/workload", "internal/trace", "internal/scenario", "internal/benchload"}
+
 // TestPackageLayers keeps the import direction of docs/ARCHITECTURE.md: no
 // package imports a command; a helper (Python reading rules, the JSON
 // encoder, numerics, caps, drawing, tables, output files) imports no
 // domain package; the binary links no test helper; and the run layer but
 // plantflag is headless: no cobra, pflag, plantflag or cliflag, directly
-// or through another package.
+// or through another package; and the workload readers do without the
+// simulator.
 func TestPackageLayers(t *testing.T) {
 	t.Parallel()
 	goTool, err := exec.LookPath("go")
@@ -106,6 +112,10 @@ func TestPackageLayers(t *testing.T) {
 	}
 	for _, test := range testPackages {
 		assert.False(t, imports("cmd/servesim", test), "the binary links test helper %s", test)
+	}
+	for _, pkg := range simulatorFreePackages {
+		require.Contains(t, domainPackages, pkg, "a workload reader is a domain package")
+		assert.False(t, imports(pkg, "internal/plant"), "%s depends on the simulator (internal/plant): take the workload types from internal/workload", pkg)
 	}
 	for _, pkg := range headlessPackages {
 		require.Contains(t, runPackages, pkg, "a headless package is a run package")

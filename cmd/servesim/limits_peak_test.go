@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 var limitPeaks = flag.Bool("limitpeaks", false, "run the real binary ($SERVESIM_BIN) at each memory limit and check its peak RSS (make limit-peaks)")
@@ -67,7 +67,7 @@ func TestPeaksAtTheLimits(t *testing.T) {
 		"{half2}": filepath.Join(dir, "half2.csv"),
 	}
 	require.NoError(t, os.WriteFile(paths["{two}"], []byte("TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 00:00:00.00,100,10\n2023-11-27 13:00:00.00,100,10\n"), 0o644))
-	writeShortRows(t, paths["{big}"], plant.MaxHeldRequests)
+	writeShortRows(t, paths["{big}"], workload.MaxHeldRequests)
 	require.NoError(t, os.Link(paths["{big}"], paths["{half1}"]))
 	require.NoError(t, os.Link(paths["{big}"], paths["{half2}"]))
 	for i, c := range peakCases {

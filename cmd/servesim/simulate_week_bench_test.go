@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // weekSizes are the traces of BenchmarkSimulateWeek: about a million and
@@ -23,8 +24,8 @@ var weekSizes = []struct {
 	name     string
 	fraction float64 // of the week
 }{
-	{"requests=1M", 1e6 / plant.WeekRequests},
-	{"requests=10M", 1e7 / plant.WeekRequests},
+	{"requests=1M", 1e6 / workload.WeekRequests},
+	{"requests=10M", 1e7 / workload.WeekRequests},
 	{"week", 1},
 }
 
@@ -53,7 +54,7 @@ func onEachWeek(b *testing.B, bench func(b *testing.B, bin, path string)) {
 			if testing.Short() && size.fraction == 1 {
 				b.Skip("skipped with -short: a 1.1 GB trace of 27.3 million requests")
 			}
-			week := plant.WeekTraceLike(1)
+			week := workload.WeekTraceLike(1)
 			week.DurationS *= size.fraction
 			path := filepath.Join(b.TempDir(), "week.csv")
 			f, err := os.Create(path)

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"servesim/internal/cliflag"
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // traceSynthOptions are the flags of `servesim trace synth`.
@@ -34,7 +34,7 @@ const (
 
 // defaultSynthRate is the synthetic week's rate: the Azure 2024
 // conversation week's 27.3 million requests over seven days.
-const defaultSynthRate = plant.WeekRequests / (7 * 86400.0)
+const defaultSynthRate = workload.WeekRequests / (7 * 86400.0)
 
 func newTraceSynthCmd(s *streams, runF func(*traceSynthOptions) error) *cobra.Command {
 	opts := &traceSynthOptions{}
@@ -66,28 +66,28 @@ func newTraceSynthCmd(s *streams, runF func(*traceSynthOptions) error) *cobra.Co
 }
 
 // config is the synthetic trace the flags describe: the code trace's
-// bursts and token lengths (plant.CodeTraceLike) at --rate, with bursts
+// bursts and token lengths (workload.CodeTraceLike) at --rate, with bursts
 // 10 ms apart within (as the synthetic week's), shaped by the diurnal flags.
 // Its errors name the flag.
-func (o *traceSynthOptions) config() (plant.SyntheticTrace, error) {
+func (o *traceSynthOptions) config() (workload.SyntheticTrace, error) {
 	start, err := parseSynthStart(o.Start)
 	if err != nil {
-		return plant.SyntheticTrace{}, err
+		return workload.SyntheticTrace{}, err
 	}
 	switch {
 	case !(o.Days > 0) || math.IsInf(o.Days, 0):
-		return plant.SyntheticTrace{}, fmt.Errorf("--days %v: expected a positive number of days", o.Days)
+		return workload.SyntheticTrace{}, fmt.Errorf("--days %v: expected a positive number of days", o.Days)
 	case !(o.RatePerS > 0) || math.IsInf(o.RatePerS, 0):
-		return plant.SyntheticTrace{}, fmt.Errorf("--rate %v: expected a positive number of requests per second", o.RatePerS)
+		return workload.SyntheticTrace{}, fmt.Errorf("--rate %v: expected a positive number of requests per second", o.RatePerS)
 	}
-	if expected := o.Days * 86400 * o.RatePerS; expected > plant.MaxHeldRequests {
-		return plant.SyntheticTrace{}, fmt.Errorf("--days %v x --rate %.6g = %.3g requests: more than the %d servesim reads from one trace", o.Days, o.RatePerS, expected, plant.MaxHeldRequests)
+	if expected := o.Days * 86400 * o.RatePerS; expected > workload.MaxHeldRequests {
+		return workload.SyntheticTrace{}, fmt.Errorf("--days %v x --rate %.6g = %.3g requests: more than the %d servesim reads from one trace", o.Days, o.RatePerS, expected, workload.MaxHeldRequests)
 	}
-	c := plant.CodeTraceLike(o.Seed, o.Days*86400)
+	c := workload.CodeTraceLike(o.Seed, o.Days*86400)
 	c.Start, c.MeanRequestsPerS, c.BurstGapS = start, o.RatePerS, 0.01
-	d := &plant.Diurnal{Amplitude: o.Amplitude, PeakHour: o.PeakHour, WeekendFactor: o.WeekendFactor}
+	d := &workload.Diurnal{Amplitude: o.Amplitude, PeakHour: o.PeakHour, WeekendFactor: o.WeekendFactor}
 	if err := d.Check(); err != nil {
-		return plant.SyntheticTrace{}, fmt.Errorf("--diurnal, --peak-hour or --weekend: %w", err)
+		return workload.SyntheticTrace{}, fmt.Errorf("--diurnal, --peak-hour or --weekend: %w", err)
 	}
 	if o.Amplitude > 0 || o.WeekendFactor < 1 {
 		c.Diurnal = d
@@ -97,7 +97,7 @@ func (o *traceSynthOptions) config() (plant.SyntheticTrace, error) {
 		peak *= c.Diurnal.Peak()
 	}
 	if c.MeanBurstSize/peak <= (c.MeanBurstSize-1)*c.BurstGapS {
-		return plant.SyntheticTrace{}, fmt.Errorf("--rate %v: its peak, %.4g requests per second, leaves no pause between bursts of 3 requests 10 ms apart: expected at most %.4g at the peak",
+		return workload.SyntheticTrace{}, fmt.Errorf("--rate %v: its peak, %.4g requests per second, leaves no pause between bursts of 3 requests 10 ms apart: expected at most %.4g at the peak",
 			o.RatePerS, peak, c.MeanBurstSize/((c.MeanBurstSize-1)*c.BurstGapS))
 	}
 	return c, nil

@@ -18,7 +18,7 @@
 //   - A random prompt is lengths only: its prefix and body tokens, whose
 //     text vLLM decodes and re-encodes (which can shift its length by a
 //     token or two), are not made.
-//   - Requests are a plant.Workload: arrival times in seconds from the
+//   - Requests are a workload.Workload: arrival times in seconds from the
 //     benchmark's start, as get_request's cumulative delays.
 package benchload
 
@@ -34,8 +34,8 @@ import (
 	"strings"
 
 	"servesim/internal/limits"
-	"servesim/internal/plant"
 	"servesim/internal/pycompat"
+	"servesim/internal/workload"
 )
 
 // Dataset names of --dataset-name.
@@ -166,7 +166,7 @@ func (o *Options) Source() string { return "bench:" + o.DatasetName }
 // of a canonical description of the options (with a dataset file's own
 // SHA-256). A dataset file that cannot be read or parsed is an error
 // naming the file (and the line).
-func Generate(o Options) (plant.Workload, error) {
+func Generate(o Options) (workload.Workload, error) {
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), streamDataset))
 	var samples []Sample
 	dataHash := ""
@@ -175,21 +175,21 @@ func Generate(o Options) (plant.Workload, error) {
 	} else {
 		data, err := readDataset(o.DatasetPath)
 		if err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		sum := sha256.Sum256(data)
 		dataHash = hex.EncodeToString(sum[:])
 		if samples, err = o.fileSamples(data, rng); err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 	}
 	arrivals := Arrivals(len(samples), o.RequestRate, o.Burstiness, rand.New(rand.NewPCG(uint64(o.Seed), streamArrivals)))
-	requests := make([]plant.Request, len(samples))
+	requests := make([]workload.Request, len(samples))
 	for i, s := range samples {
-		requests[i] = plant.Request{ID: i, ArrivalTimeS: arrivals[i], PromptTokens: s.PromptTokens, OutputTokens: s.OutputTokens}
+		requests[i] = workload.Request{ID: i, ArrivalTimeS: arrivals[i], PromptTokens: s.PromptTokens, OutputTokens: s.OutputTokens}
 	}
 	sum := sha256.Sum256([]byte(o.describe(dataHash)))
-	return plant.Workload{Requests: requests, Source: o.Source(), SHA256: hex.EncodeToString(sum[:])}, nil
+	return workload.Workload{Requests: requests, Source: o.Source(), SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
 // readDataset reads a dataset file whole (at most MaxDatasetBytes).

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // defaults are vLLM's defaults of the workload and load flags.
@@ -86,7 +86,7 @@ func TestRandomLengthsStayInTheirRangeWithThePrefix(t *testing.T) {
 	w, err = Generate(o)
 	require.NoError(t, err)
 	for _, r := range w.Requests {
-		require.Equal(t, plant.Request{ID: r.ID, PromptTokens: 107, OutputTokens: 10}, r, "exact lengths, all at time 0")
+		require.Equal(t, workload.Request{ID: r.ID, PromptTokens: 107, OutputTokens: 10}, r, "exact lengths, all at time 0")
 	}
 }
 
@@ -188,11 +188,11 @@ func TestCustomWorkload(t *testing.T) {
 	o.DatasetName, o.DatasetPath, o.NumPrompts = DatasetCustom, filepath.Join("testdata", "custom.jsonl"), 3
 	w, err := Generate(o)
 	require.NoError(t, err)
-	got := map[plant.Request]bool{}
+	got := map[workload.Request]bool{}
 	for _, r := range w.Requests {
-		got[plant.Request{PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens}] = true
+		got[workload.Request{PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens}] = true
 	}
-	assert.Equal(t, map[plant.Request]bool{
+	assert.Equal(t, map[workload.Request]bool{
 		{PromptTokens: 8, OutputTokens: 256}: true, // no output_tokens: --custom-output-len
 		{PromptTokens: 12, OutputTokens: 64}: true,
 		{PromptTokens: 900, OutputTokens: 7}: true,

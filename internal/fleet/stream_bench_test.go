@@ -11,6 +11,7 @@ import (
 
 	"servesim/internal/plant"
 	"servesim/internal/profile"
+	"servesim/internal/workload"
 )
 
 // streamRequests are the sizes of BenchmarkFleetStream: about a day and
@@ -22,7 +23,7 @@ var streamRequests = []int{1_000_000, 10_000_000}
 type weekSource struct{ n int }
 
 func (s weekSource) Read(emit func(plant.Request) error) (plant.Workload, error) {
-	week := plant.WeekTraceLike(1)
+	week := workload.WeekTraceLike(1)
 	week.DurationS = math.Inf(1) // as many weeks as n needs
 	var err error
 	i, first := 0, int64(-1)

@@ -3,6 +3,8 @@ package plant
 import (
 	"bytes"
 	_ "embed"
+
+	"servesim/internal/workload"
 )
 
 // defaultTraceCSV is DefaultTraceConfig() written by WriteCSV;
@@ -31,11 +33,11 @@ const (
 // 6.0, log-sd 0.7, clamped to 3-2048), and the code trace's output lengths
 // (CodeTraceLike). The Azure code trace itself, with its bursts and prompts
 // of up to 7437 tokens, overloads the proxy: CodeTraceLike models it.
-func DefaultTraceConfig() SyntheticTrace {
+func DefaultTraceConfig() workload.SyntheticTrace {
 	c := CodeTraceLike(DefaultTraceSeed, DefaultTraceDurationS)
 	c.MeanRequestsPerS = DefaultTraceRequestsPerS
 	c.MeanBurstSize, c.BurstGapS = 1, 0 // no bursts: Poisson arrivals
-	c.Prompt = LogNormalTokens{LogMean: 6.0, LogSigma: 0.7, Min: 3, Max: 2048}
+	c.Prompt = workload.LogNormalTokens{LogMean: 6.0, LogSigma: 0.7, Min: 3, Max: 2048}
 	return c
 }
 

@@ -36,14 +36,6 @@ func ParsePreemption(name string) (Preemption, error) {
 // EngineOptions.KVBlockTokens says otherwise (vLLM's default).
 const DefaultKVBlockTokens = 16
 
-// HashIDSource gives the block hash ids of a request's prompt, as a
-// Mooncake trace has them: one id per HashIDBlockTokens tokens, equal ids
-// meaning equal prefixes up to the end of that block. The argument is the
-// request's ID; nil means the request has none.
-type HashIDSource interface {
-	HashIDs(requestID int) []int64
-}
-
 // EngineOptions turn on what real serving engines do and the reference
 // plant does not. The zero value turns everything off, and a run is then
 // the reference's, bit for bit.

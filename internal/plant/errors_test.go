@@ -1,9 +1,7 @@
 package plant
 
 import (
-	"errors"
 	"math"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,19 +42,4 @@ func TestValidateReturnsFieldErrors(t *testing.T) {
 	_, _, err := NormalizeOfferedLoad([]Request{{PromptTokens: 1, OutputTokens: 1}}, profile.Default(), 1.5)
 	require.ErrorAs(t, err, &fe)
 	assert.Equal(t, "target_utilization", fe.Field)
-}
-
-func TestLoadWorkloadReturnsTraceErrors(t *testing.T) {
-	body := "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,10,-3\n"
-	_, err := LoadWorkload(strings.NewReader(body), "code.csv", NoElapsedLimit)
-	var te *TraceError
-	require.ErrorAs(t, err, &te)
-	assert.Equal(t, TraceError{File: "code.csv", Line: 2, Column: "GeneratedTokens", Value: "-3", Why: "token counts must be positive"}, *te)
-	assert.EqualError(t, err, `trace code.csv line 2: GeneratedTokens "-3": token counts must be positive`)
-
-	_, err = LoadWorkload(strings.NewReader("a,b\n1,2\n"), "x.csv", NoElapsedLimit)
-	require.ErrorAs(t, err, &te)
-	assert.Equal(t, 1, te.Line)
-	assert.Empty(t, te.Column)
-	assert.False(t, errors.Is(err, ErrNoProfile))
 }

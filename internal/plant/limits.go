@@ -166,7 +166,8 @@ func preallocatedSamples(p Plant, lastArrivalS float64, stride int) int {
 
 // Limits on what a command holds at once, whatever multiplies it: the
 // replicas of a fleet, the runs a sweep or a capacity study keeps under
-// way (--jobs), the traces of a sweep's axis, the rows of a trace.
+// way (--jobs), the traces of a sweep's axis (and the rows of traces:
+// workload.MaxHeldRequests).
 const (
 	// MaxLiveKVBlocks bounds the prefix-cache blocks of every plant a
 	// command holds at once: KVBlockBytes each, so 2^25 blocks take about
@@ -176,10 +177,6 @@ const (
 	// KVBlockBytes is what a prefix-cache block takes: its 32-byte entry
 	// and two 8-byte slots of the hash index.
 	KVBlockBytes = 48
-	// MaxHeldRequests bounds the requests a command holds at once: the
-	// rows of one trace, or of all the traces of a sweep. 5e7 is nearly
-	// twice the Azure 2024 week of conversations (27.3M requests).
-	MaxHeldRequests = 50_000_000
 )
 
 // LimitLiveKVBlocks names MaxLiveKVBlocks in a LimitError.

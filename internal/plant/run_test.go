@@ -136,24 +136,19 @@ func TestRunRecordsTheFixedClockLevel(t *testing.T) {
 func TestRunRemembersTheWorkloadChecksum(t *testing.T) {
 	w, err := DefaultTrace(600)
 	require.NoError(t, err)
-	require.NotNil(t, w.checksums, "a read workload remembers its checksums")
 	proxy := profile.Default()
-	for _, tt := range []struct {
-		normalize float64
-		keys      int
-	}{
-		{0, 1}, {0.1, 2}, {0, 2}, {0.05, 3}, {0.1, 3}, {0.05, 3},
-	} {
-		cfg := Config{Plant: NewPlant(proxy), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: tt.normalize, Options: Options{Summary: true}}
+	for _, normalize := range []float64{0, 0.1, 0, 0.05, 0.1, 0.05} {
+		cfg := Config{Plant: NewPlant(proxy), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: normalize, Options: Options{Summary: true}}
 		report, err := Run(w, cfg)
 		require.NoError(t, err)
 		asRun := w.Requests
-		if tt.normalize != 0 {
-			asRun, _, err = NormalizeOfferedLoad(w.Requests, proxy, tt.normalize)
+		if normalize != 0 {
+			asRun, _, err = NormalizeOfferedLoad(w.Requests, proxy, normalize)
 			require.NoError(t, err)
 		}
-		assert.Equal(t, WorkloadChecksum(asRun), report.WorkloadChecksum, "normalize %v", tt.normalize)
-		assert.Len(t, w.checksums.sums, tt.keys, "normalize %v", tt.keys)
+		assert.Equal(t, WorkloadChecksum(asRun), report.WorkloadChecksum, "normalize %v", normalize)
+		// Remembered: the workload answers without the requests.
+		assert.Equal(t, report.WorkloadChecksum, w.Checksum(report.Dilation, nil), "normalize %v", normalize)
 	}
 	literal := Workload{Requests: slices.Clone(w.Requests)}
 	cfg := Config{Plant: NewPlant(proxy), Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: 0.1, NormalizeInPlace: true, Options: Options{Summary: true}}
@@ -166,7 +161,8 @@ func TestRunRemembersTheWorkloadChecksum(t *testing.T) {
 	report, err = Run(inPlace, cfg)
 	require.NoError(t, err)
 	assert.Equal(t, WorkloadChecksum(want), report.WorkloadChecksum)
-	assert.Empty(t, inPlace.checksums.sums, "a workload normalized in place is not remembered")
+	assert.Equal(t, WorkloadChecksum(nil), inPlace.Checksum(report.Dilation, nil), "a workload normalized in place is not remembered")
+	assert.Equal(t, WorkloadChecksum(nil), inPlace.Checksum(nil, nil), "a workload normalized in place is not remembered")
 }
 
 // TestWorkloadChecksumIsRemembered: a read workload computes the checksum

@@ -5,21 +5,6 @@ import (
 	"fmt"
 )
 
-// A WorkloadSource is a workload read while it is simulated (RunStream),
-// so that its requests need not all be held: a trace file of millions of
-// requests.
-type WorkloadSource interface {
-	// Read reads the workload from its start, calling emit with each
-	// request in order (as they would be in Workload.Requests), and stops
-	// at emit's first error, which it returns. It returns the workload's
-	// identity: its Source, SHA256 and Skipped, without Requests. Read
-	// may be called twice (RunStream normalizes in two passes).
-	Read(emit func(Request) error) (Workload, error)
-	// Estimate is the number of requests expected, or 0 when unknown:
-	// it sizes buffers, nothing else.
-	Estimate() int
-}
-
 // RunStream is Run for a workload read while it is simulated, with the same
 // report. The requests are read in a goroutine of their own, so that
 // reading, parsing and the workload checksum overlap with the simulation,

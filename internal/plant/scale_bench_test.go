@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
+
+	"servesim/internal/workload"
 )
 
 // stepCostRequests are the workloads of BenchmarkStepCost, each a few
@@ -67,7 +69,7 @@ var scaleRequests = []int{1_000_000, 10_000_000, 50_000_000}
 // syntheticSource streams the first n requests of a synthetic trace, as
 // LoadWorkload would read them from its CSV form.
 type syntheticSource struct {
-	trace SyntheticTrace
+	trace workload.SyntheticTrace
 	n     int
 }
 
@@ -103,7 +105,7 @@ func BenchmarkSimulateScale(b *testing.B) {
 			p.MaxSimulationTimeS = math.MaxFloat64
 			cfg := Config{Plant: p, Scheduler: ChunkedPrefill{}, Controller: MaxClock{}, Normalize: 0.7,
 				Options: Options{Summary: true, MaxSteps: math.Inf(1)}}
-			week := WeekTraceLike(1)
+			week := workload.WeekTraceLike(1)
 			week.DurationS = math.Inf(1) // as many weeks as n needs
 			src := syntheticSource{trace: week, n: n}
 			b.ReportAllocs()

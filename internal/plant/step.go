@@ -6,6 +6,8 @@ import (
 	"io"
 	"math"
 	"sort"
+
+	"servesim/internal/workload"
 )
 
 // A Stepper is one simulation run a step at a time, with the requests added
@@ -38,7 +40,7 @@ type Stepper struct {
 	marked bool
 	// sum, when not nil, is the checksum of the requests added so far
 	// (Summarize, Feed): their records may be gone at Result.
-	sum *Checksum
+	sum *workload.Checksum
 	// unsummed says that the Stepper keeps no checksum (SkipChecksum).
 	unsummed bool
 	// routed is Load's sum over the requests added and not yet arrived.

@@ -1,5 +1,7 @@
 package plant
 
+import "servesim/internal/workload"
+
 // Summarize makes the Stepper hand each request's record to f once it is
 // final, in the order the requests were added: when the run drops it
 // (under Options.Summary, unless a request log, the engine features or a
@@ -14,7 +16,7 @@ func (st *Stepper) Summarize(expected int, f func(*RequestRecord)) {
 	sim := st.sim
 	sim.onRecord = f
 	if !st.unsummed {
-		st.sum = &Checksum{}
+		st.sum = &workload.Checksum{}
 	}
 	if compacts(st.opt, sim.controller) {
 		sim.compact(st.opt, expected)
@@ -32,7 +34,7 @@ func (st *Stepper) Summarize(expected int, f func(*RequestRecord)) {
 // before the first Step, and Drain after the last.
 func (st *Stepper) Feed(stream RequestStream, n int, lastArrivalS float64) (bool, error) {
 	if st.sum == nil && !st.unsummed {
-		st.sum = &Checksum{}
+		st.sum = &workload.Checksum{}
 	}
 	if st.sum != nil {
 		stream = &summedStream{stream: stream, sum: st.sum}
@@ -73,7 +75,7 @@ func (st *Stepper) checksum() string {
 	if st.sum != nil {
 		return st.sum.Sum()
 	}
-	var sum Checksum
+	var sum workload.Checksum
 	for i := range st.sim.records {
 		r := &st.sim.records[i]
 		sum.Add(Request{ID: r.RequestID, ArrivalTimeS: r.ArrivalTimeS, PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens})
@@ -95,7 +97,7 @@ func (sim *simulation) hand(records []RequestRecord) {
 // read.
 type summedStream struct {
 	stream RequestStream
-	sum    *Checksum
+	sum    *workload.Checksum
 }
 
 func (s *summedStream) Next() (Request, bool) {

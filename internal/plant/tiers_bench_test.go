@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/profile"
+
+	"servesim/internal/workload"
 )
 
 // Size tiers of the benchmarks that make bench tabulates
@@ -27,14 +29,14 @@ var tiers = []int{tierSmall, tierMedium, tierLarge}
 
 // tierTrace is the synthetic trace of a size tier: about requests
 // code-like requests (seed 1) arriving at ratePerS.
-func tierTrace(requests int, ratePerS float64) SyntheticTrace {
+func tierTrace(requests int, ratePerS float64) workload.SyntheticTrace {
 	trace := CodeTraceLike(1, float64(requests)/ratePerS)
 	trace.MeanRequestsPerS = ratePerS
 	return trace
 }
 
 // tierPlant is the embedded proxy plant with time to serve a tier's trace.
-func tierPlant(trace SyntheticTrace) Plant {
+func tierPlant(trace workload.SyntheticTrace) Plant {
 	p := NewPlant(profile.Default())
 	p.MaxSimulationTimeS = 2 * trace.DurationS
 	return p

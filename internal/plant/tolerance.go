@@ -1,5 +1,7 @@
 package plant
 
+import "servesim/internal/workload"
+
 // The reference's tolerances. The reference (../shared/reference,
 // seed003_plant.py) writes each as a bare 1e-12; servesim names them by
 // what they compare, with the same value, so that every comparison, and
@@ -32,7 +34,7 @@ const (
 	// because of the tolerance. It is far below any real time difference:
 	// the Azure traces' times are whole microseconds (1e-6 s) and a step
 	// is 0.1 s, so it never joins two distinct arrivals or two steps.
-	TimeEpsilonS = 1e-12
+	TimeEpsilonS = workload.TimeEpsilonS
 
 	// TokenEpsilon is the work tolerance, tokens: a step, a round of the
 	// prefill or decode loop or a decode increment that served at most

@@ -5,6 +5,8 @@ import (
 	"errors"
 
 	"servesim/internal/profile"
+
+	"servesim/internal/workload"
 )
 
 // A WorkloadStream is a WorkloadSource being read in a goroutine of its
@@ -20,7 +22,7 @@ type WorkloadStream struct {
 	held         []Request
 	heldChecksum string
 	// Set by the reader; final once Next has returned false.
-	sum          Checksum
+	sum          workload.Checksum
 	loaded       int
 	lastArrivalS float64
 	dilation     *float64

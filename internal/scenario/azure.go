@@ -4,16 +4,16 @@ import (
 	"errors"
 	"fmt"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
-// FromPlantTrace turns a trace read by plant.LoadWorkload (an Azure-format
+// FromPlantTrace turns a trace read by workload.LoadWorkload (an Azure-format
 // CSV) into a replay workload, in the same order: arrivals in milliseconds
 // after the first request, computed from the plant's whole microseconds
 // (never from float seconds), the first sharedPrefixTokens tokens of each
 // prompt as the shared prefix (all of it when shorter) and the rest as
 // unique, the output tokens unchanged, and IDs "req-000", "req-001", ...
-func FromPlantTrace(requests []plant.Request, sharedPrefixTokens int) ([]WorkloadRequest, error) {
+func FromPlantTrace(requests []workload.Request, sharedPrefixTokens int) ([]WorkloadRequest, error) {
 	if sharedPrefixTokens < 0 {
 		return nil, fmt.Errorf("%d shared-prefix tokens: must not be negative", sharedPrefixTokens)
 	}

@@ -10,14 +10,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
 	"servesim/internal/sharedtest"
+	"servesim/internal/workload"
 )
 
 // loadTrace reads an Azure-format trace with the plant's loader.
-func loadTrace(t *testing.T, csv string) []plant.Request {
+func loadTrace(t *testing.T, csv string) []workload.Request {
 	t.Helper()
-	w, err := plant.LoadWorkload(strings.NewReader(csv), "a.csv", plant.NoElapsedLimit)
+	w, err := workload.LoadWorkload(strings.NewReader(csv), "a.csv", workload.NoElapsedLimit)
 	require.NoError(t, err)
 	return w.Requests
 }

@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"servesim/internal/plant"
 	"servesim/internal/trace"
+	"servesim/internal/workload"
 )
 
 // Inputs are what the scenarios command replays: the synthetic agent trace
@@ -97,7 +97,7 @@ func (in Inputs) requests(opt *BenchmarkOptions) ([]WorkloadRequest, error) {
 	}
 	defer r.Close()
 	opt.WorkloadName = filepath.Base(name)
-	w, err := trace.Load(r, name, plant.NoElapsedLimit, in.Trace)
+	w, err := trace.Load(r, name, workload.NoElapsedLimit, in.Trace)
 	if err != nil {
 		return nil, err
 	}

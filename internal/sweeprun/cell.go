@@ -11,6 +11,7 @@ import (
 	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 	"servesim/internal/trace"
+	"servesim/internal/workload"
 )
 
 // inputs are the profiles and traces of a sweep, each loaded once and
@@ -80,12 +81,12 @@ func (s *Sweep) load() *inputs {
 		} else {
 			var t *trace.Trace
 			opt := s.cfg.Trace.Options
-			opt.MaxRequests = plant.MaxHeldRequests - in.held
+			opt.MaxRequests = workload.MaxHeldRequests - in.held
 			src := &trace.Source{Path: path, Stdin: s.cfg.Stdin, MaxElapsedS: s.cfg.MaxElapsedS, Options: opt}
 			var tooMany *trace.TooManyRequestsError
 			if t, err = src.Load(); errors.As(err, &tooMany) {
 				in.overHeld = runparams.Errorf("%s: the %d traces hold more than %d requests together, the most servesim holds at once (%v); run the sweep on fewer traces at a time, or shorten them with %s",
-					runparams.Setting("trace"), len(s.cfg.Traces), plant.MaxHeldRequests, err, runparams.Setting("max-elapsed"))
+					runparams.Setting("trace"), len(s.cfg.Traces), workload.MaxHeldRequests, err, runparams.Setting("max-elapsed"))
 				return in
 			}
 			if err == nil {

@@ -8,14 +8,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // benchRequests is the size of the benchmark traces.
 const benchRequests = 1_000_000
 
 // syntheticTrace writes n requests of the synthetic code-like trace
-// (plant.CodeTraceLike, seed 1) in format: Azure in the 2024 week-long form
+// (workload.CodeTraceLike, seed 1) in format: Azure in the 2024 week-long form
 // (UTC offset, microseconds), BurstGPT with times in microseconds and two
 // models, Mooncake with one hash id per 512 prompt tokens, and a CSV log
 // (request,arrival_ms,prompt,output, times in milliseconds).
@@ -30,7 +30,7 @@ func syntheticTrace(format Format, n int) []byte {
 		b.WriteString("request,arrival_ms,prompt,output\n")
 	}
 	start := time.Date(2024, 5, 10, 0, 0, 0, 0, time.UTC)
-	config := plant.CodeTraceLike(1, 1e9)
+	config := workload.CodeTraceLike(1, 1e9)
 	i, nextHash := 0, int64(0)
 	config.Each(func(us int64, prompt, output int) bool {
 		switch format {
@@ -72,7 +72,7 @@ func BenchmarkLoad(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			b.ReportAllocs()
 			for b.Loop() {
-				tr, err := Load(bytes.NewReader(data), "bench", plant.NoElapsedLimit, opt)
+				tr, err := Load(bytes.NewReader(data), "bench", workload.NoElapsedLimit, opt)
 				require.NoError(b, err)
 				require.Len(b, tr.Requests, benchRequests)
 			}
@@ -83,7 +83,7 @@ func BenchmarkLoad(b *testing.B) {
 
 // BenchmarkStats computes the statistics of a trace of benchRequests.
 func BenchmarkStats(b *testing.B) {
-	tr, err := Load(bytes.NewReader(syntheticTrace(BurstGPT, benchRequests)), "bench", plant.NoElapsedLimit, Options{})
+	tr, err := Load(bytes.NewReader(syntheticTrace(BurstGPT, benchRequests)), "bench", workload.NoElapsedLimit, Options{})
 	require.NoError(b, err)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -93,7 +93,7 @@ func BenchmarkStats(b *testing.B) {
 
 // BenchmarkConvert writes a trace of benchRequests in each canonical form.
 func BenchmarkConvert(b *testing.B) {
-	tr, err := Load(bytes.NewReader(syntheticTrace(Mooncake, benchRequests)), "bench", plant.NoElapsedLimit, Options{})
+	tr, err := Load(bytes.NewReader(syntheticTrace(Mooncake, benchRequests)), "bench", workload.NoElapsedLimit, Options{})
 	require.NoError(b, err)
 	for _, format := range ConvertFormats {
 		b.Run(string(format), func(b *testing.B) {

@@ -7,10 +7,10 @@ import (
 	"strings"
 
 	"servesim/internal/limits"
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
-// Reasons a row is skipped, the keys of plant.Workload.Skipped.
+// Reasons a row is skipped, the keys of workload.Workload.Skipped.
 const (
 	// SkipFailedResponse is a BurstGPT row with Response tokens 0: a
 	// failed request.
@@ -49,7 +49,7 @@ func newBuilder(name string, maxElapsedS float64, s sink) *builder {
 // column's text (a CSV log with a session column; nil for the others),
 // both valid until the next call.
 type sink struct {
-	emit    func(plant.Request) error
+	emit    func(workload.Request) error
 	hashIDs func(ids []int64)
 	session func(text []byte)
 }
@@ -104,10 +104,10 @@ func (b *builder) keep(prompt, output int64, hashIDs []int64, session []byte) er
 		b.first, b.started = b.prev, true
 	}
 	elapsed := float64(b.prev-b.first) / 1e6
-	if elapsed > b.maxElapsedS+plant.TimeEpsilonS {
+	if elapsed > b.maxElapsedS+workload.TimeEpsilonS {
 		return nil
 	}
-	err := b.sink.emit(plant.Request{
+	err := b.sink.emit(workload.Request{
 		ID: b.kept, ArrivalTimeS: elapsed, PromptTokens: int(prompt), OutputTokens: int(output),
 	})
 	b.kept++
@@ -122,14 +122,14 @@ func (b *builder) keep(prompt, output int64, hashIDs []int64, session []byte) er
 
 // workload finishes the trace: its identity, without its requests (the
 // sink has them). It fails when no row was read or none was kept.
-func (b *builder) workload(in *input) (plant.Workload, error) {
+func (b *builder) workload(in *input) (workload.Workload, error) {
 	switch {
 	case b.rows == 0:
-		return plant.Workload{}, fmt.Errorf("trace %s: no rows: expected at least one request", b.name)
+		return workload.Workload{}, fmt.Errorf("trace %s: no rows: expected at least one request", b.name)
 	case b.kept == 0:
-		return plant.Workload{}, fmt.Errorf("trace %s: no request kept: all %d rows were skipped (%s)", b.name, b.rows, skippedList(b.skipped))
+		return workload.Workload{}, fmt.Errorf("trace %s: no request kept: all %d rows were skipped (%s)", b.name, b.rows, skippedList(b.skipped))
 	}
-	return plant.Workload{Source: b.name, SHA256: in.sum(), Skipped: b.skipped}, nil
+	return workload.Workload{Source: b.name, SHA256: in.sum(), Skipped: b.skipped}, nil
 }
 
 // skippedList writes skip counts as "failed_response 3, filtered 2".

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // Epoch is the time of a trace's first request in the Azure form written by
@@ -111,14 +111,14 @@ func appendMillis(buf []byte, us int64) []byte {
 }
 
 // checkSpan fails unless every arrival of t lies from 0 to
-// plant.MaxTraceSpanMicros (2^53 microseconds, 285 years) after the first
+// workload.MaxTraceSpanMicros (2^53 microseconds, 285 years) after the first
 // request, the span every trace reader keeps to: so each is a whole number
 // of microseconds that a date and a time.Duration hold exactly, and the
 // trace written reads back as it was.
 func checkSpan(t *Trace) error {
 	for i := range t.Requests {
 		r := &t.Requests[i]
-		if us := math.Round(r.ArrivalTimeS * 1e6); !(us >= 0 && us <= plant.MaxTraceSpanMicros) {
+		if us := math.Round(r.ArrivalTimeS * 1e6); !(us >= 0 && us <= workload.MaxTraceSpanMicros) {
 			return fmt.Errorf("trace %s: request %d arrives at %s s: expected 0 to 2^53 microseconds (285 years) after the first request",
 				t.Source, r.ID, strconv.FormatFloat(r.ArrivalTimeS, 'f', -1, 64))
 		}

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
 	"servesim/internal/sharedtest"
 	"servesim/internal/testsupport"
+	"servesim/internal/workload"
 )
 
 func TestConvertWritesTheCanonicalForms(t *testing.T) {
@@ -49,7 +49,7 @@ func TestConvertWritesTheCanonicalForms(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file+" to "+string(tt.format), func(t *testing.T) {
-			tr, err := loadFile(t, tt.file, plant.NoElapsedLimit, tt.opt)
+			tr, err := loadFile(t, tt.file, workload.NoElapsedLimit, tt.opt)
 			require.NoError(t, err)
 			var buf bytes.Buffer
 			require.NoError(t, Convert(&buf, tr, tt.format))
@@ -61,20 +61,20 @@ func TestConvertWritesTheCanonicalForms(t *testing.T) {
 
 func TestConvertAzureToAzureReproducesTheRequests(t *testing.T) {
 	for _, file := range []string{"azure2023.csv", "azure2024.csv"} {
-		tr, err := loadFile(t, file, plant.NoElapsedLimit, Options{})
+		tr, err := loadFile(t, file, workload.NoElapsedLimit, Options{})
 		require.NoError(t, err)
 		var buf bytes.Buffer
 		require.NoError(t, WriteAzure(&buf, tr))
-		back, err := Load(&buf, "back", plant.NoElapsedLimit, Options{})
+		back, err := Load(&buf, "back", workload.NoElapsedLimit, Options{})
 		require.NoError(t, err)
 		assert.Equal(t, Azure, back.Format)
 		assert.Equal(t, tr.Requests, back.Requests)
-		assert.Equal(t, plant.WorkloadChecksum(tr.Requests), plant.WorkloadChecksum(back.Requests))
+		assert.Equal(t, workload.WorkloadChecksum(tr.Requests), workload.WorkloadChecksum(back.Requests))
 	}
 }
 
 func TestConvertReportsWriteErrorsAndUnknownFormats(t *testing.T) {
-	tr, err := loadFile(t, "burstgpt.csv", plant.NoElapsedLimit, Options{})
+	tr, err := loadFile(t, "burstgpt.csv", workload.NoElapsedLimit, Options{})
 	require.NoError(t, err)
 	for _, format := range ConvertFormats {
 		assert.EqualError(t, Convert(&testsupport.FailingWriter{Err: errors.New("disk full")}, tr, format), "disk full")
@@ -88,13 +88,13 @@ func TestConvertReportsWriteErrorsAndUnknownFormats(t *testing.T) {
 // refused before a byte is written (time.Duration overflowed past 292
 // years, writing an unsorted trace).
 func TestConvertWritesSpansUpTo2To53InOrder(t *testing.T) {
-	const span = plant.MaxTraceSpanMicros
+	const span = workload.MaxTraceSpanMicros
 	traceOf := func(us ...int64) *Trace {
-		requests := make([]plant.Request, len(us))
+		requests := make([]workload.Request, len(us))
 		for i, x := range us {
-			requests[i] = plant.Request{ID: i, ArrivalTimeS: float64(x) / 1e6, PromptTokens: 10, OutputTokens: 2}
+			requests[i] = workload.Request{ID: i, ArrivalTimeS: float64(x) / 1e6, PromptTokens: 10, OutputTokens: 2}
 		}
-		return &Trace{Workload: plant.Workload{Requests: requests, Source: "wide.csv"}, Format: Azure}
+		return &Trace{Workload: workload.Workload{Requests: requests, Source: "wide.csv"}, Format: Azure}
 	}
 	tests := []struct {
 		name string
@@ -122,7 +122,7 @@ func TestConvertWritesSpansUpTo2To53InOrder(t *testing.T) {
 					return
 				}
 				require.NoError(t, err)
-				back, err := Load(&buf, "back", plant.NoElapsedLimit, Options{})
+				back, err := Load(&buf, "back", workload.NoElapsedLimit, Options{})
 				require.NoError(t, err, buf.String())
 				assert.Equal(t, format, back.Format)
 				assert.Equal(t, tt.tr.Requests, back.Requests)
@@ -138,29 +138,29 @@ func TestAppendMillis(t *testing.T) {
 }
 
 // TestTheAzure2023TracesReadAndConvert reads the shared Azure 2023 traces
-// with detection (exactly as plant.LoadWorkload reads them) and converts
+// with detection (exactly as workload.LoadWorkload reads them) and converts
 // them both ways: the workload checksum is kept.
 func TestTheAzure2023TracesReadAndConvert(t *testing.T) {
 	for _, path := range []string{sharedtest.CodeTrace(t), sharedtest.ConvTrace(t)} {
 		data, err := os.ReadFile(path)
 		require.NoError(t, err)
-		want, err := plant.LoadWorkload(bytes.NewReader(data), path, plant.NoElapsedLimit)
+		want, err := workload.LoadWorkload(bytes.NewReader(data), path, workload.NoElapsedLimit)
 		require.NoError(t, err)
 		f, err := os.Open(path)
 		require.NoError(t, err)
-		got, err := Load(f, path, plant.NoElapsedLimit, Options{})
+		got, err := Load(f, path, workload.NoElapsedLimit, Options{})
 		f.Close()
 		require.NoError(t, err)
 		assert.Equal(t, Azure, got.Format)
 		assert.Equal(t, want, got.Workload)
-		checksum := plant.WorkloadChecksum(want.Requests)
+		checksum := workload.WorkloadChecksum(want.Requests)
 		for _, format := range ConvertFormats {
 			var buf bytes.Buffer
 			require.NoError(t, Convert(&buf, got, format))
-			back, err := Load(&buf, "converted", plant.NoElapsedLimit, Options{})
+			back, err := Load(&buf, "converted", workload.NoElapsedLimit, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, format, back.Format)
-			assert.Equal(t, checksum, plant.WorkloadChecksum(back.Requests), "%s to %s", path, format)
+			assert.Equal(t, checksum, workload.WorkloadChecksum(back.Requests), "%s to %s", path, format)
 		}
 	}
 }

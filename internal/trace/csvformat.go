@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // csvLayout is how the rows of a CSV format become requests.
@@ -68,15 +68,15 @@ func (l csvLayout) columns() (names [numColumns]string, read [numColumns]bool) {
 
 // readCSV reads a CSV trace in layout l: a header line, then one row per
 // request, each kept one handed to s.
-func readCSV(in *input, name string, maxElapsedS float64, l csvLayout, s sink) (plant.Workload, error) {
+func readCSV(in *input, name string, maxElapsedS float64, l csvLayout, s sink) (workload.Workload, error) {
 	names, read := l.columns()
 	records := newCSVRecords(in, name)
 	header, line, err := records.next()
 	if err == io.EOF {
-		return plant.Workload{}, fmt.Errorf("trace %s: empty: expected a header line naming the columns %s, %s and %s", name, l.arrival, l.prompt, l.output)
+		return workload.Workload{}, fmt.Errorf("trace %s: empty: expected a header line naming the columns %s, %s and %s", name, l.arrival, l.prompt, l.output)
 	}
 	if err != nil {
-		return plant.Workload{}, err
+		return workload.Workload{}, err
 	}
 	var index [numColumns]int
 	for i, column := range names {
@@ -84,7 +84,7 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout, s sink) (
 			continue
 		}
 		if index[i] = lastIndex(header, column); index[i] < 0 {
-			return plant.Workload{}, fmt.Errorf("trace %s line %d: missing column %q: %s", name, line, column, l.expectedHeaderNote)
+			return workload.Workload{}, fmt.Errorf("trace %s line %d: missing column %q: %s", name, line, column, l.expectedHeaderNote)
 		}
 	}
 	fieldsInHeader := len(header) // the next record reuses header's slice
@@ -95,7 +95,7 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout, s sink) (
 			break
 		}
 		if err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		field := func(i int) ([]byte, error) {
 			if !read[i] {
@@ -108,37 +108,37 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout, s sink) (
 		}
 		stamp, err := field(colArrival)
 		if err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		us, hasZone, err := l.unit.micros(stamp)
 		if err != nil {
-			return plant.Workload{}, b.fieldError(line, l.arrival, stamp, err)
+			return workload.Workload{}, b.fieldError(line, l.arrival, stamp, err)
 		}
 		if err := b.row(line, l.arrival, stamp, us, hasZone); err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		var counts [2]int64
 		for k := range counts {
 			text, err := field(colPrompt + k)
 			if err != nil {
-				return plant.Workload{}, err
+				return workload.Workload{}, err
 			}
 			n, ok := parseCount(text)
 			switch {
 			case !ok:
-				return plant.Workload{}, b.fieldError(line, names[colPrompt+k], text, "expected an integer token count")
+				return workload.Workload{}, b.fieldError(line, names[colPrompt+k], text, "expected an integer token count")
 			case n < 0:
-				return plant.Workload{}, b.fieldError(line, names[colPrompt+k], text, "token counts must not be negative")
+				return workload.Workload{}, b.fieldError(line, names[colPrompt+k], text, "token counts must not be negative")
 			}
 			counts[k] = n
 		}
 		model, err := field(colModel)
 		if err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		logType, err := field(colLogType)
 		if err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		if !l.filter.keeps(model, logType) {
 			b.skip(SkipFiltered)
@@ -151,22 +151,22 @@ func readCSV(in *input, name string, maxElapsedS float64, l csvLayout, s sink) (
 		for k, n := range counts {
 			if n == 0 {
 				text, _ := field(colPrompt + k)
-				return plant.Workload{}, b.fieldError(line, names[colPrompt+k], text, "token counts must be positive")
+				return workload.Workload{}, b.fieldError(line, names[colPrompt+k], text, "token counts must be positive")
 			}
 		}
 		session, err := field(colSession)
 		if err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		if err := b.keep(counts[0], counts[1], nil, session); err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 	}
 	return b.workload(in)
 }
 
 // lastIndex is the index of the last column called name, as Python's
-// csv.DictReader reads a repeated name (and plant.LoadWorkload); -1 when
+// csv.DictReader reads a repeated name (and workload.LoadWorkload); -1 when
 // there is none.
 func lastIndex(header [][]byte, name string) int {
 	for i := len(header) - 1; i >= 0; i-- {

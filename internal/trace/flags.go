@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // Flags are the trace flags of a command as given (--trace-format,
@@ -90,7 +90,7 @@ func FormatNames(formats []Format) []string {
 
 // HashIDSource is t as the prefix cache's source of block hash ids when t
 // is a Mooncake trace (which has them), else nil.
-func (t *Trace) HashIDSource() plant.HashIDSource {
+func (t *Trace) HashIDSource() workload.HashIDSource {
 	if t.Format == Mooncake {
 		return t
 	}

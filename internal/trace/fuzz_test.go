@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // addSeeds adds the test data files and texts as seeds.
@@ -70,7 +70,7 @@ func roundTrip(t *testing.T, tr *Trace) {
 	for _, format := range ConvertFormats {
 		var buf bytes.Buffer
 		require.NoError(t, Convert(&buf, tr, format))
-		back, err := Load(&buf, "converted", plant.NoElapsedLimit, Options{Format: format})
+		back, err := Load(&buf, "converted", workload.NoElapsedLimit, Options{Format: format})
 		require.NoError(t, err, "%s:\n%s", format, buf.String())
 		assert.Equal(t, tr.Requests, back.Requests, format)
 		if format == Mooncake {
@@ -85,7 +85,7 @@ func roundTrip(t *testing.T, tr *Trace) {
 // 254 s.
 func elapsedOf(limit byte) float64 {
 	if limit == 255 {
-		return plant.NoElapsedLimit
+		return workload.NoElapsedLimit
 	}
 	return float64(limit)
 }
@@ -164,12 +164,12 @@ func FuzzMooncake(f *testing.F) {
 		`{"timestamp":1,"input_length":1,"output_length":1,"x":`+strings.Repeat("[", 10000)+strings.Repeat("]", 10000)+"}",
 	)
 	f.Fuzz(func(t *testing.T, text string) {
-		got, err := Load(strings.NewReader(text), "t", plant.NoElapsedLimit, Options{Format: Mooncake})
-		sameAsReference(t, text, got, err, refMooncake(text, plant.NoElapsedLimit))
+		got, err := Load(strings.NewReader(text), "t", workload.NoElapsedLimit, Options{Format: Mooncake})
+		sameAsReference(t, text, got, err, refMooncake(text, workload.NoElapsedLimit))
 	})
 }
 
-// FuzzAzure checks that the Azure format is plant.LoadWorkload's, read
+// FuzzAzure checks that the Azure format is workload.LoadWorkload's, read
 // through the same caps.
 func FuzzAzure(f *testing.F) {
 	addSeeds(f, []string{"azure2023.csv", "azure2024.csv"},
@@ -177,7 +177,7 @@ func FuzzAzure(f *testing.F) {
 		"TIMESTAMP,ContextTokens\n", "")
 	f.Fuzz(func(t *testing.T, text string) {
 		got, err := Load(strings.NewReader(text), "t", 1000, Options{Format: Azure})
-		want, wantErr := plant.LoadWorkload(strings.NewReader(text), "t", 1000)
+		want, wantErr := workload.LoadWorkload(strings.NewReader(text), "t", 1000)
 		if wantErr != nil {
 			assert.EqualError(t, err, wantErr.Error())
 			return
@@ -194,9 +194,9 @@ func FuzzDetect(f *testing.F) {
 	addSeeds(f, []string{"azure2023.csv", "azure2024.csv", "burstgpt.csv", "mooncake.jsonl", "gateway.csv"},
 		"\n\r\n  {", "a,b", "\"TIMESTAMP\",ContextTokens,GeneratedTokens\n", "Timestamp,Request tokens,Response tokens\n1,1,1\n")
 	f.Fuzz(func(t *testing.T, text string) {
-		got, err := Load(strings.NewReader(text), "t", plant.NoElapsedLimit, Options{})
+		got, err := Load(strings.NewReader(text), "t", workload.NoElapsedLimit, Options{})
 		for _, format := range []Format{Azure, BurstGPT, Mooncake} {
-			forced, forcedErr := Load(strings.NewReader(text), "t", plant.NoElapsedLimit, Options{Format: format})
+			forced, forcedErr := Load(strings.NewReader(text), "t", workload.NoElapsedLimit, Options{Format: format})
 			if err == nil && got.Format == format {
 				require.NoError(t, forcedErr)
 				assert.Equal(t, forced, got)

@@ -10,14 +10,14 @@ import (
 	"io"
 
 	"servesim/internal/limits"
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // readCaps are the bounds a trace is read within.
 type readCaps struct{ maxBytes, maxLine int64 }
 
 // defaultCaps are plant's trace caps, the same for every format.
-var defaultCaps = readCaps{plant.MaxTraceBytes, plant.MaxTraceLineBytes}
+var defaultCaps = readCaps{workload.MaxTraceBytes, workload.MaxTraceLineBytes}
 
 // bufferBytes is the size of the read buffer; detection looks at most this
 // far for the first line.
@@ -29,7 +29,7 @@ const bufferBytes = 64 << 10
 type input struct {
 	br      *bufio.Reader
 	hash    hash.Hash
-	hashing bool  // whether bytes read are hashed (plant.ReadWorkload hashes its own)
+	hashing bool  // whether bytes read are hashed (workload.ReadWorkload hashes its own)
 	size    int64 // the size of the source when known before reading, else -1
 	line    int   // lines returned by nextLine so far
 	long    []byte
@@ -62,7 +62,7 @@ func (h hashingReader) Read(p []byte) (int, error) {
 // sum is the SHA-256 in hex of the bytes read.
 func (in *input) sum() string { return hex.EncodeToString(in.hash.Sum(nil)) }
 
-// sized is the rest of the input for plant.ReadWorkload, which hashes it
+// sized is the rest of the input for workload.ReadWorkload, which hashes it
 // itself and refuses a source whose size is known to exceed its cap before
 // reading it.
 func (in *input) sized() io.Reader {

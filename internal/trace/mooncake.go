@@ -5,7 +5,7 @@ import (
 	"io"
 	"strconv"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // Mooncake keys.
@@ -65,7 +65,7 @@ func (m *mooncakeLine) scan(line []byte) error {
 // (positive integers) and hash_ids (an array of integers, optional); other
 // keys are ignored and blank lines skipped. Each kept request is handed to
 // s.
-func readMooncake(in *input, name string, maxElapsedS float64, s sink) (plant.Workload, error) {
+func readMooncake(in *input, name string, maxElapsedS float64, s sink) (workload.Workload, error) {
 	b := newBuilder(name, maxElapsedS, s)
 	var m mooncakeLine
 	for {
@@ -74,7 +74,7 @@ func readMooncake(in *input, name string, maxElapsedS float64, s sink) (plant.Wo
 			break
 		}
 		if err != nil {
-			return plant.Workload{}, readError(name, err)
+			return workload.Workload{}, readError(name, err)
 		}
 		line := bytes.TrimRight(raw, "\n")
 		if len(bytes.Trim(line, " \t\r")) == 0 {
@@ -82,24 +82,24 @@ func readMooncake(in *input, name string, maxElapsedS float64, s sink) (plant.Wo
 		}
 		number := in.line
 		if err := m.scan(line); err != nil {
-			return plant.Workload{}, b.errorf(number, "%v", err)
+			return workload.Workload{}, b.errorf(number, "%v", err)
 		}
 		us, err := m.micros(b, number)
 		if err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		if err := b.row(number, keyTimestamp, m.values[mcTimestamp], us, false); err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		input, output, err := m.lengths(b, number)
 		if err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		if err := m.parseHashIDs(b, number); err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 		if err := b.keep(input, output, m.hashIDs, nil); err != nil {
-			return plant.Workload{}, err
+			return workload.Workload{}, err
 		}
 	}
 	return b.workload(in)

@@ -6,7 +6,7 @@ import (
 	"math"
 	"strconv"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // TimeUnit is the unit of a CSV log's arrival times.
@@ -69,7 +69,7 @@ var errTimeRange = errors.New("out of range: expected a time within 2^53 microse
 // tabs around a number are ignored.
 func (u TimeUnit) micros(text []byte) (us int64, hasZone bool, err error) {
 	if u == ISO {
-		return plant.ParseISOMicros(string(text))
+		return workload.ParseISOMicros(string(text))
 	}
 	x, ok := parseDecimal(trimSpace(text))
 	if !ok {

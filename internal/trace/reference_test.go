@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // This file holds the slow reference paths the readers are fuzzed
@@ -25,7 +25,7 @@ import (
 // skip counts and the hash ids, or the line of the error (0 for an error
 // about the whole input).
 type refResult struct {
-	requests []plant.Request
+	requests []workload.Request
 	skipped  map[string]int
 	hashIDs  [][]int64
 	errLine  int
@@ -82,10 +82,10 @@ func (r *refRows) keep(prompt, output int64, ids []int64) {
 		r.first, r.started = r.prev, true
 	}
 	elapsed := float64(r.prev-r.first) / 1e6
-	if elapsed > r.maxElapsedS+plant.TimeEpsilonS {
+	if elapsed > r.maxElapsedS+workload.TimeEpsilonS {
 		return
 	}
-	r.res.requests = append(r.res.requests, plant.Request{ID: len(r.res.requests), ArrivalTimeS: elapsed, PromptTokens: int(prompt), OutputTokens: int(output)})
+	r.res.requests = append(r.res.requests, workload.Request{ID: len(r.res.requests), ArrivalTimeS: elapsed, PromptTokens: int(prompt), OutputTokens: int(output)})
 	r.res.hashIDs = append(r.res.hashIDs, ids)
 }
 
@@ -110,7 +110,7 @@ func refNUL(text string) (int, bool) {
 // refMicros reads a time in unit u as whole microseconds.
 func refMicros(text string, u TimeUnit) (int64, bool, error) {
 	if u == ISO {
-		t, zone, err := plant.ParseISOTimestamp(text)
+		t, zone, err := workload.ParseISOTimestamp(text)
 		return t.UnixMicro(), zone, err
 	}
 	s := strings.Trim(text, " \t")

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // TestCSVLogSessions: a CSV log's session=COL column numbers the sessions
@@ -37,7 +37,7 @@ func TestCSVLogSessions(t *testing.T) {
 
 	plain, err := ParseColumns([]string{"arrival=t", "prompt=p", "output=o"})
 	require.NoError(t, err)
-	tr, err = Load(strings.NewReader(log), "log.csv", plant.NoElapsedLimit, Options{Columns: &plain})
+	tr, err = Load(strings.NewReader(log), "log.csv", workload.NoElapsedLimit, Options{Columns: &plain})
 	require.NoError(t, err)
 	assert.False(t, tr.HasSessions())
 	_, ok := tr.Session(0)
@@ -45,7 +45,7 @@ func TestCSVLogSessions(t *testing.T) {
 
 	missing, err := ParseColumns([]string{"arrival=t", "prompt=p", "output=o", "session=chat"})
 	require.NoError(t, err)
-	_, err = Load(strings.NewReader(log), "log.csv", plant.NoElapsedLimit, Options{Columns: &missing})
+	_, err = Load(strings.NewReader(log), "log.csv", workload.NoElapsedLimit, Options{Columns: &missing})
 	assert.EqualError(t, err, `trace log.csv line 1: missing column "chat": the columns named are arrival=t, prompt=p, output=o, session=chat`)
 	_, err = ParseColumns([]string{"arrival=t", "prompt=p", "output=o", "session=a", "session=b"})
 	assert.EqualError(t, err, `column term "session=b": session is named twice`)

@@ -7,10 +7,10 @@ import (
 	"io"
 	"os"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
-// Source is a trace read while it is simulated (a plant.WorkloadSource, for
+// Source is a trace read while it is simulated (a workload.Source, for
 // plant.RunStream): its requests are handed over one at a time as they are
 // read, never all held, with the rules of Load. Each Read reads the file at
 // Path again from its start; standard input ("-") can be read once. A
@@ -48,11 +48,11 @@ func (s *Source) open() (io.ReadCloser, error) {
 	return io.NopCloser(s.Stdin), nil
 }
 
-// Read implements plant.WorkloadSource.
-func (s *Source) Read(emit func(plant.Request) error) (plant.Workload, error) {
+// Read implements workload.Source.
+func (s *Source) Read(emit func(workload.Request) error) (workload.Workload, error) {
 	in, err := s.open()
 	if err != nil {
-		return plant.Workload{}, fmt.Errorf("trace %s: %w", s.Name(), err)
+		return workload.Workload{}, fmt.Errorf("trace %s: %w", s.Name(), err)
 	}
 	defer in.Close()
 	w, _, err := read(in, s.Name(), s.MaxElapsedS, s.Options, defaultCaps, func(*input, Format) sink {
@@ -61,7 +61,7 @@ func (s *Source) Read(emit func(plant.Request) error) (plant.Workload, error) {
 	return w, err
 }
 
-// Estimate implements plant.WorkloadSource: the lines of the file's first
+// Estimate implements workload.Source: the lines of the file's first
 // bytes scaled to its size; 0 for standard input and for anything but a
 // regular file (a FIFO or a device would give Read what Estimate read).
 func (s *Source) Estimate() int {

@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // readSource reads s once, collecting its requests.
-func readSource(s *Source) ([]plant.Request, plant.Workload, error) {
-	var requests []plant.Request
-	w, err := s.Read(func(r plant.Request) error {
+func readSource(s *Source) ([]workload.Request, workload.Workload, error) {
+	var requests []workload.Request
+	w, err := s.Read(func(r workload.Request) error {
 		requests = append(requests, r)
 		return nil
 	})
@@ -33,11 +33,11 @@ func TestSourceReadsAsLoad(t *testing.T) {
 		opt         Options
 		maxElapsedS float64
 	}{
-		{"azure2023.csv", Options{}, plant.NoElapsedLimit},
+		{"azure2023.csv", Options{}, workload.NoElapsedLimit},
 		{"azure2024.csv", Options{}, 1.5},
-		{"burstgpt.csv", Options{Filter: gpt4}, plant.NoElapsedLimit},
+		{"burstgpt.csv", Options{Filter: gpt4}, workload.NoElapsedLimit},
 		{"mooncake.jsonl", Options{}, 30},
-		{"gateway.csv", Options{Columns: mustColumns(t, Milliseconds, "arrival=arrived_ms", "prompt=prompt", "output=completion")}, plant.NoElapsedLimit},
+		{"gateway.csv", Options{Columns: mustColumns(t, Milliseconds, "arrival=arrived_ms", "prompt=prompt", "output=completion")}, workload.NoElapsedLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -66,7 +66,7 @@ func TestSourceReadsAsLoad(t *testing.T) {
 func TestSourceReadsStandardInputOnce(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "burstgpt.csv"))
 	require.NoError(t, err)
-	s := &Source{Path: "-", Stdin: strings.NewReader(string(data)), MaxElapsedS: plant.NoElapsedLimit}
+	s := &Source{Path: "-", Stdin: strings.NewReader(string(data)), MaxElapsedS: workload.NoElapsedLimit}
 	assert.Equal(t, "stdin", s.Name())
 	assert.False(t, s.Reopenable())
 	assert.Zero(t, s.Estimate())
@@ -84,7 +84,7 @@ func TestSourceStopsAtTheSinksError(t *testing.T) {
 	for _, file := range []string{"azure2023.csv", "burstgpt.csv", "mooncake.jsonl"} {
 		stop := errors.New("stop")
 		emitted := 0
-		_, err := (&Source{Path: filepath.Join("testdata", file), MaxElapsedS: plant.NoElapsedLimit}).Read(func(plant.Request) error {
+		_, err := (&Source{Path: filepath.Join("testdata", file), MaxElapsedS: workload.NoElapsedLimit}).Read(func(workload.Request) error {
 			emitted++
 			return stop
 		})
@@ -96,11 +96,11 @@ func TestSourceStopsAtTheSinksError(t *testing.T) {
 // TestSourceErrors: a file that cannot be opened, or a bad row, is the
 // error Load gives.
 func TestSourceErrors(t *testing.T) {
-	_, _, err := readSource(&Source{Path: filepath.Join("testdata", "missing.csv"), MaxElapsedS: plant.NoElapsedLimit})
+	_, _, err := readSource(&Source{Path: filepath.Join("testdata", "missing.csv"), MaxElapsedS: workload.NoElapsedLimit})
 	assert.ErrorContains(t, err, "trace testdata/missing.csv: open testdata/missing.csv: no such file or directory")
 	dir := t.TempDir()
 	path := filepath.Join(dir, "bad.jsonl")
 	require.NoError(t, os.WriteFile(path, []byte("{\"timestamp\": 1, \"input_length\": 2, \"output_length\": 1.5}\n"), 0o600))
-	_, _, err = readSource(&Source{Path: path, MaxElapsedS: plant.NoElapsedLimit})
+	_, _, err = readSource(&Source{Path: path, MaxElapsedS: workload.NoElapsedLimit})
 	assert.ErrorContains(t, err, `line 1: output_length "1.5": expected an integer token count`)
 }

@@ -7,13 +7,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 func TestComputeStats(t *testing.T) {
 	// Expected values printed by numpy (np.diff, np.std / np.mean,
 	// np.percentile) on the same requests.
-	burst, err := loadFile(t, "burstgpt.csv", plant.NoElapsedLimit, Options{})
+	burst, err := loadFile(t, "burstgpt.csv", workload.NoElapsedLimit, Options{})
 	require.NoError(t, err)
 	got := ComputeStats(burst)
 	assert.Equal(t, Stats{
@@ -25,7 +25,7 @@ func TestComputeStats(t *testing.T) {
 		RequestsSkipped: map[string]int{SkipFailedResponse: 2},
 	}, got)
 
-	moon, err := loadFile(t, "mooncake.jsonl", plant.NoElapsedLimit, Options{})
+	moon, err := loadFile(t, "mooncake.jsonl", workload.NoElapsedLimit, Options{})
 	require.NoError(t, err)
 	got = ComputeStats(moon)
 	assert.Equal(t, 4, got.Requests)
@@ -37,26 +37,26 @@ func TestComputeStats(t *testing.T) {
 }
 
 func TestComputeStatsWindowsAndUndefinedValues(t *testing.T) {
-	tr := &Trace{Workload: plant.Workload{Requests: []plant.Request{
+	tr := &Trace{Workload: workload.Workload{Requests: []workload.Request{
 		req(0, 0, 1, 1), req(1, 0.5, 1, 1), req(2, 0.999999, 1, 1), req(3, 1, 1, 1), req(4, 1.4, 1, 1), req(5, 61, 1, 1)}}}
 	s := ComputeStats(tr)
 	assert.Equal(t, 4.0, s.PeakRate1sPerS, "[0.5, 1.5) holds four arrivals, [0, 1) three")
 	assert.Equal(t, 5.0/60, s.PeakRate60sPerS, "61 s is past every 60 s window that holds 0")
 
-	one := ComputeStats(&Trace{Workload: plant.Workload{Requests: []plant.Request{req(0, 0, 5, 7)}}})
+	one := ComputeStats(&Trace{Workload: workload.Workload{Requests: []workload.Request{req(0, 0, 5, 7)}}})
 	assert.Equal(t, 0.0, one.SpanS)
 	assert.True(t, math.IsNaN(one.MeanRatePerS), "no rate over a zero span")
 	assert.True(t, math.IsNaN(one.InterarrivalCV), "no gaps")
 	assert.Equal(t, 1.0, one.PeakRate1sPerS)
 	assert.Equal(t, TokenStats{P50: 5, P90: 5, P99: 5, Max: 5}, one.PromptTokens)
 
-	same := ComputeStats(&Trace{Workload: plant.Workload{Requests: []plant.Request{req(0, 0, 5, 7), req(1, 0, 5, 7)}}})
+	same := ComputeStats(&Trace{Workload: workload.Workload{Requests: []workload.Request{req(0, 0, 5, 7), req(1, 0, 5, 7)}}})
 	assert.True(t, math.IsNaN(same.InterarrivalCV), "gaps of mean zero")
 	assert.True(t, math.IsNaN(same.MeanRatePerS))
 }
 
 func TestStatsTable(t *testing.T) {
-	burst, err := loadFile(t, "burstgpt.csv", plant.NoElapsedLimit, Options{})
+	burst, err := loadFile(t, "burstgpt.csv", workload.NoElapsedLimit, Options{})
 	require.NoError(t, err)
 	s := ComputeStats(burst)
 	assert.Equal(t, `trace                                burstgpt.csv

@@ -1,5 +1,5 @@
 // Package trace reads arrival traces in the formats people have into plant
-// workloads: the Azure 2023 and 2024 CSV traces (through plant.ReadWorkload),
+// workloads: the Azure 2023 and 2024 CSV traces (through workload.ReadWorkload),
 // BurstGPT CSV, Mooncake JSON Lines and any CSV log whose columns are named.
 // It detects the format from the first line, and computes a trace's
 // statistics (Stats) and its canonical forms (WriteAzure, WriteMooncake).
@@ -9,8 +9,8 @@
 // kept row, in seconds; rows must be sorted by time; a row that cannot be
 // used is an error naming the input, the line and the field, unless a rule
 // of its format skips it, and skipped rows are counted by reason
-// (plant.Workload.Skipped). Input is read within plant's caps
-// (plant.MaxTraceBytes, plant.MaxTraceLineBytes, no NUL byte).
+// (workload.Workload.Skipped). Input is read within plant's caps
+// (workload.MaxTraceBytes, workload.MaxTraceLineBytes, no NUL byte).
 package trace
 
 import (
@@ -19,7 +19,7 @@ import (
 	"io"
 	"strings"
 
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // Format names a trace format.
@@ -75,7 +75,7 @@ type Options struct {
 	// Columns names the columns of a CSV log (Format CSV); nil otherwise.
 	Columns *Columns
 	// MaxRequests is the most requests the read may keep: 0 means
-	// plant.MaxHeldRequests, less is what is left of it when other traces
+	// workload.MaxHeldRequests, less is what is left of it when other traces
 	// are held too (a sweep's). One more fails the read.
 	MaxRequests int
 }
@@ -122,10 +122,10 @@ func (o Options) format() Format {
 
 // Trace is a loaded trace: the workload, its format and, for Mooncake
 // traces, every request's hash ids. The hash ids live here rather than on
-// plant.Request, which would grow by a slice header (24 B) per request for
+// workload.Request, which would grow by a slice header (24 B) per request for
 // the formats that have none; the plant ignores them today.
 type Trace struct {
-	plant.Workload
+	workload.Workload
 	Format Format
 	// hashStart[i]:hashStart[i+1] are request i's hash ids in hashIDs;
 	// nil for formats without hash ids.
@@ -161,9 +161,9 @@ func (t *Trace) HashIDs(i int) []int64 {
 }
 
 // Load reads a trace from r; name is what errors and the provenance call
-// it. Rows more than maxElapsedS (plus plant.TimeEpsilonS) after the first kept row are
-// left out, and not counted as skipped; plant.NoElapsedLimit keeps them
-// all. The Azure format is read by plant.ReadWorkload; the others check
+// it. Rows more than maxElapsedS (plus workload.TimeEpsilonS) after the first kept row are
+// left out, and not counted as skipped; workload.NoElapsedLimit keeps them
+// all. The Azure format is read by workload.ReadWorkload; the others check
 // every field of every row, also of rows left out.
 func Load(r io.Reader, name string, maxElapsedS float64, opt Options) (*Trace, error) {
 	return load(r, name, maxElapsedS, opt, defaultCaps)
@@ -173,8 +173,8 @@ func load(r io.Reader, name string, maxElapsedS float64, opt Options, caps readC
 	t := &Trace{}
 	w, format, err := read(r, name, maxElapsedS, opt, caps, func(in *input, format Format) sink {
 		rows := in.estimate(func(sample []byte) int { return bytes.Count(sample, []byte{'\n'}) })
-		t.Requests = make([]plant.Request, 0, rows)
-		s := sink{emit: func(r plant.Request) error {
+		t.Requests = make([]workload.Request, 0, rows)
+		s := sink{emit: func(r workload.Request) error {
 			t.Requests = append(t.Requests, r)
 			return nil
 		}}
@@ -217,30 +217,30 @@ func load(r io.Reader, name string, maxElapsedS float64, opt Options, caps readC
 // read reads a trace from r as opt says, handing each request it keeps to
 // the sink that newSink returns for the input and its format, and returns
 // the trace's identity (its Requests are the sink's) and its format.
-func read(r io.Reader, name string, maxElapsedS float64, opt Options, caps readCaps, newSink func(in *input, format Format) sink) (plant.Workload, Format, error) {
+func read(r io.Reader, name string, maxElapsedS float64, opt Options, caps readCaps, newSink func(in *input, format Format) sink) (workload.Workload, Format, error) {
 	if err := opt.Check(); err != nil {
-		return plant.Workload{}, "", err
+		return workload.Workload{}, "", err
 	}
 	in := newInput(r, caps)
 	format := opt.format()
 	if format == "" {
 		var err error
 		if format, err = detect(in, name); err != nil {
-			return plant.Workload{}, "", err
+			return workload.Workload{}, "", err
 		}
 		if !opt.Filter.Empty() && format != BurstGPT {
-			return plant.Workload{}, "", fmt.Errorf("trace %s: a filter on model or log type applies to %s traces, and this is a %s trace", name, BurstGPT, format)
+			return workload.Workload{}, "", fmt.Errorf("trace %s: a filter on model or log type applies to %s traces, and this is a %s trace", name, BurstGPT, format)
 		}
 	}
 	s := newSink(in, format)
 	s.emit = capRequests(name, opt.maxRequests(), s.emit)
 	var (
-		w   plant.Workload
+		w   workload.Workload
 		err error
 	)
 	switch format {
 	case Azure:
-		w, err = plant.ReadWorkload(in.sized(), name, maxElapsedS, s.emit)
+		w, err = workload.ReadWorkload(in.sized(), name, maxElapsedS, s.emit)
 	case Mooncake:
 		w, err = readMooncake(in, name, maxElapsedS, s)
 	case BurstGPT:
@@ -249,17 +249,17 @@ func read(r io.Reader, name string, maxElapsedS float64, opt Options, caps readC
 		w, err = readCSV(in, name, maxElapsedS, genericLayout(*opt.Columns), s)
 	}
 	if err != nil {
-		return plant.Workload{}, "", err
+		return workload.Workload{}, "", err
 	}
 	return w, format, nil
 }
 
-// maxRequests is MaxRequests, plant.MaxHeldRequests when not set.
+// maxRequests is MaxRequests, workload.MaxHeldRequests when not set.
 func (o Options) maxRequests() int {
 	if o.MaxRequests > 0 {
-		return min(o.MaxRequests, plant.MaxHeldRequests)
+		return min(o.MaxRequests, workload.MaxHeldRequests)
 	}
-	return plant.MaxHeldRequests
+	return workload.MaxHeldRequests
 }
 
 // TooManyRequestsError reports a trace with more requests than a read may
@@ -271,8 +271,8 @@ type TooManyRequestsError struct {
 
 // Error names the trace and the cap, and how to stay within it.
 func (e *TooManyRequestsError) Error() string {
-	if e.Most < plant.MaxHeldRequests {
-		return fmt.Sprintf("trace %s: more than %d requests, what is left of the %d servesim holds at once after the traces read before it", e.Trace, e.Most, plant.MaxHeldRequests)
+	if e.Most < workload.MaxHeldRequests {
+		return fmt.Sprintf("trace %s: more than %d requests, what is left of the %d servesim holds at once after the traces read before it", e.Trace, e.Most, workload.MaxHeldRequests)
 	}
 	return fmt.Sprintf("trace %s: more than %d requests, the most servesim holds at once (cut it with --max-elapsed, or split it)", e.Trace, e.Most)
 }
@@ -281,9 +281,9 @@ func (e *TooManyRequestsError) Error() string {
 // of them; the next one fails the read with a *TooManyRequestsError, so
 // that a trace of many short rows (far under the byte cap) stops before it
 // takes more memory than the documented peak.
-func capRequests(name string, most int, emit func(plant.Request) error) func(plant.Request) error {
+func capRequests(name string, most int, emit func(workload.Request) error) func(workload.Request) error {
 	kept := 0
-	return func(r plant.Request) error {
+	return func(r workload.Request) error {
 		if kept == most {
 			return &TooManyRequestsError{Trace: name, Most: most}
 		}

@@ -13,12 +13,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/limits"
-	"servesim/internal/plant"
+	"servesim/internal/workload"
 )
 
 // req is a request as a test expects it.
-func req(id int, arrivalS float64, prompt, output int) plant.Request {
-	return plant.Request{ID: id, ArrivalTimeS: arrivalS, PromptTokens: prompt, OutputTokens: output}
+func req(id int, arrivalS float64, prompt, output int) workload.Request {
+	return workload.Request{ID: id, ArrivalTimeS: arrivalS, PromptTokens: prompt, OutputTokens: output}
 }
 
 // loadFile loads testdata/name.
@@ -52,48 +52,48 @@ func TestLoadReadsEveryFormat(t *testing.T) {
 		opt         Options
 		maxElapsedS float64
 		format      Format
-		want        []plant.Request
+		want        []workload.Request
 		skipped     map[string]int
 		hashIDs     [][]int64
 	}{
-		{name: "azure 2023", file: "azure2023.csv", format: Azure, want: []plant.Request{
+		{name: "azure 2023", file: "azure2023.csv", format: Azure, want: []workload.Request{
 			req(0, 0, 4808, 10), req(1, 0.052, 3180, 8), req(2, 0.052, 110, 27), req(3, 1.52004, 7437, 1)}},
-		{name: "azure 2024, offsets and fractions of any length", file: "azure2024.csv", format: Azure, want: []plant.Request{
+		{name: "azure 2024, offsets and fractions of any length", file: "azure2024.csv", format: Azure, want: []workload.Request{
 			req(0, 0, 1024, 157), req(1, 0.00007, 37, 9), req(2, 1.49007, 2048, 1), req(3, 1.49007, 612, 33), req(4, 59.99007, 9, 2)}},
-		{name: "azure forced", file: "azure2023.csv", opt: Options{Format: Azure}, maxElapsedS: 0.06, format: Azure, want: []plant.Request{
+		{name: "azure forced", file: "azure2023.csv", opt: Options{Format: Azure}, maxElapsedS: 0.06, format: Azure, want: []workload.Request{
 			req(0, 0, 4808, 10), req(1, 0.052, 3180, 8), req(2, 0.052, 110, 27)}},
-		{name: "burstgpt skips failed responses", file: "burstgpt.csv", format: BurstGPT, want: []plant.Request{
+		{name: "burstgpt skips failed responses", file: "burstgpt.csv", format: BurstGPT, want: []workload.Request{
 			req(0, 0, 512, 20), req(1, 38, 1200, 250), req(2, 117, 400, 300), req(3, 1127, 1300, 480), req(4, 4567.25, 1310, 260)},
 			skipped: map[string]int{SkipFailedResponse: 2}},
 		{name: "burstgpt filtered by model", file: "burstgpt.csv", opt: Options{Filter: gpt4}, format: BurstGPT,
-			want: []plant.Request{req(0, 0, 400, 300), req(1, 1010, 1300, 480)}, skipped: map[string]int{SkipFiltered: 4, SkipFailedResponse: 1}},
+			want: []workload.Request{req(0, 0, 400, 300), req(1, 1010, 1300, 480)}, skipped: map[string]int{SkipFiltered: 4, SkipFailedResponse: 1}},
 		{name: "burstgpt filtered by log type", file: "burstgpt.csv", opt: Options{Filter: api, Format: BurstGPT}, format: BurstGPT,
-			want: []plant.Request{req(0, 0, 1300, 480), req(1, 3440.25, 1310, 260)}, skipped: map[string]int{SkipFiltered: 4, SkipFailedResponse: 1}},
+			want: []workload.Request{req(0, 0, 1300, 480), req(1, 3440.25, 1310, 260)}, skipped: map[string]int{SkipFiltered: 4, SkipFailedResponse: 1}},
 		{name: "burstgpt filtered by both", file: "burstgpt.csv", opt: Options{Filter: both}, format: BurstGPT,
-			want: []plant.Request{req(0, 0, 1300, 480)}, skipped: map[string]int{SkipFiltered: 5, SkipFailedResponse: 1}},
-		{name: "burstgpt filter with two models", file: "burstgpt.csv", opt: Options{Filter: chatOrGPT4}, format: BurstGPT, want: []plant.Request{
+			want: []workload.Request{req(0, 0, 1300, 480)}, skipped: map[string]int{SkipFiltered: 5, SkipFailedResponse: 1}},
+		{name: "burstgpt filter with two models", file: "burstgpt.csv", opt: Options{Filter: chatOrGPT4}, format: BurstGPT, want: []workload.Request{
 			req(0, 0, 512, 20), req(1, 38, 1200, 250), req(2, 117, 400, 300), req(3, 1127, 1300, 480), req(4, 4567.25, 1310, 260)},
 			skipped: map[string]int{SkipFailedResponse: 2}},
 		{name: "burstgpt within an elapsed limit", file: "burstgpt.csv", maxElapsedS: 100, format: BurstGPT,
-			want: []plant.Request{req(0, 0, 512, 20), req(1, 38, 1200, 250)}, skipped: map[string]int{SkipFailedResponse: 2}},
-		{name: "mooncake", file: "mooncake.jsonl", format: Mooncake, want: []plant.Request{
+			want: []workload.Request{req(0, 0, 512, 20), req(1, 38, 1200, 250)}, skipped: map[string]int{SkipFailedResponse: 2}},
+		{name: "mooncake", file: "mooncake.jsonl", format: Mooncake, want: []workload.Request{
 			req(0, 0, 6000, 40), req(1, 0, 5500, 30), req(2, 25, 6000, 40), req(3, 31.2505, 500, 1)},
 			hashIDs: [][]int64{
 				{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, {10, 11, 12, 13, 14, 15, 16, 30, 31, 32, 33},
 				{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, {40}}},
-		{name: "mooncake within an elapsed limit", file: "mooncake.jsonl", maxElapsedS: 30, format: Mooncake, want: []plant.Request{
+		{name: "mooncake within an elapsed limit", file: "mooncake.jsonl", maxElapsedS: 30, format: Mooncake, want: []workload.Request{
 			req(0, 0, 6000, 40), req(1, 0, 5500, 30), req(2, 25, 6000, 40)},
 			hashIDs: [][]int64{
 				{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}, {10, 11, 12, 13, 14, 15, 16, 30, 31, 32, 33},
 				{10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}}},
 		{name: "csv log by named columns, a quoted field", file: "gateway.csv", opt: Options{Columns: gateway}, format: CSV,
-			want: []plant.Request{req(0, 0, 100, 20), req(1, 0.2505, 1000, 5), req(2, 1, 8, 3)}},
+			want: []workload.Request{req(0, 0, 100, 20), req(1, 0.2505, 1000, 5), req(2, 1, 8, 3)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			maxElapsedS := tt.maxElapsedS
 			if maxElapsedS == 0 {
-				maxElapsedS = plant.NoElapsedLimit
+				maxElapsedS = workload.NoElapsedLimit
 			}
 			got, err := loadFile(t, tt.file, maxElapsedS, tt.opt)
 			require.NoError(t, err)
@@ -122,31 +122,31 @@ func TestLoadReadsVariantsOfEachFormat(t *testing.T) {
 	tests := []struct {
 		name, text string
 		opt        Options
-		want       []plant.Request
+		want       []workload.Request
 	}{
 		{"blank lines and CRLF before a BurstGPT header", "\r\n\nTimestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\r\n1,a,2,3,5,b\r\n\r\n2.5,a,4,5,9,b",
-			Options{}, []plant.Request{req(0, 0, 2, 3), req(1, 1.5, 4, 5)}},
+			Options{}, []workload.Request{req(0, 0, 2, 3), req(1, 1.5, 4, 5)}},
 		{"BurstGPT columns in another order, extra columns", "Log Type,Response tokens,x,Request tokens,Timestamp\nb,3,?,2,10\n",
-			Options{}, []plant.Request{req(0, 0, 2, 3)}},
+			Options{}, []workload.Request{req(0, 0, 2, 3)}},
 		{"a repeated column name means its last column", "Timestamp,Request tokens,Response tokens,Response tokens\n1,2,0,3\n",
-			Options{}, []plant.Request{req(0, 0, 2, 3)}},
-		{"spaces around numbers", "t,p,o\n 1 ,\t2, 3\n2e0,+4,5\n", Options{Columns: seconds}, []plant.Request{req(0, 0, 2, 3), req(1, 1, 4, 5)}},
+			Options{}, []workload.Request{req(0, 0, 2, 3)}},
+		{"spaces around numbers", "t,p,o\n 1 ,\t2, 3\n2e0,+4,5\n", Options{Columns: seconds}, []workload.Request{req(0, 0, 2, 3), req(1, 1, 4, 5)}},
 		{"negative and fractional seconds, rounded to microseconds", "t,p,o\n-1.0000004,1,1\n.5,1,1\n", Options{Columns: seconds},
-			[]plant.Request{req(0, 0, 1, 1), req(1, 1.5, 1, 1)}},
+			[]workload.Request{req(0, 0, 1, 1), req(1, 1.5, 1, 1)}},
 		{"microseconds", "t,p,o\n1700000000000000,1,1\n1700000000000001,1,1\n", Options{Columns: micros},
-			[]plant.Request{req(0, 0, 1, 1), req(1, 0.000001, 1, 1)}},
+			[]workload.Request{req(0, 0, 1, 1), req(1, 0.000001, 1, 1)}},
 		{"ISO times with offsets", "t,p,o\n2024-05-10 02:00:00+02:00,1,1\n2024-05-10T00:00:01.25Z,1,1\n", Options{Columns: iso},
-			[]plant.Request{req(0, 0, 1, 1), req(1, 1.25, 1, 1)}},
+			[]workload.Request{req(0, 0, 1, 1), req(1, 1.25, 1, 1)}},
 		{"quoted fields across lines", "t,note,p,o\n1,\"a\nb\",2,3\n2,\"\"\"\",4,5\n", Options{Columns: mustColumns(t, "", "arrival=t", "prompt=p", "output=o")},
-			[]plant.Request{req(0, 0, 2, 3), req(1, 1, 4, 5)}},
+			[]workload.Request{req(0, 0, 2, 3), req(1, 1, 4, 5)}},
 		{"mooncake: keys in any order, escaped, repeated; blank lines; no hash ids", "\n {\"output_length\":1,\"input_length\":2,\"timestamp\":5,\"hash_ids\":[]}\r\n\t\n{\"\\u0074imestamp\":6.5,\"input_length\":9,\"input_length\":3,\"output_length\":4}",
-			Options{}, []plant.Request{req(0, 0, 2, 1), req(1, 0.0015, 3, 4)}},
+			Options{}, []workload.Request{req(0, 0, 2, 1), req(1, 0.0015, 3, 4)}},
 		{"mooncake: exponents and negative times", "{\"timestamp\":-1e3,\"input_length\":1,\"output_length\":1}\n{\"timestamp\":0.0E0,\"input_length\":1,\"output_length\":1}\n",
-			Options{}, []plant.Request{req(0, 0, 1, 1), req(1, 1, 1, 1)}},
+			Options{}, []workload.Request{req(0, 0, 1, 1), req(1, 1, 1, 1)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Load(strings.NewReader(tt.text), "t", plant.NoElapsedLimit, tt.opt)
+			got, err := Load(strings.NewReader(tt.text), "t", workload.NoElapsedLimit, tt.opt)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got.Requests)
 		})
@@ -251,7 +251,7 @@ func TestLoadRejectsBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Load(strings.NewReader(tt.text), "t", plant.NoElapsedLimit, tt.opt)
+			_, err := Load(strings.NewReader(tt.text), "t", workload.NoElapsedLimit, tt.opt)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
 			assert.NotContains(t, err.Error(), "\n")
@@ -277,7 +277,7 @@ func TestLoadKeepsTheInputCaps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := load(strings.NewReader(tt.text), "t", plant.NoElapsedLimit, tt.opt, caps)
+			_, err := load(strings.NewReader(tt.text), "t", workload.NoElapsedLimit, tt.opt, caps)
 			require.Error(t, err)
 			assert.Equal(t, tt.want, err.Error())
 		})
@@ -289,7 +289,7 @@ func TestLoadKeepsTheInputCaps(t *testing.T) {
 			body = "TIMESTAMP,ContextTokens,GeneratedTokens\n"
 		}
 		stream := io.MultiReader(strings.NewReader(body + strings.Repeat("1,1,1\n", 40)))
-		_, err := load(stream, "t", plant.NoElapsedLimit, Options{Format: format}, caps)
+		_, err := load(stream, "t", workload.NoElapsedLimit, Options{Format: format}, caps)
 		assert.EqualError(t, err, "trace t: larger than the 200 bytes cap", "format %q", format)
 	}
 }
@@ -325,7 +325,7 @@ func TestOptionsCheck(t *testing.T) {
 			continue
 		}
 		assert.Equal(t, tt.want, err, "%+v", tt.opt)
-		_, err = Load(strings.NewReader("x"), "t", plant.NoElapsedLimit, tt.opt)
+		_, err = Load(strings.NewReader("x"), "t", workload.NoElapsedLimit, tt.opt)
 		assert.Equal(t, tt.want, err, "Load checks the options first")
 	}
 }
@@ -381,7 +381,7 @@ func TestLoadStopsAtTheRequestCap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Load(strings.NewReader(csv), "t.csv", plant.NoElapsedLimit, Options{MaxRequests: tt.most})
+			got, err := Load(strings.NewReader(csv), "t.csv", workload.NoElapsedLimit, Options{MaxRequests: tt.most})
 			if tt.want == "" {
 				require.NoError(t, err)
 				assert.Len(t, got.Requests, 5)
@@ -392,6 +392,6 @@ func TestLoadStopsAtTheRequestCap(t *testing.T) {
 			assert.EqualError(t, err, tt.want)
 		})
 	}
-	full := &TooManyRequestsError{Trace: "big.csv", Most: plant.MaxHeldRequests}
+	full := &TooManyRequestsError{Trace: "big.csv", Most: workload.MaxHeldRequests}
 	assert.Equal(t, "trace big.csv: more than 50000000 requests, the most servesim holds at once (cut it with --max-elapsed, or split it)", full.Error())
 }

@@ -1,4 +1,10 @@
-package plant
+// Package workload holds the requests and workloads the simulator runs:
+// the Azure trace reader as the reference reads it (LoadWorkload,
+// ReadWorkload, with its CSV records and ISO 8601 times), the workload
+// checksum, and seeded synthetic traces. It imports no simulator package,
+// so that the trace readers (package trace) need not; package plant names
+// its types in its API (plant.Request is Request).
+package workload
 
 import (
 	"bytes"
@@ -8,17 +14,16 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 
 	"servesim/internal/limits"
-	"servesim/internal/profile"
 	"servesim/internal/pycompat"
 )
 
 // Request is one request of an arrival trace (the reference's Request).
 // OutputTokens is the exogenous output length: the plant uses it to decide
-// when decoding ends, and it is never shown to a Scheduler or ClockController.
+// when decoding ends, and it is never shown to a plant.Scheduler or
+// plant.ClockController.
 type Request struct {
 	ID           int     // request_id, nonnegative and unique in a workload
 	ArrivalTimeS float64 // arrival_time_s, relative to the first request
@@ -55,14 +60,14 @@ type Workload struct {
 	// Skipped counts the rows a trace format's rule left out, by reason
 	// (package trace: "failed_response", "filtered"); nil when none was.
 	Skipped map[string]int
-	// checksums remembers the workload checksums of its runs (Run), for
+	// checksums remembers the workload checksums of its runs (plant.Run), for
 	// a workload whose requests were given by WithRequests; nil
 	// otherwise (each run computes its own).
 	checksums *checksumMemo
 }
 
 // WithRequests is w holding requests, which must not change afterwards:
-// its runs (Run, without Config.NormalizeInPlace) then compute the
+// its runs (plant.Run, without plant.Config.NormalizeInPlace) then compute the
 // workload checksum of each normalization once, however many they are (a
 // sweep's cells).
 func (w Workload) WithRequests(requests []Request) Workload {
@@ -77,6 +82,13 @@ const (
 	columnGenerated = "GeneratedTokens"
 )
 
+// TimeEpsilonS is the time tolerance of the trace readers, seconds: a row
+// at most maxElapsedS + TimeEpsilonS after a trace's first is kept, as in
+// the reference's reader (seed003_plant.py line 1130). It is the plant's
+// step-grid tolerance too: plant.TimeEpsilonS is this constant, and its doc
+// comment says why it is 1e-12.
+const TimeEpsilonS = 1e-12
+
 // NoElapsedLimit keeps every row of a trace (the reference's
 // maximum_elapsed_s=None).
 var NoElapsedLimit = math.Inf(1)
@@ -90,6 +102,11 @@ const (
 	MaxTraceBytes     = 4 * limits.GiB // a longer trace fails with a *limits.TooLargeError
 	MaxTraceLineBytes = 1 * limits.MiB // a longer line fails with a *limits.LineError
 )
+
+// MaxHeldRequests bounds the requests a command holds at once: the rows
+// of one trace, or of all the traces of a sweep. 5e7 is nearly twice the
+// Azure 2024 week of conversations (27.3M requests).
+const MaxHeldRequests = 50_000_000
 
 // MaxTraceSpanMicros bounds the time from a trace's first row to any
 // other, microseconds: 2^53 (285 years), the span of every trace format
@@ -387,99 +404,4 @@ func plainDecimal[T string | []byte](text T) (int, bool) {
 	}
 	n, err := digits(text)
 	return n, err == nil
-}
-
-// NormalizeOfferedLoad is the reference's normalize_offered_load: it dilates
-// arrival times once so that the isolated maximum-clock service demand is
-// targetUtilization of the trace span. It only dilates (factor
-// max(1, rho/target)); a lighter trace is shifted to start at zero and
-// otherwise unchanged. It returns new requests and the factor.
-func NormalizeOfferedLoad(requests []Request, p *profile.Profile, targetUtilization float64) ([]Request, float64, error) {
-	out := slices.Clone(requests)
-	dilation, err := NormalizeOfferedLoadInPlace(out, p, targetUtilization)
-	if err != nil {
-		return nil, 0, err
-	}
-	return out, dilation, nil
-}
-
-// NormalizeOfferedLoadInPlace is NormalizeOfferedLoad rewriting the arrival
-// times of requests instead of copying them; it returns the factor.
-func NormalizeOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64) (float64, error) {
-	return NormalizeFleetOfferedLoadInPlace(requests, p, targetUtilization, 1)
-}
-
-// NormalizeFleetOfferedLoadInPlace is NormalizeOfferedLoadInPlace for a
-// fleet of replicas GPUs of profile p: the target utilization is of their
-// total isolated maximum-clock capacity, so the factor is
-// max(1, rho/(replicas*target)).
-func NormalizeFleetOfferedLoadInPlace(requests []Request, p *profile.Profile, targetUtilization float64, replicas int) (float64, error) {
-	if !(targetUtilization > 0 && targetUtilization < 1) {
-		return 0, &FieldError{Field: "target_utilization", Value: targetUtilization, Why: "must lie strictly between zero and one"}
-	}
-	if len(requests) == 0 {
-		return 0, errors.New("workload must contain at least one request")
-	}
-	z := newNormalizer(p)
-	for _, r := range requests {
-		z.observe(r)
-	}
-	dilation := z.factor(targetUtilization, replicas)
-	for i := range requests {
-		requests[i].ArrivalTimeS = z.dilate(requests[i].ArrivalTimeS, dilation)
-	}
-	return dilation, nil
-}
-
-// normalizer computes NormalizeFleetOfferedLoadInPlace's factor from the
-// requests it observes one at a time, in order, so that a workload read
-// twice (RunStream) is normalized as one held whole.
-type normalizer struct {
-	prefillRate, decodeRate float64 // at the profile's maximum clock
-	n                       int
-	first, last             float64 // arrival times
-	isolated                float64 // service time of every request alone at the maximum clock
-}
-
-func newNormalizer(p *profile.Profile) *normalizer {
-	maxClock := p.MaxClockMHz()
-	return &normalizer{prefillRate: p.Rate(profile.PhasePrefill, maxClock), decodeRate: p.Rate(profile.PhaseDecode, maxClock)}
-}
-
-// observe accounts for the next request.
-func (z *normalizer) observe(r Request) {
-	if z.n == 0 {
-		z.first = r.ArrivalTimeS
-	}
-	z.n++
-	z.last = r.ArrivalTimeS
-	z.isolated += float64(r.PromptTokens)/z.prefillRate + float64(r.OutputTokens)/z.decodeRate
-}
-
-// factor is the dilation factor for targetUtilization of replicas GPUs,
-// once at least one request was observed.
-func (z *normalizer) factor(targetUtilization float64, replicas int) float64 {
-	span := pyMax(z.last-z.first, 1e-9)
-	return pyMax(1.0, z.isolated/span/targetUtilization/float64(max(1, replicas)))
-}
-
-// dilate is arrivalS normalized by dilation.
-func (z *normalizer) dilate(arrivalS, dilation float64) float64 {
-	return (arrivalS - z.first) * dilation
-}
-
-// pyMax is Python's max(a, b): a unless b is greater.
-func pyMax(a, b float64) float64 {
-	if b > a {
-		return b
-	}
-	return a
-}
-
-// pyMin is Python's min(a, b): a unless b is smaller.
-func pyMin(a, b float64) float64 {
-	if b < a {
-		return b
-	}
-	return a
 }

@@ -1,4 +1,4 @@
-package plant
+package workload
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 // about 2.57 requests per second arriving in bursts, lognormal prompt and
 // output lengths with the code trace's medians (about 1100 and 16 tokens)
 // and spreads, clamped to its ranges; a model of that trace, not a sample
-// of it. DefaultTraceConfig is the embedded default trace.
+// of it. plant.DefaultTraceConfig is the embedded default trace.
 //
 // Arrivals: a burst holds a geometric number of requests (mean
 // MeanBurstSize) spaced by exponential gaps of mean BurstGapS; the next

@@ -1,4 +1,4 @@
-package plant
+package workload
 
 import (
 	"crypto/sha256"
@@ -63,7 +63,7 @@ func (c *Checksum) Sum() string {
 
 // Checksum is the workload checksum of asRun, w's requests as a run hands
 // them to the plant: as read (dilation nil) or with their arrivals
-// normalized by the factor *dilation (NormalizeFleetOfferedLoadInPlace).
+// normalized by the factor *dilation (plant.NormalizeFleetOfferedLoadInPlace).
 // A workload whose requests were given by WithRequests computes it once
 // for each normalization; any other at every call.
 func (w Workload) Checksum(dilation *float64, asRun []Request) string {
@@ -88,7 +88,7 @@ type checksumMemo struct {
 
 // checksumKey is how a run rewrote the workload's arrivals: not at all, or
 // normalized by a dilation factor, which with the workload's requests
-// determines the requests as run (normalizer.dilate).
+// determines the requests as run (plant's normalizer.dilate).
 type checksumKey struct {
 	normalized bool
 	dilation   float64

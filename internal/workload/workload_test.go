@@ -1,10 +1,9 @@
-package plant
+package workload
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/profile"
 	"servesim/internal/pycompat"
 	"servesim/internal/sharedtest"
 )
@@ -210,8 +208,10 @@ func FuzzLoadWorkload(f *testing.F) {
 		if len(w.Requests) == 0 {
 			t.Fatal("accepted an empty workload")
 		}
-		if err := validateWorkload(w.Requests); err != nil {
-			t.Fatalf("accepted an invalid workload: %v", err)
+		for i, r := range w.Requests { // plant's workload checks: valid, unique IDs, sorted
+			if err := r.Validate(); err != nil || r.ID != i || (i > 0 && r.ArrivalTimeS < w.Requests[i-1].ArrivalTimeS) {
+				t.Fatalf("accepted an invalid workload: request %d %+v: %v", i, r, err)
+			}
 		}
 		if last := w.Requests[len(w.Requests)-1].ArrivalTimeS; last > MaxTraceSpanMicros/1e6 {
 			t.Fatalf("accepted a trace spanning %v s, past 2^53 microseconds", last)
@@ -223,29 +223,6 @@ func TestWorkloadChecksumFormat(t *testing.T) {
 	// sha256 of "0,0.000000000,1,2\n1,0.123456789,3,4" (Python's f"{x:.9f}").
 	got := WorkloadChecksum([]Request{{ID: 0, PromptTokens: 1, OutputTokens: 2}, {ID: 1, ArrivalTimeS: 0.1234567891, PromptTokens: 3, OutputTokens: 4}})
 	assert.Equal(t, "2b5270e9dc068a8f7e5ec4f73bc23fbf8e00a1521d125211834d8067711b6cc6", got)
-}
-
-func TestNormalizeOfferedLoad(t *testing.T) {
-	p := profile.Default()
-	requests := []Request{{ID: 0, ArrivalTimeS: 5, PromptTokens: 9500, OutputTokens: 240}, {ID: 1, ArrivalTimeS: 6, PromptTokens: 9500, OutputTokens: 240}}
-	out, dilation, err := NormalizeOfferedLoad(requests, p, 0.5)
-	require.NoError(t, err)
-	// Isolated service 2 x (1 + 1) s over a 1 s span: rho 4, dilation 8.
-	assert.Equal(t, 8.0, dilation)
-	assert.Equal(t, []float64{0, 8}, []float64{out[0].ArrivalTimeS, out[1].ArrivalTimeS})
-	assert.Equal(t, 5.0, requests[0].ArrivalTimeS, "input unchanged")
-
-	light := []Request{{ID: 0, PromptTokens: 1, OutputTokens: 1}, {ID: 1, ArrivalTimeS: 1000, PromptTokens: 1, OutputTokens: 1}}
-	_, dilation, err = NormalizeOfferedLoad(light, p, 0.8)
-	require.NoError(t, err)
-	assert.Equal(t, 1.0, dilation, "only dilates")
-
-	for _, u := range []float64{0, 1, -0.5, math.NaN()} {
-		_, _, err := NormalizeOfferedLoad(requests, p, u)
-		assert.ErrorContains(t, err, "strictly between zero and one")
-	}
-	_, _, err = NormalizeOfferedLoad(nil, p, 0.5)
-	assert.ErrorContains(t, err, "at least one request")
 }
 
 func TestParseISOTimestampRejectsCPythonQuirks(t *testing.T) {
