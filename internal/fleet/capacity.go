@@ -37,9 +37,9 @@ type Evaluation struct {
 	// over), so this is the mean over steps of the summed replica power.
 	MeanPowerW float64 `json:"mean_power_w"`
 	// stopped_early: the simulation stopped once the requests it had lost
-	// left the target out of reach (Capacity.StopWhenLost); attainment is
-	// then the most it could still have reached, and the other numbers
-	// are null. Left out otherwise.
+	// left the target out of reach (Capacity.StopWhenLost): it fails the
+	// target, and its attainment and other numbers are null. Left out
+	// otherwise.
 	StoppedEarly bool `json:"stopped_early,omitempty"`
 }
 

@@ -240,7 +240,7 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 		c.Simulated(size, controller)
 	}
 	if lost := (*LostError)(nil); errors.As(err, &lost) {
-		return stoppedEvaluation(size, lost), nil
+		return stoppedEvaluation(size), nil
 	}
 	if err != nil {
 		return Evaluation{}, err
@@ -383,11 +383,13 @@ func (e *Evaluation) setEnergyTotals(energyJ float64, completed int, meanPowerW 
 }
 
 // stoppedEvaluation is the evaluation of a fleet of size whose simulation
-// stopped with lost: it fails the target, its attainment the most it
-// could have reached, its other numbers unknown (NaN).
-func stoppedEvaluation(size int, lost *LostError) Evaluation {
+// stopped: it fails the target, and its numbers are unknown (NaN). Not
+// even the bound on its attainment is kept: when its replicas run in
+// parallel, the step at which the run stops, and so the bound, depends
+// on how the goroutines were scheduled, and a study's document must not.
+func stoppedEvaluation(size int) Evaluation {
 	nan := math.NaN()
-	return Evaluation{Replicas: size, Attainment: lost.Bound(), StoppedEarly: true,
+	return Evaluation{Replicas: size, Attainment: nan, StoppedEarly: true,
 		CompletedFraction: nan, P95TTFTS: nan, P99TTFTS: nan, EnergyPerOutputTokenJ: nan, PeakPowerW: nan,
 		EnergyPerRequestJ: nan, EnergyPer1kRequestsKJ: nan, EnergyKWh: nan, MeanPowerW: nan}
 }

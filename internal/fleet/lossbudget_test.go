@@ -13,9 +13,9 @@ import (
 // TestStopWhenLostKeepsTheSearchsDecisions: a capacity study that stops
 // the fleets that cannot meet the target any more reaches the same
 // answer through the same sizes, each meeting the target or not as in
-// full simulations; a stopped fleet is marked, fails, and its attainment
-// bounds the full simulation's from above; the sizes that meet the target
-// keep every number. Under both routing paths (round-robin's replicas in
+// full simulations; a stopped fleet is marked, fails, and its numbers are
+// null; the sizes that run whole keep every number, and the document does
+// not depend on the jobs. Under both routing paths (round-robin's replicas in
 // parallel, least-outstanding's in lock-step) and at two targets.
 func TestStopWhenLostKeepsTheSearchsDecisions(t *testing.T) {
 	requests := firstMinutes(t)
@@ -42,12 +42,18 @@ func TestStopWhenLostKeepsTheSearchsDecisions(t *testing.T) {
 					}
 					sawStop = true
 					assert.False(t, s.MeetsTarget)
-					assert.Less(t, s.Attainment, target)
-					assert.GreaterOrEqual(t, s.Attainment, f.Attainment, "%d replicas: a bound", s.Replicas)
+					assert.Less(t, f.Attainment, target, "%d replicas: the whole run fails too", s.Replicas)
+					assert.True(t, math.IsNaN(s.Attainment))
 					assert.True(t, math.IsNaN(s.P99TTFTS))
 				}
 				assert.True(t, sawStop, "the one-replica fleet cannot serve the trace: it stops")
 				assert.False(t, stopped.Best.StoppedEarly)
+				for _, jobs := range []int{1, 3} {
+					study.Search.Jobs = jobs
+					again, err := RunCapacity(context.Background(), requests, study)
+					require.NoError(t, err)
+					assert.Equal(t, describeReport(stopped), describeReport(again), "jobs %d", jobs)
+				}
 			})
 		}
 	}
@@ -58,4 +64,19 @@ func TestLostErrorBound(t *testing.T) {
 	e := &LostError{Lost: 25, Total: 100, Target: 0.9}
 	assert.InDelta(t, 0.75, e.Bound(), 1e-15)
 	assert.Contains(t, e.Error(), "25 of 100 requests lost")
+}
+
+// describeReport is r printed with its pointers' values (NaN compared as
+// text).
+func describeReport(r *CapacityReport) string {
+	c := *r
+	c.Replicas, c.EnergyMinimalController = nil, nil
+	text := fmt.Sprintf("%#v", c)
+	if r.Replicas != nil {
+		text += fmt.Sprintf(" replicas %d", *r.Replicas)
+	}
+	if r.EnergyMinimalController != nil {
+		text += " energy-minimal " + *r.EnergyMinimalController
+	}
+	return text
 }
