@@ -574,6 +574,9 @@ func (ls *lockStep) routeUntil(untilS float64) error {
 func (ls *lockStep) stop(k int) {
 	ls.stopped[k] = true
 	ls.deferred[k].drop()
+	if e := ls.e; e.loss != nil {
+		e.loss.end(k, ls.steppers[k], e.stream.writers[k], e.slo(k).TTFTSeconds)
+	}
 }
 
 // arrivals are the workload's requests as the lock-step engine takes

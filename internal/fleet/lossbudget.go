@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"sync/atomic"
 
 	"servesim/internal/plant"
@@ -14,24 +15,36 @@ import (
 // capacity search needs to know only that such a fleet fails. A request
 // is lost once its final record misses its objectives, or while it waits
 // to be scheduled longer than its TTFT objective; the two sets never
-// share a request, so their sum, over the replicas, is a lower bound of
-// the requests the run would lose in all. Each replica checks every
-// lossCheckSteps steps, from its own goroutine.
+// share a request, so their sum over the replicas is a lower bound of the
+// requests the run would lose in all.
+//
+// Each replica counts its lost requests every lossCheckSteps of its own
+// steps (a checkpoint), and once more when it has stepped to its end. The
+// decision at a checkpoint is taken once every replica has counted there
+// or ended (a replica that ended counts as at its end), from the counts
+// at that checkpoint alone: whether a run stops, and at which checkpoint,
+// depends on the simulation only, never on how the replicas' goroutines
+// were scheduled.
 type lossBudget struct {
 	target float64
 	total  int
-	// lost[k] is replica k's count at its last check.
-	lost    []atomic.Int64
+	mu     sync.Mutex
+	// counts[k] are replica k's counts at checkpoints decided+0, +1, ...
+	counts [][]int
+	// final[k] is replica k's count at its end, once ended[k].
+	final   []int
+	ended   []bool
 	stopped atomic.Bool
-	// first is the error of the check that stopped the run.
+	// first is the error of the decision that stopped the run.
 	first atomic.Pointer[LostError]
 }
 
-// lossCheckSteps is how often a replica counts its lost requests.
+// lossCheckSteps is how many steps of a replica's pass between its
+// checkpoints.
 const lossCheckSteps = 1024
 
 // LostError stops a run whose attainment cannot reach Target any more:
-// Lost of the Total requests are lost already.
+// Lost of the Total requests were lost by the checkpoint that decided it.
 type LostError struct {
 	Lost, Total int
 	Target      float64
@@ -44,7 +57,7 @@ func (e *LostError) Error() string {
 // Bound is the highest attainment the run could still have reached.
 func (e *LostError) Bound() float64 { return float64(e.Total-e.Lost) / float64(e.Total) }
 
-// errLostElsewhere stops a replica when another found the run lost.
+// errLostElsewhere stops a replica when the run was found lost.
 var errLostElsewhere = errors.New("fleet: run lost")
 
 // newLossBudget returns the budget of a run of total requests on replicas
@@ -53,34 +66,78 @@ func newLossBudget(target float64, total, replicas int) *lossBudget {
 	if !(target > 0 && target <= 1) || total <= 0 {
 		return nil
 	}
-	return &lossBudget{target: target, total: total, lost: make([]atomic.Int64, replicas)}
+	return &lossBudget{target: target, total: total, counts: make([][]int, replicas),
+		final: make([]int, replicas), ended: make([]bool, replicas)}
 }
 
-// check counts replica k's lost requests at its step: the misses its
-// writer has seen and the requests st has kept waiting past ttftS; it
-// returns a *LostError when the run can no longer meet the target.
-func (b *lossBudget) check(k, step int, st *plant.Stepper, w *sampleWriter, ttftS float64) error {
-	if step%lossCheckSteps != 0 {
-		return nil
+// lost is replica k's count now: the misses its writer has seen and the
+// requests st keeps waiting past ttftS.
+func lost(st *plant.Stepper, w *sampleWriter, ttftS float64) int {
+	n := w.lost
+	if ttftS > 0 && !math.IsInf(ttftS, 1) {
+		n += st.WaitingLongerThan(ttftS)
 	}
+	return n
+}
+
+// check counts replica k's lost requests at step, every lossCheckSteps
+// steps, and returns errLostElsewhere once the run is decided lost.
+func (b *lossBudget) check(k, step int, st *plant.Stepper, w *sampleWriter, ttftS float64) error {
 	if b.stopped.Load() {
 		return errLostElsewhere
 	}
-	lost := w.lost
-	if ttftS > 0 && !math.IsInf(ttftS, 1) {
-		lost += st.WaitingLongerThan(ttftS)
+	if step%lossCheckSteps != 0 {
+		return nil
 	}
-	b.lost[k].Store(int64(lost))
-	sum := 0
-	for i := range b.lost {
-		sum += int(b.lost[i].Load())
-	}
-	if float64(b.total-sum)/float64(b.total) < b.target {
-		err := &LostError{Lost: sum, Total: b.total, Target: b.target}
-		if b.first.CompareAndSwap(nil, err) {
-			b.stopped.Store(true)
-		}
-		return err
+	b.mu.Lock()
+	b.counts[k] = append(b.counts[k], lost(st, w, ttftS))
+	b.decide()
+	b.mu.Unlock()
+	if b.stopped.Load() {
+		return errLostElsewhere
 	}
 	return nil
+}
+
+// end counts replica k's lost requests at its end.
+func (b *lossBudget) end(k int, st *plant.Stepper, w *sampleWriter, ttftS float64) {
+	b.mu.Lock()
+	b.final[k], b.ended[k] = lost(st, w, ttftS), true
+	b.decide()
+	b.mu.Unlock()
+}
+
+// decide takes the decisions every replica has counted for, in order,
+// until one stops the run; b.mu is held.
+func (b *lossBudget) decide() {
+	for !b.stopped.Load() {
+		pending := false
+		for k := range b.counts {
+			pending = pending || len(b.counts[k]) > 0
+		}
+		if !pending {
+			return // nothing counted yet, or every replica ended: whole
+		}
+		sum := 0
+		for k := range b.counts {
+			switch {
+			case len(b.counts[k]) > 0:
+				sum += b.counts[k][0]
+			case b.ended[k]:
+				sum += b.final[k]
+			default:
+				return // replica k has not reached this checkpoint yet
+			}
+		}
+		if float64(b.total-sum)/float64(b.total) < b.target {
+			b.first.Store(&LostError{Lost: sum, Total: b.total, Target: b.target})
+			b.stopped.Store(true)
+			return
+		}
+		for k := range b.counts {
+			if len(b.counts[k]) > 0 {
+				b.counts[k] = b.counts[k][1:]
+			}
+		}
+	}
 }

@@ -206,6 +206,9 @@ func (e *engine) runFed(k int, f *feed, held []*plant.Stepper) (err error) {
 	if running && err == nil {
 		_, err = e.stepToEnd(k, st, &f.steps)
 	}
+	if e.loss != nil && err == nil {
+		e.loss.end(k, st, e.stream.writers[k], e.slo(k).TTFTSeconds)
+	}
 	if err == nil {
 		err = st.Drain()
 	}
