@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"os/exec"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,7 +27,6 @@ func BenchmarkCapacityOverTimeWeek(b *testing.B) {
 // capacityOverTimeWeek is one BenchmarkCapacityOverTimeWeek run of the
 // trace at path.
 func capacityOverTimeWeek(b *testing.B, bin, path string) {
-	var peakRSS int64
 	var doc struct {
 		Plan struct {
 			Windows      []json.RawMessage `json:"windows"`
@@ -40,26 +36,12 @@ func capacityOverTimeWeek(b *testing.B, bin, path string) {
 		Static struct {
 			Replicas *int `json:"replicas"`
 		} `json:"static"`
-		StaticReplicaHours *float64 `json:"static_replica_hours"`
-		Provenance         struct {
-			RequestsLoaded int `json:"requests_loaded"`
-		} `json:"provenance"`
+		StaticReplicaHours *float64        `json:"static_replica_hours"`
+		Provenance         provenanceCount `json:"provenance"`
 	}
-	for b.Loop() {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, "capacity", "--trace", path, "--over-time", "3600", "--max-sim-time", "1e6",
-			"--ttft-slo", "5", "--tpot-slo", "0.2", "--quiet")
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		require.NoError(b, cmd.Run(), stderr.String())
-		require.NoError(b, json.Unmarshal(stdout.Bytes(), &doc))
-		require.NotNil(b, doc.Static.Replicas)
-		peakRSS = max(peakRSS, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss*1024)
-	}
-	requests := doc.Provenance.RequestsLoaded
-	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
-	b.ReportMetric(float64(peakRSS)/1e6, "peak-RSS-MB")
-	b.ReportMetric(float64(peakRSS)/float64(requests), "RSS-B/request")
-	b.ReportMetric(float64(requests), "requests")
+	runWeek(b, bin, []string{"capacity", "--trace", path, "--over-time", "3600", "--max-sim-time", "1e6",
+		"--ttft-slo", "5", "--tpot-slo", "0.2", "--quiet"},
+		&doc, &doc.Provenance, func() { require.NotNil(b, doc.Static.Replicas) })
 	b.ReportMetric(float64(len(doc.Plan.Windows)), "windows")
 	b.ReportMetric(float64(*doc.Static.Replicas), "static-replicas")
 	b.ReportMetric(float64(doc.Plan.PeakReplicas), "plan-peak-replicas")

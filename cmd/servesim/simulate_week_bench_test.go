@@ -83,27 +83,40 @@ var weekRuns = []struct {
 // simulateWeek is one BenchmarkSimulateWeek run of the trace at path under
 // the service model at the load normalize.
 func simulateWeek(b *testing.B, bin, path, model, normalize string) {
+	var doc struct {
+		Provenance provenanceCount `json:"provenance"`
+		Metrics    struct {
+			Unfinished float64 `json:"unfinished_requests_at_end"`
+		} `json:"metrics"`
+	}
+	runWeek(b, bin, []string{"simulate", "--trace", path, "--normalize", normalize, "--summary",
+		"--max-sim-time", "1e9", "--max-steps", "2e10", "--service-model", model},
+		&doc, &doc.Provenance, func() { require.Zero(b, doc.Metrics.Unfinished) })
+}
+
+// provenanceCount is what the week benchmarks read of a document's
+// provenance block.
+type provenanceCount struct {
+	RequestsLoaded int `json:"requests_loaded"`
+}
+
+// runWeek runs the servesim binary bin with args once per b.Loop, decodes
+// each document into doc (its provenance block into prov) and checks it
+// with check, then reports the whole process's wall time (s/run), peak
+// resident memory (peak-RSS-MB, and per request: RSS-B/request) and the
+// requests loaded.
+func runWeek(b *testing.B, bin string, args []string, doc any, prov *provenanceCount, check func()) {
 	var peakRSS int64
-	var requests int
 	for b.Loop() {
 		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, "simulate", "--trace", path, "--normalize", normalize, "--summary",
-			"--max-sim-time", "1e9", "--max-steps", "2e10", "--service-model", model)
+		cmd := exec.Command(bin, args...)
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		require.NoError(b, cmd.Run(), stderr.String())
-		var doc struct {
-			Provenance struct {
-				RequestsLoaded int `json:"requests_loaded"`
-			} `json:"provenance"`
-			Metrics struct {
-				Unfinished float64 `json:"unfinished_requests_at_end"`
-			} `json:"metrics"`
-		}
-		require.NoError(b, json.Unmarshal(stdout.Bytes(), &doc))
-		require.Zero(b, doc.Metrics.Unfinished)
-		requests = doc.Provenance.RequestsLoaded
+		require.NoError(b, json.Unmarshal(stdout.Bytes(), doc))
+		check()
 		peakRSS = max(peakRSS, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss*1024)
 	}
+	requests := prov.RequestsLoaded
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
 	b.ReportMetric(float64(peakRSS)/1e6, "peak-RSS-MB")
 	b.ReportMetric(float64(peakRSS)/float64(requests), "RSS-B/request")
@@ -131,33 +144,18 @@ func BenchmarkSimulateAutoscaleWeek(b *testing.B) {
 // autoscaleWeek is one BenchmarkSimulateAutoscaleWeek run of the trace at
 // path behind router.
 func autoscaleWeek(b *testing.B, bin, path, router string) {
-	var peakRSS int64
 	var doc struct {
-		Provenance struct {
-			RequestsLoaded int `json:"requests_loaded"`
-		} `json:"provenance"`
-		Autoscale struct {
+		Provenance provenanceCount `json:"provenance"`
+		Autoscale  struct {
 			ReplicasStarted int     `json:"replicas_started"`
 			PeakReady       int     `json:"peak_ready"`
 			GPUHours        float64 `json:"gpu_hours"`
 		} `json:"autoscale"`
 	}
-	for b.Loop() {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(bin, "simulate", "--trace", path, "--summary", "--router", router,
-			"--replicas", "8", "--autoscale", "queue:target=4", "--min-replicas", "4", "--max-replicas", "64",
-			"--max-sim-time", "1e6", "--max-steps", "2e10")
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		require.NoError(b, cmd.Run(), stderr.String())
-		require.NoError(b, json.Unmarshal(stdout.Bytes(), &doc))
-		require.Positive(b, doc.Autoscale.ReplicasStarted)
-		peakRSS = max(peakRSS, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss*1024)
-	}
-	requests := doc.Provenance.RequestsLoaded
-	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/run")
-	b.ReportMetric(float64(peakRSS)/1e6, "peak-RSS-MB")
-	b.ReportMetric(float64(peakRSS)/float64(requests), "RSS-B/request")
-	b.ReportMetric(float64(requests), "requests")
+	runWeek(b, bin, []string{"simulate", "--trace", path, "--summary", "--router", router,
+		"--replicas", "8", "--autoscale", "queue:target=4", "--min-replicas", "4", "--max-replicas", "64",
+		"--max-sim-time", "1e6", "--max-steps", "2e10"},
+		&doc, &doc.Provenance, func() { require.Positive(b, doc.Autoscale.ReplicasStarted) })
 	b.ReportMetric(float64(doc.Autoscale.ReplicasStarted), "replicas-started")
 	b.ReportMetric(float64(doc.Autoscale.PeakReady), "peak-ready")
 	b.ReportMetric(doc.Autoscale.GPUHours, "GPU-hours")
