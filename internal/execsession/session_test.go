@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/execsession"
+	"servesim/internal/testsupport"
 )
 
 // shellQuote quotes s for /bin/sh.
@@ -42,22 +43,6 @@ func exchange(s *execsession.Session, n int) error {
 		}
 	}
 	return nil
-}
-
-// pidFile is where a shell child writes its pid ($$), and gone checks that
-// the process no longer exists (not even as a zombie) once a session is
-// over.
-func pidFile(t *testing.T) (path string, gone func()) {
-	path = filepath.Join(t.TempDir(), "pid")
-	return path, func() {
-		t.Helper()
-		data, err := os.ReadFile(path)
-		require.NoError(t, err, "the child wrote its pid")
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		require.NoError(t, err)
-		_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
-		assert.True(t, os.IsNotExist(err), "child %d is still there: %v", pid, err)
-	}
 }
 
 // TestSessionAnswers: each line written gets the child's answer line, its
@@ -107,7 +92,7 @@ func TestSessionFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pids, gone := pidFile(t)
+			pids, gone := testsupport.PidFile(t)
 			command := "echo $$ > " + shellQuote(pids) + "; " + tt.script
 			// Only the cases about the timeout wait for it; the others get
 			// a timeout no loaded machine reaches, so that a slow shell
@@ -138,7 +123,7 @@ func TestSessionFailures(t *testing.T) {
 // TestSessionReject: an answer the protocol refuses fails the session,
 // quoting the answer line without its end of line, cut to 80 bytes.
 func TestSessionReject(t *testing.T) {
-	pids, gone := pidFile(t)
+	pids, gone := testsupport.PidFile(t)
 	answer := strings.Repeat("z", 100)
 	s := newSession("echo $$ > "+shellQuote(pids)+"; while read l; do echo '"+answer+"'; done", 10*time.Second)
 	line, err := s.Ask(question, 7)
@@ -169,7 +154,7 @@ func TestSessionChildIsReapedAfterSuccess(t *testing.T) {
 		"lingers":                       "; sleep 30 & echo $! > " + "SLEEP_PID" + "; wait",
 	} {
 		t.Run(name, func(t *testing.T) {
-			pids, gone := pidFile(t)
+			pids, gone := testsupport.PidFile(t)
 			sleepPid := filepath.Join(t.TempDir(), "sleep")
 			command := "echo $$ > " + shellQuote(pids) + "; " + serve + strings.ReplaceAll(tail, "SLEEP_PID", shellQuote(sleepPid))
 			s := newSession(command, 2*time.Second)

@@ -17,6 +17,7 @@ import (
 	"servesim/internal/plant/exectest"
 	"servesim/internal/profile"
 	"servesim/internal/sharedtest"
+	"servesim/internal/testsupport"
 )
 
 // childEnv makes the test binary an exec: controller child: "reactive"
@@ -108,21 +109,6 @@ func TestExecReproducesReactive(t *testing.T) {
 	}
 }
 
-// pidFile is where a shell child writes its pid ($$), and gone checks that
-// the process no longer exists (not even as a zombie) once a run is over.
-func pidFile(t *testing.T) (path string, gone func()) {
-	path = filepath.Join(t.TempDir(), "pid")
-	return path, func() {
-		t.Helper()
-		data, err := os.ReadFile(path)
-		require.NoError(t, err, "the child wrote its pid")
-		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-		require.NoError(t, err)
-		_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
-		assert.True(t, os.IsNotExist(err), "child %d is still there: %v", pid, err)
-	}
-}
-
 // TestExecFailures: a child that breaks the protocol ends the run with one
 // line that names the controller, says what happened at which step and
 // quotes at most 80 bytes of what the child wrote; the child is reaped.
@@ -163,7 +149,7 @@ func TestExecFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pids, gone := pidFile(t)
+			pids, gone := testsupport.PidFile(t)
 			command := "echo $$ > " + shellQuote(pids) + "; " + tt.script
 			// Only the cases about the timeout wait for it; the others get
 			// a timeout no loaded machine reaches, so that a slow shell
@@ -215,7 +201,7 @@ func (s panicky) Schedule(obs plant.Observation) plant.Action {
 func TestExecChildIsReapedAfterAPanic(t *testing.T) {
 	w, err := plant.DefaultTrace(30)
 	require.NoError(t, err)
-	pids, gone := pidFile(t)
+	pids, gone := testsupport.PidFile(t)
 	c, err := plant.NewController("exec:echo $$ > " + shellQuote(pids) + `; while read l; do echo '{"clock_mhz": 1500}'; done`)
 	require.NoError(t, err)
 	require.PanicsWithValue(t, "scheduler bug", func() {

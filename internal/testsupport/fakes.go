@@ -1,9 +1,16 @@
 package testsupport
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // CountingReader counts the bytes read from R: how far a reader of capped
@@ -65,5 +72,21 @@ func SparseFile(t testing.TB, path string, head []byte, size int64) {
 	}
 	if err := os.Truncate(path, size); err != nil {
 		t.Fatalf("a sparse %d-byte file: %v", size, err)
+	}
+}
+
+// PidFile is where a shell child writes its pid ($$), in t's temporary
+// folder, and gone checks that the process no longer exists (not even as
+// a zombie) once the child's session or run is over.
+func PidFile(t *testing.T) (path string, gone func()) {
+	path = filepath.Join(t.TempDir(), "pid")
+	return path, func() {
+		t.Helper()
+		data, err := os.ReadFile(path)
+		require.NoError(t, err, "the child wrote its pid")
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		require.NoError(t, err)
+		_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
+		assert.True(t, os.IsNotExist(err), "child %d is still there: %v", pid, err)
 	}
 }
