@@ -5,6 +5,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -162,14 +163,28 @@ func TestUnwritableFolder(t *testing.T) {
 		{"simulate --summary -o ro/run.json", "servesim: -o ro/run.json: folder ro is not writable\n"},
 		{"scenarios --plot ro/fig.png", "servesim: --plot ro/fig.png: folder ro is not writable\n"},
 	} {
-		cmd := exec.Command(filepath.Join(dir, "servesim"), strings.Fields(tc.args)...)
-		cmd.Dir = dir
-		if os.Geteuid() == 0 {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		}
+		var cmd *exec.Cmd
 		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		require.Error(t, cmd.Run(), tc.args)
+		// The copy was just written: while another test's fork still holds
+		// its descriptor (until that child execs), running it fails with
+		// "text file busy". Try again a little later.
+		for attempt := 0; ; attempt++ {
+			cmd = exec.Command(filepath.Join(dir, "servesim"), strings.Fields(tc.args)...)
+			cmd.Dir = dir
+			if os.Geteuid() == 0 {
+				cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+			}
+			stdout.Reset()
+			stderr.Reset()
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			if errors.Is(err, syscall.ETXTBSY) && attempt < 100 {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			require.Error(t, err, tc.args)
+			break
+		}
 		assert.Equal(t, exitInput, cmd.ProcessState.ExitCode(), tc.args)
 		assert.Equal(t, tc.want, stderr.String(), tc.args)
 		assert.Empty(t, stdout.String(), tc.args)
