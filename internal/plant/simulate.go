@@ -659,7 +659,13 @@ func (sim *simulation) advance() (bool, error) { return sim.steps(1) }
 
 // steps simulates up to n steps, fewer when the run is over (it reports
 // whether it is). The step loop runs here, so that its state stays at
-// hand from one step to the next.
+// hand from one step to the next. What runs every step or on every plain
+// busy step stays written out, as the calls in it inline: the arrivals,
+// the idle test, the built-in policies asked in place, the phase giving
+// way, a decode step, the occupancy and the step's end (an idle step costs
+// about 20 ns, a call that does not inline a few more). Only the decision
+// of other policies (decide) and a prefill step (prefillStep) are calls of
+// their own.
 func (sim *simulation) steps(n int) (bool, error) {
 	dt := sim.plant.TimeStepS
 	lastStartS := sim.plant.MaxSimulationTimeS + TimeEpsilonS
@@ -667,18 +673,35 @@ func (sim *simulation) steps(n int) (bool, error) {
 		if !(sim.timeS <= lastStartS) {
 			return true, nil
 		}
-		arrived, err := sim.arrive()
-		if err != nil {
+		if err := sim.pull(); err != nil {
 			return true, err
+		}
+		arrived := sim.pending
+		switch {
+		case sim.batched != nil:
+			// Sent as the iterations reach their arrival (serveBatched).
+		case sim.gate.n > 0:
+			sim.send(sim.timeS)
+		default:
+			for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+TimeEpsilonS {
+				sim.queuedPrompt += sim.records[sim.pending].PromptTokens
+				sim.pending++
+			}
+		}
+		if sim.prefilledOnly && sim.batched == nil {
+			sim.admitPrefilled(sim.timeS, sim.plant.MaxActiveRequests)
+			sim.kvAtEnd = sim.plainOccupancy()
 		}
 		var (
 			requested, power float64
 			level            *clockLevel
 			phase            stepPhase
 			planned          bool
+			err              error
 		)
 		endS := sim.timeS + dt
-		if sim.idles(endS) {
+		if (sim.idleFast || sim.held.valid) && sim.head == sim.pending && len(sim.active) == 0 && sim.waitingCount() == 0 &&
+			(sim.batched == nil || sim.batchedIdle(endS)) {
 			if requested, level, err = sim.idleStep(); err != nil {
 				return true, err
 			}
@@ -689,85 +712,111 @@ func (sim *simulation) steps(n int) (bool, error) {
 				action    decision
 				quantized *clockLevel
 			)
-			if action, requested, quantized, planned, err = sim.decide(); err != nil {
+			if sim.plainPolicies {
+				// The built-in scheduler and a plain controller, asked in place
+				// with the fields they read.
+				obs := &sim.obs
+				sim.observeLoad(obs)
+				switch sim.schedulerKind {
+				case schedulerChunked:
+					action = ChunkedPrefill{}.decide(obs)
+				case schedulerStatic:
+					action = StaticBatch{}.decide(obs)
+				default:
+					action = ContinuousBatch{}.decide(obs)
+				}
+				requested, quantized = sim.constantMHz, sim.constantLevel
+				if sim.clockKind == clockReactive {
+					// reactiveClock, written out: its parts are inlined.
+					i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
+					requested, quantized = sim.clockMHz[i], sim.levels[i].quantized
+				}
+			} else if action, requested, quantized, planned, err = sim.decide(); err != nil {
 				return true, err
 			}
-			phase = sim.givenWay(action.phase, endS)
+
+			// A phase with nothing to serve gives way to the other one.
+			phase = action.phase
+			switch {
+			case sim.batched != nil:
+				phase = sim.batchedPhase(endS)
+			case phase == phasePrefill && !sim.queued():
+				phase = phaseIdle
+				if len(sim.active) > 0 {
+					phase = phaseDecode
+				}
+			case phase == phaseDecode && len(sim.active) == 0:
+				phase = phaseIdle
+				if sim.queued() {
+					phase = phasePrefill
+				}
+			}
 			level = sim.realizedLevel(quantized, phase)
 			if level.realizedErr != nil {
 				return true, level.realizedErr
 			}
-			power, phase = sim.serve(level, phase, action.prefillCap, dt, endS)
-			sim.kvAtEnd = sim.occupancy()
+
+			switch {
+			case sim.batched != nil:
+				power, phase = sim.serveBatched(level, sim.timeS, endS)
+			case phase == phasePrefill:
+				power, phase = sim.prefillStep(level, action.prefillCap, dt, endS)
+			case phase == phaseDecode:
+				decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
+				sim.cumulativeDecode += decoded
+				if decoded <= TokenEpsilon {
+					phase = phaseIdle
+				}
+				power = level.decodeStepPower(decoded, dt)
+			default:
+				power = level.idleStepPower
+			}
+
+			switch {
+			case sim.batched != nil:
+				sim.kvAtEnd = sim.batchedOccupancy()
+			case sim.engine == nil:
+				sim.kvAtEnd = sim.plainOccupancy()
+			default:
+				sim.kvAtEnd = sim.engineOccupancy()
+			}
 		}
-		if sim.endStep(dt, requested, power, level, phase, planned) {
+
+		// The step's end: the temperature and energy, the state of the next
+		// step, the statistics and, when sampled, the trajectory.
+		sim.heat(power)
+		sim.previousClockMHz = level.realizedMHz
+		sim.previousPowerW = power
+		sim.lastRequestedMHz, sim.lastPhase = requested, phase
+		sim.timeS += dt
+		sim.step++
+		sim.stats.add(sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
+			sim.pending-sim.head+sim.waitingCount()+len(sim.active), len(sim.active))
+		// The stride rule of as_dict: every stride-th step, and every step
+		// holding a plan.
+		if sim.keep && ((sim.step-1)%sim.trace.Stride == 0 || planned) {
+			last := sim.last()
+			sim.trace.append(&last)
+			if sim.planner != nil {
+				if !planned {
+					sim.plan.clocks, sim.plan.startS = nil, math.NaN()
+				}
+				sim.plans.append(sim.plan.clocks, sim.plan.startS)
+			}
+		}
+		if sim.over() {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// arrive takes in the arrivals due by the start of the step (the pending
-// count before them is returned): queued in order, sent to the engine
-// through the gate, or left for serveBatched to send as the iterations
-// reach them; a prefilled-only run admits them at once.
-func (sim *simulation) arrive() (int, error) {
-	if err := sim.pull(); err != nil {
-		return 0, err
-	}
-	arrived := sim.pending
-	switch {
-	case sim.batched != nil:
-		// Sent as the iterations reach their arrival (serveBatched).
-	case sim.gate.n > 0:
-		sim.send(sim.timeS)
-	default:
-		for sim.pending < len(sim.records) && sim.records[sim.pending].ArrivalTimeS <= sim.timeS+TimeEpsilonS {
-			sim.queuedPrompt += sim.records[sim.pending].PromptTokens
-			sim.pending++
-		}
-	}
-	if sim.prefilledOnly && sim.batched == nil {
-		sim.admitPrefilled(sim.timeS, sim.plant.MaxActiveRequests)
-		sim.kvAtEnd = sim.plainOccupancy()
-	}
-	return arrived, nil
-}
-
-// idles reports whether the step ending at endS is an idle step (idleStep):
-// idle steps are fast or a hold is on, and nothing is queued, decoding,
-// waiting in the engine or, under the batched model, due by endS.
-func (sim *simulation) idles(endS float64) bool {
-	return (sim.idleFast || sim.held.valid) && sim.head == sim.pending && len(sim.active) == 0 && sim.waitingCount() == 0 &&
-		(sim.batched == nil || sim.batchedIdle(endS))
-}
-
-// decide asks for the step's decision and clock: the built-in scheduler
-// and a plain controller in place with the fields they read, the hold's
-// busy clock, or the policies (askPolicies, which reports whether the step
-// holds a plan). It returns the clock requested and its quantized level.
+// decide asks for the step's decision and clock when the policies are not
+// the plain ones the loop asks in place: the hold's busy clock with the
+// built-in scheduler, or the policies (askPolicies, which reports whether
+// the step holds a plan). It returns the clock requested and its
+// quantized level.
 func (sim *simulation) decide() (action decision, requested float64, quantized *clockLevel, planned bool, err error) {
-	if sim.plainPolicies {
-		// The built-in scheduler and a plain controller, asked in place
-		// with the fields they read.
-		obs := &sim.obs
-		sim.observeLoad(obs)
-		switch sim.schedulerKind {
-		case schedulerChunked:
-			action = ChunkedPrefill{}.decide(obs)
-		case schedulerStatic:
-			action = StaticBatch{}.decide(obs)
-		default:
-			action = ContinuousBatch{}.decide(obs)
-		}
-		requested, quantized = sim.constantMHz, sim.constantLevel
-		if sim.clockKind == clockReactive {
-			// reactiveClock, written out: its parts are inlined.
-			i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
-			requested, quantized = sim.clockMHz[i], sim.levels[i].quantized
-		}
-		return action, requested, quantized, false, nil
-	}
 	if sim.holdsBusy() {
 		// The hold's request, and the built-in scheduler asked in
 		// place.
@@ -786,48 +835,6 @@ func (sim *simulation) decide() (action decision, requested float64, quantized *
 		return action, requested, nil, planned, err
 	}
 	return action, requested, sim.quantizedLevel(requested), planned, nil
-}
-
-// givenWay is the phase the step serves when phase was decided: a phase
-// with nothing to serve gives way to the other one, and the batched model
-// serves the phase its iterations reach by endS (batchedPhase).
-func (sim *simulation) givenWay(phase stepPhase, endS float64) stepPhase {
-	switch {
-	case sim.batched != nil:
-		phase = sim.batchedPhase(endS)
-	case phase == phasePrefill && !sim.queued():
-		phase = phaseIdle
-		if len(sim.active) > 0 {
-			phase = phaseDecode
-		}
-	case phase == phaseDecode && len(sim.active) == 0:
-		phase = phaseIdle
-		if sim.queued() {
-			phase = phasePrefill
-		}
-	}
-	return phase
-}
-
-// serve serves a step of dt ending at endS at level in phase (prefill at
-// most prefillCap tokens): it returns the step's power and the phase it
-// served in the end.
-func (sim *simulation) serve(level *clockLevel, phase stepPhase, prefillCap, dt, endS float64) (float64, stepPhase) {
-	switch {
-	case sim.batched != nil:
-		return sim.serveBatched(level, sim.timeS, endS)
-	case phase == phasePrefill:
-		return sim.prefillStep(level, prefillCap, dt, endS)
-	case phase == phaseDecode:
-		decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
-		sim.cumulativeDecode += decoded
-		if decoded <= TokenEpsilon {
-			phase = phaseIdle
-		}
-		return level.decodeStepPower(decoded, dt), phase
-	default:
-		return level.idleStepPower, phase
-	}
 }
 
 // prefillStep serves a prefill step of dt ending at endS at level: at most
@@ -858,34 +865,6 @@ func (sim *simulation) prefillStep(level *clockLevel, prefillCap, dt, endS float
 		phase = phaseIdle
 	}
 	return level.stepPower(prefillTime, decodeTime, dt), phase
-}
-
-// endStep ends a step of dt served at level and power in phase, having
-// requested the clock requested (planned when it holds a plan): the
-// temperature and energy, the state of the next step, the statistics and,
-// when sampled, the trajectory. It reports whether the run is over.
-func (sim *simulation) endStep(dt, requested, power float64, level *clockLevel, phase stepPhase, planned bool) bool {
-	sim.heat(power)
-	sim.previousClockMHz = level.realizedMHz
-	sim.previousPowerW = power
-	sim.lastRequestedMHz, sim.lastPhase = requested, phase
-	sim.timeS += dt
-	sim.step++
-	sim.stats.add(sim.cumulativeDecode, power, sim.temperatureC, sim.kvAtEnd, level.realizedMHz,
-		sim.pending-sim.head+sim.waitingCount()+len(sim.active), len(sim.active))
-	// The stride rule of as_dict: every stride-th step, and every step
-	// holding a plan.
-	if sim.keep && ((sim.step-1)%sim.trace.Stride == 0 || planned) {
-		last := sim.last()
-		sim.trace.append(&last)
-		if sim.planner != nil {
-			if !planned {
-				sim.plan.clocks, sim.plan.startS = nil, math.NaN()
-			}
-			sim.plans.append(sim.plan.clocks, sim.plan.startS)
-		}
-	}
-	return sim.over()
 }
 
 // span is the span of the steps simulated: the first ends at 0 + the
