@@ -659,7 +659,13 @@ func (sim *simulation) advance() (bool, error) { return sim.steps(1) }
 
 // steps simulates up to n steps, fewer when the run is over (it reports
 // whether it is). The step loop runs here, so that its state stays at
-// hand from one step to the next.
+// hand from one step to the next. What runs every step or on every plain
+// busy step stays written out, as the calls in it inline: the arrivals,
+// the idle test, the built-in policies asked in place, the phase giving
+// way, a decode step, the occupancy and the step's end (an idle step costs
+// about 20 ns, a call that does not inline a few more). Only the decision
+// of other policies (decide) and a prefill step (prefillStep) are calls of
+// their own.
 func (sim *simulation) steps(n int) (bool, error) {
 	dt := sim.plant.TimeStepS
 	lastStartS := sim.plant.MaxSimulationTimeS + TimeEpsilonS
@@ -725,24 +731,8 @@ func (sim *simulation) steps(n int) (bool, error) {
 					i := Reactive{}.levelFrom(sim.reactivePrevious(obs), obs)
 					requested, quantized = sim.clockMHz[i], sim.levels[i].quantized
 				}
-			} else if sim.holdsBusy() {
-				// The hold's request, and the built-in scheduler asked in
-				// place.
-				obs := &sim.obs
-				if sim.engine == nil {
-					sim.observeLoad(obs)
-				} else {
-					sim.observe(obs)
-				}
-				if action, err = sim.schedule(obs); err != nil {
-					return true, err
-				}
-				requested, quantized = sim.held.busyMHz, sim.held.busy
-			} else {
-				if action, requested, planned, err = sim.askPolicies(); err != nil {
-					return true, err
-				}
-				quantized = sim.quantizedLevel(requested)
+			} else if action, requested, quantized, planned, err = sim.decide(); err != nil {
+				return true, err
 			}
 
 			// A phase with nothing to serve gives way to the other one.
@@ -770,28 +760,7 @@ func (sim *simulation) steps(n int) (bool, error) {
 			case sim.batched != nil:
 				power, phase = sim.serveBatched(level, sim.timeS, endS)
 			case phase == phasePrefill:
-				budget := pyMin(level.prefillRate*dt, action.prefillCap)
-				served := sim.servePrefill(budget)
-				sim.cumulativePrefill += served
-				prefillTime, decodeTime := served/pyMax(level.prefillRate, RateFloorTokensPerS), 0.0
-				sim.engine.chargeRecompute(level.prefillRate, sim.records)
-				remaining := pyMax(0, dt-prefillTime)
-				if len(sim.active) > 0 && remaining > TimeEpsilonS {
-					decoded := sim.serveDecode(level.decodeRate*remaining, endS, false)
-					sim.cumulativeDecode += decoded
-					decodeTime = decoded / pyMax(level.decodeRate, RateFloorTokensPerS)
-				}
-				switch {
-				case served > TokenEpsilon && decodeTime > TimeEpsilonS:
-					phase = phaseInterleaved
-				case served > TokenEpsilon:
-					phase = phasePrefill
-				case decodeTime > TimeEpsilonS:
-					phase = phaseDecode
-				default:
-					phase = phaseIdle
-				}
-				power = level.stepPower(prefillTime, decodeTime, dt)
+				power, phase = sim.prefillStep(level, action.prefillCap, dt, endS)
 			case phase == phaseDecode:
 				decoded := sim.serveDecode(level.decodeRate*dt, endS, true)
 				sim.cumulativeDecode += decoded
@@ -840,6 +809,62 @@ func (sim *simulation) steps(n int) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// decide asks for the step's decision and clock when the policies are not
+// the plain ones the loop asks in place: the hold's busy clock with the
+// built-in scheduler, or the policies (askPolicies, which reports whether
+// the step holds a plan). It returns the clock requested and its
+// quantized level.
+func (sim *simulation) decide() (action decision, requested float64, quantized *clockLevel, planned bool, err error) {
+	if sim.holdsBusy() {
+		// The hold's request, and the built-in scheduler asked in
+		// place.
+		obs := &sim.obs
+		if sim.engine == nil {
+			sim.observeLoad(obs)
+		} else {
+			sim.observe(obs)
+		}
+		if action, err = sim.schedule(obs); err != nil {
+			return action, 0, nil, false, err
+		}
+		return action, sim.held.busyMHz, sim.held.busy, false, nil
+	}
+	if action, requested, planned, err = sim.askPolicies(); err != nil {
+		return action, requested, nil, planned, err
+	}
+	return action, requested, sim.quantizedLevel(requested), planned, nil
+}
+
+// prefillStep serves a prefill step of dt ending at endS at level: at most
+// prefillCap prompt tokens, then the decoding requests in the time left.
+// It returns the step's power and the phase it served in (interleaved when
+// it did both).
+func (sim *simulation) prefillStep(level *clockLevel, prefillCap, dt, endS float64) (float64, stepPhase) {
+	budget := pyMin(level.prefillRate*dt, prefillCap)
+	served := sim.servePrefill(budget)
+	sim.cumulativePrefill += served
+	prefillTime, decodeTime := served/pyMax(level.prefillRate, RateFloorTokensPerS), 0.0
+	sim.engine.chargeRecompute(level.prefillRate, sim.records)
+	remaining := pyMax(0, dt-prefillTime)
+	if len(sim.active) > 0 && remaining > TimeEpsilonS {
+		decoded := sim.serveDecode(level.decodeRate*remaining, endS, false)
+		sim.cumulativeDecode += decoded
+		decodeTime = decoded / pyMax(level.decodeRate, RateFloorTokensPerS)
+	}
+	var phase stepPhase
+	switch {
+	case served > TokenEpsilon && decodeTime > TimeEpsilonS:
+		phase = phaseInterleaved
+	case served > TokenEpsilon:
+		phase = phasePrefill
+	case decodeTime > TimeEpsilonS:
+		phase = phaseDecode
+	default:
+		phase = phaseIdle
+	}
+	return level.stepPower(prefillTime, decodeTime, dt), phase
 }
 
 // span is the span of the steps simulated: the first ends at 0 + the

@@ -206,6 +206,47 @@ type clockPhase struct {
 // the profiler's per-request rows to per-clock medians, indexed and sorted
 // by the median realized clock.
 func aggregateRawProfile(t *pycompat.Table, manifest *pycompat.Object, p *Profile) error {
+	if err := checkRawColumns(t); err != nil {
+		return err
+	}
+	keys, groups, err := groupRawRows(t)
+	if err != nil {
+		return err
+	}
+	clocks := requestedClocks(keys)
+	if len(clocks) < 2 {
+		return fmt.Errorf("raw profile must contain at least two requested clocks")
+	}
+	rates, powers, err := groupRatesAndPowers(t, keys, groups)
+	if err != nil {
+		return err
+	}
+	for _, clock := range clocks {
+		for _, phase := range []string{"prefill", "decode"} {
+			if _, ok := rates[clockPhase{clock, phase}]; !ok {
+				return fmt.Errorf("raw profile lacks %s measurements at %s MHz", missingPhase(clock, phase, keys), pycompat.FormatG(clock))
+			}
+		}
+	}
+	prefillRate, decodeRate := phaseMedians(rates, clocks, "prefill"), phaseMedians(rates, clocks, "decode")
+	prefillPower, decodePower := phaseMedians(powers, clocks, "prefill"), phaseMedians(powers, clocks, "decode")
+	idlePower, err := idlePowers(manifest, clocks, powers, prefillPower, decodePower)
+	if err != nil {
+		return err
+	}
+	realized, err := realizedMedians(t, keys, groups, clocks)
+	if err != nil {
+		return err
+	}
+	order := orderNaNLast(realized)
+	p.ClockMHz = pick(realized, order)
+	p.PrefillTokensPerS, p.DecodeTokensPerS = pick(prefillRate, order), pick(decodeRate, order)
+	p.IdlePowerW, p.PrefillPowerW, p.DecodePowerW = pick(idlePower, order), pick(prefillPower, order), pick(decodePower, order)
+	return nil
+}
+
+// checkRawColumns reports the raw columns t lacks, if any.
+func checkRawColumns(t *pycompat.Table) error {
 	var missing []string
 	for _, name := range rawRequiredColumns {
 		if !t.HasColumn(name) {
@@ -215,13 +256,20 @@ func aggregateRawProfile(t *pycompat.Table, manifest *pycompat.Object, p *Profil
 	if len(missing) > 0 {
 		return fmt.Errorf("profile is neither an aggregate table nor the profiler schema; missing columns: [%s]", strings.Join(missing, ", "))
 	}
+	return nil
+}
+
+// groupRawRows groups the rows of t that the aggregation keeps by batch
+// (rawGroup): the batches in order of first appearance, and the indexes of
+// each one's rows.
+func groupRawRows(t *pycompat.Table) ([]rawGroupKey, [][]int, error) {
 	index := map[rawGroupKey]int{}
 	var keys []rawGroupKey
 	var groups [][]int
 	for i, row := range t.Rows {
 		key, keep, err := rawGroup(t, row, t.RowLines[i])
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
 		if !keep {
 			continue
@@ -235,6 +283,12 @@ func aggregateRawProfile(t *pycompat.Table, manifest *pycompat.Object, p *Profil
 		}
 		groups[g] = append(groups[g], i)
 	}
+	return keys, groups, nil
+}
+
+// requestedClocks is the set of the batches' requested clocks, sorted with
+// NaN last (each NaN its own clock, as in Python).
+func requestedClocks(keys []rawGroupKey) []float64 {
 	clockSet := map[float64]bool{}
 	var clocks []float64
 	for _, k := range keys {
@@ -244,25 +298,20 @@ func aggregateRawProfile(t *pycompat.Table, manifest *pycompat.Object, p *Profil
 		}
 	}
 	slices.SortFunc(clocks, compareNaNLast)
-	if len(clocks) < 2 {
-		return fmt.Errorf("raw profile must contain at least two requested clocks")
-	}
+	return clocks
+}
+
+// groupRatesAndPowers is, by requested clock and phase, each batch's token
+// rate (its tokens over its longest total_s; none for idle batches) and
+// median mean power.
+func groupRatesAndPowers(t *pycompat.Table, keys []rawGroupKey, groups [][]int) (map[clockPhase][]float64, map[clockPhase][]float64, error) {
 	rates := map[clockPhase][]float64{}
 	powers := map[clockPhase][]float64{}
 	for g, key := range keys {
 		rows := groups[g]
-		elapsed := 0.0
-		for j, i := range rows {
-			v, err := t.FloatAt(t.Rows[i], t.RowLines[i], "total_s")
-			if err != nil {
-				return err
-			}
-			if j == 0 || v > elapsed { // Python's max(): a NaN first stays
-				elapsed = v
-			}
-		}
-		if elapsed <= 0 {
-			return fmt.Errorf("%s line %d: raw profile total_s must be positive", t.Name, t.RowLines[rows[0]])
+		elapsed, err := groupElapsed(t, rows)
+		if err != nil {
+			return nil, nil, err
 		}
 		var tokens pycompat.Integer
 		switch key.phase {
@@ -275,7 +324,7 @@ func aggregateRawProfile(t *pycompat.Table, manifest *pycompat.Object, p *Profil
 		if key.phase != "idle" {
 			n, err := tokens.Float()
 			if err != nil {
-				return fmt.Errorf("%s line %d: %w", t.Name, t.RowLines[rows[0]], err)
+				return nil, nil, fmt.Errorf("%s line %d: %w", t.Name, t.RowLines[rows[0]], err)
 			}
 			rates[cp] = append(rates[cp], n/elapsed)
 		}
@@ -283,57 +332,81 @@ func aggregateRawProfile(t *pycompat.Table, manifest *pycompat.Object, p *Profil
 		for j, i := range rows {
 			v, err := t.FloatAt(t.Rows[i], t.RowLines[i], "mean_power_w")
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
 			groupPowers[j] = v
 		}
 		powers[cp] = append(powers[cp], nanMedian(groupPowers))
 	}
-	for _, clock := range clocks {
-		for _, phase := range []string{"prefill", "decode"} {
-			if _, ok := rates[clockPhase{clock, phase}]; !ok {
-				return fmt.Errorf("raw profile lacks %s measurements at %s MHz", missingPhase(clock, phase, keys), pycompat.FormatG(clock))
-			}
+	return rates, powers, nil
+}
+
+// groupElapsed is a batch's elapsed time: the longest total_s of its rows,
+// which must be positive.
+func groupElapsed(t *pycompat.Table, rows []int) (float64, error) {
+	elapsed := 0.0
+	for j, i := range rows {
+		v, err := t.FloatAt(t.Rows[i], t.RowLines[i], "total_s")
+		if err != nil {
+			return 0, err
+		}
+		if j == 0 || v > elapsed { // Python's max(): a NaN first stays
+			elapsed = v
 		}
 	}
-	n := len(clocks)
-	medians := func(m map[clockPhase][]float64, phase string) []float64 {
-		out := make([]float64, n)
-		for i, clock := range clocks {
-			out[i] = nanMedian(m[clockPhase{clock, phase}])
-		}
-		return out
+	if elapsed <= 0 {
+		return 0, fmt.Errorf("%s line %d: raw profile total_s must be positive", t.Name, t.RowLines[rows[0]])
 	}
-	prefillRate, decodeRate := medians(rates, "prefill"), medians(rates, "decode")
-	prefillPower, decodePower := medians(powers, "prefill"), medians(powers, "decode")
+	return elapsed, nil
+}
+
+// phaseMedians is, for each clock in order, the median of m's values at
+// that clock in phase.
+func phaseMedians(m map[clockPhase][]float64, clocks []float64, phase string) []float64 {
+	out := make([]float64, len(clocks))
+	for i, clock := range clocks {
+		out[i] = nanMedian(m[clockPhase{clock, phase}])
+	}
+	return out
+}
+
+// idlePowers is the idle power at each clock: the median of the idle
+// batches' when every clock has some, otherwise the same value at every
+// clock: the manifest's idle_power_w, or 0.45 times the lowest busy power.
+func idlePowers(manifest *pycompat.Object, clocks []float64, powers map[clockPhase][]float64, prefillPower, decodePower []float64) ([]float64, error) {
 	idleEverywhere := true
 	for _, clock := range clocks {
 		_, ok := powers[clockPhase{clock, "idle"}]
 		idleEverywhere = idleEverywhere && ok
 	}
-	idlePower := make([]float64, n)
 	if idleEverywhere {
-		idlePower = medians(powers, "idle")
-	} else {
-		fill := 0.0
-		if v, ok := manifest.Get("idle_power_w"); ok {
-			f, err := pycompat.FloatOf(v)
-			if err != nil {
-				return fmt.Errorf("manifest field idle_power_w %s: %w", pycompat.ReprOf(v), err)
-			}
-			fill = f
-		} else {
-			a, b := nanMin(prefillPower), nanMin(decodePower)
-			if b < a { // Python's min(a, b)
-				a = b
-			}
-			fill = 0.45 * a
-		}
-		for i := range idlePower {
-			idlePower[i] = fill
-		}
+		return phaseMedians(powers, clocks, "idle"), nil
 	}
-	realized := make([]float64, n)
+	fill := 0.0
+	if v, ok := manifest.Get("idle_power_w"); ok {
+		f, err := pycompat.FloatOf(v)
+		if err != nil {
+			return nil, fmt.Errorf("manifest field idle_power_w %s: %w", pycompat.ReprOf(v), err)
+		}
+		fill = f
+	} else {
+		a, b := nanMin(prefillPower), nanMin(decodePower)
+		if b < a { // Python's min(a, b)
+			a = b
+		}
+		fill = 0.45 * a
+	}
+	idlePower := make([]float64, len(clocks))
+	for i := range idlePower {
+		idlePower[i] = fill
+	}
+	return idlePower, nil
+}
+
+// realizedMedians is, for each requested clock in order, the median
+// realized clock of its batches' rows.
+func realizedMedians(t *pycompat.Table, keys []rawGroupKey, groups [][]int, clocks []float64) ([]float64, error) {
+	realized := make([]float64, len(clocks))
 	for c, clock := range clocks {
 		var values []float64
 		for g, key := range keys {
@@ -343,29 +416,34 @@ func aggregateRawProfile(t *pycompat.Table, manifest *pycompat.Object, p *Profil
 			for _, i := range groups[g] {
 				v, err := t.FloatAt(t.Rows[i], t.RowLines[i], "realized_clock_mhz")
 				if err != nil {
-					return err
+					return nil, err
 				}
 				values = append(values, v)
 			}
 		}
 		realized[c] = nanMedian(values)
 	}
-	order := make([]int, n)
+	return realized, nil
+}
+
+// orderNaNLast is the stable order of the indexes of values by value, NaN
+// last.
+func orderNaNLast(values []float64) []int {
+	order := make([]int, len(values))
 	for i := range order {
 		order[i] = i
 	}
-	sort.SliceStable(order, func(a, b int) bool { return compareNaNLast(realized[order[a]], realized[order[b]]) < 0 })
-	pick := func(values []float64) []float64 {
-		out := make([]float64, n)
-		for i, j := range order {
-			out[i] = values[j]
-		}
-		return out
+	sort.SliceStable(order, func(a, b int) bool { return compareNaNLast(values[order[a]], values[order[b]]) < 0 })
+	return order
+}
+
+// pick is values in order: its i-th element is values[order[i]].
+func pick(values []float64, order []int) []float64 {
+	out := make([]float64, len(order))
+	for i, j := range order {
+		out[i] = values[j]
 	}
-	p.ClockMHz = pick(realized)
-	p.PrefillTokensPerS, p.DecodeTokensPerS = pick(prefillRate), pick(decodeRate)
-	p.IdlePowerW, p.PrefillPowerW, p.DecodePowerW = pick(idlePower), pick(prefillPower), pick(decodePower)
-	return nil
+	return out
 }
 
 // missingPhase names the phase the reference reports missing. A NaN clock

@@ -375,21 +375,46 @@ func fill(plan []int, level int) {
 func (c *Controller) search(start time.Time) bool {
 	sr := &c.sr
 	sr.start, sr.states = start, 0
-	// The reference plan holds the highest level: the plan chosen must do
-	// as well as it within a tolerance...
-	levels := c.levels.list
+	ref, ok := c.referencePlan()
+	if !ok {
+		return false
+	}
+	c.setTargets(ref)
+	c.consider(ref, c.plan)
+	if c.pr.active >= max(crowdedShare*float64(c.plant.MaxActive), crowdedLeast) && c.feasible(ref) {
+		return true // the highest level's plan, as crowdedShare says
+	}
+	if !c.constantPlans() || math.IsInf(sr.bestEnergy, 1) {
+		return false
+	}
+	return c.refineFirstPeriods()
+}
+
+// referencePlan evaluates the reference plan, which holds the highest
+// level, in c.plan, and forgets the last solve's constant plans. It
+// reports false when the budget or the deadline ran out.
+func (c *Controller) referencePlan() (*outcome, bool) {
 	fill(c.plan, c.levels.top)
 	// Evaluated in its constant plan's slot: copied there, the outcome's
 	// wide loads would stall on the stores just made (see extend).
 	for i := range c.uniform {
 		c.uniform[i].valid = false
 	}
-	topPlan := &c.uniform[len(levels)-1]
+	topPlan := &c.uniform[len(c.levels.list)-1]
 	ref := &topPlan.outcome
 	if !c.eval(c.plan, ref) {
-		return false
+		return ref, false
 	}
 	topPlan.valid = true
+	return ref, true
+}
+
+// setTargets sets the search's targets from the reference plan's outcome
+// and clears the best plan's energy.
+func (c *Controller) setTargets(ref *outcome) {
+	sr := &c.sr
+	// The plan chosen must do as well as the reference plan within a
+	// tolerance...
 	target := ref.misses + attainmentGap*ref.requests
 	sr.targetPlain = ref.missesPlain + attainmentGap*ref.requests
 	if a := c.set.Attainment; a > 0 {
@@ -412,46 +437,20 @@ func (c *Controller) search(start time.Time) bool {
 	// backlog would drift up.
 	sr.target, sr.leftoverS = target, ref.leftoverS+c.plant.TimeStepS
 	sr.bestEnergy = math.Inf(1)
-	c.consider(ref, c.plan)
-	if c.pr.active >= max(crowdedShare*float64(c.plant.MaxActive), crowdedLeast) && c.feasible(ref) {
-		return true // the highest level's plan, as crowdedShare says
-	}
+}
 
-	// Constant plans: the lowest feasible level (misses grow as the level
-	// falls), searched from the last solve's constant level down while
-	// feasible or up until feasible, then the levels above it while
-	// energy falls. Each constant plan is evaluated once.
-	lo := min(c.lastUniform, len(levels)-1)
-	o, ok := c.uniformPlan(lo)
+// constantPlans tries the constant plans: the lowest feasible level
+// (lowestFeasible), then the levels above it while energy falls. Each
+// constant plan is evaluated once. It reports false when the budget or the
+// deadline ran out.
+func (c *Controller) constantPlans() bool {
+	lo, ok := c.lowestFeasible()
 	if !ok {
 		return false
 	}
-	if c.feasible(o) {
-		for lo > 0 {
-			o, ok := c.uniformPlan(lo - 1)
-			if !ok {
-				return false
-			}
-			if !c.feasible(o) {
-				break
-			}
-			lo--
-		}
-	} else {
-		for lo < len(levels)-1 {
-			lo++
-			o, ok := c.uniformPlan(lo)
-			if !ok {
-				return false
-			}
-			if c.feasible(o) {
-				break
-			}
-		}
-	}
 	c.lastUniform = lo
 	previous := math.Inf(1)
-	for i := lo; i < len(levels)-1; i++ {
+	for i := lo; i < len(c.levels.list)-1; i++ {
 		o, ok := c.uniformPlan(i)
 		if !ok {
 			return false
@@ -461,16 +460,57 @@ func (c *Controller) search(start time.Time) bool {
 		}
 		previous = o.energyJ
 	}
-	if math.IsInf(sr.bestEnergy, 1) {
-		return false
-	}
+	return true
+}
 
-	// The first periods, one at a time: lower while feasible and cheaper,
-	// then higher while cheaper (a faster start may allow a slower rest).
-	// With nothing queued at the solve, a faster start only serves the
-	// decoding requests sooner, at the energy per token of a level the
-	// constant plans found dearer: never cheaper in the goal table's runs
-	// (none of about 7,000 such solves), so it is not tried.
+// lowestFeasible is the index of the lowest level whose constant plan is
+// feasible (misses grow as the level falls), searched from the last
+// solve's constant level down while feasible or up until feasible (the
+// highest if none is). It reports false when the budget or the deadline
+// ran out.
+func (c *Controller) lowestFeasible() (int, bool) {
+	top := len(c.levels.list) - 1
+	lo := min(c.lastUniform, top)
+	o, ok := c.uniformPlan(lo)
+	if !ok {
+		return lo, false
+	}
+	if c.feasible(o) {
+		for lo > 0 {
+			o, ok := c.uniformPlan(lo - 1)
+			if !ok {
+				return lo, false
+			}
+			if !c.feasible(o) {
+				break
+			}
+			lo--
+		}
+		return lo, true
+	}
+	for lo < top {
+		lo++
+		o, ok := c.uniformPlan(lo)
+		if !ok {
+			return lo, false
+		}
+		if c.feasible(o) {
+			break
+		}
+	}
+	return lo, true
+}
+
+// refineFirstPeriods refines the best plan's first periods, one at a time:
+// lower while feasible and cheaper, then higher while cheaper (a faster
+// start may allow a slower rest). With nothing queued at the solve, a
+// faster start only serves the decoding requests sooner, at the energy per
+// token of a level the constant plans found dearer: never cheaper in the
+// goal table's runs (none of about 7,000 such solves), so it is not tried.
+// It reports false when the budget or the deadline ran out.
+func (c *Controller) refineFirstPeriods() bool {
+	sr := &c.sr
+	levels := c.levels.list
 	steps := []int{-1, 1}
 	if len(c.pr.items) == 0 && c.pr.lostWork <= 1e-6 {
 		steps = steps[:1]
