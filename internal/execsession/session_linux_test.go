@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/execsession"
+	"servesim/internal/testsupport"
 )
 
 // readPid waits (up to 10 s, for a loaded machine) for a shell to write a
@@ -50,7 +51,7 @@ func TestSessionSuccessEndsTheChildsBackgroundProcesses(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bgPid := filepath.Join(t.TempDir(), "bg")
-			command := bg + " echo $! > " + shellQuote(bgPid) + `; while read l; do echo '{"clock_mhz": 1500}'; done`
+			command := bg + " echo $! > " + testsupport.ShellQuote(bgPid) + `; while read l; do echo '{"clock_mhz": 1500}'; done`
 			s := newSession(command, 10*time.Second)
 			require.NoError(t, exchange(s, 100))
 			require.NoError(t, s.Close())
@@ -86,7 +87,7 @@ func TestSessionChildThatExitsWhileItsBackgroundHoldsStdout(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			bgPid := filepath.Join(t.TempDir(), "bg")
-			command := "sleep 98763 & echo $! > " + shellQuote(bgPid) + "; " + tt.script
+			command := "sleep 98763 & echo $! > " + testsupport.ShellQuote(bgPid) + "; " + tt.script
 			start := time.Now()
 			err := exchange(newSession(command, timeout), 100)
 			require.Error(t, err)
@@ -107,7 +108,7 @@ func TestSessionChildThatExitsWhileADaemonHoldsStdout(t *testing.T) {
 	}
 	const timeout = 20 * time.Second
 	bgPid := filepath.Join(t.TempDir(), "daemon")
-	command := "setsid sleep 98766 & echo $! > " + shellQuote(bgPid) + "; exit 5"
+	command := "setsid sleep 98766 & echo $! > " + testsupport.ShellQuote(bgPid) + "; exit 5"
 	start := time.Now()
 	err := exchange(newSession(command, timeout), 100)
 	elapsed := time.Since(start)

@@ -16,9 +16,6 @@ import (
 	"servesim/internal/testsupport"
 )
 
-// shellQuote quotes s for /bin/sh.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // who names the sessions of the tests in their errors.
 const who = "test child"
 
@@ -92,15 +89,7 @@ func TestSessionFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pids, gone := testsupport.PidFile(t)
-			command := "echo $$ > " + shellQuote(pids) + "; " + tt.script
-			// Only the cases about the timeout wait for it; the others get
-			// a timeout no loaded machine reaches, so that a slow shell
-			// start cannot turn their failure into a timeout.
-			timeout := 10 * time.Second
-			if strings.Contains(tt.want, "within 300ms") {
-				timeout = 300 * time.Millisecond
-			}
+			command, timeout, gone := testsupport.FailingChild(t, tt.script, tt.want)
 			s := newSession(command, timeout)
 			err := exchange(s, 10_000)
 			require.Error(t, err)
@@ -125,7 +114,7 @@ func TestSessionFailures(t *testing.T) {
 func TestSessionReject(t *testing.T) {
 	pids, gone := testsupport.PidFile(t)
 	answer := strings.Repeat("z", 100)
-	s := newSession("echo $$ > "+shellQuote(pids)+"; while read l; do echo '"+answer+"'; done", 10*time.Second)
+	s := newSession("echo $$ > "+testsupport.ShellQuote(pids)+"; while read l; do echo '"+answer+"'; done", 10*time.Second)
 	line, err := s.Ask(question, 7)
 	require.NoError(t, err)
 	s.Reject(7, line, fmt.Errorf("not a number"))
@@ -156,7 +145,7 @@ func TestSessionChildIsReapedAfterSuccess(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			pids, gone := testsupport.PidFile(t)
 			sleepPid := filepath.Join(t.TempDir(), "sleep")
-			command := "echo $$ > " + shellQuote(pids) + "; " + serve + strings.ReplaceAll(tail, "SLEEP_PID", shellQuote(sleepPid))
+			command := "echo $$ > " + testsupport.ShellQuote(pids) + "; " + serve + strings.ReplaceAll(tail, "SLEEP_PID", testsupport.ShellQuote(sleepPid))
 			s := newSession(command, 2*time.Second)
 			require.NoError(t, exchange(s, 100))
 			require.NoError(t, s.Close())

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -40,13 +39,10 @@ func TestMain(m *testing.M) {
 	}
 }
 
-// shellQuote quotes s for /bin/sh.
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
-
 // reactiveChild is the command that runs this test binary as a child that
 // serves the built-in reactive controller.
 func reactiveChild() string {
-	return childEnv + "=reactive exec " + shellQuote(os.Args[0])
+	return childEnv + "=reactive exec " + testsupport.ShellQuote(os.Args[0])
 }
 
 // runWith simulates w on p with the chunked scheduler under c.
@@ -149,15 +145,7 @@ func TestExecFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pids, gone := testsupport.PidFile(t)
-			command := "echo $$ > " + shellQuote(pids) + "; " + tt.script
-			// Only the cases about the timeout wait for it; the others get
-			// a timeout no loaded machine reaches, so that a slow shell
-			// start cannot turn their failure into a timeout.
-			timeout := 10 * time.Second
-			if strings.Contains(tt.want, "within 300ms") {
-				timeout = 300 * time.Millisecond
-			}
+			command, timeout, gone := testsupport.FailingChild(t, tt.script, tt.want)
 			c, err := plant.NewControllerWith("exec:"+command, plant.ControllerOptions{ExecTimeout: timeout})
 			require.NoError(t, err)
 			rep, err := runWith(t, w, p, c)
@@ -202,7 +190,7 @@ func TestExecChildIsReapedAfterAPanic(t *testing.T) {
 	w, err := plant.DefaultTrace(30)
 	require.NoError(t, err)
 	pids, gone := testsupport.PidFile(t)
-	c, err := plant.NewController("exec:echo $$ > " + shellQuote(pids) + `; while read l; do echo '{"clock_mhz": 1500}'; done`)
+	c, err := plant.NewController("exec:echo $$ > " + testsupport.ShellQuote(pids) + `; while read l; do echo '{"clock_mhz": 1500}'; done`)
 	require.NoError(t, err)
 	require.PanicsWithValue(t, "scheduler bug", func() {
 		_, _ = plant.Run(w, plant.Config{Plant: plant.NewPlant(profile.Default()), Scheduler: panicky{}, Controller: c})

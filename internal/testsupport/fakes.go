@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -89,4 +90,23 @@ func PidFile(t *testing.T) (path string, gone func()) {
 		_, err = os.Stat(fmt.Sprintf("/proc/%d", pid))
 		assert.True(t, os.IsNotExist(err), "child %d is still there: %v", pid, err)
 	}
+}
+
+// ShellQuote quotes s for /bin/sh.
+func ShellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// FailingChild is the /bin/sh command of a child that writes its pid to a
+// file of t's and runs script, for a case of an exec: child's failure
+// whose message is want, with the timeout that case gets: 300 ms for the
+// cases about the timeout (want says "within 300ms"), and otherwise one
+// no loaded machine reaches, so that a slow shell start cannot turn their
+// failure into a timeout. gone checks that the child is reaped.
+func FailingChild(t *testing.T, script, want string) (command string, timeout time.Duration, gone func()) {
+	pids, gone := PidFile(t)
+	command = "echo $$ > " + ShellQuote(pids) + "; " + script
+	timeout = 10 * time.Second
+	if strings.Contains(want, "within 300ms") {
+		timeout = 300 * time.Millisecond
+	}
+	return command, timeout, gone
 }
