@@ -2,6 +2,7 @@ package main
 
 import (
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,24 +56,36 @@ type markdownLine struct {
 
 var codeSpan = regexp.MustCompile("`+[^`]*`+")
 
+// outsideFences yields the number and text of each line of a Markdown
+// text that is not inside a fenced code block.
+func outsideFences(text string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		fence := ""
+		for i, line := range strings.Split(text, "\n") {
+			trimmed := strings.TrimSpace(line)
+			if fence != "" {
+				if strings.HasPrefix(trimmed, fence) {
+					fence = ""
+				}
+				continue
+			}
+			if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+				fence = trimmed[:3]
+				continue
+			}
+			if !yield(i+1, line) {
+				return
+			}
+		}
+	}
+}
+
 // proseLines returns the lines of a Markdown text that are not inside a
 // fenced code block, without their inline code spans.
 func proseLines(text string) []markdownLine {
 	var lines []markdownLine
-	fence := ""
-	for i, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
-			continue
-		}
-		lines = append(lines, markdownLine{text: codeSpan.ReplaceAllString(line, ""), num: i + 1})
+	for num, line := range outsideFences(text) {
+		lines = append(lines, markdownLine{text: codeSpan.ReplaceAllString(line, ""), num: num})
 	}
 	return lines
 }
@@ -86,19 +99,7 @@ var heading = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
 func anchors(text string) map[string]bool {
 	found := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range strings.Split(text, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(trimmed, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
-			fence = trimmed[:3]
-			continue
-		}
+	for _, line := range outsideFences(text) {
 		m := heading.FindStringSubmatch(line)
 		if m == nil {
 			continue
