@@ -35,22 +35,6 @@ type kvLink struct {
 	timeS     float64
 }
 
-// fifo is a first-in first-out queue of workload indices.
-type fifo struct {
-	items []int
-	head  int
-}
-
-func (q *fifo) len() int   { return len(q.items) - q.head }
-func (q *fifo) front() int { return q.items[q.head] }
-func (q *fifo) push(i int) { q.items = append(q.items, i) }
-func (q *fifo) pop() {
-	q.head++
-	if q.head == len(q.items) {
-		q.items, q.head = q.items[:0], 0
-	}
-}
-
 // Pool indices.
 const (
 	poolPrefill = iota
@@ -82,7 +66,7 @@ type disaggRun struct {
 	keep bool
 	// waiting[j] are the transfers held back for room at decode replica
 	// j, waitingTokens their KV and inflight the transfers under way to it.
-	waiting       []fifo
+	waiting       []fifo[int]
 	waitingTokens []float64
 	inflight      []int
 	xfers         []transfer // by workload index
@@ -176,7 +160,7 @@ func (e *engine) newDisaggRun() (*disaggRun, error) {
 	for j := range d.links {
 		d.links[j].bytesPerS = d.link.BandwidthGBps * 1e9
 	}
-	d.waiting = make([]fifo, nd)
+	d.waiting = make([]fifo[int], nd)
 	d.waitingTokens = make([]float64, nd)
 	d.inflight = make([]int, nd)
 	for k := range n {

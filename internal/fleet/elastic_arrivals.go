@@ -14,15 +14,13 @@ import (
 // the fleet's grid reaches them, so that a streamed run holds only these.
 type routerQueue struct {
 	src arrivals
-	// waiting[head:] are the requests waiting at the router; the first
-	// is the workload's request routed, the next ones follow it.
-	waiting []plant.Request
-	head    int
+	// waiting holds the requests waiting at the router; the first is the
+	// workload's request routed, the next ones follow it.
+	waiting fifo[plant.Request]
 	routed  int
-	// recent[recentHead:] are the arrival times after the metrics
-	// window's start, up to the last arrival taken.
-	recent     []float64
-	recentHead int
+	// recent holds the arrival times after the metrics window's start,
+	// up to the last arrival taken.
+	recent fifo[float64]
 	// taken is the number of requests taken from src.
 	taken int
 	// onTake, when set, sees each request taken, with its workload index.
@@ -41,29 +39,21 @@ func (q *routerQueue) arrive(untilS float64) {
 			q.onTake(q.taken, &r)
 		}
 		q.taken++
-		if q.head > 0 && 2*q.head >= len(q.waiting) {
-			q.waiting = q.waiting[:copy(q.waiting, q.waiting[q.head:])]
-			q.head = 0
-		}
-		q.waiting = append(q.waiting, r)
-		if q.recentHead > 0 && 2*q.recentHead >= len(q.recent) {
-			q.recent = q.recent[:copy(q.recent, q.recent[q.recentHead:])]
-			q.recentHead = 0
-		}
-		q.recent = append(q.recent, r.ArrivalTimeS)
+		q.waiting.push(r)
+		q.recent.push(r.ArrivalTimeS)
 	}
 }
 
 // len is the number of requests waiting at the router.
-func (q *routerQueue) len() int { return len(q.waiting) - q.head }
+func (q *routerQueue) len() int { return q.waiting.len() }
 
 // front returns the first request waiting and its workload index; there
 // must be one.
-func (q *routerQueue) front() (plant.Request, int) { return q.waiting[q.head], q.routed }
+func (q *routerQueue) front() (plant.Request, int) { return q.waiting.front(), q.routed }
 
 // pop removes the first request waiting.
 func (q *routerQueue) pop() {
-	q.head++
+	q.waiting.pop()
 	q.routed++
 }
 
@@ -80,10 +70,10 @@ func (q *routerQueue) more() bool {
 // arrivedSince is the number of requests taken that arrived after fromS
 // (the start of a metrics window that only moves forward).
 func (q *routerQueue) arrivedSince(fromS float64) int {
-	for q.recentHead < len(q.recent) && q.recent[q.recentHead] <= fromS {
-		q.recentHead++
+	for q.recent.len() > 0 && q.recent.front() <= fromS {
+		q.recent.pop()
 	}
-	return len(q.recent) - q.recentHead
+	return q.recent.len()
 }
 
 // windowCounts are, per scale interval, the requests that arrived in it,

@@ -191,7 +191,7 @@ type sampleWriter struct {
 	samples *samples
 	slo     plant.SLO // what the replica's requests are judged by
 	tally   plant.RecordTally
-	queue   indexQueue // workload indices of the replica's requests not final yet, in order
+	queue   fifo[int] // workload indices of the replica's requests not final yet, in order
 	buf     []placedSample
 	lost    int // final records that missed their objectives (lossBudget)
 }
@@ -245,24 +245,31 @@ func (w *sampleWriter) flush() {
 	w.buf = w.buf[:0]
 }
 
-// indexQueue is a first-in first-out queue of workload indices.
-type indexQueue struct {
-	items []int
+// fifo is a first-in first-out queue that reuses its array: once the
+// items taken are half of it, the rest move to its front.
+type fifo[T any] struct {
+	items []T
 	head  int
 }
 
-// push appends i.
-func (q *indexQueue) push(i int) {
+// push appends x.
+func (q *fifo[T]) push(x T) {
 	if q.head > 0 && 2*q.head >= len(q.items) {
 		q.items = q.items[:copy(q.items, q.items[q.head:])]
 		q.head = 0
 	}
-	q.items = append(q.items, i)
+	q.items = append(q.items, x)
 }
 
-// pop removes and returns the oldest index; the queue must not be empty.
-func (q *indexQueue) pop() int {
-	i := q.items[q.head]
+// pop removes and returns the oldest item; the queue must not be empty.
+func (q *fifo[T]) pop() T {
+	x := q.items[q.head]
 	q.head++
-	return i
+	return x
 }
+
+// len is the number of items queued.
+func (q *fifo[T]) len() int { return len(q.items) - q.head }
+
+// front is the oldest item; the queue must not be empty.
+func (q *fifo[T]) front() T { return q.items[q.head] }

@@ -272,13 +272,13 @@ type feed struct {
 	next   int
 	count  int           // requests handed on
 	err    error         // errFeedStopped once stopped
-	queue  *indexQueue   // workload indices of the requests handed on
+	queue  *fifo[int]    // workload indices of the requests handed on
 	tokens chan struct{} // the jobs' tokens
 	held   bool          // a token is held
 	steps  stepRun       // the replica's steps not added to the fleet's sums yet
 }
 
-func newFeed(size int, tokens chan struct{}, stop chan struct{}, queue *indexQueue) *feed {
+func newFeed(size int, tokens chan struct{}, stop chan struct{}, queue *fifo[int]) *feed {
 	f := &feed{
 		full:   make(chan []routedRequest, feedBatches),
 		free:   make(chan []routedRequest, feedBatches),
