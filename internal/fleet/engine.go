@@ -265,7 +265,7 @@ func (e *engine) stepToEnd(k int, st *plant.Stepper, sink stepSink) (canceled bo
 			sink.add(step, st.Last())
 		}
 		if e.loss != nil {
-			if err := e.loss.check(k, step, st, e.stream.writers[k], e.slo(k).TTFTSeconds); err != nil {
+			if err := e.loss.check(k, step, st); err != nil {
 				return false, err
 			}
 		}
@@ -471,7 +471,7 @@ func (ls *lockStep) advance() (bool, error) {
 			e.sums.add(ls.step, load)
 		}
 		if e.loss != nil {
-			if err := e.loss.check(k, ls.step, st, e.stream.writers[k], e.slo(k).TTFTSeconds); err != nil {
+			if err := e.loss.check(k, ls.step, st); err != nil {
 				return true, err
 			}
 		}
@@ -575,7 +575,7 @@ func (ls *lockStep) stop(k int) {
 	ls.stopped[k] = true
 	ls.deferred[k].drop()
 	if e := ls.e; e.loss != nil {
-		e.loss.end(k, ls.steppers[k], e.stream.writers[k], e.slo(k).TTFTSeconds)
+		e.loss.end(k, ls.steppers[k])
 	}
 }
 

@@ -28,7 +28,10 @@ import (
 type lossBudget struct {
 	target float64
 	total  int
-	mu     sync.Mutex
+	// writers[k] sees replica k's final records (and knows its
+	// objectives).
+	writers []*sampleWriter
+	mu      sync.Mutex
 	// counts[k] are replica k's counts at checkpoints decided+0, +1, ...
 	counts [][]int
 	// final[k] is replica k's count at its end, once ended[k].
@@ -60,21 +63,24 @@ func (e *LostError) Bound() float64 { return float64(e.Total-e.Lost) / float64(e
 // errLostElsewhere stops a replica when the run was found lost.
 var errLostElsewhere = errors.New("fleet: run lost")
 
-// newLossBudget returns the budget of a run of total requests on replicas
-// toward target, or nil when either is unknown.
-func newLossBudget(target float64, total, replicas int) *lossBudget {
+// newLossBudget returns the budget of a run of total requests toward
+// target, its replicas' records seen by writers, or nil when the target
+// or the total is unknown.
+func newLossBudget(target float64, total int, writers []*sampleWriter) *lossBudget {
 	if !(target > 0 && target <= 1) || total <= 0 {
 		return nil
 	}
-	return &lossBudget{target: target, total: total, counts: make([][]int, replicas),
-		final: make([]int, replicas), ended: make([]bool, replicas)}
+	n := len(writers)
+	return &lossBudget{target: target, total: total, writers: writers, counts: make([][]int, n),
+		final: make([]int, n), ended: make([]bool, n)}
 }
 
-// lost is replica k's count now: the misses its writer has seen and the
-// requests st keeps waiting past ttftS.
-func lost(st *plant.Stepper, w *sampleWriter, ttftS float64) int {
+// lost is replica k's count now, its stepper st: the misses its writer
+// has seen and the requests st keeps waiting past their TTFT objective.
+func (b *lossBudget) lost(k int, st *plant.Stepper) int {
+	w := b.writers[k]
 	n := w.lost
-	if ttftS > 0 && !math.IsInf(ttftS, 1) {
+	if ttftS := w.slo.TTFTSeconds; ttftS > 0 && !math.IsInf(ttftS, 1) {
 		n += st.WaitingLongerThan(ttftS)
 	}
 	return n
@@ -82,7 +88,7 @@ func lost(st *plant.Stepper, w *sampleWriter, ttftS float64) int {
 
 // check counts replica k's lost requests at step, every lossCheckSteps
 // steps, and returns errLostElsewhere once the run is decided lost.
-func (b *lossBudget) check(k, step int, st *plant.Stepper, w *sampleWriter, ttftS float64) error {
+func (b *lossBudget) check(k, step int, st *plant.Stepper) error {
 	if b.stopped.Load() {
 		return errLostElsewhere
 	}
@@ -90,7 +96,7 @@ func (b *lossBudget) check(k, step int, st *plant.Stepper, w *sampleWriter, ttft
 		return nil
 	}
 	b.mu.Lock()
-	b.counts[k] = append(b.counts[k], lost(st, w, ttftS))
+	b.counts[k] = append(b.counts[k], b.lost(k, st))
 	b.decide()
 	b.mu.Unlock()
 	if b.stopped.Load() {
@@ -100,9 +106,9 @@ func (b *lossBudget) check(k, step int, st *plant.Stepper, w *sampleWriter, ttft
 }
 
 // end counts replica k's lost requests at its end.
-func (b *lossBudget) end(k int, st *plant.Stepper, w *sampleWriter, ttftS float64) {
+func (b *lossBudget) end(k int, st *plant.Stepper) {
 	b.mu.Lock()
-	b.final[k], b.ended[k] = lost(st, w, ttftS), true
+	b.final[k], b.ended[k] = b.lost(k, st), true
 	b.decide()
 	b.mu.Unlock()
 }

@@ -67,7 +67,7 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 	for k := range specs {
 		e.stream.writers = append(e.stream.writers, newSampleWriter(&e.stream.samples, cfg.Plant.ReportingHorizonS, e.slo(k)))
 	}
-	e.loss = newLossBudget(cfg.stopBelowTarget, expected, len(specs))
+	e.loss = newLossBudget(cfg.stopBelowTarget, expected, e.stream.writers)
 	res, err := e.run(e.runParallelStream)
 	if e.loss != nil {
 		if lost := e.loss.first.Load(); lost != nil {
@@ -207,7 +207,7 @@ func (e *engine) runFed(k int, f *feed, held []*plant.Stepper) (err error) {
 		_, err = e.stepToEnd(k, st, &f.steps)
 	}
 	if e.loss != nil && err == nil {
-		e.loss.end(k, st, e.stream.writers[k], e.slo(k).TTFTSeconds)
+		e.loss.end(k, st)
 	}
 	if err == nil {
 		err = st.Drain()
