@@ -230,7 +230,7 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 	cfg := Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
 		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine, Service: c.Service}, Jobs: r.fleetJobs, ControllerOptions: c.ControllerOptions,
 		replicaChecksumsSkipped: true, judgedOnly: true}
-	if c.StopWhenLost && size < r.c.maxSize() {
+	if c.StopWhenLost && size < c.maxSize() {
 		// The largest size runs whole: an unreachable target's best is
 		// then a whole simulation's.
 		cfg.stopBelowTarget = c.Search.Target
