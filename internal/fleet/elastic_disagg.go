@@ -1,0 +1,3 @@
+package fleet
+
+func (e *engine) runElasticDisaggregated() (*Result, error) { return nil, errNoPoolScaling }
