@@ -127,6 +127,13 @@ type ScaleObservation struct {
 	MaxReplicas       int `json:"max_replicas"` // max_replicas: the most it starts
 	// Replicas are the ready replicas' loads, in replica order.
 	Replicas []ReplicaLoad `json:"replicas"`
+	// Role is, in a disaggregated fleet, the pool the observed group
+	// belongs to (prefill or decode; left out otherwise). The counts
+	// above are then the pool's: a decode replica's waiting requests
+	// include the KV transfers routed to it and not arrived, and the
+	// decode pool's RouterWaiting the first tokens waiting for a ready
+	// decode replica.
+	Role string `json:"role,omitempty"`
 }
 
 // ReplicaLoad is one ready replica as a metrics pipeline sees it.

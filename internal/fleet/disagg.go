@@ -154,10 +154,6 @@ func (l Link) bytesPerToken(svc plant.ServiceModel) float64 {
 	return DefaultKVBytesPerToken
 }
 
-// errNoPoolScaling refuses a disaggregated fleet that would autoscale:
-// its pools have fixed sizes (per-pool autoscaling is not implemented).
-var errNoPoolScaling = errors.New("a disaggregated fleet (groups of role prefill and decode) does not autoscale: its pools have fixed sizes; expected no --autoscale, or no role but mixed")
-
 // poolOptions are the plant options of a replica of group g under the
 // fleet's options opt: a decode replica runs without the prefix cache (it
 // takes each request's KV whole), keeping the batched model's preemption.

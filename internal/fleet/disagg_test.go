@@ -306,10 +306,9 @@ func TestDisaggRejects(t *testing.T) {
 		{"negative latency", func(c *Config) { c.Disaggregation.LatencyS = -1 }, "--kv-transfer-latency -1: expected a finite nonnegative latency"},
 		{"the reference model's preemption", func(c *Config) { c.Engine.Preemption = plant.PreemptionRecompute }, "under the reference service model runs without preemption"},
 		{"closed loop", func(c *Config) { c.MaxConcurrency = 4 }, "--max-concurrency"},
-		{"autoscaling", func(c *Config) {
-			pool := GroupScaling{Autoscaler: Static{}, MinReplicas: 1, MaxReplicas: 2, InitialReplicas: 1}
-			c.Scaling = &Scaling{Autoscaler: Static{}, MaxReplicas: 2, InitialReplicas: 1, IntervalS: 30, Groups: []GroupScaling{pool, pool}}
-		}, "does not autoscale: its pools have fixed sizes"},
+		{"autoscaling the pools together", func(c *Config) {
+			c.Scaling = &Scaling{Autoscaler: Static{}, MaxReplicas: 2, InitialReplicas: 1, IntervalS: 30}
+		}, "an elastic fleet of 2 groups scales each on its own"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -224,6 +224,15 @@ type elastic struct {
 	violationW     float64
 	violationSteps int
 	weights        []float64
+	// pools, in a disaggregated fleet (elastic_disagg.go), are its prefill
+	// and decode pools, which route, step and move the KV; index maps a
+	// request's ID to its workload index (for the judgments of its
+	// completion); nil otherwise.
+	pools *disaggPools
+	index map[int]int
+	// poolAlive and poolReady are the step's stepping and routable
+	// replicas of each pool, in start and replica order.
+	poolAlive, poolReady [2][]int
 }
 
 // budget gives each stepping replica its cap of the fleet's power budget
@@ -325,6 +334,7 @@ type ScalingResult struct {
 // Lifecycle is one replica's lifecycle; a phase never reached is NaN
 // (null).
 type Lifecycle struct {
+	Group      int     `json:"-"`           // its group's index in Config.Groups
 	Replica    int     `json:"replica"`     // replica: its number among the replicas that became ready; -1 if it never did
 	StartedS   float64 `json:"started_s"`   // started_s: provisioning began (0 for those up before the trace)
 	LoadingS   float64 `json:"loading_s"`   // loading_s: loading began
@@ -389,6 +399,11 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 	e.sums.scale = powerScale(most)
 	e.specs, e.replicas = nil, nil
 	e.sums.reserve(e.expectedSteps())
+	if Disaggregated(e.cfg.Groups) {
+		if err := el.makePools(); err != nil {
+			return el, err
+		}
+	}
 	defer func() {
 		for _, g := range el.groups {
 			if closer, ok := g.Autoscaler.(io.Closer); ok {
@@ -488,20 +503,21 @@ func (el *elastic) makeReady(in *instance, hint int) error {
 		s.writers = append(s.writers, w)
 		st.Summarize(0, w.record)
 	}
-	slo := e.slo(k)
-	st.OnComplete(func(r *plant.RequestRecord) {
-		met := slo.Met(r)
-		el.counts.complete(r, met)
-		if el.observing {
-			el.window = append(el.window, judgment{timeS: r.CompletionTimeS, met: met})
-		}
-	})
+	if el.pools != nil {
+		st.OnComplete(el.judgePooled(k))
+	} else {
+		slo := e.slo(k)
+		st.OnComplete(func(r *plant.RequestRecord) { el.judge(r, slo) })
+	}
 	if err := st.StartAt(el.step, el.timeS); err != nil {
 		st.Close()
 		return err
 	}
 	in.st, in.replica, in.phase = st, k, lifeReady
-	if e.stream == nil {
+	switch {
+	case el.pools != nil:
+		el.pools.add(k, st)
+	case e.stream == nil:
 		in.routed = make([]int, 0, hint)
 	}
 	el.ready = append(el.ready, in)
@@ -531,7 +547,7 @@ func (el *elastic) transitions() error {
 			}
 			changed = true
 		}
-		if in.phase == lifeDraining && in.st.Idle() {
+		if in.phase == lifeDraining && el.idle(in) {
 			if err := el.release(in); err != nil {
 				return err
 			}
@@ -554,9 +570,7 @@ func (el *elastic) release(in *instance) error {
 		return nil
 	}
 	in.energyJ = in.st.EnergyJ()
-	in.deferred.drop()
-	el.e.finish(in.replica, in.st, in.routed, in.count)
-	in.routed = nil
+	el.finish(in)
 	st := in.st
 	in.st = nil
 	if err := st.Close(); err != nil {
@@ -572,9 +586,7 @@ func (el *elastic) finishAll() error {
 			continue
 		}
 		in.energyJ = in.st.EnergyJ()
-		in.deferred.drop()
-		el.e.finish(in.replica, in.st, in.routed, in.count)
-		in.routed = nil
+		el.finish(in)
 	}
 	// Requests never routed (no replica was ready): unfinished; in a
 	// streamed run, a writer of their own counts them.
@@ -601,6 +613,9 @@ func (el *elastic) finishAll() error {
 	}
 	if err := el.queue.src.err(); err != nil {
 		return err
+	}
+	if el.pools != nil {
+		el.pools.finishRecords()
 	}
 	var steppers []*plant.Stepper
 	for _, in := range el.alive {
@@ -644,27 +659,49 @@ func (el *elastic) advance() (bool, error) {
 		}
 	}
 	more := el.queue.more()
-	dt := p.TimeStepS
 	if el.sc.PowerLimitW > 0 {
 		el.budget()
 	}
-	powerW := 0.0
-	running := 0
+	var powerW float64
+	var running int
+	var err error
+	if el.pools != nil {
+		powerW, running, err = el.stepPools(more)
+	} else {
+		powerW, running, err = el.stepReplicas(more)
+	}
+	if err != nil {
+		return true, err
+	}
+	el.peakW = max(el.peakW, powerW)
+	if over := powerW - el.sc.PowerLimitW; el.sc.PowerLimitW > 0 && over > 1e-9 {
+		el.violationW = max(el.violationW, over)
+		el.violationSteps++
+	}
+	el.lastPowerW = powerW
+	el.count(len(el.ready), len(el.alive))
+	dt := p.TimeStepS
+	el.sample(powerW, false, el.timeS+dt)
+	el.step++
+	el.timeS += dt
+	return running == 0 && !more, nil
+}
+
+// stepReplicas steps the replicas of a fleet without pools once, and
+// counts the loading ones' draw; it returns the step's billed power and
+// the replicas still running (not done, or more requests to come).
+func (el *elastic) stepReplicas(more bool) (powerW float64, running int, err error) {
+	e := el.e
 	for _, in := range el.alive {
-		switch in.phase {
-		case lifeLoading:
-			w := el.groups[in.group].loadingPowerW
-			in.loadEnergyJ += w * dt
-			powerW += w
-			continue
-		case lifeProvisioning:
+		if in.phase == lifeLoading || in.phase == lifeProvisioning {
+			powerW += el.loadingStep(in)
 			continue
 		}
 		st := in.st
 		before := st.Steps()
 		done, err := st.Step()
 		if err != nil {
-			return true, fmt.Errorf("replica %d: %w", in.replica, err)
+			return 0, 0, fmt.Errorf("replica %d: %w", in.replica, err)
 		}
 		if st.Steps() == before {
 			continue // past MaxSimulationTimeS
@@ -680,17 +717,19 @@ func (el *elastic) advance() (bool, error) {
 			running++
 		}
 	}
-	el.peakW = max(el.peakW, powerW)
-	if over := powerW - el.sc.PowerLimitW; el.sc.PowerLimitW > 0 && over > 1e-9 {
-		el.violationW = max(el.violationW, over)
-		el.violationSteps++
+	return powerW, running, nil
+}
+
+// loadingStep is what a replica not ready yet draws in a step: a loading
+// one its group's idle power, counted in its energy; a provisioning one
+// nothing.
+func (el *elastic) loadingStep(in *instance) float64 {
+	if in.phase != lifeLoading {
+		return 0
 	}
-	el.lastPowerW = powerW
-	el.count(len(el.ready), len(el.alive))
-	el.sample(powerW, false, el.timeS+dt)
-	el.step++
-	el.timeS += dt
-	return running == 0 && !more, nil
+	w := el.groups[in.group].loadingPowerW
+	in.loadEnergyJ += w * el.e.cfg.Plant.TimeStepS
+	return w
 }
 
 // sample records the step's counts in the series, the step ending at endS
@@ -723,6 +762,9 @@ func (el *elastic) routeUntil(untilS float64) error {
 	el.queue.arrive(untilS)
 	if el.queue.len() == 0 {
 		return nil
+	}
+	if el.pools != nil {
+		return el.routePrefill()
 	}
 	// A state-free router is shown zero states: reading them costs a
 	// step of every ready replica's.
@@ -816,7 +858,7 @@ func (el *elastic) follow(g *groupScale) error {
 		}
 	}
 	outstanding := func(in *instance) int {
-		l := in.st.Load()
+		l := el.load(in)
 		return l.QueuedRequests + l.ActiveDecodes
 	}
 	// Scale up: the replicas draining most recently first, then new ones.
@@ -931,6 +973,15 @@ func (el *elastic) observe(g *groupScale) {
 	*o = ScaleObservation{TimeS: el.timeS, Requested: g.requested, WindowS: MetricsWindowS,
 		MaxActiveRequests: g.template.plant.MaxActiveRequests, MinReplicas: g.MinReplicas, MaxReplicas: g.MaxReplicas,
 		RouterWaiting: f.routerWaiting, Waiting: f.routerWaiting, ArrivalRatePerS: f.ratePerS}
+	if d := el.pools; d != nil {
+		// A pool's: the decode pool's router holds the first tokens that
+		// found no decode replica ready.
+		o.Role = RolePrefill
+		if d.poolOf(g.index) == poolDecode {
+			o.Role = RoleDecode
+			o.RouterWaiting, o.Waiting = d.unrouted.len(), d.unrouted.len()
+		}
+	}
 	if !math.IsNaN(f.attainment) {
 		a := f.attainment
 		o.SLOAttainment = &a
@@ -952,7 +1003,7 @@ func (el *elastic) observe(g *groupScale) {
 		case lifeReady:
 			o.Ready++
 		}
-		l := in.st.Load()
+		l := el.load(in)
 		o.Waiting += l.QueuedRequests
 		o.Running += l.ActiveDecodes
 		if in.phase == lifeReady {
@@ -982,7 +1033,7 @@ func (el *elastic) scalingResult() *ScalingResult {
 			end = math.Min(end, in.releasedS)
 		}
 		r.Lifecycles = append(r.Lifecycles, Lifecycle{
-			Replica: in.replica, StartedS: in.startedS, LoadingS: in.loadingS, ReadyS: in.readyS,
+			Group: in.group, Replica: in.replica, StartedS: in.startedS, LoadingS: in.loadingS, ReadyS: in.readyS,
 			DrainingS: in.drainingS, ReleasedS: in.releasedS, BilledS: math.Max(0, end-in.startedS),
 			EnergyJ: in.loadEnergyJ + in.energyJ, Requests: in.count, ReturnedTo: in.returned,
 		})

@@ -427,7 +427,11 @@ func TestFleetFileBoundsOnlyForAnElasticFleet(t *testing.T) {
 		{`[{"min_replicas": -1}]`, `field "min_replicas": -1: expected a whole number from 0 to 4096`},
 		{`[{"max_replicas": 0}]`, `field "max_replicas": 0: expected a whole number from 1 to 4096`},
 		{`[{"max_replicas": 2.5}]`, `field "max_replicas": 2.5`},
-		{`[{"gpus": 2}]`, `unknown field: expected name, profile, replicas, min_replicas, max_replicas, scheduler, controller or role`},
+		{`[{"gpus": 2}]`, `unknown field: expected name, profile, replicas, min_replicas, max_replicas, autoscale, scheduler, controller or role`},
+		{`[{"autoscale": ""}]`, `field "autoscale": "": expected a non-empty string`},
+		{`[{"autoscale": "queue"}]`, `field "autoscale": `},
+		{`[{"autoscale": "oracle"}]`, `field "autoscale": "oracle": the plain oracle plans a fleet of one group`},
+		{`[{"autoscale": "oracle:window=60"}]`, `the plain oracle plans a fleet of one group`},
 	} {
 		_, _, err := ParseElasticFile("f.json", []byte(tc.data), GroupDefaults{Replicas: 1}, load)
 		require.ErrorContains(t, err, tc.want, tc.data)

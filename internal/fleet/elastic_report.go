@@ -54,12 +54,20 @@ type AutoscaleReport struct {
 	Trajectory *ScaleSeries `json:"trajectory,omitempty"`
 }
 
-// GroupBounds are one group's bounds in an elastic fleet's document.
+// GroupBounds are one group's bounds in an elastic fleet's document, and
+// what it was billed for.
 type GroupBounds struct {
 	Name            string `json:"name"`             // name: the group's
+	Role            string `json:"role,omitempty"`   // role: its pool in a disaggregated fleet (left out otherwise)
+	Autoscaler      string `json:"autoscaler"`       // autoscaler: its own, with its options resolved
 	MinReplicas     int    `json:"min_replicas"`     // min_replicas: the least it keeps
 	MaxReplicas     int    `json:"max_replicas"`     // max_replicas: the most it asks for
 	InitialReplicas int    `json:"initial_replicas"` // initial_replicas: its replicas ready at 0 (its fleet file's replicas)
+	ReplicasStarted int    `json:"replicas_started"` // replicas_started: its replicas started, the initial ones included
+	// gpu_hours and energy_kwh: its share of the fleet's (its replicas'
+	// billed time and energy drawn while billed).
+	GPUHours  float64 `json:"gpu_hours"`
+	EnergyKWh float64 `json:"energy_kwh"`
 }
 
 // newAutoscaleReport is the autoscale block of res (an elastic run's).
@@ -74,7 +82,18 @@ func newAutoscaleReport(res *Result, summary bool) *AutoscaleReport {
 		SLOAttainment: res.SLO.Attainment, ScaleEvents: s.Events, Windows: s.Windows, Lifecycles: s.Lifecycles,
 	}
 	for i, g := range sc.Groups {
-		r.Groups = append(r.Groups, GroupBounds{Name: res.Groups[i].Name, MinReplicas: g.MinReplicas, MaxReplicas: g.MaxReplicas, InitialReplicas: g.InitialReplicas})
+		b := GroupBounds{Name: res.Groups[i].Name, Autoscaler: g.Autoscaler.Name(), MinReplicas: g.MinReplicas, MaxReplicas: g.MaxReplicas, InitialReplicas: g.InitialReplicas}
+		if role := res.Groups[i].Role; role != RoleMixed && role != "" {
+			b.Role = role
+		}
+		for _, l := range s.Lifecycles {
+			if l.Group == i {
+				b.ReplicasStarted++
+				b.GPUHours += l.BilledS / 3600
+				b.EnergyKWh += l.EnergyJ / 3.6e6
+			}
+		}
+		r.Groups = append(r.Groups, b)
 	}
 	if sc.PowerLimitW > 0 {
 		limit, rule := sc.PowerLimitW, sc.PowerBudget
@@ -152,7 +171,11 @@ func (a *AutoscaleReport) writeTable(b *strings.Builder) {
 	if len(a.Groups) > 0 {
 		var each []string
 		for _, g := range a.Groups {
-			each = append(each, fmt.Sprintf("%s %d to %d", g.Name, g.MinReplicas, g.MaxReplicas))
+			group := fmt.Sprintf("%s %d to %d", g.Name, g.MinReplicas, g.MaxReplicas)
+			if g.Autoscaler != a.Autoscaler {
+				group += " by " + g.Autoscaler
+			}
+			each = append(each, group)
 		}
 		bounds = "each group on its own (" + strings.Join(each, ", ") + ")"
 	}
@@ -162,6 +185,13 @@ func (a *AutoscaleReport) writeTable(b *strings.Builder) {
 	fmt.Fprintf(b, "billed: %s GPU-hours ($%s), %s kWh ($%s), $%s in all; %d replicas started, at most %d ready; peak billed power %s W\n",
 		texttable.Sig(a.GPUHours, 4), texttable.Fixed(a.GPUCost, 2), texttable.Sig(a.EnergyKWh, 4), texttable.Fixed(a.EnergyCost, 2),
 		texttable.Fixed(a.TotalCost, 2), a.ReplicasStarted, a.PeakReady, texttable.Fixed(a.PeakPowerW, 1))
+	if len(a.Groups) > 0 {
+		var each []string
+		for _, g := range a.Groups {
+			each = append(each, fmt.Sprintf("%s %s GPU-hours, %s kWh, %d started", g.Name, texttable.Sig(g.GPUHours, 4), texttable.Sig(g.EnergyKWh, 4), g.ReplicasStarted))
+		}
+		fmt.Fprintf(b, "billed per group: %s\n", strings.Join(each, "; "))
+	}
 	if line := a.windowLine(); line != "" {
 		b.WriteString(line + "\n")
 	}

@@ -65,6 +65,10 @@ type GroupDefaults struct {
 // (ReadElasticFile): nil where the group does not give them.
 type Bounds struct {
 	MinReplicas, MaxReplicas *int
+	// Autoscale is the group's own autoscaler, as --autoscale takes it
+	// (a schedule or oracle file relative to the fleet file's folder made
+	// a path from the working directory); "" takes --autoscale.
+	Autoscale string
 }
 
 // ProfileLoader loads the profile at path.
@@ -201,8 +205,8 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 	keys := slices.Sorted(maps.Keys(fields))
 	known, expected := fileFields, "name, profile, replicas, scheduler, controller or role"
 	if elastic {
-		known = append(slices.Clone(fileFields), "min_replicas", "max_replicas")
-		expected = "name, profile, replicas, min_replicas, max_replicas, scheduler, controller or role"
+		known = append(slices.Clone(fileFields), "min_replicas", "max_replicas", "autoscale")
+		expected = "name, profile, replicas, min_replicas, max_replicas, autoscale, scheduler, controller or role"
 	}
 	for _, key := range keys {
 		if !slices.Contains(known, key) {
@@ -272,12 +276,34 @@ func parseGroup(path string, i int, item json.RawMessage, defaults GroupDefaults
 		if err != nil || s == "" {
 			return fail("role", fmt.Errorf("%s: expected %s", value, strings.Join(RoleNames, ", ")))
 		}
-		if elastic && role != RoleMixed {
-			return fail("role", errNoPoolScaling)
-		}
 		g.Role = role
 	}
+	if policy, ok, err := str("autoscale"); err != nil {
+		return fail("autoscale", err)
+	} else if ok {
+		if bounds.Autoscale, err = groupAutoscaler(path, policy); err != nil {
+			return fail("autoscale", err)
+		}
+	}
 	return g, bounds, nil
+}
+
+// groupAutoscaler checks the autoscaler policy of a group of the elastic
+// fleet file at path and returns it with a schedule or oracle file
+// relative to the file's folder made a path from the working directory.
+// The plain oracle plans a fleet of one group and is refused.
+func groupAutoscaler(path, policy string) (string, error) {
+	if IsPlannedOracle(policy) {
+		return "", fmt.Errorf("%q: the plain oracle plans a fleet of one group: expected a policy of the group's own (schedule:FILE, oracle:FILE, queue, utilization, exec: or static)", policy)
+	}
+	if err := ParseAutoscaler(policy); err != nil {
+		return "", err
+	}
+	name, file, _ := strings.Cut(policy, ":")
+	if (name == ScheduleName || name == OracleName) && !filepath.IsAbs(file) {
+		policy = name + ":" + filepath.Join(filepath.Dir(path), file)
+	}
+	return policy, nil
 }
 
 // duplicateKey returns the first key the JSON object obj gives twice (as

@@ -139,8 +139,16 @@ func TestParseFileRoles(t *testing.T) {
 	assert.Equal(t, RoleMixed, groups[0].Role)
 	assert.Empty(t, groups[1].Role)
 	assert.False(t, Disaggregated(groups))
-	_, _, err = ParseElasticFile("f.json", []byte(`[{"role": "prefill"}, {"role": "decode"}]`), defaults, load)
-	require.EqualError(t, err, `fleet file f.json: group 0 ("group0"): field "role": a disaggregated fleet (groups of role prefill and decode) does not autoscale: its pools have fixed sizes; expected no --autoscale, or no role but mixed`)
+	// An elastic disaggregated fleet scales each pool on its own, each
+	// group by --autoscale or its own autoscale (a schedule relative to the
+	// fleet file's folder).
+	groups, bounds, err := ParseElasticFile("cfg/f.json", []byte(`[{"role": "prefill", "autoscale": "schedule:p.csv"}, {"role": "decode", "autoscale": "queue:target=3", "min_replicas": 0}]`), defaults, load)
+	require.NoError(t, err)
+	assert.Equal(t, []string{RolePrefill, RoleDecode}, []string{groups[0].Role, groups[1].Role})
+	assert.Equal(t, []string{"schedule:cfg/p.csv", "queue:target=3"}, []string{bounds[0].Autoscale, bounds[1].Autoscale})
+	_, bounds, err = ParseElasticFile("cfg/f.json", []byte(`[{"role": "prefill", "autoscale": "oracle:/abs/plan.csv"}, {"role": "decode"}]`), defaults, load)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"oracle:/abs/plan.csv", ""}, []string{bounds[0].Autoscale, bounds[1].Autoscale})
 	groups, _, err = ParseElasticFile("f.json", []byte(`[{"role": "mixed", "max_replicas": 3}]`), defaults, load)
 	require.NoError(t, err)
 	assert.Equal(t, RoleMixed, groups[0].Role)

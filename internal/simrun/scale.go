@@ -129,12 +129,17 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 
 // scaling is the fleet's Scaling of s (checked), its schedule read; exec
 // are an exec: autoscaler's timeout and stderr. With a fleet file (path),
-// each of its groups scales on its own: a fresh autoscaler, its
-// min_replicas and max_replicas (the flags' when not given) and its
-// replicas as its initial size.
+// each of its groups scales on its own: a fresh autoscaler (its autoscale
+// when it gives one), its min_replicas and max_replicas (the flags' when
+// not given) and its replicas as its initial size. A disaggregated fleet
+// scales each pool so; the plain oracle, which plans a mixed fleet, is
+// refused for it (a usage error).
 func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, bounds []fleet.Bounds, path string, plan func(windowS, attainment float64) (*fleet.Schedule, error)) (*fleet.Scaling, error) {
-	newAutoscaler := func() (fleet.Autoscaler, error) {
-		a, err := fleet.NewAutoscaler(s.Policy, fleet.AutoscaleOptions{
+	if fleet.Disaggregated(groups) && fleet.IsPlannedOracle(s.Policy) {
+		return nil, runparams.Errorf("%s %s: the plain oracle plans a mixed fleet: expected, for a disaggregated fleet, schedule:FILE or oracle:FILE (a plan per pool), a reactive policy or exec:, for every group or in a group's \"autoscale\"", runparams.Setting("autoscale"), s.Policy)
+	}
+	newAutoscaler := func(policy string) (fleet.Autoscaler, error) {
+		a, err := fleet.NewAutoscaler(policy, fleet.AutoscaleOptions{
 			ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS,
 			IntervalS: s.IntervalS, Exec: exec, Plan: plan})
 		if err != nil {
@@ -146,7 +151,7 @@ func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, boun
 		}
 		return a, nil
 	}
-	a, err := newAutoscaler()
+	a, err := newAutoscaler(s.Policy)
 	if err != nil {
 		return nil, err
 	}
@@ -162,8 +167,12 @@ func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, boun
 	total := 0
 	for i, g := range groups {
 		gs := fleet.GroupScaling{Autoscaler: a, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, InitialReplicas: g.Replicas}
-		if i > 0 {
-			if gs.Autoscaler, err = newAutoscaler(); err != nil {
+		if policy := bounds[i].Autoscale; policy != "" {
+			if gs.Autoscaler, err = newAutoscaler(policy); err != nil {
+				return nil, err
+			}
+		} else if i > 0 {
+			if gs.Autoscaler, err = newAutoscaler(s.Policy); err != nil {
 				return nil, err
 			}
 		}
