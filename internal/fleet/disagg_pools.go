@@ -19,11 +19,12 @@ type transfer struct {
 	prefill, decode int // replicas; decode is -1 until routed
 	local           int // its index among the prefill replica's records
 	tokens, bytes   float64
-	// prefillS is the start of its prefill, readyS its first token (the KV
+	// prefillS and firstS are the start of its prefill and its first
+	// token, readyS the end of its run at the prefill replica (the KV
 	// ready to move), startS the transfer's start (after any wait for a
 	// decode replica or room), sentS its last byte leaving, arriveS the KV
 	// at the decode replica, doneS its last token there.
-	prefillS, readyS, startS, sentS, arriveS, doneS float64
+	prefillS, firstS, readyS, startS, sentS, arriveS, doneS float64
 	remaining                                       float64 // bytes not sent yet
 }
 
@@ -302,7 +303,7 @@ func (d *disaggPools) takeFirstTokens(prefill []int) {
 			}
 			tokens := plant.PrefilledKVTokens(svc, r.PromptTokens)
 			d.xfers[i] = transfer{prefill: k, decode: -1, local: local, tokens: tokens, bytes: tokens * d.bytesPerToken,
-				prefillS: rec.PrefillStartS, readyS: rec.CompletionTimeS,
+				prefillS: rec.PrefillStartS, firstS: rec.FirstTokenTimeS, readyS: rec.CompletionTimeS,
 				startS: math.NaN(), sentS: math.NaN(), arriveS: math.NaN(), doneS: math.NaN()}
 			if !d.keep {
 				st.HoldKV(tokens)
@@ -572,7 +573,7 @@ func (d *disaggPools) fleetRecord(i int, doneS float64) plant.RequestRecord {
 	r := &d.e.requests[i]
 	x := &d.xfers[i]
 	return plant.RequestRecord{RequestID: r.ID, ArrivalTimeS: r.ArrivalTimeS, PrefillStartS: x.prefillS,
-		FirstTokenTimeS: x.readyS, CompletionTimeS: doneS, PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens}
+		FirstTokenTimeS: x.firstS, CompletionTimeS: doneS, PromptTokens: r.PromptTokens, OutputTokens: r.OutputTokens}
 }
 
 // DisaggResult is a disaggregated run's block (disaggregation): the link,
