@@ -25,7 +25,7 @@ type transfer struct {
 	// decode replica or room), sentS its last byte leaving, arriveS the KV
 	// at the decode replica, doneS its last token there.
 	prefillS, firstS, readyS, startS, sentS, arriveS, doneS float64
-	remaining                                       float64 // bytes not sent yet
+	remaining                                               float64 // bytes not sent yet
 }
 
 // kvLink is one prefill replica's link: its transfers share its bandwidth
