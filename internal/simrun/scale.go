@@ -131,13 +131,9 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 // are an exec: autoscaler's timeout and stderr. With a fleet file (path),
 // each of its groups scales on its own: a fresh autoscaler (its autoscale
 // when it gives one), its min_replicas and max_replicas (the flags' when
-// not given) and its replicas as its initial size. A disaggregated fleet
-// scales each pool so; the plain oracle, which plans a mixed fleet, is
-// refused for it (a usage error).
+// not given) and its replicas as its initial size: a disaggregated fleet
+// scales each pool so.
 func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, bounds []fleet.Bounds, path string, plan func(windowS, attainment float64) (*fleet.Schedule, error)) (*fleet.Scaling, error) {
-	if fleet.Disaggregated(groups) && fleet.IsPlannedOracle(s.Policy) {
-		return nil, runparams.Errorf("%s %s: the plain oracle plans a mixed fleet: expected, for a disaggregated fleet, schedule:FILE or oracle:FILE (a plan per pool), a reactive policy or exec:, for every group or in a group's \"autoscale\"", runparams.Setting("autoscale"), s.Policy)
-	}
 	newAutoscaler := func(policy string) (fleet.Autoscaler, error) {
 		a, err := fleet.NewAutoscaler(policy, fleet.AutoscaleOptions{
 			ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS,
