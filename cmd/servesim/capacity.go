@@ -141,7 +141,7 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	if err != nil {
 		return err
 	}
-	progress := capacityrun.Progress{Stderr: s.Err, Bar: s.ErrIsTerminal && !o.Quiet, Quiet: o.Quiet}
+	progress := capacityrun.Progress{Stderr: flagWarner(s.Err), Bar: s.ErrIsTerminal && !o.Quiet, Quiet: o.Quiet}
 	if o.Shard != "" {
 		return study.RunShard(ctx, o.ShardFlags.I, o.ShardFlags.N, o.Output.Path, o.Resume, progress, func(write func(io.Writer) error) error {
 			return encodingFailure(writeResult(s, o.Output, write))

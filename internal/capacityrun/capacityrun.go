@@ -217,7 +217,9 @@ func unitFleet(cfg Config) ([]fleet.Group, fleet.CapacityProvenance, error) {
 
 // Progress says where a study reports on stderr.
 type Progress struct {
-	Stderr io.Writer
+	// Stderr receives the warnings, with the settings they name worded by
+	// its Name, and the progress bar.
+	Stderr runparams.Warner
 	// Bar draws a progress bar on Stderr (a terminal, without --quiet).
 	Bar bool
 	// Quiet leaves out the line on the sizes --evaluations supplied.
@@ -354,7 +356,7 @@ func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*
 	}
 	known, err := grid.ReadEvaluations(names, p.Stderr)
 	if err != nil {
-		return nil, runparams.Errorf("%s %w", runparams.Setting("evaluations"), err)
+		return nil, runparams.Errorf("%s %w", evaluationsSetting, err)
 	}
 	s.Search.Known = known.Evaluations
 	var simulated atomic.Int64
@@ -371,10 +373,13 @@ func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*
 				}
 			}
 		}
-		fmt.Fprintf(p.Stderr, "servesim: capacity: %d of the %d sizes the search used came from --evaluations (%s in %s); %s simulated\n",
-			read, len(report.Evaluations), count(known.Records, "record"), count(len(names), "file"), count(int(simulated.Load()), "fleet"))
+		p.Stderr.Warnf("servesim: capacity: %d of the %d sizes the search used came from %s (%s in %s); %s simulated\n",
+			read, len(report.Evaluations), evaluationsSetting, count(known.Records, "record"), count(len(names), "file"), count(int(simulated.Load()), "fleet"))
 	}, nil
 }
+
+// evaluationsSetting is the setting of the evaluation files Run reads.
+const evaluationsSetting = runparams.Setting("evaluations")
 
 // expandEvaluations turns the --evaluations names into files: a name
 // holding *, ? or [ that is not itself a file is a glob pattern (servesim
@@ -392,10 +397,10 @@ func expandEvaluations(names []string) ([]string, error) {
 		}
 		matches, err := filepath.Glob(name)
 		if err != nil {
-			return nil, &runparams.LateUsageError{Err: runparams.Errorf("%s %q: not a glob pattern (%v)", runparams.Setting("evaluations"), name, err)}
+			return nil, &runparams.LateUsageError{Err: runparams.Errorf("%s %q: not a glob pattern (%v)", evaluationsSetting, name, err)}
 		}
 		if len(matches) == 0 {
-			return nil, runparams.Errorf("%s %s: no file matches", runparams.Setting("evaluations"), name)
+			return nil, runparams.Errorf("%s %s: no file matches", evaluationsSetting, name)
 		}
 		files = append(files, matches...)
 	}

@@ -30,10 +30,10 @@ type ShardFlags struct {
 // variables for --shard auto.
 func (f *ShardFlags) Check(format string, getenv func(string) string) error {
 	if f.Shard != "" && len(f.Evaluations) > 0 {
-		return runparams.Errorf("%s evaluates sizes for a later run and %s feeds that run's search: give one of them", runparams.Setting("shard"), runparams.Setting("evaluations"))
+		return runparams.Errorf("%s evaluates sizes for a later run and %s feeds that run's search: give one of them", runparams.Setting("shard"), evaluationsSetting)
 	}
 	if slices.Contains(f.Evaluations, "") {
-		return runparams.Errorf("%s: expected files or glob patterns, got an empty name", runparams.Setting("evaluations"))
+		return runparams.Errorf("%s: expected files or glob patterns, got an empty name", evaluationsSetting)
 	}
 	if f.Shard == "" {
 		return nil
@@ -155,7 +155,7 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path, resume string, p P
 				return runparams.Errorf("%s %w", runparams.Setting("output"), err)
 			}
 			if kept {
-				e.Next = runparams.Errorf("%s takes it as it is", runparams.Setting("evaluations"))
+				e.Next = runparams.Errorf("%s takes it as it is", evaluationsSetting)
 			}
 		}
 		return e

@@ -223,7 +223,7 @@ func (c *Config) oraclePlan(ctx context.Context, unit fleet.Group, loaded **plan
 		var unreachable *fleet.UnreachableWindowsError
 		switch {
 		case errors.As(err, &unreachable):
-			fmt.Fprintf(c.Stderr, "servesim: warning: --autoscale %s: %v; those windows plan the fleet nearest the target\n", c.Fleet.Scale.Policy, err)
+			c.Stderr.Warnf("servesim: warning: %s %s: %v; those windows plan the fleet nearest the target\n", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
 		case err != nil:
 			return nil, runparams.Errorf("%s %s: planning: %w", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
 		}
