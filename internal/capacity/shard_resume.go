@@ -1,4 +1,4 @@
-package capacityrun
+package capacity
 
 import (
 	"bufio"
@@ -10,7 +10,6 @@ import (
 	"os"
 	"slices"
 
-	"servesim/internal/fleet"
 	"servesim/internal/runparams"
 )
 
@@ -35,7 +34,7 @@ const maxResumedLine = 64 << 10
 // shardResume reads the records an earlier run of shard cells (of grid)
 // left at path or path.partial, by cell, saying on stderr what it takes
 // and what it passes over.
-func shardResume(grid fleet.CapacityGrid, cells []int, path string, stderr runparams.Warner) map[int][]byte {
+func shardResume(grid CapacityGrid, cells []int, path string, stderr runparams.Warner) map[int][]byte {
 	for _, candidate := range []string{path, path + ".partial"} {
 		if info, err := os.Stat(candidate); errors.Is(err, fs.ErrNotExist) || (err == nil && !info.Mode().IsRegular()) {
 			continue
@@ -57,7 +56,7 @@ func shardResume(grid fleet.CapacityGrid, cells []int, path string, stderr runpa
 // readShardRecords reads the records of name, each of which must be of
 // grid and of one of cells; a last line without its newline (a process
 // killed while it wrote it) is left out.
-func readShardRecords(grid fleet.CapacityGrid, cells []int, name string) (map[int][]byte, error) {
+func readShardRecords(grid CapacityGrid, cells []int, name string) (map[int][]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -75,7 +74,7 @@ func readShardRecords(grid fleet.CapacityGrid, cells []int, name string) (map[in
 		case err != nil:
 			return nil, fmt.Errorf("%s line %d: %w", name, n, err)
 		}
-		rec, err := fleet.ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
+		rec, err := ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
 		switch {
 		case err != nil:
 		case rec.GridSHA256 != grid.Digest || rec.GridCells != len(grid.Sizes):

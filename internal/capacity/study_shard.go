@@ -1,4 +1,4 @@
-package capacityrun
+package capacity
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 
-	"servesim/internal/fleet"
 	"servesim/internal/interrupt"
 	"servesim/internal/jsonout"
 	"servesim/internal/outfile"
@@ -48,7 +47,7 @@ func (f *ShardFlags) Check(format string, getenv func(string) string) error {
 
 // shardOutcome is the evaluation of one cell of a shard.
 type shardOutcome struct {
-	eval fleet.Evaluation
+	eval Evaluation
 	err  error
 }
 

@@ -1,4 +1,4 @@
-package capacityrun
+package capacity
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/fleet"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/runparams"
@@ -111,7 +110,7 @@ func TestShardRecordsCarryTheEnergyTotals(t *testing.T) {
 	require.NoError(t, err)
 	records := 0
 	for line := range bytes.Lines(out.Bytes()) {
-		r, err := fleet.ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
+		r, err := ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
 		require.NoError(t, err, "%s", line)
 		got := r.Evaluation()
 		for _, e := range plain.Evaluations {
