@@ -84,7 +84,7 @@ type Config struct {
 	// (RunContext's, remembered by its workload); nil computes it.
 	checksum func([]plant.Request) string
 	// SkipReplicaChecksums makes the replicas keep no checksum of their
-	// sub-lists: their Replica.WorkloadChecksum is empty (for a caller
+	// sub-lists: their Result's WorkloadChecksum is empty (for a caller
 	// that reports none, as a capacity search).
 	SkipReplicaChecksums bool
 	// TTFTOnly makes a streamed run (SimulateStream) keep only its
@@ -144,8 +144,8 @@ type Replica struct {
 	RequestsRouted int    // requests the router sent to it
 	// Result is plant.Simulate's result for the requests routed to it,
 	// without the request records (see Result.Requests); its
-	// WorkloadChecksum is that of its sub-list, or empty in a capacity
-	// search, which reports none.
+	// WorkloadChecksum is that of its sub-list, or empty under
+	// Config.SkipReplicaChecksums.
 	Result *plant.Result
 	Totals plant.Totals // step counts, for the fleet metrics
 }
