@@ -159,7 +159,7 @@ func runBench(ctx context.Context, s *streams, o *benchOptions) error {
 			return err
 		}
 	}
-	o.Workload, o.Stdin, o.Stderr, o.Version = &workload, s.In, s.Err, resolvedVersion()
+	o.Workload, o.Stdin, o.Stderr, o.Version = &workload, s.In, flagWarner(s.Err), resolvedVersion()
 	res, err := simrun.Run(ctx, o.Config)
 	if err != nil {
 		return err

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"servesim/internal/capacityrun"
+	"servesim/internal/capacity"
 	"servesim/internal/cliflag"
 	"servesim/internal/fleet"
 	"servesim/internal/outfile"
@@ -20,12 +20,12 @@ import (
 // capacityOptions are the parsed flags of `servesim capacity`: the
 // study's, and how to report it.
 type capacityOptions struct {
-	capacityrun.Config
+	capacity.Config
 	Quiet  bool
 	Format string // "json" or "table"
 	Output outputOptions
-	capacityrun.ShardFlags
-	// Resume is --resume: capacityrun.ResumeAuto, or "" for none.
+	capacity.ShardFlags
+	// Resume is --resume: capacity.ResumeAuto, or "" for none.
 	Resume string
 	// OutPlan is --out-plan: the file the plan of --over-time is written
 	// to as a schedule (start_s,replicas); empty for none.
@@ -35,7 +35,7 @@ type capacityOptions struct {
 // newCapacityCmd builds `servesim capacity`. runF replaces the run for tests
 // of flag parsing; nil runs the study.
 func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Command {
-	opts := &capacityOptions{Config: capacityrun.Config{Plant: plant.NewPlant(nil)}, Format: "json"}
+	opts := &capacityOptions{Config: capacity.Config{Plant: plant.NewPlant(nil)}, Format: "json"}
 	cmd := &cobra.Command{
 		Use:     "capacity [flags]",
 		Short:   "Find the smallest fleet that serves a trace within its SLOs",
@@ -58,7 +58,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers compared at the answer (the search runs the first): max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per replica), mpc[:KEY=VALUE,...] (double-quote a spec holding commas)")
 	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
-	f.IntVar(&opts.MaxReplicas, "max-replicas", fleet.DefaultCapacityMaxReplicas, fmt.Sprintf("largest fleet tried, 1 to %d", fleet.MaxReplicas))
+	f.IntVar(&opts.MaxReplicas, "max-replicas", capacity.DefaultCapacityMaxReplicas, fmt.Sprintf("largest fleet tried, 1 to %d", fleet.MaxReplicas))
 	f.IntVar(&opts.Jobs, "jobs", 0, "simulations (or replicas) at a time (0, the default: all cores)")
 	plantflag.AddPlant(cmd, &opts.Plant)
 	plantflag.AddEngine(cmd, &opts.Engine)
@@ -103,7 +103,7 @@ func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 	}
 	switch {
 	case o.Resume == "":
-	case o.Resume != capacityrun.ResumeAuto:
+	case o.Resume != capacity.ResumeAuto:
 		return usageErrorf("--resume %q: a capacity shard takes --resume auto (what an earlier run of it left behind -o FILE)", o.Resume)
 	case o.Shard == "":
 		return usageErrorf("--resume auto takes up a shard's records: it needs --shard (the final run reads them with --evaluations)")
@@ -137,11 +137,11 @@ func (o *capacityOptions) checkOverTime(cmd *cobra.Command) error {
 
 func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	o.Stdin, o.Stderr, o.Version = s.In, s.Err, resolvedVersion()
-	study, err := capacityrun.Load(o.Config)
+	study, err := capacity.Load(o.Config)
 	if err != nil {
 		return err
 	}
-	progress := capacityrun.Progress{Stderr: s.Err, Bar: s.ErrIsTerminal && !o.Quiet, Quiet: o.Quiet}
+	progress := capacity.Progress{Stderr: flagWarner(s.Err), Bar: s.ErrIsTerminal && !o.Quiet, Quiet: o.Quiet}
 	if o.Shard != "" {
 		return study.RunShard(ctx, o.ShardFlags.I, o.ShardFlags.N, o.Output.Path, o.Resume, progress, func(write func(io.Writer) error) error {
 			return encodingFailure(writeResult(s, o.Output, write))
@@ -157,13 +157,13 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 	if werr := writeDocument(s, o.Output, o.Format, doc, doc.Table); werr != nil {
 		return werr
 	}
-	return err // a *fleet.UnreachableError after its document: bad input
+	return err // a *capacity.UnreachableError after its document: bad input
 }
 
 // runCapacityOverTime runs a study over time and writes its document and,
 // with --out-plan, its schedule: both or neither (outputSet), the document
 // last. A study or windows no size serves still write both, and exit 1.
-func runCapacityOverTime(ctx context.Context, s *streams, o *capacityOptions, study *capacityrun.Study, progress capacityrun.Progress) error {
+func runCapacityOverTime(ctx context.Context, s *streams, o *capacityOptions, study *capacity.Study, progress capacity.Progress) error {
 	doc, err := study.RunOverTime(ctx, o.Evaluations, progress)
 	if doc == nil {
 		return err

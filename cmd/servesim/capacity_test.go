@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/capacityrun"
+	"servesim/internal/capacity"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
@@ -31,7 +31,7 @@ func TestCapacityFlagDefaults(t *testing.T) {
 	t.Parallel()
 	o, code, stderr := parseCapacity(t)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Equal(t, &capacityOptions{Config: capacityrun.Config{
+	assert.Equal(t, &capacityOptions{Config: capacity.Config{
 		MaxElapsedS: math.Inf(1), Attainment: 0.99, Router: "round-robin", RouterSeed: 1,
 		Controllers: []string{"max"}, ExecTimeoutS: 5, Scheduler: "chunked", MaxReplicas: 1024, Jobs: 0,
 		Plant: plant.NewPlant(nil), Trace: trace.Flags{TimeUnit: "s"}, Engine: runparams.Engine{Preemption: "none"},
@@ -51,7 +51,7 @@ func TestCapacityFlagsSetEveryField(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	p := plant.NewPlant(nil)
 	p.PowerLimitW = 70
-	assert.Equal(t, &capacityOptions{Config: capacityrun.Config{
+	assert.Equal(t, &capacityOptions{Config: capacity.Config{
 		TracePath: "t.csv", FleetPath: "f.json", MaxElapsedS: 900, SLO: plant.SLO{TTFTSeconds: 2, TPOTSeconds: 0.2, E2ESeconds: 30},
 		Attainment: 0.9, Router: "random", RouterSeed: 7, Controllers: []string{"max", "reactive", "fixed:1500"},
 		ExecTimeoutS: 0.25, Scheduler: "static", MaxReplicas: 64, Jobs: 3, Plant: p,
@@ -110,11 +110,11 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut.String())
 	assert.Empty(t, errOut.String(), "no progress off a terminal")
 	var doc struct {
-		Replicas    *int               `json:"replicas"`
-		Evaluations []fleet.Evaluation `json:"evaluations"`
+		Replicas    *int                  `json:"replicas"`
+		Evaluations []capacity.Evaluation `json:"evaluations"`
 		Controllers []struct {
 			Controller string `json:"controller"`
-			fleet.Evaluation
+			capacity.Evaluation
 		} `json:"controllers"`
 		SLO struct {
 			TTFT float64  `json:"ttft_slo_s"`
@@ -144,7 +144,7 @@ func TestCapacityOnTheCodeTrace(t *testing.T) {
 		res, err := fleet.Simulate(w.Requests, fleet.Config{Plant: plant.NewPlant(nil), Groups: groups,
 			Options: plant.Options{Summary: true, SLO: slo}})
 		require.NoError(t, err)
-		got := fleet.Judge(res, groups, slo)
+		got := capacity.Judge(res, groups, slo)
 		assert.Equal(t, n == answer, got.Attainment >= 0.9, "%d replicas: attainment %v", n, got.Attainment)
 		for _, e := range doc.Evaluations {
 			if e.Replicas == n {

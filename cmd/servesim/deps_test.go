@@ -47,7 +47,7 @@ var (
 		"internal/diagnose", "internal/scenario", "internal/reqlog", "internal/vllmbench", "internal/cards",
 		"internal/benchload", "internal/calibrate", "internal/workload",
 	}
-	runPackages  = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/runparams", "internal/plantflag"}
+	runPackages  = []string{"internal/simrun", "internal/sweeprun", "internal/capacity", "internal/runparams", "internal/plantflag"}
 	testPackages = []string{
 		"internal/sharedtest", "internal/paritytest", "internal/profile/profiletest",
 		"internal/figure/figuretest", "internal/plant/exectest", "internal/testsupport",
@@ -59,7 +59,7 @@ var (
 // its flags, so none depends on the command line, not even through another
 // package.
 var (
-	headlessPackages    = []string{"internal/simrun", "internal/sweeprun", "internal/capacityrun", "internal/runparams"}
+	headlessPackages    = []string{"internal/simrun", "internal/sweeprun", "internal/capacity", "internal/runparams"}
 	commandLinePackages = []string{"github.com/spf13/cobra", "github.com/spf13/pflag", "servesim/internal/plantflag", "servesim/internal/cliflag"}
 )
 

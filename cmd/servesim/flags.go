@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"servesim/internal/cliflag"
@@ -33,6 +35,10 @@ const outputSetting = runparams.Setting("output")
 // (runparams.Named): "stride 0: ..." from a run package reads
 // "--stride 0: ...".
 func flagNamed(err error) error { return runparams.Named(err, flagName) }
+
+// flagWarner is stderr w as a run package writes its warnings to it, the
+// settings they name worded as flags.
+func flagWarner(w io.Writer) runparams.Warner { return runparams.Warner{Writer: w, Name: flagName} }
 
 // flagExpectations describe what the plain typed flags (numbers, integers,
 // booleans) accept, by flag name; a flag's meaning is the same in every

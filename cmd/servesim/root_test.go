@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/capacity"
 	"servesim/internal/diagnose"
 	"servesim/internal/fleet"
 	"servesim/internal/jsonout"
@@ -169,7 +170,7 @@ func TestWriteBytesAtomic(t *testing.T) {
 func TestDocumentsAreStreamed(t *testing.T) {
 	t.Parallel()
 	for _, v := range []any{
-		plant.Report{}, &plant.Report{}, &fleet.Report{}, &fleet.CapacityDocument{},
+		plant.Report{}, &plant.Report{}, &fleet.Report{}, &capacity.CapacityDocument{},
 		diagnose.Snapshot{}, diagnose.WindowReport{}, diagnose.DemoReport{}, profile.Verdicts{},
 	} {
 		assert.True(t, jsonout.Streamable(reflect.TypeOf(v)), "%T", v)

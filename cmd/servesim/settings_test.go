@@ -62,7 +62,7 @@ func TestRunSettingsAreFlags(t *testing.T) {
 	for _, slo := range runparams.SLOSettings {
 		settings[string(slo.Name)] = "runparams.SLOSettings"
 	}
-	for _, pkg := range []string{"runparams", "simrun", "sweeprun", "capacityrun"} {
+	for _, pkg := range []string{"runparams", "simrun", "sweeprun", "capacity"} {
 		files, err := filepath.Glob(filepath.Join("..", "..", "internal", pkg, "*.go"))
 		require.NoError(t, err)
 		fset := token.NewFileSet()

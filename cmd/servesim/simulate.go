@@ -110,7 +110,7 @@ func (o *simulateOptions) check(cmd *cobra.Command) error {
 }
 
 func runSimulate(ctx context.Context, s *streams, o *simulateOptions) error {
-	o.Stdin, o.Stderr, o.Version = s.In, s.Err, resolvedVersion()
+	o.Stdin, o.Stderr, o.Version = s.In, flagWarner(s.Err), resolvedVersion()
 	res, err := simrun.Run(ctx, o.Config)
 	if err != nil {
 		return err

@@ -149,7 +149,7 @@ func runSweep(ctx context.Context, s *streams, o *sweepOptions) error {
 	if jobs == 0 {
 		jobs = runtime.GOMAXPROCS(0) // all cores, as simulate's --jobs 0
 	}
-	out := sweeprun.Output{Format: o.Format, Jobs: jobs, Resume: o.Resume, Path: o.Output.Path, Stderr: s.Err, Progress: s.ErrIsTerminal && !o.Quiet}
+	out := sweeprun.Output{Format: o.Format, Jobs: jobs, Resume: o.Resume, Path: o.Output.Path, Stderr: flagWarner(s.Err), Progress: s.ErrIsTerminal && !o.Quiet}
 	return o.sweep.Run(ctx, out, func(write func(io.Writer) error) error {
 		return encodingFailure(writeResult(s, o.Output, write))
 	})

@@ -378,7 +378,7 @@ type AutoscaleOptions struct {
 	Exec plant.ControllerOptions
 	// Plan makes the plain oracle's schedule: the smallest fleet that
 	// meets the attainment target in each window of windowS of the
-	// workload (RunCapacityOverTime); nil where no workload is at hand.
+	// workload (a capacity study over time plans it); nil where no workload is at hand.
 	Plan func(windowS, attainment float64) (*Schedule, error)
 }
 
@@ -419,12 +419,6 @@ func ParseAutoscaler(spec string) error {
 func IsPlannedOracle(spec string) bool {
 	name, args, _ := strings.Cut(spec, ":")
 	return name == OracleName && (args == "" || strings.Contains(args, "="))
-}
-
-// PlanSchedule is plan as a schedule, its lines those of ScheduleCSV, its
-// path label the one given.
-func PlanSchedule(plan *CapacityPlan, label string) (*Schedule, error) {
-	return ParseSchedule(label, plan.ScheduleCSV())
 }
 
 // NewAutoscaler returns a new autoscaler of spec (see ParseAutoscaler),

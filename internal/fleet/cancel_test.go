@@ -20,6 +20,4 @@ func TestSimulateContextStops(t *testing.T) {
 		_, err := SimulateContext(ctx, requests, cfg)
 		require.ErrorIs(t, err, context.Canceled, "%T", router)
 	}
-	_, err := RunCapacity(ctx, requests, proxyStudy(0.9, "max"))
-	require.ErrorIs(t, err, context.Canceled)
 }

@@ -768,7 +768,7 @@ func (el *elastic) routeUntil(untilS float64) error {
 	}
 	// A state-free router is shown zero states: reading them costs a
 	// step of every ready replica's.
-	stateFree := isStateFree(e.router)
+	stateFree := IsStateFree(e.router)
 	el.states = el.states[:0]
 	for _, in := range el.ready {
 		var l ReplicaState

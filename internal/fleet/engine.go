@@ -37,7 +37,7 @@ type engine struct {
 	// change); nil for another router.
 	costs *costHeap
 	// loss, when set, stops a streamed run that can no longer meet its
-	// target (Config.stopBelowTarget).
+	// target (Config.StopBelowAttainment).
 	loss *lossBudget
 }
 
@@ -95,7 +95,7 @@ func (e *engine) newStepper(k, capacityHint int) (*plant.Stepper, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e.cfg.replicaChecksumsSkipped {
+	if e.cfg.SkipReplicaChecksums {
 		// Nothing reports them: the fleet's checksum names the workload.
 		st.SkipChecksum()
 	}

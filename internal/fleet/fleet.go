@@ -83,18 +83,25 @@ type Config struct {
 	// checksum, when not nil, gives the workload checksum of the requests
 	// (RunContext's, remembered by its workload); nil computes it.
 	checksum func([]plant.Request) string
-	// replicaChecksumsSkipped makes the replicas keep no checksum of
-	// their sub-lists (a capacity search, which reports none).
-	replicaChecksumsSkipped bool
-	// judgedOnly makes a streamed run keep only what Judge reads of its
-	// requests (their TTFT: samples.ttftOnly), 8 bytes a request instead
-	// of 26: the fleet's TPOT and latency metrics and the replicas'
-	// request metrics are then NaN or empty (a capacity search).
-	judgedOnly bool
-	// stopBelowTarget, when positive, stops a streamed run of a workload
-	// of known size with a *LostError once its attainment can no longer
-	// reach it (a capacity search's fleet that fails).
-	stopBelowTarget float64
+	// SkipReplicaChecksums makes the replicas keep no checksum of their
+	// sub-lists: their Result's WorkloadChecksum is empty (for a caller
+	// that reports none, as a capacity search).
+	SkipReplicaChecksums bool
+	// TTFTOnly makes a streamed run (SimulateStream) keep only its
+	// requests' TTFT, 8 bytes a request instead of 26, for a caller that
+	// reads only the slo block's attainment and TTFT percentiles and the
+	// fleet metrics of TTFT, completion, energy and power: the fleet's
+	// TPOT and latency metrics and the replicas' request metrics are then
+	// NaN or empty.
+	TTFTOnly bool
+	// StopBelowAttainment, when positive, stops a streamed run
+	// (SimulateStream) of a workload of known size with a *LostError
+	// once the requests it has lost put this attainment out of reach:
+	// final records that missed their objectives, and requests waiting
+	// longer than their TTFT objective (lossbudget.go). A caller that
+	// needs to know only that such a fleet fails (a capacity search)
+	// saves the rest of its run.
+	StopBelowAttainment float64
 }
 
 // Result is a fleet run.
@@ -137,8 +144,8 @@ type Replica struct {
 	RequestsRouted int    // requests the router sent to it
 	// Result is plant.Simulate's result for the requests routed to it,
 	// without the request records (see Result.Requests); its
-	// WorkloadChecksum is that of its sub-list, or empty in a capacity
-	// search, which reports none.
+	// WorkloadChecksum is that of its sub-list, or empty under
+	// Config.SkipReplicaChecksums.
 	Result *plant.Result
 	Totals plant.Totals // step counts, for the fleet metrics
 }
@@ -228,7 +235,7 @@ func SimulateContext(ctx context.Context, requests []plant.Request, cfg Config) 
 // result.
 func (e *engine) run(parallel func() error) (*Result, error) {
 	var err error
-	if isStateFree(e.router) && e.cfg.MaxConcurrency == 0 {
+	if IsStateFree(e.router) && e.cfg.MaxConcurrency == 0 {
 		err = parallel()
 	} else {
 		err = e.runLockStep()

@@ -372,10 +372,10 @@ func TestNewRouter(t *testing.T) {
 	}
 	_, err := NewRouter("fastest", 1)
 	assert.EqualError(t, err, `unknown router "fastest": expected round-robin, random, least-outstanding, least-tokens, prefix-aware, session`)
-	assert.True(t, isStateFree(&RoundRobin{}))
-	assert.True(t, isStateFree(NewRandom(1)))
-	assert.False(t, isStateFree(LeastOutstanding{}))
-	assert.False(t, isStateFree(lockStepped{&RoundRobin{}}))
+	assert.True(t, IsStateFree(&RoundRobin{}))
+	assert.True(t, IsStateFree(NewRandom(1)))
+	assert.False(t, IsStateFree(LeastOutstanding{}))
+	assert.False(t, IsStateFree(lockStepped{&RoundRobin{}}))
 }
 
 // badRouter sends every request to replica n.

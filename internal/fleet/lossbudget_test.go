@@ -2,62 +2,16 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-)
 
-// TestStopWhenLostKeepsTheSearchsDecisions: a capacity study that stops
-// the fleets that cannot meet the target any more reaches the same
-// answer through the same sizes, each meeting the target or not as in
-// full simulations; a stopped fleet is marked, fails, and its numbers are
-// null; the sizes that run whole keep every number, and the document does
-// not depend on the jobs. Under both routing paths (round-robin's replicas in
-// parallel, least-outstanding's in lock-step) and at two targets.
-func TestStopWhenLostKeepsTheSearchsDecisions(t *testing.T) {
-	requests := firstMinutes(t)
-	for _, router := range []string{RoundRobinName, LeastOutstandingName} {
-		for _, target := range []float64{0.9, 0.99} {
-			t.Run(fmt.Sprintf("%s/target=%g", router, target), func(t *testing.T) {
-				study := proxyStudy(target, "max")
-				study.Router = router
-				full, err := RunCapacity(context.Background(), requests, study)
-				require.NoError(t, err)
-				study.StopWhenLost = true
-				stopped, err := RunCapacity(context.Background(), requests, study)
-				require.NoError(t, err)
-				require.Equal(t, *full.Replicas, *stopped.Replicas)
-				require.Len(t, stopped.Evaluations, len(full.Evaluations))
-				sawStop := false
-				for i, s := range stopped.Evaluations {
-					f := full.Evaluations[i]
-					require.Equal(t, f.Replicas, s.Replicas)
-					require.Equal(t, f.MeetsTarget, s.MeetsTarget, "%d replicas", s.Replicas)
-					if !s.StoppedEarly {
-						assert.Equal(t, f, s, "%d replicas", s.Replicas)
-						continue
-					}
-					sawStop = true
-					assert.False(t, s.MeetsTarget)
-					assert.Less(t, f.Attainment, target, "%d replicas: the whole run fails too", s.Replicas)
-					assert.True(t, math.IsNaN(s.Attainment))
-					assert.True(t, math.IsNaN(s.P99TTFTS))
-				}
-				assert.True(t, sawStop, "the one-replica fleet cannot serve the trace: it stops")
-				assert.False(t, stopped.Best.StoppedEarly)
-				for _, jobs := range []int{1, 3} {
-					study.Search.Jobs = jobs
-					again, err := RunCapacity(context.Background(), requests, study)
-					require.NoError(t, err)
-					assert.Equal(t, describeReport(stopped), describeReport(again), "jobs %d", jobs)
-				}
-			})
-		}
-	}
-}
+	"servesim/internal/plant"
+)
 
 // TestLostErrorBound: the bound is the share of requests not lost yet.
 func TestLostErrorBound(t *testing.T) {
@@ -66,17 +20,51 @@ func TestLostErrorBound(t *testing.T) {
 	assert.Contains(t, e.Error(), "25 of 100 requests lost")
 }
 
-// describeReport is r printed with its pointers' values (NaN compared as
-// text).
-func describeReport(r *CapacityReport) string {
-	c := *r
-	c.Replicas, c.EnergyMinimalController = nil, nil
-	text := fmt.Sprintf("%#v", c)
-	if r.Replicas != nil {
-		text += fmt.Sprintf(" replicas %d", *r.Replicas)
+// TestStreamedRunKeepsWhatItsCallerNeeds: a streamed run of an overloaded
+// fleet keeps its attainment and TTFT percentiles bit for bit when it
+// keeps only the TTFT samples (its TPOT metrics are then NaN) and no
+// replica checksum; asked to stop below an attainment it cannot reach, it
+// stops with a *LostError bounding it, and runs whole below one it
+// reaches. Under both routing paths (in parallel and in lock-step).
+func TestStreamedRunKeepsWhatItsCallerNeeds(t *testing.T) {
+	w := codeLike(3, 4, 600)
+	for _, router := range []string{RoundRobinName, LeastOutstandingName} {
+		t.Run(router, func(t *testing.T) {
+			run := func(set func(*Config)) (*Result, error) {
+				r, err := NewRouter(router, 1)
+				require.NoError(t, err)
+				cfg := defaultFleet(1, "chunked", "max")
+				cfg.Router, cfg.Options = r, plant.Options{Summary: true, SLO: plant.SLO{TTFTSeconds: 5}}
+				set(&cfg)
+				ws, err := plant.OpenWorkloadStream(context.Background(), heldSource{w}, 0, nil, 0)
+				require.NoError(t, err)
+				defer ws.Close()
+				return SimulateStream(context.Background(), ws, cfg)
+			}
+			whole, err := run(func(*Config) {})
+			require.NoError(t, err)
+			attainment := whole.SLO.Attainment
+			require.Less(t, attainment, 0.5, "one replica cannot serve the trace")
+			require.NotEmpty(t, whole.Replicas[0].Result.WorkloadChecksum)
+			require.False(t, math.IsNaN(whole.Metrics.MeanTPOTS))
+
+			lean, err := run(func(c *Config) { c.TTFTOnly, c.SkipReplicaChecksums = true, true })
+			require.NoError(t, err)
+			assert.Equal(t, fmt.Sprint(whole.SLO.Attainment, whole.SLO.TTFTS, whole.Metrics.P95TTFTS, whole.Metrics.EnergyJ),
+				fmt.Sprint(lean.SLO.Attainment, lean.SLO.TTFTS, lean.Metrics.P95TTFTS, lean.Metrics.EnergyJ))
+			assert.True(t, math.IsNaN(lean.Metrics.MeanTPOTS))
+			assert.Empty(t, lean.Replicas[0].Result.WorkloadChecksum)
+
+			_, err = run(func(c *Config) { c.StopBelowAttainment = 0.9 })
+			var lost *LostError
+			require.True(t, errors.As(err, &lost), "%v", err)
+			assert.Equal(t, len(w.Requests), lost.Total)
+			assert.Less(t, lost.Bound(), 0.9)
+			assert.GreaterOrEqual(t, lost.Bound(), attainment)
+
+			reached, err := run(func(c *Config) { c.StopBelowAttainment = attainment / 2 })
+			require.NoError(t, err)
+			assert.Equal(t, attainment, reached.SLO.Attainment)
+		})
 	}
-	if r.EnergyMinimalController != nil {
-		text += " energy-minimal " + *r.EnergyMinimalController
-	}
-	return text
 }

@@ -219,7 +219,7 @@ func TestNewRouterSpecs(t *testing.T) {
 		again, err := NewRouter(p.Name(), 1)
 		require.NoError(t, err, "its name is its spec")
 		assert.Equal(t, p.Name(), again.Name())
-		assert.False(t, isStateFree(r))
+		assert.False(t, IsStateFree(r))
 	}
 	for _, c := range []struct{ spec, err string }{
 		{"prefix-aware:weight=-1", `router prefix-aware: weight "-1": expected a finite number, 0 or more`},

@@ -47,8 +47,9 @@ type StateFree interface {
 	StateFree() bool
 }
 
-// isStateFree reports whether r declares itself state-free.
-func isStateFree(r Router) bool {
+// IsStateFree reports whether r declares itself state-free: a fleet then
+// simulates its replicas in parallel.
+func IsStateFree(r Router) bool {
 	s, ok := r.(StateFree)
 	return ok && s.StateFree()
 }

@@ -53,7 +53,7 @@ func TestOnlyCostRoutersGetAHeap(t *testing.T) {
 		_, cost := r.(CostRouter)
 		require.Equal(t, cost, newCostHeap(r) != nil, name)
 		requestAware := name == PrefixAwareName || name == SessionName
-		require.Equal(t, !cost, isStateFree(r) || requestAware, name)
+		require.Equal(t, !cost, IsStateFree(r) || requestAware, name)
 	}
 }
 

@@ -28,7 +28,7 @@ type samples struct {
 	// grouped is the requests by replica, for replicaSamples.
 	grouped byReplica
 	// ttftOnly keeps the TTFT alone, 8 bytes a request, for a run judged
-	// by its attainment and TTFT percentiles (Config.judgedOnly): the
+	// by its attainment and TTFT percentiles (Config.TTFTOnly): the
 	// fleet's TPOT and latency metrics are then NaN, and so are the
 	// replicas' request metrics.
 	ttftOnly bool

@@ -56,7 +56,7 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 		stream:       &streamRun{ws: ws, expected: expected},
 		costs:        newCostHeap(router),
 	}
-	e.stream.samples.ttftOnly = cfg.judgedOnly
+	e.stream.samples.ttftOnly = cfg.TTFTOnly
 	if expected > 0 {
 		e.stream.samples.grow(expected - 1)
 	}
@@ -67,7 +67,7 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 	for k := range specs {
 		e.stream.writers = append(e.stream.writers, newSampleWriter(&e.stream.samples, cfg.Plant.ReportingHorizonS, e.slo(k)))
 	}
-	e.loss = newLossBudget(cfg.stopBelowTarget, expected, e.stream.writers)
+	e.loss = newLossBudget(cfg.StopBelowAttainment, expected, e.stream.writers)
 	res, err := e.run(e.runParallelStream)
 	if e.loss != nil {
 		if lost := e.loss.first.Load(); lost != nil {

@@ -2,7 +2,7 @@
 // command line: the plant parameters by name (Params), the engine features
 // (Engine), the service model and its cards (Service), the SLOs, the work
 // checks (CheckWork, CheckFleetWork, CheckLiveKVBlocks) and the controller
-// options (ControllerOptions). simrun, sweeprun and capacityrun run from
+// options (ControllerOptions). simrun, sweeprun and capacity run from
 // it; plantflag binds it to cobra flags.
 //
 // A setting is named as the flag that sets it, without dashes ("stride",

@@ -52,20 +52,9 @@ func (e *FieldError) Unwrap() []error {
 }
 
 // named is the message with every setting, its own and those of the
-// errors it wraps, written as name writes it.
+// errors it wraps, written as name writes it (Format).
 func (e *FieldError) named(name func(Setting) string) string {
-	args := make([]any, len(e.args))
-	for i, a := range e.args {
-		switch a := a.(type) {
-		case Setting:
-			args[i] = name(a)
-		case error:
-			args[i] = message(a, name)
-		default:
-			args[i] = a
-		}
-	}
-	return fmt.Sprintf(strings.ReplaceAll(e.format, "%w", "%v"), args...)
+	return Format(name, strings.ReplaceAll(e.format, "%w", "%v"), e.args...)
 }
 
 // message is err's message with the settings of the first *FieldError in

@@ -41,7 +41,7 @@ func TestFleetSummaryStreamsTheSameDocument(t *testing.T) {
 						cfg := Config{
 							TracePath: path, MaxElapsedS: plant.NoElapsedLimit, Normalize: normalize,
 							Scheduler: "chunked", Controller: "reactive", Stride: 1, Summary: true,
-							Plant: plant.NewPlant(nil), Requests: requests, Version: "test", Stderr: &stderr,
+							Plant: plant.NewPlant(nil), Requests: requests, Version: "test", Stderr: runparams.Warner{Writer: &stderr},
 							Fleet: Fleet{Enabled: true, Replicas: 3, Router: router, RouterSeed: 5, Jobs: jobs},
 						}
 						cfg.Plant.MaxSimulationTimeS = 1500 // the later arrivals are cut: a warning
@@ -94,7 +94,7 @@ func TestElasticFleetSummaryStreamsTheSameDocument(t *testing.T) {
 						cfg := Config{
 							TracePath: path, MaxElapsedS: plant.NoElapsedLimit,
 							Scheduler: "chunked", Controller: "reactive", Stride: 1, Summary: true,
-							Plant: plant.NewPlant(nil), Requests: requests, Version: "test", Stderr: &stderr,
+							Plant: plant.NewPlant(nil), Requests: requests, Version: "test", Stderr: runparams.Warner{Writer: &stderr},
 							Fleet: Fleet{Enabled: true, Replicas: 2, Router: router, RouterSeed: 5, Scale: Scale{
 								Policy: p.policy, MinReplicas: 1, MaxReplicas: 6, IntervalS: 15,
 								ProvisionS: 20, LoadS: 10, PowerLimitW: p.powerLimit, PowerBudget: fleet.BudgetEqual,
@@ -149,7 +149,7 @@ func TestFleetPrefixCacheUsesHashIDs(t *testing.T) {
 		cfg := Config{
 			TracePath: path, MaxElapsedS: plant.NoElapsedLimit,
 			Scheduler: "chunked", Controller: "reactive", Stride: 1, Summary: true,
-			Plant: plant.NewPlant(nil), Requests: requests, Version: "test", Stderr: io.Discard,
+			Plant: plant.NewPlant(nil), Requests: requests, Version: "test", Stderr: runparams.Warner{Writer: io.Discard},
 			Fleet: fleetCfg,
 		}
 		cfg.Engine.PrefixCache = true

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 
+	"servesim/internal/capacity"
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/runparams"
@@ -218,21 +219,21 @@ func (c *Config) oraclePlan(ctx context.Context, unit fleet.Group, loaded **plan
 		if jobs == 0 {
 			jobs = runtime.GOMAXPROCS(0)
 		}
-		study := fleet.Capacity{
+		study := capacity.Capacity{
 			Plant: c.Plant, Unit: []fleet.Group{unit}, Router: router, RouterSeed: c.Fleet.RouterSeed,
 			Controllers: []string{c.Controller}, SLO: opt.SLO, Engine: opt.Engine, Service: opt.Service, Sessions: c.sessions,
 			ControllerOptions: runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr),
-			Search:            fleet.CapacitySearch{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
+			Search:            capacity.CapacitySearch{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
 		}
-		plan, err := fleet.RunCapacityOverTime(ctx, workload.Requests, study, windowS, jobs, nil)
-		var unreachable *fleet.UnreachableWindowsError
+		plan, err := capacity.RunCapacityOverTime(ctx, workload.Requests, study, windowS, jobs, nil)
+		var unreachable *capacity.UnreachableWindowsError
 		switch {
 		case errors.As(err, &unreachable):
-			fmt.Fprintf(c.Stderr, "servesim: warning: --autoscale %s: %v; those windows plan the fleet nearest the target\n", c.Fleet.Scale.Policy, err)
+			c.Stderr.Warnf("servesim: warning: %s %s: %v; those windows plan the fleet nearest the target\n", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
 		case err != nil:
 			return nil, runparams.Errorf("%s %s: planning: %w", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
 		}
-		return fleet.PlanSchedule(plan, "(planned: "+strconv.FormatFloat(windowS, 'g', -1, 64)+" s windows at "+strconv.FormatFloat(attainment, 'g', -1, 64)+" attainment)")
+		return capacity.PlanSchedule(plan, "(planned: "+strconv.FormatFloat(windowS, 'g', -1, 64)+" s windows at "+strconv.FormatFloat(attainment, 'g', -1, 64)+" attainment)")
 	}
 }
 

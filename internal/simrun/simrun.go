@@ -63,8 +63,9 @@ type Config struct {
 	Requests, Figure bool
 	// Version is the servesim version the provenance records.
 	Version string
-	// Stderr receives the warnings and an exec: child's stderr.
-	Stderr io.Writer
+	// Stderr receives the warnings, with the settings they name worded by
+	// its Name, and an exec: child's stderr.
+	Stderr runparams.Warner
 	// sessions are the sessions of the trace's requests (loadTrace), nil
 	// for a trace without any.
 	sessions fleet.SessionSource

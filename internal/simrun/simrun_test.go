@@ -2,6 +2,7 @@ package simrun
 
 import (
 	"bytes"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +13,11 @@ import (
 	"servesim/internal/profile"
 	"servesim/internal/runparams"
 )
+
+// flagged is a Warner on w naming the settings as servesim's flags.
+func flagged(w io.Writer) runparams.Warner {
+	return runparams.Warner{Writer: w, Name: func(s runparams.Setting) string { return "--" + string(s) }}
+}
 
 func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
 	t.Parallel()
@@ -43,7 +49,7 @@ func TestWarnArrivalsPastMaxSimTime(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var errOut bytes.Buffer
-			warnArrivalsPastMaxSimTime(&errOut, tt.last, 2, tt.maxSimTime, tt.unfinished)
+			warnArrivalsPastMaxSimTime(flagged(&errOut), tt.last, 2, tt.maxSimTime, tt.unfinished)
 			assert.Equal(t, tt.want, errOut.String())
 		})
 	}
@@ -67,7 +73,7 @@ func TestWarnNormalizeUnchanged(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var errOut bytes.Buffer
-			warnNormalizeUnchanged(&errOut, tt.target, tt.dilation)
+			warnNormalizeUnchanged(flagged(&errOut), tt.target, tt.dilation)
 			assert.Equal(t, tt.want, errOut.String())
 		})
 	}
@@ -89,7 +95,7 @@ func TestWarnFixedClock(t *testing.T) {
 		ctrl, err := plant.NewController(tt.spec)
 		assert.NoError(t, err)
 		var errOut bytes.Buffer
-		warnFixedClock(&errOut, tt.spec, ctrl, prof)
+		warnFixedClock(flagged(&errOut), tt.spec, ctrl, prof)
 		assert.Equal(t, tt.want, errOut.String(), tt.spec)
 	}
 }

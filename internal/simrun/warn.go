@@ -2,12 +2,13 @@ package simrun
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"servesim/internal/plant"
-	"servesim/internal/profile"
 	"strconv"
 	"time"
+
+	"servesim/internal/plant"
+	"servesim/internal/profile"
+	"servesim/internal/runparams"
 )
 
 // timeSolves asks ctrl to measure its solves when Verbose and it can.
@@ -45,7 +46,7 @@ func (c *Config) reportSolveTimes(prefix string, ctrl plant.ClockController) {
 // warnFixedClock says on w which level a fixed:MHZ controller (or a
 // race-to-idle:MHZ controller when busy) runs when the profile has no level
 // at MHz (the provenance records a fixed:MHZ one as fixed_clock_level_mhz).
-func warnFixedClock(w io.Writer, spec string, ctrl plant.ClockController, prof *profile.Profile) {
+func warnFixedClock(w runparams.Warner, spec string, ctrl plant.ClockController, prof *profile.Profile) {
 	var mhz float64
 	switch c := ctrl.(type) {
 	case plant.FixedClock:
@@ -67,8 +68,8 @@ func warnFixedClock(w io.Writer, spec string, ctrl plant.ClockController, prof *
 	case mhz > prof.MaxClockMHz():
 		which = "its highest level"
 	}
-	fmt.Fprintf(w, "servesim: --controller %s: the profile has no %s MHz level; using %s MHz (%s)\n",
-		spec, formatMHz(mhz), formatMHz(level), which)
+	w.Warnf("servesim: %s %s: the profile has no %s MHz level; using %s MHz (%s)\n",
+		runparams.Setting("controller"), spec, formatMHz(mhz), formatMHz(level), which)
 }
 
 // maxSimTimeMargin is the share of the last arrival time that the
@@ -76,23 +77,27 @@ func warnFixedClock(w io.Writer, spec string, ctrl plant.ClockController, prof *
 // be served.
 const maxSimTimeMargin = 0.10
 
+// maxSimTime is the setting PastMaxSimTime names.
+const maxSimTime = runparams.Setting("max-sim-time")
+
 // warnArrivalsPastMaxSimTime says on w, in one line, how many of the
 // requests could not complete when arrivals run past --max-sim-time, and
 // why (PastMaxSimTime).
-func warnArrivalsPastMaxSimTime(w io.Writer, last float64, requests int, maxSimTimeS, unfinished float64) {
-	if why := PastMaxSimTime(last, maxSimTimeS, unfinished); why != "" {
-		fmt.Fprintf(w, "servesim: %.0f of %d requests could not complete: %s\n", unfinished, requests, why)
+func warnArrivalsPastMaxSimTime(w runparams.Warner, last float64, requests int, maxSimTimeS, unfinished float64) {
+	if why := PastMaxSimTime(w.Name, last, maxSimTimeS, unfinished); why != "" {
+		w.Warnf("servesim: %.0f of %d requests could not complete: %s\n", unfinished, requests, why)
 	}
 }
 
 // PastMaxSimTime says why requests of a run could not complete when its
 // arrivals (after --normalize, which dilates them) run to last, past
 // --max-sim-time maxSimTimeS, and which --max-sim-time covers them: the
-// last arrival plus 10%, rounded up to a whole minute. It is empty when
-// the arrivals end within --max-sim-time or no request is unfinished.
+// last arrival plus 10%, rounded up to a whole minute, the settings worded
+// by name (runparams.Format). It is empty when the arrivals end within
+// --max-sim-time or no request is unfinished.
 // simulate's warning ends with it, and so do sweep's, one per trace and
 // --normalize of its runs.
-func PastMaxSimTime(last, maxSimTimeS, unfinished float64) string {
+func PastMaxSimTime(name func(runparams.Setting) string, last, maxSimTimeS, unfinished float64) string {
 	if !(last > maxSimTimeS) || unfinished == 0 {
 		return ""
 	}
@@ -104,11 +109,11 @@ func PastMaxSimTime(last, maxSimTimeS, unfinished float64) string {
 	}
 	cover := math.Ceil(withMargin/60) * 60
 	if math.IsInf(cover, 0) {
-		return fmt.Sprintf("arrivals run to %s s, past --max-sim-time %s and past any other",
-			formatSeconds(last, 1), strconv.FormatFloat(maxSimTimeS, 'g', -1, 64))
+		return runparams.Format(name, "arrivals run to %s s, past %s %s and past any other",
+			formatSeconds(last, 1), maxSimTime, strconv.FormatFloat(maxSimTimeS, 'g', -1, 64))
 	}
-	return fmt.Sprintf("arrivals run to %s s, past --max-sim-time %s; --max-sim-time %s covers them (the last arrival plus %.0f%%, rounded up to a minute)",
-		formatSeconds(last, 1), strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), formatSeconds(cover, 0), maxSimTimeMargin*100)
+	return runparams.Format(name, "arrivals run to %s s, past %s %s; %s %s covers them (the last arrival plus %.0f%%, rounded up to a minute)",
+		formatSeconds(last, 1), maxSimTime, strconv.FormatFloat(maxSimTimeS, 'g', -1, 64), maxSimTime, formatSeconds(cover, 0), maxSimTimeMargin*100)
 }
 
 // longSeconds is where formatSeconds turns to an exponent: past it, fixed
@@ -133,10 +138,10 @@ func formatMHz(mhz float64) string { return strconv.FormatFloat(mhz, 'f', -1, 64
 // the target, and normalization, as the reference's, only stretches a
 // trace. Without it, a --normalize 0.6 on a trace at 0.2 looks like a run
 // at 0.6.
-func warnNormalizeUnchanged(w io.Writer, target float64, dilation *float64) {
+func warnNormalizeUnchanged(w runparams.Warner, target float64, dilation *float64) {
 	if target == 0 || dilation == nil || *dilation != 1 {
 		return
 	}
-	fmt.Fprintf(w, "servesim: --normalize %s: the trace already offers less than that share of the maximum-clock capacity, so its arrivals are unchanged "+
-		"(normalization only stretches a trace, as the reference's does; dilation 1)\n", strconv.FormatFloat(target, 'g', -1, 64))
+	w.Warnf("servesim: %s %s: the trace already offers less than that share of the maximum-clock capacity, so its arrivals are unchanged "+
+		"(normalization only stretches a trace, as the reference's does; dilation 1)\n", runparams.Setting("normalize"), strconv.FormatFloat(target, 'g', -1, 64))
 }

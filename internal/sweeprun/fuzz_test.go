@@ -26,7 +26,7 @@ func FuzzParseRunLine(f *testing.F) {
 		f.Fatal(err)
 	}
 	var out bytes.Buffer
-	err = s.Run(context.Background(), Output{Format: sweep.FormatJSONL, Jobs: 2, Stderr: io.Discard},
+	err = s.Run(context.Background(), Output{Format: sweep.FormatJSONL, Jobs: 2, Stderr: flaggedStderr(io.Discard)},
 		func(write func(io.Writer) error) error { return write(&out) })
 	if err == nil {
 		f.Fatal("the seed sweep's runs of nosuch.csv did not fail")

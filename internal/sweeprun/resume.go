@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"servesim/internal/runparams"
 	"servesim/internal/sweep"
 )
 
@@ -21,6 +22,9 @@ import (
 // shard, resumes it after a requeue, a preemption or a time limit, and
 // does nothing (but rewrite FILE, byte for byte) for a shard already done.
 const ResumeAuto = "auto"
+
+// resumeSetting is the setting of Output.Resume.
+const resumeSetting = runparams.Setting("resume")
 
 // resume reads the records of out.Resume; for ResumeAuto, of the first
 // file out.Path leaves that this shard can resume, saying on out.Stderr
@@ -37,14 +41,14 @@ func (s *Sweep) resume(out Output, id identity, in *inputs) (*sweep.RecordIndex,
 		}
 		x, err := s.readResume(candidate, out.Stderr, id, in)
 		if err != nil {
-			fmt.Fprintf(out.Stderr, "servesim: sweep: --resume auto: not resumed, this shard runs its cells again and replaces it: %v\n", s.named(err))
+			out.Stderr.Warnf("servesim: sweep: %s %s: not resumed, this shard runs its cells again and replaces it: %v\n", resumeSetting, ResumeAuto, err)
 			continue
 		}
 		if len(x.Refs) == 0 {
 			x.Close()
 			continue
 		}
-		fmt.Fprintf(out.Stderr, "servesim: sweep: --resume auto: %d of the shard's %d runs taken from %s\n", len(x.Refs), s.shard.Len(), candidate)
+		out.Stderr.Warnf("servesim: sweep: %s %s: %d of the shard's %d runs taken from %s\n", resumeSetting, ResumeAuto, len(x.Refs), s.shard.Len(), candidate)
 		return x, nil
 	}
 	return nil, nil
@@ -60,7 +64,7 @@ func removeResumed(out Output) {
 	partial := out.Path + ".partial"
 	if info, err := os.Lstat(partial); err == nil && info.Mode().IsRegular() {
 		if err := os.Remove(partial); err != nil {
-			fmt.Fprintf(out.Stderr, "servesim: warning: sweep: --resume auto: %v\n", err)
+			out.Stderr.Warnf("servesim: warning: sweep: %s %s: %v\n", resumeSetting, ResumeAuto, err)
 		}
 	}
 }

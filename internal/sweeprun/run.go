@@ -3,7 +3,6 @@ package sweeprun
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
 	"servesim/internal/interrupt"
@@ -29,9 +28,9 @@ type Output struct {
 	Path string
 	// Stderr receives warnings about skipped lines of Resume, about runs
 	// --normalize left unchanged and runs --max-sim-time cut short with
-	// requests unfinished, exec: children's stderr and, when Progress, the
-	// progress bar.
-	Stderr   io.Writer
+	// requests unfinished (the settings they name worded by its Name),
+	// exec: children's stderr and, when Progress, the progress bar.
+	Stderr   runparams.Warner
 	Progress bool
 }
 
@@ -137,8 +136,8 @@ func (r *run) write(w io.Writer) error {
 	stop := sweep.Stop{Start: r.signals.Start(), Wait: r.signals.Wait()}
 	jobs := out.Jobs
 	if atOnce := s.cellsAtOnce(r.in); jobs > atOnce {
-		fmt.Fprintf(out.Stderr, "servesim: sweep: running %d runs at a time, not --jobs %d: their prefix caches together stay within the %d KV blocks (about %s) servesim holds at once\n",
-			atOnce, jobs, plant.MaxLiveKVBlocks, limits.FormatBytes(plant.MaxLiveKVBlocks*plant.KVBlockBytes))
+		out.Stderr.Warnf("servesim: sweep: running %d runs at a time, not %s %d: their prefix caches together stay within the %d KV blocks (about %s) servesim holds at once\n",
+			atOnce, runparams.Setting("jobs"), jobs, plant.MaxLiveKVBlocks, limits.FormatBytes(plant.MaxLiveKVBlocks*plant.KVBlockBytes))
 		jobs = atOnce
 	}
 	err = sweep.Run(s.shard.Without(r.resumed), jobs, stop, func(c sweep.Cell) outcome {
@@ -157,8 +156,8 @@ func (r *run) write(w io.Writer) error {
 		bar.Finish() // erased, also after a sweep that stopped early
 	}
 	if r.unstretched > 0 && err == nil {
-		fmt.Fprintf(out.Stderr, "servesim: sweep: --normalize left the arrivals of %d of the %d runs it ran unchanged: their trace already offers less than the target "+
-			"(normalization only stretches a trace, as the reference's does; dilation 1)\n", r.unstretched, toRun)
+		out.Stderr.Warnf("servesim: sweep: %s left the arrivals of %d of the %d runs it ran unchanged: their trace already offers less than the target "+
+			"(normalization only stretches a trace, as the reference's does; dilation 1)\n", runparams.Setting("normalize"), r.unstretched, toRun)
 	}
 	stopped := errors.Is(err, sweep.ErrStopped)
 	if err == nil || stopped {

@@ -26,7 +26,7 @@ func simulateDocument(t *testing.T, cfg Config, controller, serviceModel string)
 	r, err := simrun.Run(context.Background(), simrun.Config{
 		MaxElapsedS: cfg.MaxElapsedS, Scheduler: cfg.Schedulers[0], Controller: controller, Stride: 1, Summary: true,
 		SLO: cfg.SLO, Plant: plant.NewPlant(nil), MaxSteps: cfg.MaxSteps, ExecTimeoutS: cfg.ExecTimeoutS,
-		Engine: cfg.Engine, Service: service, Version: cfg.Version, Stderr: io.Discard,
+		Engine: cfg.Engine, Service: service, Version: cfg.Version, Stderr: flaggedStderr(io.Discard),
 	})
 	require.NoError(t, err)
 	line, err := jsonout.AppendLine(nil, r.Document())

@@ -132,7 +132,7 @@ func axisKey(axis string) string {
 }
 
 // named is err with its settings named as Config.Name names them, for
-// what the sweep writes itself (a record, a warning); nil stays nil.
+// the record of a failed run; nil stays nil.
 func (s *Sweep) named(err error) error {
 	if err == nil || s.cfg.Name == nil {
 		return err

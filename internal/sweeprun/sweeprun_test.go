@@ -17,11 +17,16 @@ import (
 	"servesim/internal/sweep"
 )
 
+// dashed names a setting as servesim's flag.
+func dashed(s runparams.Setting) string { return "--" + string(s) }
+
 // flagged is err with the settings it names written as servesim's flags,
 // as the command words them (runparams.Named).
-func flagged(err error) error {
-	return runparams.Named(err, func(s runparams.Setting) string { return "--" + string(s) })
-}
+func flagged(err error) error { return runparams.Named(err, dashed) }
+
+// flaggedStderr is w as servesim hands it to a sweep: its warnings name
+// the settings as flags.
+func flaggedStderr(w io.Writer) runparams.Warner { return runparams.Warner{Writer: w, Name: dashed} }
 
 // config is a small sweep of the embedded profile and trace: 30 s of
 // arrivals, two controllers.
@@ -93,7 +98,7 @@ func TestPlanNamesTheAxesOfAGridPastTheLimit(t *testing.T) {
 // write runs the sweep s to a buffer, and returns its error.
 func write(t *testing.T, s *Sweep, out Output) ([]byte, error) {
 	t.Helper()
-	out.Stderr = io.Discard
+	out.Stderr = flaggedStderr(io.Discard)
 	var buf bytes.Buffer
 	err := s.Run(context.Background(), out, func(write func(io.Writer) error) error { return write(&buf) })
 	return buf.Bytes(), err

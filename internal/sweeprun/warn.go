@@ -3,10 +3,10 @@ package sweeprun
 import (
 	"cmp"
 	"fmt"
-	"io"
 	"slices"
 
 	"servesim/internal/plant"
+	"servesim/internal/runparams"
 	"servesim/internal/simrun"
 	"servesim/internal/sweep"
 )
@@ -19,11 +19,22 @@ const maxListedCutRanges = 10
 const axisMaxSimTime = "max-sim-time"
 
 // cutKey is what the runs of one warning of runs cut short share: their
-// trace and --normalize (and --max-sim-time, when an axis of the sweep),
-// as label writes them, and their --max-sim-time, which the warning names.
+// trace and --normalize (and --max-sim-time, when an axis of the sweep,
+// else empty), as the grid writes them, and their --max-sim-time, which
+// the warning names.
 type cutKey struct {
-	label       string
-	maxSimTimeS float64
+	trace, normalize, maxSimTime string
+	maxSimTimeS                  float64
+}
+
+// label is the settings of k, worded by name: "--trace a.csv --normalize
+// 0.5".
+func (k cutKey) label(name func(runparams.Setting) string) string {
+	label := runparams.Format(name, "%s %s %s %s", runparams.Setting("trace"), k.trace, runparams.Setting("normalize"), k.normalize)
+	if k.maxSimTime != "" {
+		label += runparams.Format(name, " %s %s", runparams.Setting("max-sim-time"), k.maxSimTime)
+	}
+	return label
 }
 
 // cutGroup is the runs of one cutKey a sweep ran, and those of them whose
@@ -56,11 +67,10 @@ func (s *Sweep) addCutShort(cs *cutShort, c sweep.Cell, rep *plant.Report) {
 	if rep == nil {
 		return
 	}
-	label := "--trace " + s.grid.Text(c, sweep.AxisTrace) + " --normalize " + s.grid.Text(c, sweep.AxisNormalize)
+	key := cutKey{trace: s.grid.Text(c, sweep.AxisTrace), normalize: s.grid.Text(c, sweep.AxisNormalize), maxSimTimeS: rep.Plant.MaxSimulationTimeS}
 	if s.grid.Has(axisMaxSimTime) {
-		label += " --max-sim-time " + s.grid.Text(c, axisMaxSimTime)
+		key.maxSimTime = s.grid.Text(c, axisMaxSimTime)
 	}
-	key := cutKey{label: label, maxSimTimeS: rep.Plant.MaxSimulationTimeS}
 	if cs.groups == nil {
 		cs.groups = map[cutKey]*cutGroup{}
 	}
@@ -71,7 +81,7 @@ func (s *Sweep) addCutShort(cs *cutShort, c sweep.Cell, rep *plant.Report) {
 	}
 	g.runs++
 	unfinished := rep.Summary.UnfinishedRequestsAtEnd
-	if simrun.PastMaxSimTime(rep.LastArrivalS, key.maxSimTimeS, unfinished) == "" {
+	if simrun.PastMaxSimTime(nil, rep.LastArrivalS, key.maxSimTimeS, unfinished) == "" {
 		return
 	}
 	if len(g.cut) == 0 {
@@ -88,7 +98,7 @@ func (s *Sweep) addCutShort(cs *cutShort, c sweep.Cell, rep *plant.Report) {
 // could not complete in how many of the group's runs (which cells), and
 // why, with the --max-sim-time that covers the latest arrivals
 // (simrun.PastMaxSimTime).
-func (cs *cutShort) warn(w io.Writer) {
+func (cs *cutShort) warn(w runparams.Warner) {
 	var groups []*cutGroup
 	for _, g := range cs.groups {
 		if len(g.cut) > 0 {
@@ -115,7 +125,7 @@ func (cs *cutShort) warn(w io.Writer) {
 		default:
 			runs = fmt.Sprintf("%d of its %d runs (%s)", n, g.runs, cells)
 		}
-		fmt.Fprintf(w, "servesim: sweep: %s: %s of %d requests could not complete in %s: %s\n",
-			g.key.label, count, g.requests, runs, simrun.PastMaxSimTime(g.last, g.key.maxSimTimeS, g.maxUnfinished))
+		w.Warnf("servesim: sweep: %s: %s of %d requests could not complete in %s: %s\n",
+			g.key.label(w.Name), count, g.requests, runs, simrun.PastMaxSimTime(w.Name, g.last, g.key.maxSimTimeS, g.maxUnfinished))
 	}
 }

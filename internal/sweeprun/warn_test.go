@@ -25,7 +25,7 @@ func runStderr(t *testing.T, cfg Config) (string, string) {
 	require.NoError(t, err)
 	require.NoError(t, s.Plan(1, 1, sweep.DefaultMaxCells))
 	var out, errOut bytes.Buffer
-	err = s.Run(context.Background(), Output{Format: sweep.FormatJSONL, Jobs: 2, Stderr: &errOut},
+	err = s.Run(context.Background(), Output{Format: sweep.FormatJSONL, Jobs: 2, Stderr: flaggedStderr(&errOut)},
 		func(write func(io.Writer) error) error { return write(&out) })
 	require.NoError(t, err)
 	return out.String(), errOut.String()
@@ -40,7 +40,7 @@ func simulateWarning(t *testing.T, cfg Config, maxSimTime float64) string {
 	var errOut bytes.Buffer
 	_, err := simrun.Run(context.Background(), simrun.Config{
 		MaxElapsedS: cfg.MaxElapsedS, Scheduler: cfg.Schedulers[0], Controller: cfg.Controllers[0], Stride: 1, Summary: true,
-		Plant: p, MaxSteps: cfg.MaxSteps, ExecTimeoutS: cfg.ExecTimeoutS, Engine: cfg.Engine, Version: cfg.Version, Stderr: &errOut,
+		Plant: p, MaxSteps: cfg.MaxSteps, ExecTimeoutS: cfg.ExecTimeoutS, Engine: cfg.Engine, Version: cfg.Version, Stderr: flaggedStderr(&errOut),
 	})
 	require.NoError(t, err)
 	return errOut.String()
@@ -140,22 +140,22 @@ func TestCutShortWarning(t *testing.T) {
 		group cutGroup
 		want  string
 	}{
-		{"some of the runs", cutGroup{key: cutKey{"--trace a.csv --normalize 0.5", 3600}, runs: 6, cut: sweep.AddCells(nil, 3, 3),
+		{"some of the runs", cutGroup{key: cutKey{trace: "a.csv", normalize: "0.5", maxSimTimeS: 3600}, runs: 6, cut: sweep.AddCells(nil, 3, 3),
 			maxUnfinished: 812, minUnfinished: 812, requests: 1000, last: 5400},
 			"servesim: sweep: --trace a.csv --normalize 0.5: 812 of 1000 requests could not complete in 1 of its 6 runs (cell 3): " +
 				"arrivals run to 5400.0 s, past --max-sim-time 3600; --max-sim-time 5940 covers them (the last arrival plus 10%, rounded up to a minute)\n"},
-		{"a thousand cells", cutGroup{key: cutKey{"--trace a.csv --normalize none", 3600}, runs: 400, cut: many,
+		{"a thousand cells", cutGroup{key: cutKey{trace: "a.csv", normalize: "none", maxSimTimeS: 3600}, runs: 400, cut: many,
 			maxUnfinished: 900, minUnfinished: 12, requests: 1000, last: 5838.2},
 			"servesim: sweep: --trace a.csv --normalize none: 12 to 900 of 1000 requests could not complete in 200 of its 400 runs " +
 				"(cells 0, 5, 10, 15, 20, 25, 30, 35, 40, 45, and 190 more ranges): " +
 				"arrivals run to 5838.2 s, past --max-sim-time 3600; --max-sim-time 6480 covers them (the last arrival plus 10%, rounded up to a minute)\n"},
-		{"no run cut short", cutGroup{key: cutKey{"--trace a.csv --normalize none", 3600}, runs: 4}, ""},
+		{"no run cut short", cutGroup{key: cutKey{trace: "a.csv", normalize: "none", maxSimTimeS: 3600}, runs: 4}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var b strings.Builder
-			(&cutShort{groups: map[cutKey]*cutGroup{tt.group.key: &tt.group}}).warn(&b)
+			(&cutShort{groups: map[cutKey]*cutGroup{tt.group.key: &tt.group}}).warn(flaggedStderr(&b))
 			assert.Equal(t, tt.want, b.String())
 		})
 	}

@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 )
@@ -27,19 +28,28 @@ func firstMinutes(t testing.TB) []plant.Request {
 func proxyStudy(target float64, controllers ...string) Capacity {
 	return Capacity{
 		Plant:       plant.NewPlant(nil),
-		Unit:        []Group{{Replicas: 1, Profile: profile.Default(), Scheduler: "chunked"}},
-		Router:      RoundRobinName,
+		Unit:        []fleet.Group{{Replicas: 1, Profile: profile.Default(), Scheduler: "chunked"}},
+		Router:      fleet.RoundRobinName,
 		Controllers: controllers,
 		SLO:         plant.SLO{TTFTSeconds: 5},
 		Search:      CapacitySearch{Target: target, Jobs: 2},
 	}
 }
 
+// proxyFleet is a fleet of n replicas of the embedded proxy, chunked at
+// the maximum clock.
+func proxyFleet(n int) fleet.Config {
+	return fleet.Config{
+		Plant:  plant.NewPlant(nil),
+		Groups: []fleet.Group{{Replicas: n, Profile: profile.Default(), Scheduler: "chunked", Controller: "max"}},
+	}
+}
+
 func TestJudgeAgreesWithTheSLOBlock(t *testing.T) {
 	requests := firstMinutes(t)
 	for _, n := range []int{1, 2, 3} {
-		cfg := defaultFleet(n, "chunked", "max")
-		res, err := Simulate(requests, cfg)
+		cfg := proxyFleet(n)
+		res, err := fleet.Simulate(requests, cfg)
 		require.NoError(t, err)
 		slo := plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.03, E2ESeconds: 30}
 		got := Judge(res, cfg.Groups, slo)
@@ -62,11 +72,11 @@ func TestJudgeUsesEachGroupsProfile(t *testing.T) {
 	// A copy of the proxy with tighter SLOs.
 	strict := *profile.Default()
 	strict.BaselineTTFTS, strict.BaselineTPOTS = 0.1, 0.01
-	groups := []Group{
+	groups := []fleet.Group{
 		{Name: "a", Replicas: 1, Profile: profile.Default(), Scheduler: "chunked", Controller: "max"},
 		{Name: "b", Replicas: 1, Profile: &strict, Scheduler: "chunked", Controller: "max"},
 	}
-	res, err := Simulate(requests, Config{Plant: plant.NewPlant(nil), Groups: groups})
+	res, err := fleet.Simulate(requests, fleet.Config{Plant: plant.NewPlant(nil), Groups: groups})
 	require.NoError(t, err)
 	met := 0
 	for i := range res.Requests {
@@ -95,15 +105,15 @@ func TestRunCapacityFindsTheSmallestFleetAndTheCheapestController(t *testing.T) 
 
 	// Brute force: every size below the answer fails, the answer meets.
 	for n := 1; n <= answer; n++ {
-		cfg := defaultFleet(n, "chunked", "max")
+		cfg := proxyFleet(n)
 		cfg.Options.SLO = study.SLO
-		res, err := Simulate(requests, cfg)
+		res, err := fleet.Simulate(requests, cfg)
 		require.NoError(t, err)
 		e := Judge(res, cfg.Groups, study.SLO)
 		assert.Equal(t, n == answer, e.Meets(0.89), "%d replicas: attainment %v", n, e.Attainment)
 	}
 	assert.Equal(t, 1, report.ReplicasPerSize)
-	assert.Equal(t, RoundRobinName, report.Router)
+	assert.Equal(t, fleet.RoundRobinName, report.Router)
 	assert.Equal(t, "max", report.SearchedWith)
 	require.Len(t, report.Controllers, 3)
 	found, _ := report.Answer()
@@ -132,7 +142,7 @@ func TestRunCapacityFindsTheSmallestFleetAndTheCheapestController(t *testing.T) 
 func TestRunCapacityJobsDoNotChangeALockStepStudy(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.95, "max", "reactive")
-	study.Router = LeastOutstandingName
+	study.Router = fleet.LeastOutstandingName
 	study.Search.Jobs = 1
 	one, err := RunCapacity(context.Background(), requests, study)
 	require.NoError(t, err)
@@ -140,7 +150,7 @@ func TestRunCapacityJobsDoNotChangeALockStepStudy(t *testing.T) {
 	three, err := RunCapacity(context.Background(), requests, study)
 	require.NoError(t, err)
 	assert.Equal(t, one, three)
-	assert.Equal(t, LeastOutstandingName, one.Router)
+	assert.Equal(t, fleet.LeastOutstandingName, one.Router)
 }
 
 func TestRunCapacityUnreachable(t *testing.T) {
@@ -163,7 +173,7 @@ func TestRunCapacityUnreachable(t *testing.T) {
 func TestRunCapacityMultipliesTheUnitFleet(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.95, "max", "min")
-	study.Unit = []Group{
+	study.Unit = []fleet.Group{
 		{Name: "a", Replicas: 2, Profile: profile.Default(), Scheduler: "chunked"},
 		{Name: "b", Replicas: 1, Profile: profile.Default(), Scheduler: "static", Controller: "reactive"},
 	}
@@ -175,22 +185,22 @@ func TestRunCapacityMultipliesTheUnitFleet(t *testing.T) {
 	// Size N is 2N replicas of group a under each controller and N of
 	// group b, which keeps its own controller.
 	for _, c := range report.Controllers {
-		groups := []Group{
+		groups := []fleet.Group{
 			{Name: "a", Replicas: 2 * answer, Profile: profile.Default(), Scheduler: "chunked", Controller: c.Controller},
 			{Name: "b", Replicas: answer, Profile: profile.Default(), Scheduler: "static", Controller: "reactive"},
 		}
-		res, err := Simulate(requests, Config{Plant: plant.NewPlant(nil), Groups: groups,
+		res, err := fleet.Simulate(requests, fleet.Config{Plant: plant.NewPlant(nil), Groups: groups,
 			Options: plant.Options{Summary: true, SLO: study.SLO}})
 		require.NoError(t, err)
 		want := Judge(res, groups, study.SLO)
 		want.Replicas, want.MeetsTarget = answer, want.Meets(0.95)
 		assert.Equal(t, want, c.Evaluation, c.Controller)
 	}
-	// The largest size keeps the fleet within MaxReplicas.
+	// The largest size keeps the fleet within fleet.MaxReplicas.
 	assert.Equal(t, DefaultCapacityMaxReplicas, study.maxSize())
-	study.Search.MaxReplicas = MaxReplicas
-	assert.Equal(t, MaxReplicas/3, study.maxSize())
-	assert.Equal(t, MaxSearchSteps(MaxReplicas/3)+1, study.MaxEvaluations())
+	study.Search.MaxReplicas = fleet.MaxReplicas
+	assert.Equal(t, fleet.MaxReplicas/3, study.maxSize())
+	assert.Equal(t, MaxSearchSteps(fleet.MaxReplicas/3)+1, study.MaxEvaluations())
 }
 
 func TestRunCapacityRejectsBadStudies(t *testing.T) {
@@ -213,11 +223,11 @@ func TestRunCapacityRejectsBadStudies(t *testing.T) {
 
 func TestFleetViolationRatesJudgeByOptionsSLO(t *testing.T) {
 	requests := firstMinutes(t)
-	cfg := defaultFleet(2, "chunked", "max")
-	byProfile, err := Simulate(requests, cfg)
+	cfg := proxyFleet(2)
+	byProfile, err := fleet.Simulate(requests, cfg)
 	require.NoError(t, err)
 	cfg.Options.SLO = plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.01}
-	given, err := Simulate(requests, cfg)
+	given, err := fleet.Simulate(requests, cfg)
 	require.NoError(t, err)
 	ttft, tpot, completed := 0, 0, 0
 	for i := range given.Requests {

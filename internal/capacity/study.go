@@ -1,10 +1,4 @@
-// Package capacityrun is servesim's capacity study as its flags give it:
-// the unit fleet (one replica of a profile, or the groups of a fleet file),
-// the trace, and either the whole search (Run), fed the records of earlier
-// shards when given (--evaluations), or one shard's share of the search's
-// sizes written as records while they finish (RunShard). The search, the
-// grid of sizes and the records are package fleet's.
-package capacityrun
+package capacity
 
 import (
 	"context"
@@ -117,15 +111,15 @@ func (cfg *Config) Check() error {
 // Study is a capacity study ready to run: its fleet, its trace and its
 // provenance.
 type Study struct {
-	fleet.Capacity
+	Capacity
 	workload plant.Workload
-	prov     fleet.CapacityProvenance
+	prov     CapacityProvenance
 	version  string
 	// overTimeS and jobs are --over-time and --jobs (0 resolved).
 	overTimeS float64
 	jobs      int
 	// disagg is --disaggregated's study (nil without it).
-	disagg *fleet.DisaggCapacity
+	disagg *DisaggCapacity
 }
 
 // Load reads the profiles, the fleet file and the trace of cfg.
@@ -177,16 +171,16 @@ func Load(cfg Config) (*Study, error) {
 	prov.TracePath, prov.TraceSHA256, prov.RequestsLoaded = workload.Source, workload.SHA256, len(workload.Requests)
 	prov.ServesimVersion, prov.RequestsSkipped = cfg.Version, workload.Skipped
 	study := &Study{
-		Capacity: fleet.Capacity{
+		Capacity: Capacity{
 			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
 			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(), Sessions: sessions,
 			ControllerOptions: runparams.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
-			Search:            fleet.CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
+			Search:            CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},
 		workload: workload, prov: prov, version: cfg.Version, overTimeS: cfg.OverTimeS, jobs: cfg.Jobs,
 	}
 	if pools != nil {
-		study.disagg = &fleet.DisaggCapacity{Capacity: study.Capacity, Link: cfg.Link}
+		study.disagg = &DisaggCapacity{Capacity: study.Capacity, Link: cfg.Link}
 		study.disagg.Unit = pools
 	}
 	return study, nil
@@ -196,16 +190,16 @@ func Load(cfg Config) (*Study, error) {
 // groups of --fleet (whose missing fields take the command line's values,
 // one replica by default; a group without a controller takes each of
 // --controller in turn).
-func unitFleet(cfg Config) ([]fleet.Group, fleet.CapacityProvenance, error) {
+func unitFleet(cfg Config) ([]fleet.Group, CapacityProvenance, error) {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if cfg.ProfilePath != "" {
 		profilePath = profile.ResolvePath(cfg.ProfilePath) // a bundle folder, as simulate takes it
 		var err error
 		if prof, err = profile.Load(profilePath); err != nil {
-			return nil, fleet.CapacityProvenance{}, err
+			return nil, CapacityProvenance{}, err
 		}
 	}
-	prov := fleet.CapacityProvenance{ProfilePath: profilePath, FleetPath: cfg.FleetPath}
+	prov := CapacityProvenance{ProfilePath: profilePath, FleetPath: cfg.FleetPath}
 	if cfg.FleetPath == "" {
 		return []fleet.Group{{Replicas: 1, Profile: prof, ProfilePath: profilePath, Scheduler: cfg.Scheduler}}, prov, nil
 	}
@@ -217,7 +211,9 @@ func unitFleet(cfg Config) ([]fleet.Group, fleet.CapacityProvenance, error) {
 
 // Progress says where a study reports on stderr.
 type Progress struct {
-	Stderr io.Writer
+	// Stderr receives the warnings, with the settings they name worded by
+	// its Name, and the progress bar.
+	Stderr runparams.Warner
 	// Bar draws a progress bar on Stderr (a terminal, without --quiet).
 	Bar bool
 	// Quiet leaves out the line on the sizes --evaluations supplied.
@@ -227,9 +223,9 @@ type Progress struct {
 // Run runs the search, taking the sizes that the records of the files or
 // glob patterns evaluations hold as simulated, and returns the document.
 // When no fleet of at most MaxReplicas replicas meets the target, it
-// returns the document and a *fleet.UnreachableError; on any other error,
+// returns the document and a *UnreachableError; on any other error,
 // no document.
-func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fleet.CapacityDocument, error) {
+func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*CapacityDocument, error) {
 	summary, err := s.useEvaluations(evaluations, p)
 	if err != nil {
 		return nil, err
@@ -239,18 +235,18 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fle
 		bar = progress.New(p.Stderr, "capacity", "simulations", s.MaxEvaluations())
 		s.Progress = bar.Increment
 	}
-	report, err := fleet.RunCapacity(ctx, s.workload.Requests, s.Capacity)
+	report, err := RunCapacity(ctx, s.workload.Requests, s.Capacity)
 	if bar != nil {
 		bar.Finish() // before the result reaches a terminal
 	}
 	if summary != nil {
 		summary(report)
 	}
-	var unreachable *fleet.UnreachableError
+	var unreachable *UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {
 		return nil, err
 	}
-	doc := &fleet.CapacityDocument{CapacityReport: report, SLO: fleet.SLOUsed(s.SLO, s.Unit), Provenance: s.prov}
+	doc := &CapacityDocument{CapacityReport: report, SLO: SLOUsed(s.SLO, s.Unit), Provenance: s.prov}
 	if s.Service.Batched() {
 		doc.Service = &s.Service
 	}
@@ -269,18 +265,18 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*fle
 // RunOverTime runs the study over time (--over-time): the static study of
 // the whole trace, as Run runs it (its evaluations fed by the records of
 // evaluations), and, at the same time, the plan, each window of the trace
-// searched alone (fleet.RunCapacityOverTime) on the --jobs workers, and
+// searched alone (RunCapacityOverTime) on the --jobs workers, and
 // returns them in one document. A static study that no size serves comes back as Run's
-// *fleet.UnreachableError with the document, and so do windows no size
-// serves, as a *fleet.UnreachableWindowsError; on any other error, no
+// *UnreachableError with the document, and so do windows no size
+// serves, as a *UnreachableWindowsError; on any other error, no
 // document.
-func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progress) (*fleet.CapacityOverTimeDocument, error) {
+func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progress) (*CapacityOverTimeDocument, error) {
 	if s.overTimeS <= 0 {
 		return nil, runparams.Errorf("capacity over time: no window length (%s)", runparams.Setting("over-time"))
 	}
-	windows, err := fleet.SplitWindows(s.workload.Requests, s.overTimeS)
+	windows, err := SplitWindows(s.workload.Requests, s.overTimeS)
 	if err != nil {
-		var count *fleet.WindowCountError
+		var count *WindowCountError
 		if errors.As(err, &count) {
 			return nil, &runparams.LateUsageError{Err: runparams.Errorf("%s %v: %w", runparams.Setting("over-time"), s.overTimeS, err)}
 		}
@@ -304,11 +300,11 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 	}
 	// A fleet that fails stops once its lost requests say so: the first
 	// sizes of the static search hold a long trace's whole backlog
-	// otherwise (fleet.Capacity.StopWhenLost).
+	// otherwise (Capacity.StopWhenLost).
 	s.StopWhenLost = true
 	capacity := s.Capacity // as loaded: Run adds the evaluations' hooks
 	s.Progress = step
-	var static *fleet.CapacityDocument
+	var static *CapacityDocument
 	var staticErr error
 	done := make(chan struct{})
 	go func() {
@@ -317,7 +313,7 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 			cancel() // the windows are of no use
 		}
 	}()
-	plan, err := fleet.RunCapacityOverTime(ctx, s.workload.Requests, capacity, s.overTimeS, s.jobs, step)
+	plan, err := RunCapacityOverTime(ctx, s.workload.Requests, capacity, s.overTimeS, s.jobs, step)
 	<-done
 	if bar != nil {
 		bar.Finish()
@@ -325,11 +321,11 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 	if static == nil {
 		return nil, staticErr
 	}
-	var unreachable *fleet.UnreachableWindowsError
+	var unreachable *UnreachableWindowsError
 	if err != nil && !errors.As(err, &unreachable) {
 		return nil, err
 	}
-	doc := fleet.NewCapacityOverTimeDocument(plan, static)
+	doc := NewCapacityOverTimeDocument(plan, static)
 	if staticErr != nil {
 		return doc, staticErr
 	}
@@ -340,7 +336,7 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 // and counts the fleets the study then simulates. The summary it returns
 // prints, unless p.Quiet, one line saying how many of the sizes the
 // search used came from the files; nil without evaluations.
-func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*fleet.CapacityReport), err error) {
+func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*CapacityReport), err error) {
 	if len(evaluations) == 0 {
 		return nil, nil
 	}
@@ -354,12 +350,12 @@ func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*
 	}
 	known, err := grid.ReadEvaluations(names, p.Stderr)
 	if err != nil {
-		return nil, runparams.Errorf("%s %w", runparams.Setting("evaluations"), err)
+		return nil, runparams.Errorf("%s %w", evaluationsSetting, err)
 	}
 	s.Search.Known = known.Evaluations
 	var simulated atomic.Int64
 	s.Simulated = func(int, string) { simulated.Add(1) }
-	return func(report *fleet.CapacityReport) {
+	return func(report *CapacityReport) {
 		if p.Quiet || report == nil {
 			return
 		}
@@ -371,10 +367,13 @@ func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*
 				}
 			}
 		}
-		fmt.Fprintf(p.Stderr, "servesim: capacity: %d of the %d sizes the search used came from --evaluations (%s in %s); %s simulated\n",
-			read, len(report.Evaluations), count(known.Records, "record"), count(len(names), "file"), count(int(simulated.Load()), "fleet"))
+		p.Stderr.Warnf("servesim: capacity: %d of the %d sizes the search used came from %s (%s in %s); %s simulated\n",
+			read, len(report.Evaluations), evaluationsSetting, count(known.Records, "record"), count(len(names), "file"), count(int(simulated.Load()), "fleet"))
 	}, nil
 }
+
+// evaluationsSetting is the setting of the evaluation files Run reads.
+const evaluationsSetting = runparams.Setting("evaluations")
 
 // expandEvaluations turns the --evaluations names into files: a name
 // holding *, ? or [ that is not itself a file is a glob pattern (servesim
@@ -392,10 +391,10 @@ func expandEvaluations(names []string) ([]string, error) {
 		}
 		matches, err := filepath.Glob(name)
 		if err != nil {
-			return nil, &runparams.LateUsageError{Err: runparams.Errorf("%s %q: not a glob pattern (%v)", runparams.Setting("evaluations"), name, err)}
+			return nil, &runparams.LateUsageError{Err: runparams.Errorf("%s %q: not a glob pattern (%v)", evaluationsSetting, name, err)}
 		}
 		if len(matches) == 0 {
-			return nil, runparams.Errorf("%s %s: no file matches", runparams.Setting("evaluations"), name)
+			return nil, runparams.Errorf("%s %s: no file matches", evaluationsSetting, name)
 		}
 		files = append(files, matches...)
 	}
@@ -413,13 +412,13 @@ func count(n int, noun string) string {
 // checkLiveKVBlocks refuses, before the trace is read, a study whose
 // largest fleet (--max-replicas units of the unit fleet) would hold more
 // prefix-cache blocks than plant.MaxLiveKVBlocks; smaller fleets are
-// simulated fewer at a time when their caches would (fleet.Capacity).
+// simulated fewer at a time when their caches would (Capacity).
 func checkLiveKVBlocks(cfg Config, unit []fleet.Group) error {
 	perSize, err := fleet.Size(unit)
 	if err != nil {
 		return err
 	}
-	largest := fleet.MaxCapacitySize(cfg.MaxReplicas, perSize) * perSize
+	largest := MaxCapacitySize(cfg.MaxReplicas, perSize) * perSize
 	if err := runparams.CheckLiveKVBlocks(cfg.Plant, cfg.Service.EngineOptions(cfg.Engine.Options()), largest); err != nil {
 		return runparams.Errorf("%s %d: %w", runparams.Setting("max-replicas"), cfg.MaxReplicas, err)
 	}
@@ -441,7 +440,7 @@ func (cfg *Config) checkDisaggregated() error {
 
 // disaggUnits returns the mixed study's unit fleet and, with
 // --disaggregated, the two pools of the disaggregated one
-// (fleet.DisaggUnit): a fleet file with roles gives the pools, and the
+// (DisaggUnit): a fleet file with roles gives the pools, and the
 // mixed fleet is then its prefill group without a role.
 func (cfg *Config) disaggUnits(unit []fleet.Group) (mixed, pools []fleet.Group, err error) {
 	roles := fleet.Disaggregated(unit)
@@ -451,7 +450,7 @@ func (cfg *Config) disaggUnits(unit []fleet.Group) (mixed, pools []fleet.Group, 
 		}
 		return unit, nil, nil
 	}
-	if pools, err = fleet.DisaggUnit(unit); err != nil {
+	if pools, err = DisaggUnit(unit); err != nil {
 		return nil, nil, err
 	}
 	if roles {
@@ -465,7 +464,7 @@ func (cfg *Config) disaggUnits(unit []fleet.Group) (mixed, pools []fleet.Group, 
 // runDisaggregated runs the disaggregated study into doc, each pool
 // searched up to twice the mixed answer (at least 4; with no answer, twice
 // the mixed size of best attainment) while no split meets the target.
-func (s *Study) runDisaggregated(ctx context.Context, doc *fleet.CapacityDocument) error {
+func (s *Study) runDisaggregated(ctx context.Context, doc *CapacityDocument) error {
 	d := *s.disagg
 	d.Search = s.Search
 	d.Simulated = s.Simulated
@@ -474,7 +473,7 @@ func (s *Study) runDisaggregated(ctx context.Context, doc *fleet.CapacityDocumen
 		mixed = *doc.Replicas
 	}
 	d.DecodeCap = max(4, 2*mixed*s.perUnit())
-	report, err := fleet.RunDisaggCapacity(ctx, s.workload.Requests, d)
+	report, err := RunDisaggCapacity(ctx, s.workload.Requests, d)
 	doc.Disaggregated = report
 	return err
 }

@@ -1,4 +1,4 @@
-package capacityrun
+package capacity
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"os"
 	"slices"
 
-	"servesim/internal/fleet"
+	"servesim/internal/runparams"
 )
 
 // ResumeAuto is the value of --resume that has a shard take up what an
@@ -24,6 +24,9 @@ import (
 // finds no leftover of an earlier study.
 const ResumeAuto = "auto"
 
+// resumeSetting is the setting whose value ResumeAuto is.
+const resumeSetting = runparams.Setting("resume")
+
 // maxResumedLine bounds a line read back by --resume auto: a record takes
 // about 500 bytes.
 const maxResumedLine = 64 << 10
@@ -31,20 +34,20 @@ const maxResumedLine = 64 << 10
 // shardResume reads the records an earlier run of shard cells (of grid)
 // left at path or path.partial, by cell, saying on stderr what it takes
 // and what it passes over.
-func shardResume(grid fleet.CapacityGrid, cells []int, path string, stderr io.Writer) map[int][]byte {
+func shardResume(grid CapacityGrid, cells []int, path string, stderr runparams.Warner) map[int][]byte {
 	for _, candidate := range []string{path, path + ".partial"} {
 		if info, err := os.Stat(candidate); errors.Is(err, fs.ErrNotExist) || (err == nil && !info.Mode().IsRegular()) {
 			continue
 		}
 		known, err := readShardRecords(grid, cells, candidate)
 		if err != nil {
-			fmt.Fprintf(stderr, "servesim: capacity shard: --resume auto: not resumed, this shard simulates its sizes again and replaces it: %v\n", err)
+			stderr.Warnf("servesim: capacity shard: %s %s: not resumed, this shard simulates its sizes again and replaces it: %v\n", resumeSetting, ResumeAuto, err)
 			continue
 		}
 		if len(known) == 0 {
 			continue
 		}
-		fmt.Fprintf(stderr, "servesim: capacity shard: --resume auto: %d of the shard's %d sizes taken from %s\n", len(known), len(cells), candidate)
+		stderr.Warnf("servesim: capacity shard: %s %s: %d of the shard's %d sizes taken from %s\n", resumeSetting, ResumeAuto, len(known), len(cells), candidate)
 		return known
 	}
 	return nil
@@ -53,7 +56,7 @@ func shardResume(grid fleet.CapacityGrid, cells []int, path string, stderr io.Wr
 // readShardRecords reads the records of name, each of which must be of
 // grid and of one of cells; a last line without its newline (a process
 // killed while it wrote it) is left out.
-func readShardRecords(grid fleet.CapacityGrid, cells []int, name string) (map[int][]byte, error) {
+func readShardRecords(grid CapacityGrid, cells []int, name string) (map[int][]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
@@ -71,7 +74,7 @@ func readShardRecords(grid fleet.CapacityGrid, cells []int, name string) (map[in
 		case err != nil:
 			return nil, fmt.Errorf("%s line %d: %w", name, n, err)
 		}
-		rec, err := fleet.ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
+		rec, err := ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
 		switch {
 		case err != nil:
 		case rec.GridSHA256 != grid.Digest || rec.GridCells != len(grid.Sizes):
@@ -91,11 +94,11 @@ func readShardRecords(grid fleet.CapacityGrid, cells []int, name string) (map[in
 // removePartial removes, once a shard with --resume auto completed, the
 // path.partial an earlier run left: its records are in path now (or they
 // were of another study, which was said).
-func removePartial(path string, stderr io.Writer) {
+func removePartial(path string, stderr runparams.Warner) {
 	partial := path + ".partial"
 	if info, err := os.Lstat(partial); err == nil && info.Mode().IsRegular() {
 		if err := os.Remove(partial); err != nil {
-			fmt.Fprintf(stderr, "servesim: warning: capacity shard: --resume auto: %v\n", err)
+			stderr.Warnf("servesim: warning: capacity shard: %s %s: %v\n", resumeSetting, ResumeAuto, err)
 		}
 	}
 }

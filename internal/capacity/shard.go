@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"errors"
 	"math"
 
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 )
 
@@ -68,7 +69,7 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 	unit := make([]group, len(c.Unit))
 	for i, g := range c.Unit {
 		unit[i] = group{Name: g.Name, Replicas: g.Replicas, Scheduler: g.Scheduler, Controller: g.Controller}
-		if g.Role != RoleMixed {
+		if g.Role != fleet.RoleMixed {
 			unit[i].Role = g.Role
 		}
 		if g.Profile != nil {
@@ -76,7 +77,7 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 		}
 	}
 	router := c.Router
-	if r, err := NewRouter(c.Router, c.RouterSeed); err == nil {
+	if r, err := fleet.NewRouter(c.Router, c.RouterSeed); err == nil {
 		router = r.Name()
 	}
 	type objectives struct {
@@ -112,7 +113,7 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 	if c.Service.Batched() {
 		identity.Service = &c.Service
 	}
-	if router == SessionName {
+	if router == fleet.SessionName {
 		identity.SessionsSHA256 = sessionsDigest(c.Sessions, requests)
 	}
 	data, err := json.Marshal(identity)
@@ -163,7 +164,7 @@ func engineIdentity(o plant.EngineOptions, requests []plant.Request) engineID {
 // sessionsDigest is the SHA-256, in hex, of the requests' sessions: for
 // each, in order, its session plus one (0 for none) as a little-endian
 // 64-bit word; empty for no source.
-func sessionsDigest(sessions SessionSource, requests []plant.Request) string {
+func sessionsDigest(sessions fleet.SessionSource, requests []plant.Request) string {
 	if sessions == nil {
 		return ""
 	}

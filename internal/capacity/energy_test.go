@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/fleet"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
@@ -19,11 +20,11 @@ import (
 // handRun is a fleet run of one replica built by hand: four requests, of
 // which completed complete, 7200 J over four steps of 100, 200, 300 and
 // 400 W (so a 7.2 s time step: 1000 W x 7.2 s = 7200 J).
-func handRun(completed int) (*Result, []Group) {
-	groups := []Group{{Replicas: 1, Profile: profile.Default(), Scheduler: "chunked", Controller: "max"}}
-	res := &Result{
+func handRun(completed int) (*fleet.Result, []fleet.Group) {
+	groups := []fleet.Group{{Replicas: 1, Profile: profile.Default(), Scheduler: "chunked", Controller: "max"}}
+	res := &fleet.Result{
 		Metrics:    plant.Metrics{EnergyJ: 7200, CompletedFraction: float64(completed) / 4},
-		Replicas:   []Replica{{Index: 0, Group: 0}},
+		Replicas:   []fleet.Replica{{Index: 0, Group: 0}},
 		Assignment: []int{0, 0, 0, 0},
 		Steps:      4,
 		PowerW:     []float64{100, 200, 300, 400},
@@ -79,8 +80,8 @@ func TestJudgeEnergyTotalsOnAHandCheckedRun(t *testing.T) {
 func TestJudgeEnergyTotalsFollowTheirDefinitions(t *testing.T) {
 	requests := firstMinutes(t)
 	for _, n := range []int{1, 2, 3} {
-		cfg := defaultFleet(n, "chunked", "max")
-		res, err := Simulate(requests, cfg)
+		cfg := proxyFleet(n)
+		res, err := fleet.Simulate(requests, cfg)
 		require.NoError(t, err)
 		e := Judge(res, cfg.Groups, plant.SLO{TTFTSeconds: 5})
 		completed := 0
@@ -111,8 +112,8 @@ func TestRunCapacityGivesEachControllerItsEnergyTotals(t *testing.T) {
 	require.NotNil(t, report.Replicas)
 	require.Len(t, report.Controllers, 2)
 	for _, c := range report.Controllers {
-		groups := []Group{{Replicas: *report.Replicas, Profile: profile.Default(), Scheduler: "chunked", Controller: c.Controller}}
-		res, err := Simulate(requests, Config{Plant: study.Plant, Groups: groups, Router: mustRouter(t, study.Router),
+		groups := []fleet.Group{{Replicas: *report.Replicas, Profile: profile.Default(), Scheduler: "chunked", Controller: c.Controller}}
+		res, err := fleet.Simulate(requests, fleet.Config{Plant: study.Plant, Groups: groups, Router: mustRouter(t, study.Router),
 			Options: plant.Options{Summary: true, SLO: study.SLO}})
 		require.NoError(t, err)
 		want := Judge(res, groups, study.SLO)
@@ -129,9 +130,9 @@ func TestRunCapacityGivesEachControllerItsEnergyTotals(t *testing.T) {
 	}
 }
 
-func mustRouter(t *testing.T, name string) Router {
+func mustRouter(t *testing.T, name string) fleet.Router {
 	t.Helper()
-	r, err := NewRouter(name, 0)
+	r, err := fleet.NewRouter(name, 0)
 	require.NoError(t, err)
 	return r
 }
@@ -189,7 +190,7 @@ func TestCapacityTableShowsTheEnergyTotals(t *testing.T) {
 		CapacityResult: CapacityResult{TargetAttainment: 0.9, MaxReplicas: 8, Replicas: &answer,
 			Evaluations: []Evaluation{eval(1, false, 20, 0.001, 40), eval(2, true, 31.403610971786073, 0.007187937622431034, 86.39925021953749)},
 			NonMonotone: []Evaluation{}},
-		ReplicasPerSize: 1, Router: RoundRobinName, SearchedWith: "max",
+		ReplicasPerSize: 1, Router: fleet.RoundRobinName, SearchedWith: "max",
 		Controllers: []ControllerEvaluation{
 			{Controller: "max", Evaluation: eval(2, true, 31.403610971786073, 0.007187937622431034, 86.39925021953749)},
 			{Controller: "min", Evaluation: eval(2, false, math.NaN(), 0.0071, 56.5)},

@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"bufio"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 )
@@ -122,7 +123,7 @@ func TestRunCapacityOverTimeSearchesEachWindowAlone(t *testing.T) {
 
 func TestRunCapacityOverTimeDoesNotDependOnJobs(t *testing.T) {
 	requests := firstMinutes(t)
-	for _, router := range []string{RoundRobinName, "least-outstanding"} {
+	for _, router := range []string{fleet.RoundRobinName, "least-outstanding"} {
 		study := proxyStudy(0.95, "max")
 		study.Router = router
 		want := fmt.Sprintf("%+v", planOf(t, requests, study, 60, 1))
@@ -259,10 +260,10 @@ func TestStreamedEvaluationIsTheRecordsOne(t *testing.T) {
 		engine plant.EngineOptions
 		slo    plant.SLO
 	}{
-		{RoundRobinName, plant.EngineOptions{}, plant.SLO{TTFTSeconds: 5}},
+		{fleet.RoundRobinName, plant.EngineOptions{}, plant.SLO{TTFTSeconds: 5}},
 		{"least-outstanding", plant.EngineOptions{}, plant.SLO{}},
 		{"least-tokens", plant.EngineOptions{}, plant.SLO{TTFTSeconds: 2, E2ESeconds: 30}},
-		{RoundRobinName, plant.EngineOptions{PrefixCache: true}, plant.SLO{TTFTSeconds: 5}},
+		{fleet.RoundRobinName, plant.EngineOptions{PrefixCache: true}, plant.SLO{TTFTSeconds: 5}},
 	} {
 		study := proxyStudy(0.9, "max")
 		study.Router, study.Engine, study.SLO = tc.router, tc.engine, tc.slo

@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/cards"
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 )
@@ -69,11 +70,11 @@ func gridStudy() Capacity {
 	strict.ProfileCSVSHA256 = "strict"
 	return Capacity{
 		Plant: plant.NewPlant(nil),
-		Unit: []Group{
+		Unit: []fleet.Group{
 			{Name: "a", Replicas: 1, Profile: profile.Default(), ProfilePath: "a.csv", Scheduler: "chunked"},
 			{Name: "b", Replicas: 2, Profile: &strict, ProfilePath: "b.csv", Scheduler: "static", Controller: "min"},
 		},
-		Router: RandomName, RouterSeed: 7, Controllers: []string{"max", "reactive"},
+		Router: fleet.RandomName, RouterSeed: 7, Controllers: []string{"max", "reactive"},
 		SLO:    plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.1, E2ESeconds: 60},
 		Search: CapacitySearch{Target: 0.9, MaxReplicas: 100, Jobs: 2},
 	}
@@ -81,7 +82,7 @@ func gridStudy() Capacity {
 
 // TestGridDigestCoversWhatAnEvaluationDependsOn changes one thing at a time:
 // what an evaluation depends on changes the digest, the rest does not.
-// Every field of Capacity, plant.Plant and Group must be listed, so that a
+// Every field of Capacity, plant.Plant and fleet.Group must be listed, so that a
 // new one is either part of the digest or said not to matter.
 func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	requests := firstMinutes(t)
@@ -126,18 +127,18 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("Unit.ProfilePath", false, func(c *Capacity) { c.Unit[0].ProfilePath = "/mnt/a.csv" })
 	check("Unit.Scheduler", true, func(c *Capacity) { c.Unit[0].Scheduler = "continuous" })
 	check("Unit.Controller", true, func(c *Capacity) { c.Unit[1].Controller = "max" })
-	check("Unit.Role", true, func(c *Capacity) { c.Unit[0].Role = RolePrefill })
-	check("Unit.Role mixed", false, func(c *Capacity) { c.Unit[0].Role = RoleMixed }) // the default
-	check("Router", true, func(c *Capacity) { c.Router = RoundRobinName })
+	check("Unit.Role", true, func(c *Capacity) { c.Unit[0].Role = fleet.RolePrefill })
+	check("Unit.Role mixed", false, func(c *Capacity) { c.Unit[0].Role = fleet.RoleMixed }) // the default
+	check("Router", true, func(c *Capacity) { c.Router = fleet.RoundRobinName })
 	check("RouterSeed", true, func(c *Capacity) { c.RouterSeed = 8 })
 	// Sessions matter to the session router alone.
-	check("Sessions", false, func(c *Capacity) { c.Sessions = make(sessionsOf, len(requests)) })
-	sessions := func(s SessionSource) string {
+	check("Sessions", false, func(c *Capacity) { c.Sessions = make(sessionList, len(requests)) })
+	sessions := func(s fleet.SessionSource) string {
 		c := gridStudy()
-		c.Router, c.Sessions = SessionName, s
+		c.Router, c.Sessions = fleet.SessionName, s
 		return digest(c, requests, "trace", "v1")
 	}
-	none, one := make(sessionsOf, len(requests)), make(sessionsOf, len(requests))
+	none, one := make(sessionList, len(requests)), make(sessionList, len(requests))
 	for i := range none {
 		none[i], one[i] = -1, 0
 	}
@@ -176,7 +177,7 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	// An exec: child's patience decides whether an evaluation fails, not its result.
 	check("ControllerOptions", false, func(c *Capacity) { c.ControllerOptions = plant.ControllerOptions{ExecTimeout: time.Second} })
 
-	prefixes := map[reflect.Type]string{reflect.TypeFor[Capacity](): "", reflect.TypeFor[Group](): "Unit.",
+	prefixes := map[reflect.Type]string{reflect.TypeFor[Capacity](): "", reflect.TypeFor[fleet.Group](): "Unit.",
 		reflect.TypeFor[CapacitySearch](): "Search.", reflect.TypeFor[plant.SLO](): "SLO.", reflect.TypeFor[plant.EngineOptions](): "Engine."}
 	for typ, prefix := range prefixes {
 		for i := range typ.NumField() {
@@ -282,7 +283,7 @@ func shardRecords(t *testing.T, c Capacity, requests []plant.Request, n int) (Ca
 
 func TestRunCapacityWithTheGridKnownSimulatesTheRestOnly(t *testing.T) {
 	requests := firstMinutes(t)
-	for _, router := range []string{RoundRobinName, LeastOutstandingName} {
+	for _, router := range []string{fleet.RoundRobinName, fleet.LeastOutstandingName} {
 		study := proxyStudy(0.89, "max", "reactive")
 		study.Router = router
 		study.Search.MaxReplicas = 16
@@ -322,7 +323,7 @@ func TestRunCapacityWithTheGridKnownSimulatesTheRestOnly(t *testing.T) {
 		for _, size := range beyond {
 			assert.Contains(t, simulated["max"], size, router)
 		}
-		if router == RoundRobinName { // one size at a time: nothing speculative
+		if router == fleet.RoundRobinName { // one size at a time: nothing speculative
 			slices.Sort(simulated["max"])
 			assert.Equal(t, beyond, simulated["max"])
 		}
@@ -343,7 +344,7 @@ func TestSizeEvaluatorRejectsWhatRunCapacityRejects(t *testing.T) {
 	ev, err := study.SizeEvaluator(requests)
 	require.NoError(t, err)
 	assert.Equal(t, 1, ev.Jobs, "round-robin: one size at a time, its replicas in parallel")
-	study.Router = LeastTokensName
+	study.Router = fleet.LeastTokensName
 	ev, err = study.SizeEvaluator(requests)
 	require.NoError(t, err)
 	assert.Equal(t, 2, ev.Jobs, "a lock-step router: sizes in parallel")
@@ -351,3 +352,9 @@ func TestSizeEvaluatorRejectsWhatRunCapacityRejects(t *testing.T) {
 	assert.Error(t, err)
 	assert.False(t, errors.Is(err, context.Canceled))
 }
+
+// sessionList gives request i the session s[i] (-1: none).
+type sessionList []int
+
+// Session returns request id's session, if it has one.
+func (s sessionList) Session(id int) (int, bool) { return s[id], s[id] >= 0 }

@@ -1,4 +1,4 @@
-package capacityrun
+package capacity
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 
-	"servesim/internal/fleet"
 	"servesim/internal/interrupt"
 	"servesim/internal/jsonout"
 	"servesim/internal/outfile"
@@ -30,10 +29,10 @@ type ShardFlags struct {
 // variables for --shard auto.
 func (f *ShardFlags) Check(format string, getenv func(string) string) error {
 	if f.Shard != "" && len(f.Evaluations) > 0 {
-		return runparams.Errorf("%s evaluates sizes for a later run and %s feeds that run's search: give one of them", runparams.Setting("shard"), runparams.Setting("evaluations"))
+		return runparams.Errorf("%s evaluates sizes for a later run and %s feeds that run's search: give one of them", runparams.Setting("shard"), evaluationsSetting)
 	}
 	if slices.Contains(f.Evaluations, "") {
-		return runparams.Errorf("%s: expected files or glob patterns, got an empty name", runparams.Setting("evaluations"))
+		return runparams.Errorf("%s: expected files or glob patterns, got an empty name", evaluationsSetting)
 	}
 	if f.Shard == "" {
 		return nil
@@ -48,7 +47,7 @@ func (f *ShardFlags) Check(format string, getenv func(string) string) error {
 
 // shardOutcome is the evaluation of one cell of a shard.
 type shardOutcome struct {
-	eval fleet.Evaluation
+	eval Evaluation
 	err  error
 }
 
@@ -155,7 +154,7 @@ func (s *Study) RunShard(ctx context.Context, i, n int, path, resume string, p P
 				return runparams.Errorf("%s %w", runparams.Setting("output"), err)
 			}
 			if kept {
-				e.Next = runparams.Errorf("%s takes it as it is", runparams.Setting("evaluations"))
+				e.Next = runparams.Errorf("%s takes it as it is", evaluationsSetting)
 			}
 		}
 		return e

@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"servesim/internal/cards"
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 )
@@ -24,14 +25,14 @@ func disaggStudy(t *testing.T, target float64, controllers ...string) (DisaggCap
 	for i := range w.Requests {
 		w.Requests[i].ArrivalTimeS /= 6 // six times the load: a few replicas a pool
 	}
-	pools, err := DisaggUnit([]Group{{Replicas: 1, Profile: profile.Default(), Scheduler: "continuous"}})
+	pools, err := DisaggUnit([]fleet.Group{{Replicas: 1, Profile: profile.Default(), Scheduler: "continuous"}})
 	require.NoError(t, err)
 	svc := plant.NewBatchedService(gpu, model)
 	return DisaggCapacity{
-		Capacity: Capacity{Plant: plant.NewPlant(nil), Unit: pools, Router: LeastOutstandingName, RouterSeed: 1,
+		Capacity: Capacity{Plant: plant.NewPlant(nil), Unit: pools, Router: fleet.LeastOutstandingName, RouterSeed: 1,
 			Controllers: controllers, Service: svc, SLO: plant.SLO{}.ObjectivesFor(nil, svc),
 			Search: CapacitySearch{Target: target, MaxReplicas: 16, Jobs: 2}},
-		Link: Link{BandwidthGBps: 25},
+		Link: fleet.Link{BandwidthGBps: 25},
 	}, w.Requests
 }
 
@@ -112,12 +113,12 @@ func TestDisaggCapacityUnreachable(t *testing.T) {
 // then a decode group; anything else is refused.
 func TestDisaggUnit(t *testing.T) {
 	prof := profile.Default()
-	pools, err := DisaggUnit([]Group{{Name: "g", Replicas: 3, Profile: prof, Controller: "max"}})
+	pools, err := DisaggUnit([]fleet.Group{{Name: "g", Replicas: 3, Profile: prof, Controller: "max"}})
 	require.NoError(t, err)
-	assert.Equal(t, []string{RolePrefill, RoleDecode}, []string{pools[0].Role, pools[1].Role})
+	assert.Equal(t, []string{fleet.RolePrefill, fleet.RoleDecode}, []string{pools[0].Role, pools[1].Role})
 	assert.Equal(t, []int{1, 1}, []int{pools[0].Replicas, pools[1].Replicas})
-	_, err = DisaggUnit([]Group{{Role: RoleDecode}, {Role: RolePrefill}})
+	_, err = DisaggUnit([]fleet.Group{{Role: fleet.RoleDecode}, {Role: fleet.RolePrefill}})
 	require.ErrorContains(t, err, "a prefill group then a decode group")
-	_, err = DisaggUnit([]Group{{}, {}})
+	_, err = DisaggUnit([]fleet.Group{{}, {}})
 	require.Error(t, err)
 }

@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 )
 
@@ -271,4 +272,10 @@ func (p *CapacityPlan) ScheduleCSV() []byte {
 		b = append(b, '\n')
 	}
 	return b
+}
+
+// PlanSchedule is plan as a schedule, its lines those of ScheduleCSV, its
+// path label the one given.
+func PlanSchedule(plan *CapacityPlan, label string) (*fleet.Schedule, error) {
+	return fleet.ParseSchedule(label, plan.ScheduleCSV())
 }

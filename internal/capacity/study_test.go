@@ -1,4 +1,4 @@
-package capacityrun
+package capacity
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/fleet"
 	"servesim/internal/jsonout"
 	"servesim/internal/plant"
 	"servesim/internal/runparams"
@@ -88,7 +87,7 @@ func TestRunAndShardAgree(t *testing.T) {
 	require.NoError(t, err)
 	var out bytes.Buffer
 	var stderr bytes.Buffer
-	err = shard.RunShard(context.Background(), 1, 1, "", "", Progress{Stderr: &stderr}, func(write func(w io.Writer) error) error { return write(&out) })
+	err = shard.RunShard(context.Background(), 1, 1, "", "", Progress{Stderr: runparams.Warner{Writer: &stderr}}, func(write func(w io.Writer) error) error { return write(&out) })
 	require.NoError(t, err)
 	assert.Equal(t, 3, bytes.Count(out.Bytes(), []byte("\n")), "sizes 1, 2 and 4")
 	assert.Empty(t, stderr.String())
@@ -107,11 +106,11 @@ func TestShardRecordsCarryTheEnergyTotals(t *testing.T) {
 	shard, err := Load(config())
 	require.NoError(t, err)
 	var out bytes.Buffer
-	err = shard.RunShard(context.Background(), 1, 1, "", "", Progress{Stderr: io.Discard}, func(write func(w io.Writer) error) error { return write(&out) })
+	err = shard.RunShard(context.Background(), 1, 1, "", "", Progress{Stderr: runparams.Warner{Writer: io.Discard}}, func(write func(w io.Writer) error) error { return write(&out) })
 	require.NoError(t, err)
 	records := 0
 	for line := range bytes.Lines(out.Bytes()) {
-		r, err := fleet.ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
+		r, err := ParseEvaluationRecord(bytes.TrimSuffix(line, []byte("\n")))
 		require.NoError(t, err, "%s", line)
 		got := r.Evaluation()
 		for _, e := range plain.Evaluations {
@@ -131,7 +130,7 @@ func TestShardRecordsCarryTheEnergyTotals(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, out.Bytes(), 0o644))
 	final, err := Load(config())
 	require.NoError(t, err)
-	got, err := final.Run(context.Background(), []string{path}, Progress{Stderr: io.Discard})
+	got, err := final.Run(context.Background(), []string{path}, Progress{Stderr: runparams.Warner{Writer: io.Discard}})
 	require.NoError(t, err)
 	want, err := jsonout.Chunks(plain)
 	require.NoError(t, err)

@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 	"servesim/internal/profile"
 	"servesim/internal/sharedtest"
@@ -28,8 +29,8 @@ func BenchmarkCapacityCodeTrace(b *testing.B) {
 	require.NoError(b, err)
 	study := Capacity{
 		Plant:       plant.NewPlant(nil),
-		Unit:        []Group{{Replicas: 1, Profile: prof, Scheduler: "chunked"}},
-		Router:      RoundRobinName,
+		Unit:        []fleet.Group{{Replicas: 1, Profile: prof, Scheduler: "chunked"}},
+		Router:      fleet.RoundRobinName,
 		Controllers: []string{"max", "reactive"},
 		SLO:         plant.SLO{TTFTSeconds: 5},
 		Search:      CapacitySearch{Target: 0.99, Jobs: runtime.GOMAXPROCS(0)},

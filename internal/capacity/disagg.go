@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"cmp"
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 )
 
@@ -35,7 +36,7 @@ type DisaggCapacity struct {
 	// Its Unit is the two pools: one group of role prefill and one of role
 	// decode; a group with a Controller keeps it.
 	Capacity
-	Link Link
+	Link fleet.Link
 	// DecodeCap bounds each pool searched before any split has met the
 	// target (0: the search's MaxReplicas).
 	DecodeCap int
@@ -101,14 +102,14 @@ func (e *DisaggUnreachableError) Error() string {
 // DisaggUnit returns the two pools of unit for a disaggregated study: its
 // prefill and decode groups (one of each), or, for a unit of one group
 // without a role, that group twice as a prefill and a decode pool.
-func DisaggUnit(unit []Group) ([]Group, error) {
-	if len(unit) == 1 && !Disaggregated(unit) {
+func DisaggUnit(unit []fleet.Group) ([]fleet.Group, error) {
+	if len(unit) == 1 && !fleet.Disaggregated(unit) {
 		prefill, decode := unit[0], unit[0]
-		prefill.Name, prefill.Role, prefill.Replicas = "prefill", RolePrefill, 1
-		decode.Name, decode.Role, decode.Replicas = "decode", RoleDecode, 1
-		return []Group{prefill, decode}, nil
+		prefill.Name, prefill.Role, prefill.Replicas = "prefill", fleet.RolePrefill, 1
+		decode.Name, decode.Role, decode.Replicas = "decode", fleet.RoleDecode, 1
+		return []fleet.Group{prefill, decode}, nil
 	}
-	if len(unit) != 2 || unit[0].Role != RolePrefill || unit[1].Role != RoleDecode {
+	if len(unit) != 2 || unit[0].Role != fleet.RolePrefill || unit[1].Role != fleet.RoleDecode {
 		return nil, errors.New("capacity --disaggregated: expected one group (both pools alike) or a fleet file of a prefill group then a decode group")
 	}
 	return unit, nil
@@ -125,7 +126,7 @@ type split struct {
 type disaggSearch struct {
 	c        *DisaggCapacity
 	requests []plant.Request
-	pools    []Group
+	pools    []fleet.Group
 	mu       sync.Mutex
 	cache    map[split]Evaluation
 }
@@ -142,17 +143,17 @@ func (s *disaggSearch) evaluate(ctx context.Context, sp split) (Evaluation, erro
 	groups := slices.Clone(s.pools)
 	groups[0].Replicas, groups[0].Controller = sp.prefill, sp.controllers.Prefill
 	groups[1].Replicas, groups[1].Controller = sp.decode, sp.controllers.Decode
-	router, err := NewRouter(c.Router, c.RouterSeed)
+	router, err := fleet.NewRouter(c.Router, c.RouterSeed)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	decode, err := NewRouter(c.Router, c.RouterSeed+1)
+	decode, err := fleet.NewRouter(c.Router, c.RouterSeed+1)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	res, err := SimulateContext(ctx, s.requests, Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
+	res, err := fleet.SimulateContext(ctx, s.requests, fleet.Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
 		Options:           plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine, Service: c.Service},
-		ControllerOptions: c.ControllerOptions, Disaggregation: &Disaggregation{Link: c.Link, DecodeRouter: decode}})
+		ControllerOptions: c.ControllerOptions, Disaggregation: &fleet.Disaggregation{Link: c.Link, DecodeRouter: decode}})
 	if c.Simulated != nil {
 		c.Simulated(sp.prefill+sp.decode, sp.controllers.Prefill)
 	}
@@ -170,7 +171,7 @@ func (s *disaggSearch) evaluate(ctx context.Context, sp split) (Evaluation, erro
 
 // choices are the controllers a pool's group runs: its own, or each of the
 // study's.
-func (c *DisaggCapacity) choices(g Group) []string {
+func (c *DisaggCapacity) choices(g fleet.Group) []string {
 	if g.Controller != "" {
 		return []string{g.Controller}
 	}
@@ -211,7 +212,7 @@ func RunDisaggCapacity(ctx context.Context, requests []plant.Request, c DisaggCa
 		} else if p > decodeCap {
 			break // no prefill pool up to the cap met the target
 		}
-		limit = min(limit, maxPool, MaxReplicas-p)
+		limit = min(limit, maxPool, fleet.MaxReplicas-p)
 		if limit < 1 {
 			break
 		}

@@ -1,4 +1,4 @@
-package capacityrun
+package capacity
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"servesim/internal/fleet"
 	"servesim/internal/runparams"
 )
 
@@ -59,6 +58,6 @@ func TestRunOverTime(t *testing.T) {
 	_, err = study.RunOverTime(context.Background(), nil, Progress{})
 	var late *runparams.LateUsageError
 	require.ErrorAs(t, err, &late, "too many windows: a usage error once the trace is read")
-	var count *fleet.WindowCountError
+	var count *WindowCountError
 	assert.ErrorAs(t, err, &count)
 }

@@ -1,6 +1,7 @@
-package fleet
+package capacity
 
 import (
+	"servesim/internal/fleet"
 	"servesim/internal/plant"
 )
 
@@ -43,7 +44,7 @@ type CapacityProvenance struct {
 // SLOUsed reports the objectives a study of unit judged by: those given
 // (non-zero), else the profile's when every group's profile has the same
 // one, else nil (each replica's own).
-func SLOUsed(given plant.SLO, unit []Group) CapacitySLO {
+func SLOUsed(given plant.SLO, unit []fleet.Group) CapacitySLO {
 	objective := func(given float64, of func(plant.SLO) float64) *float64 {
 		if given != 0 {
 			return &given

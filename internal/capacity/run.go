@@ -1,4 +1,4 @@
-package fleet
+package capacity
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"servesim/internal/fleet"
 	"servesim/internal/numeric"
 	"servesim/internal/plant"
 )
@@ -22,8 +23,8 @@ type Capacity struct {
 	// Unit is the fleet of size 1: size N runs every group with N times its
 	// replicas. A group with an empty Controller takes each of Controllers
 	// in turn.
-	Unit       []Group
-	Router     string // router name, as NewRouter takes it
+	Unit       []fleet.Group
+	Router     string // router name, as fleet.NewRouter takes it
 	RouterSeed uint64 // seed of the random router
 	// Controllers are the clock controllers compared at the answer; the
 	// search runs the first. At least one.
@@ -35,15 +36,15 @@ type Capacity struct {
 	Engine plant.EngineOptions
 	// Sessions are the requests' sessions, for the session router; nil
 	// for none.
-	Sessions SessionSource
+	Sessions fleet.SessionSource
 	// Service is every replica's service model (the reference's when
 	// zero).
 	Service plant.ServiceModel
 	// ControllerOptions are the settings of every replica's controller
-	// (Config.ControllerOptions).
+	// (fleet.Config.ControllerOptions).
 	ControllerOptions plant.ControllerOptions
 	// Search sets the target, the largest size (capped so that the fleet
-	// stays within MaxReplicas) and the parallelism; its Used is replaced.
+	// stays within fleet.MaxReplicas) and the parallelism; its Used is replaced.
 	Search CapacitySearch
 	// Progress, when set, is called once per evaluation used (at most
 	// MaxEvaluations), never concurrently.
@@ -97,17 +98,17 @@ func (c *Capacity) MaxEvaluations() int {
 }
 
 // maxSize is the largest size searched: Search.MaxReplicas (or its
-// default), capped so that the fleet stays within MaxReplicas.
+// default), capped so that the fleet stays within fleet.MaxReplicas.
 func (c *Capacity) maxSize() int { return MaxCapacitySize(c.Search.MaxReplicas, c.perSize()) }
 
 // MaxCapacitySize is the largest size a capacity search of the given
 // --max-replicas (0: DefaultCapacityMaxReplicas) simulates with a unit
-// fleet of perSize replicas: within MaxReplicas replicas in all.
+// fleet of perSize replicas: within fleet.MaxReplicas replicas in all.
 func MaxCapacitySize(maxReplicas, perSize int) int {
 	if maxReplicas == 0 {
 		maxReplicas = DefaultCapacityMaxReplicas
 	}
-	return max(1, min(maxReplicas, MaxReplicas/max(1, perSize)))
+	return max(1, min(maxReplicas, fleet.MaxReplicas/max(1, perSize)))
 }
 
 // perSize is the number of replicas of the unit fleet.
@@ -129,9 +130,9 @@ type capacityRun struct {
 	// jobs go there, and sizes are simulated one at a time (nothing is
 	// simulated in vain). Otherwise sizes run in parallel.
 	sizeJobs, fleetJobs int
-	// streamed: the fleets run as SimulateStream runs them, on the
+	// streamed: the fleets run as fleet.SimulateStream runs them, on the
 	// requests read from memory, keeping 26 bytes a request where
-	// SimulateContext keeps a record and an assignment (80 bytes) and a
+	// fleet.SimulateContext keeps a record and an assignment (80 bytes) and a
 	// copy of the request (32 bytes) for its replica; the evaluation is
 	// the same, bit for bit (streamable).
 	streamed bool
@@ -143,18 +144,18 @@ func (c *Capacity) prepare(requests []plant.Request) (*capacityRun, error) {
 	if len(c.Controllers) == 0 {
 		return nil, errors.New("capacity: no controller given")
 	}
-	if _, err := Size(c.Unit); err != nil {
+	if _, err := fleet.Size(c.Unit); err != nil {
 		return nil, err
 	}
 	if err := plant.ValidateWorkload(requests); err != nil {
 		return nil, err
 	}
-	router, err := NewRouter(c.Router, c.RouterSeed)
+	router, err := fleet.NewRouter(c.Router, c.RouterSeed)
 	if err != nil {
 		return nil, err
 	}
 	r := &capacityRun{c: c, requests: requests, router: router.Name(), sizeJobs: max(1, c.Search.Jobs), fleetJobs: 1}
-	if isStateFree(router) {
+	if fleet.IsStateFree(router) {
 		r.sizeJobs, r.fleetJobs = 1, max(1, c.Search.Jobs)
 	}
 	// Fleets simulated at once hold their prefix caches together: no more
@@ -198,10 +199,10 @@ func (c *Capacity) streamable() bool {
 }
 
 // simulate runs the fleet cfg on the study's requests: streamed (from
-// memory) when it can, else with SimulateContext.
-func (r *capacityRun) simulate(ctx context.Context, cfg Config) (*Result, error) {
+// memory) when it can, else with fleet.SimulateContext.
+func (r *capacityRun) simulate(ctx context.Context, cfg fleet.Config) (*fleet.Result, error) {
 	if !r.streamed {
-		return SimulateContext(ctx, r.requests, cfg)
+		return fleet.SimulateContext(ctx, r.requests, cfg)
 	}
 	// Checked by prepare; the search reports no checksum.
 	ws, err := plant.OpenWorkloadStream(ctx, plant.CheckedWorkload{Requests: r.requests}, 0, nil, 0)
@@ -209,7 +210,7 @@ func (r *capacityRun) simulate(ctx context.Context, cfg Config) (*Result, error)
 		return nil, err
 	}
 	defer ws.Close()
-	return SimulateStream(ctx, ws, cfg)
+	return fleet.SimulateStream(ctx, ws, cfg)
 }
 
 // evaluate simulates the fleet of the given size, controller driving the
@@ -223,23 +224,23 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 			groups[i].Controller = controller
 		}
 	}
-	router, err := NewRouter(c.Router, c.RouterSeed)
+	router, err := fleet.NewRouter(c.Router, c.RouterSeed)
 	if err != nil {
 		return Evaluation{}, err
 	}
-	cfg := Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
+	cfg := fleet.Config{Plant: c.Plant, Groups: groups, Router: router, Sessions: c.Sessions,
 		Options: plant.Options{Summary: true, SLO: c.SLO, Engine: c.Engine, Service: c.Service}, Jobs: r.fleetJobs, ControllerOptions: c.ControllerOptions,
-		replicaChecksumsSkipped: true, judgedOnly: true}
+		SkipReplicaChecksums: true, TTFTOnly: true}
 	if c.StopWhenLost && size < c.maxSize() {
 		// The largest size runs whole: an unreachable target's best is
 		// then a whole simulation's.
-		cfg.stopBelowTarget = c.Search.Target
+		cfg.StopBelowAttainment = c.Search.Target
 	}
 	res, err := r.simulate(ctx, cfg)
 	if c.Simulated != nil {
 		c.Simulated(size, controller)
 	}
-	if lost := (*LostError)(nil); errors.As(err, &lost) {
+	if lost := (*fleet.LostError)(nil); errors.As(err, &lost) {
 		return stoppedEvaluation(size), nil
 	}
 	if err != nil {
@@ -314,11 +315,11 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 // steps of the fleet's power series, whose sum times the time step is
 // that energy). Replicas is the run's replica count.
 //
-// A run without request records (SimulateStream) is judged by its slo
+// A run without request records (fleet.SimulateStream) is judged by its slo
 // block: its attainment and its TTFT's 99th percentile are those numbers
 // (the same, bit for bit, when its replicas' objectives are slo's
 // resolved by their profiles).
-func Judge(res *Result, groups []Group, slo plant.SLO) Evaluation {
+func Judge(res *fleet.Result, groups []fleet.Group, slo plant.SLO) Evaluation {
 	if res.Requests == nil {
 		m := &res.Metrics
 		e := Evaluation{
@@ -396,7 +397,7 @@ func stoppedEvaluation(size int) Evaluation {
 
 // meanPowerW is the fleet's mean power over the run: the mean of its power
 // series over the steps (0 without a step).
-func meanPowerW(res *Result) float64 {
+func meanPowerW(res *fleet.Result) float64 {
 	if res.Steps == 0 {
 		return 0
 	}
