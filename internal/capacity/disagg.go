@@ -11,6 +11,7 @@ import (
 
 	"servesim/internal/fleet"
 	"servesim/internal/plant"
+	"servesim/internal/runparams"
 )
 
 // DisaggCapacity is the disaggregated half of `capacity --disaggregated`:
@@ -110,7 +111,7 @@ func DisaggUnit(unit []fleet.Group) ([]fleet.Group, error) {
 		return []fleet.Group{prefill, decode}, nil
 	}
 	if len(unit) != 2 || unit[0].Role != fleet.RolePrefill || unit[1].Role != fleet.RoleDecode {
-		return nil, errors.New("capacity --disaggregated: expected one group (both pools alike) or a fleet file of a prefill group then a decode group")
+		return nil, runparams.Errorf("capacity %s: expected one group (both pools alike) or a fleet file of a prefill group then a decode group", runparams.Setting("disaggregated"))
 	}
 	return unit, nil
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+
+	"servesim/internal/runparams"
 )
 
 // EvaluationRecordKind is the kind of a capacity shard's records.
@@ -94,7 +96,7 @@ func ParseEvaluationRecord(line []byte) (EvaluationRecord, error) {
 	}
 	var r EvaluationRecord
 	if err := json.Unmarshal(members["kind"], &r.Kind); err != nil || r.Kind != EvaluationRecordKind {
-		return r, fmt.Errorf("kind %s: expected %q (a record of servesim capacity --shard)", orNothing(members["kind"]), EvaluationRecordKind)
+		return r, runparams.Errorf("kind %s: expected %q (a record of servesim capacity %s)", orNothing(members["kind"]), EvaluationRecordKind, runparams.Setting("shard"))
 	}
 	for key := range members {
 		if !slices.Contains(evaluationRecordKeys, key) {
@@ -102,8 +104,8 @@ func ParseEvaluationRecord(line []byte) (EvaluationRecord, error) {
 		}
 	}
 	if !slices.ContainsFunc(energyTotalKeys, func(key string) bool { return members[key] != nil }) {
-		return r, fmt.Errorf("no %s: a record of an older servesim capacity --shard, without the energy totals; "+
-			"run that shard again with this servesim", strings.Join(energyTotalKeys, ", "))
+		return r, runparams.Errorf("no %s: a record of an older servesim capacity %s, without the energy totals; "+
+			"run that shard again with this servesim", strings.Join(energyTotalKeys, ", "), runparams.Setting("shard"))
 	}
 	var err error
 	whole := func(key string, least int, to *int) {
@@ -178,9 +180,11 @@ func isHexSHA256(s string) bool {
 // for its cell.
 func (g CapacityGrid) check(r EvaluationRecord) error {
 	if r.GridSHA256 != g.Digest {
-		return fmt.Errorf("the record is of another capacity study (grid_sha256 %.12s..., this study's %.12s...): "+
-			"another trace, --max-elapsed or trace option, profile, fleet file, plant, engine or service flag (--service-model and its cards), SLO, router or --router-seed, "+
-			"search controller (the first --controller), --scheduler, --max-replicas or servesim version", r.GridSHA256, g.Digest)
+		return runparams.Errorf("the record is of another capacity study (grid_sha256 %.12s..., this study's %.12s...): "+
+			"another trace, %s or trace option, profile, fleet file, plant, engine or service flag (%s and its cards), SLO, router or %s, "+
+			"search controller (the first %s), %s, %s or servesim version", r.GridSHA256, g.Digest,
+			runparams.Setting("max-elapsed"), runparams.Setting("service-model"), runparams.Setting("router-seed"),
+			runparams.Setting("controller"), runparams.Setting("scheduler"), runparams.Setting("max-replicas"))
 	}
 	if r.GridCells != len(g.Sizes) {
 		return fmt.Errorf("grid_cells %d: this study's grid has %d cells", r.GridCells, len(g.Sizes))

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"servesim/internal/runparams"
 )
 
 // encodeRecord writes a record as a capacity shard does, NaN as null.
@@ -102,7 +104,7 @@ func TestParseEvaluationRecordRefuses(t *testing.T) {
 		{"[1]", "expected a capacity evaluation record"},
 		{"null", "expected a capacity evaluation record"},
 		{good + " {}", "expected a capacity evaluation record"},
-		{`{"kind":"run","cell":0}`, `kind "run": expected "capacity_evaluation" (a record of servesim capacity --shard)`},
+		{`{"kind":"run","cell":0}`, `kind "run": expected "capacity_evaluation" (a record of servesim capacity shard)`},
 		{set("kind", ""), `kind (missing): expected "capacity_evaluation"`},
 		{set("extra", "1"), `unknown member "extra": expected only kind, cell,`},
 		{set("cell", ""), "cell (missing): expected a whole number of at least 0"},
@@ -124,7 +126,7 @@ func TestParseEvaluationRecordRefuses(t *testing.T) {
 		{set("energy_per_1k_requests_kj", "true"), "energy_per_1k_requests_kj true: expected a number or null"},
 		// A record of servesim before the energy totals: refused as such.
 		{string(olderRecord(t, testRecord(1))),
-			"no energy_per_request_j, energy_per_1k_requests_kj, energy_kwh, mean_power_w: a record of an older servesim capacity --shard, " +
+			"no energy_per_request_j, energy_per_1k_requests_kj, energy_kwh, mean_power_w: a record of an older servesim capacity shard, " +
 				"without the energy totals; run that shard again with this servesim"},
 	}
 	for _, tt := range tests {
@@ -132,6 +134,10 @@ func TestParseEvaluationRecordRefuses(t *testing.T) {
 		assert.ErrorContains(t, err, tt.err, "%s", tt.line)
 		if err != nil {
 			assert.NotContains(t, err.Error(), "\n")
+			// The settings it names read bare here, as the command's
+			// flags once it names them.
+			named := runparams.Named(err, func(s runparams.Setting) string { return "--" + string(s) })
+			assert.Equal(t, strings.ReplaceAll(err.Error(), "capacity shard", "capacity --shard"), named.Error())
 		}
 	}
 }
@@ -185,7 +191,7 @@ func TestReadEvaluations(t *testing.T) {
 		{"energy.jsonl", [][]byte{encodeRecord(t, changedEnergy)}, "energy.jsonl line 1: cell 0 (1 replicas) has other numbers than at " + a + " line 2"},
 		{"sweep.jsonl", [][]byte{[]byte(`{"kind":"run","cell":0,"grid_sha256":"x"}`)}, `sweep.jsonl line 1: kind "run": expected "capacity_evaluation"`},
 		{"older.jsonl", [][]byte{olderRecord(t, testRecord(0))}, "older.jsonl line 1: no energy_per_request_j, energy_per_1k_requests_kj, " +
-			"energy_kwh, mean_power_w: a record of an older servesim capacity --shard, without the energy totals; run that shard again with this servesim"},
+			"energy_kwh, mean_power_w: a record of an older servesim capacity shard, without the energy totals; run that shard again with this servesim"},
 		{"blank.jsonl", [][]byte{encodeRecord(t, testRecord(0)), nil}, "blank.jsonl line 2: expected a capacity evaluation record"},
 		{"long.jsonl", [][]byte{bytes.Repeat([]byte(" "), 5000)}, "long.jsonl line 1: a line of more than 4096 bytes: not a capacity evaluation record"},
 	}
