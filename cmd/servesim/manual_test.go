@@ -481,9 +481,9 @@ var notRunByScripts = map[string]string{
 	"servesim simulate --trace week.csv --service-model batched --ttft-slo 5 --tpot-slo 0.15 --max-sim-time 610000 --summary $policy --controller max -o run.json":                                          "the worked week: a shell loop over three policies, 9 s each",
 	// docs/fleets-and-capacity.md, the worked day of per-pool autoscaling:
 	// its simulate runs in fleet_disaggregated_day.txtar; the capacity
-	// search over the day's 95,361 requests takes 90 s on two cores, and
+	// search over the day's 95,361 requests takes 33 s on two cores, and
 	// capacity_disaggregated.txtar runs --disaggregated on a shorter trace.
-	"servesim capacity --trace day.csv --service-model batched --ttft-slo 5 --tpot-slo 0.15 --attainment 0.95 --max-sim-time 200000 --disaggregated --controller max --format table": "the worked day: 90 s",
+	"servesim capacity --trace day.csv --service-model batched --ttft-slo 5 --tpot-slo 0.15 --attainment 0.95 --max-sim-time 200000 --disaggregated --controller max --format table": "the worked day: 33 s",
 	// docs/bench-and-calibrate.md, the walk-through: it reads the result
 	// files of a clone of github.com/LambdaLabsML/vllm-benchmark, which the
 	// tests do not fetch; calibrate_fit.txtar fits files of the same kind.

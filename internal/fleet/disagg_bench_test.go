@@ -16,25 +16,10 @@ import (
 // request stays flat as the fleet grows (ns/request), and the steps
 // allocate nothing but the records' and transfers' amortized growth.
 func BenchmarkDisaggregated(b *testing.B) {
-	for _, n := range []int{8, 16, 32, 64} {
-		trace := plant.CodeTraceLike(1, 600)
-		trace.MeanRequestsPerS = 0.5 * float64(n)
-		requests := trace.Requests()
-		b.Run(fmt.Sprintf("replicas=%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				cfg := disaggFleet(n/2, n/2, Link{BandwidthGBps: 25})
-				cfg.Options = plant.Options{Summary: true}
-				cfg.Router = LeastOutstanding{}
-				cfg.Disaggregation.DecodeRouter = LeastOutstanding{}
-				res, err := Simulate(requests, cfg)
-				require.NoError(b, err)
-				require.Zero(b, res.Disaggregation.TransfersUnfinished)
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(requests)), "ns/request")
-			b.ReportMetric(float64(len(requests)), "requests")
-		})
-	}
+	benchDisagg(b, func(n int, cfg *Config) {
+		cfg.Router = LeastOutstanding{}
+		cfg.Disaggregation.DecodeRouter = LeastOutstanding{}
+	})
 }
 
 // BenchmarkDisaggregatedPrefixCache is BenchmarkDisaggregated with the
@@ -44,6 +29,35 @@ func BenchmarkDisaggregated(b *testing.B) {
 // plus the prompt's shared blocks, so ns/request stays flat as the fleet
 // grows.
 func BenchmarkDisaggregatedPrefixCache(b *testing.B) {
+	benchDisagg(b, func(n int, cfg *Config) {
+		cfg.Options.Engine = plant.EngineOptions{PrefixCache: true, SharedPrefixTokens: 1024}
+		router, err := NewRouter(PrefixAwareName, 1)
+		require.NoError(b, err)
+		cfg.Router = router
+	})
+}
+
+// BenchmarkElasticDisaggregated is BenchmarkDisaggregated with each pool
+// scaling on its own (queue:target=4, from n/4 to n/2 replicas, 60 s cold
+// starts, a decision every 30 s): the elastic step adds O(replicas) of
+// bookkeeping, so ns/request stays flat as the fleet grows.
+func BenchmarkElasticDisaggregated(b *testing.B) {
+	benchDisagg(b, func(n int, cfg *Config) {
+		cfg.Router = LeastOutstanding{}
+		cfg.Disaggregation.DecodeRouter = LeastOutstanding{}
+		pool := func() GroupScaling {
+			return GroupScaling{Autoscaler: NewQueue(4), MinReplicas: n / 4, MaxReplicas: n / 2, InitialReplicas: n / 2}
+		}
+		cfg.Scaling = &Scaling{Autoscaler: NewQueue(4), MaxReplicas: n / 2, InitialReplicas: n / 2,
+			IntervalS: 30, ProvisionS: 30, LoadS: 30, Groups: []GroupScaling{pool(), pool()}}
+	})
+}
+
+// benchDisagg runs the disaggregated benchmarks: fleets of 8 to 64
+// replicas, half prefill and half decode, 25 GB/s links, on a code-like
+// trace of 600 s at 0.5 requests/s per replica; edit sets a fleet's
+// routers, engine and scaling.
+func benchDisagg(b *testing.B, edit func(n int, cfg *Config)) {
 	for _, n := range []int{8, 16, 32, 64} {
 		trace := plant.CodeTraceLike(1, 600)
 		trace.MeanRequestsPerS = 0.5 * float64(n)
@@ -52,10 +66,8 @@ func BenchmarkDisaggregatedPrefixCache(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				cfg := disaggFleet(n/2, n/2, Link{BandwidthGBps: 25})
-				cfg.Options = plant.Options{Summary: true, Engine: plant.EngineOptions{PrefixCache: true, SharedPrefixTokens: 1024}}
-				router, err := NewRouter(PrefixAwareName, 1)
-				require.NoError(b, err)
-				cfg.Router = router
+				cfg.Options = plant.Options{Summary: true}
+				edit(n, &cfg)
 				res, err := Simulate(requests, cfg)
 				require.NoError(b, err)
 				require.Zero(b, res.Disaggregation.TransfersUnfinished)

@@ -361,8 +361,8 @@ func (e *engine) runElastic(sc *Scaling) (el *elastic, err error) {
 	if e.stream != nil {
 		el.queue.src = &streamedArrivals{ws: e.stream.ws}
 	}
-	el.queue.onTake = func(i int, r *plant.Request) {
-		el.counts.arrive(r.ArrivalTimeS)
+	el.queue.onTake = func(i int, arrivalS float64) {
+		el.counts.arrive(arrivalS)
 		if e.stream != nil {
 			e.stream.samples.grow(i)
 		}

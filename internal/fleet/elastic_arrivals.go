@@ -23,8 +23,10 @@ type routerQueue struct {
 	recent fifo[float64]
 	// taken is the number of requests taken from src.
 	taken int
-	// onTake, when set, sees each request taken, with its workload index.
-	onTake func(i int, r *plant.Request)
+	// onTake, when set, sees each request taken: its workload index and
+	// arrival time (by value: a pointer to the request would move it to
+	// the heap at every call of arrive).
+	onTake func(i int, arrivalS float64)
 }
 
 // arrive takes the requests arriving by untilS from the workload.
@@ -36,7 +38,7 @@ func (q *routerQueue) arrive(untilS float64) {
 		}
 		q.src.take()
 		if q.onTake != nil {
-			q.onTake(q.taken, &r)
+			q.onTake(q.taken, r.ArrivalTimeS)
 		}
 		q.taken++
 		q.waiting.push(r)
