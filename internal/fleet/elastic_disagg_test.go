@@ -51,12 +51,16 @@ func following(t *testing.T, rows string) *ScheduleScaler {
 // static autoscaler per pool) run the elastic engine and give the fixed
 // disaggregated fleet bit for bit: replicas, records, routes, transfers and
 // the pools' blocks, on every router but prefix-aware (run with the cache
-// below) and both service models.
+// below), the session router on sessions of five requests, and both
+// service models.
 func TestStaticElasticDisaggIsTheFixedOne(t *testing.T) {
 	t.Parallel()
 	requests := embeddedTrace(t)[:500]
 	for _, svc := range []plant.ServiceModel{{}, batchedService()} {
-		for _, name := range []string{RoundRobinName, RandomName, LeastOutstandingName, LeastTokensName} {
+		for _, name := range RouterNames {
+			if NeedsPrefixCache(name) {
+				continue // TestElasticDisaggWithThePrefixCache runs it
+			}
 			t.Run(svc.Name()+"/"+name, func(t *testing.T) {
 				run := func(scaled bool) *Result {
 					link := Link{BandwidthGBps: 0.5, LatencyS: 0.02}
@@ -64,7 +68,7 @@ func TestStaticElasticDisaggIsTheFixedOne(t *testing.T) {
 					if scaled {
 						cfg = elasticDisaggFleet(2, 3, Static{}, Static{}, 4, link)
 					}
-					cfg.Service, cfg.Options.Stride = svc, 7
+					cfg.Service, cfg.Options.Stride, cfg.Sessions = svc, 7, sessionsByID(5)
 					cfg.Router, _ = NewRouter(name, 5)
 					cfg.Disaggregation.DecodeRouter, _ = NewRouter(name, 6)
 					res, err := Simulate(requests, cfg)
