@@ -40,15 +40,21 @@ func (r *Report) Figure(normalize, maxElapsedS float64) figure.Figure {
 	}
 	routed := make([]float64, len(r.Replicas))
 	labels := make([]string, len(r.Replicas))
+	roles := r.Disaggregation.roles(len(r.Replicas))
 	for k, rep := range r.Replicas {
 		routed[k] = float64(rep.RequestsRouted)
-		labels[k] = strconv.Itoa(k)
+		labels[k] = strconv.Itoa(k) + roleLetter[roles[k]]
 	}
 	n := len(r.Replicas)
 	size := fmt.Sprintf("%d replicas", n)
 	if a := r.Autoscale; a != nil {
 		// An elastic fleet's replicas are every one it ever started.
 		size = fmt.Sprintf("%s, up to %d ready (%d started)", a.Policy, a.PeakReady, a.ReplicasStarted)
+	}
+	routedTitle := "requests routed"
+	if d := r.Disaggregation; d != nil {
+		size += fmt.Sprintf(", disaggregated: %d prefill (P) + %d decode (D)", len(d.Pools[0].Replicas), len(d.Pools[1].Replicas))
+		routedTitle = "requests prefilled (P) and decoded (D)"
 	}
 	return figure.Figure{
 		Title: fmt.Sprintf("fleet: %s, router %s, %s, %s%s%s\ntrace %s",
@@ -66,9 +72,37 @@ func (r *Report) Figure(normalize, maxElapsedS float64) figure.Figure {
 			}},
 			{Weight: 1, Panels: append(append(r.scalePanels(),
 				plant.LatencyPanels(res.Requests, sharedSLO(res), ", every request")...),
-				figure.Bars("requests routed", "requests", labels, []figure.BarGroup{{Name: "per replica", Values: routed}}))},
+				figure.Bars(routedTitle, "requests", labels, []figure.BarGroup{{Name: "per replica", Values: routed}}))},
 		},
 	}
+}
+
+// roleLetter marks a replica of a disaggregated fleet's pool in the
+// figure's labels.
+var roleLetter = map[string]string{RolePrefill: " P", RoleDecode: " D"}
+
+// roles returns each of n replicas' pool (prefill or decode), "" for every
+// replica of a fleet that is not disaggregated (r nil).
+func (r *DisaggResult) roles(n int) []string {
+	out := make([]string, n)
+	if r == nil {
+		return out
+	}
+	for _, pool := range r.Pools {
+		for _, k := range pool.Replicas {
+			out[k] = pool.Role
+		}
+	}
+	return out
+}
+
+// replicaName names replica k in a figure's legend: with its pool in a
+// disaggregated fleet.
+func replicaName(k int, role string) string {
+	if role == "" {
+		return fmt.Sprintf("replica %d", k)
+	}
+	return fmt.Sprintf("replica %d (%s)", k, role)
 }
 
 // replicaClocks draws each replica's GPU clock: a planning controller's
@@ -94,9 +128,10 @@ func replicaClocks(r *Report) (title, yLabel string, series []figure.Series, lim
 		return title, "MHz", clockSpread(r, window, mean), nil
 	}
 	planned := false
+	roles := r.Disaggregation.roles(len(replicas))
 	for k, rep := range replicas {
 		t, color := &rep.Result.Trajectory, figure.Palette[k%len(figure.Palette)]
-		name := fmt.Sprintf("replica %d", k)
+		name := replicaName(k, roles[k])
 		if rep.Result.PlanDtS == nil {
 			series = append(series, figure.Series{Name: name + mean, X: t.TimeS, Y: t.RealizedClockMHz, Window: window, Color: color})
 			continue
@@ -167,6 +202,7 @@ func replicaQueues(r *Report, times []float64) []figure.Series {
 	}
 	if len(r.Replicas) <= maxReplicaLines {
 		var series []figure.Series
+		roles := r.Disaggregation.roles(len(r.Replicas))
 		for k := range r.Replicas {
 			rep := &r.Replicas[k]
 			first := firstStep(&rep.Trajectory)
@@ -174,7 +210,7 @@ func replicaQueues(r *Report, times []float64) []figure.Series {
 			for t := range y {
 				y[t] = queue(rep, first+t)
 			}
-			series = append(series, figure.Series{Name: fmt.Sprintf("replica %d", k), X: times[first : first+len(y)], Y: y})
+			series = append(series, figure.Series{Name: replicaName(k, roles[k]), X: times[first : first+len(y)], Y: y})
 		}
 		return series
 	}

@@ -107,3 +107,24 @@ func TestFleetTableCountsTheFleetsRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestDisaggregatedFigureNamesThePools: a disaggregated fleet's figure
+// says how many replicas each pool has, and names each replica's pool in
+// the legends and the bars.
+func TestDisaggregatedFigureNamesThePools(t *testing.T) {
+	w, err := plant.DefaultTrace(60)
+	require.NoError(t, err)
+	cfg := disaggFleet(2, 1, Link{BandwidthGBps: 25})
+	cfg.Options = plant.Options{Stride: 1}
+	r, err := Run(w, RunConfig{Config: cfg})
+	require.NoError(t, err)
+	fig := r.Figure(0, 60)
+	assert.Contains(t, fig.Title, ", disaggregated: 2 prefill (P) + 1 decode (D),")
+	var names []string
+	for _, s := range replicaQueues(r, stepEndTimes(r.Result.Steps, r.Plant.TimeStepS)) {
+		names = append(names, s.Name)
+	}
+	assert.Equal(t, []string{"replica 0 (prefill)", "replica 1 (prefill)", "replica 2 (decode)"}, names)
+	figuretest.RequirePanelsDrawn(t, fig, 15*96, 12*96, 300)
+	assert.Equal(t, []string{"", ""}, (*DisaggResult)(nil).roles(2), "a fleet without pools")
+}
