@@ -116,7 +116,7 @@ func FuzzElasticDisaggregated(f *testing.F) {
 		name := routers[int(seed%uint64(len(routers)))]
 		cfg.Router, _ = NewRouter(name, seed)
 		cfg.Disaggregation.DecodeRouter, _ = NewRouter(name, seed+1)
-		pools, res := runElasticDisagg(t, requests, cfg)
+		pools, res := runDisagg(t, requests, cfg)
 		checkDisagg(t, pools, res)
 	})
 }

@@ -17,7 +17,7 @@ type disaggRun struct {
 // runDisaggregated runs a disaggregated fleet and returns its result.
 func (e *engine) runDisaggregated() (*Result, error) {
 	if e.cfg.Scaling != nil {
-		return e.runElasticDisaggregated()
+		return e.runElasticResult() // its pools scale (elastic_disagg.go)
 	}
 	d, err := e.newDisaggRun()
 	if err != nil {

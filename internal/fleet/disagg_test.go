@@ -27,14 +27,20 @@ func disaggFleet(np, nd int, link Link) Config {
 	}
 }
 
-// runDisagg runs a disaggregated fleet and returns the run, whose
-// replicas' records and transfers the checks read.
+// runDisagg runs a disaggregated fleet, fixed or elastic (cfg.Scaling), as
+// Simulate does and returns its pools, whose replicas' records and
+// transfers the checks read.
 func runDisagg(t testing.TB, requests []plant.Request, cfg Config) (*disaggPools, *Result) {
 	t.Helper()
 	require.NoError(t, plant.ValidateWorkload(requests))
 	specs, router, err := prepare(cfg)
 	require.NoError(t, err)
 	e := newEngine(context.Background(), requests, cfg, specs, router)
+	if cfg.Scaling != nil {
+		el, res, err := e.elasticResult()
+		require.NoError(t, err)
+		return el.pools, res
+	}
 	d, err := e.newDisaggRun()
 	require.NoError(t, err)
 	require.NoError(t, d.run())

@@ -28,19 +28,6 @@ import (
 // its decode replica (or its prefill replica for a request of one output
 // token), on the fleet's record: its TTFT up to its first token.
 
-// runElasticDisaggregated runs an elastic disaggregated fleet.
-func (e *engine) runElasticDisaggregated() (*Result, error) {
-	el, err := e.runElastic(e.cfg.Scaling)
-	if err != nil {
-		return nil, err
-	}
-	e.elastic = true
-	res := e.result()
-	res.Scaling = el.scalingResult()
-	res.Disaggregation = el.pools.report(res)
-	return res, nil
-}
-
 // makePools gives an elastic run of a disaggregated fleet its pools.
 func (el *elastic) makePools() error {
 	e := el.e

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"context"
 	"math"
 	"testing"
 
@@ -23,23 +22,6 @@ func elasticDisaggFleet(np, nd int, prefill, decode Autoscaler, most int, link L
 			{Autoscaler: decode, MaxReplicas: most, InitialReplicas: nd},
 		}}
 	return cfg
-}
-
-// runElasticDisagg runs an elastic disaggregated fleet as Simulate does
-// and returns its pools, whose records and transfers the checks read.
-func runElasticDisagg(t testing.TB, requests []plant.Request, cfg Config) (*disaggPools, *Result) {
-	t.Helper()
-	require.NoError(t, plant.ValidateWorkload(requests))
-	specs, router, err := prepare(cfg)
-	require.NoError(t, err)
-	e := newEngine(context.Background(), requests, cfg, specs, router)
-	el, err := e.runElastic(cfg.Scaling)
-	require.NoError(t, err)
-	e.elastic = true
-	res := e.result()
-	res.Scaling = el.scalingResult()
-	res.Disaggregation = el.pools.report(res)
-	return el.pools, res
 }
 
 // following is a schedule autoscaler of rows (start_s,replicas lines).
@@ -114,7 +96,7 @@ func TestElasticDisaggScalesEachPool(t *testing.T) {
 			cfg.Service = svc
 			cfg.Router = LeastOutstanding{}
 			cfg.Disaggregation.DecodeRouter = LeastOutstanding{}
-			d, res := runElasticDisagg(t, requests, cfg)
+			d, res := runDisagg(t, requests, cfg)
 			checkDisagg(t, d, res)
 			started := map[int]int{}
 			for _, l := range res.Scaling.Lifecycles {
@@ -179,7 +161,7 @@ func TestElasticDisaggDecodePoolFromNone(t *testing.T) {
 	requests := embeddedTrace(t)[:200]
 	decode := &observer{Autoscaler: NewQueue(2)}
 	cfg := elasticDisaggFleet(1, 0, Static{}, decode, 3, Link{BandwidthGBps: 25})
-	d, res := runElasticDisagg(t, requests, cfg)
+	d, res := runDisagg(t, requests, cfg)
 	checkDisagg(t, d, res)
 	var waited bool
 	for _, o := range decode.seen {
@@ -209,7 +191,7 @@ func TestElasticDisaggWithThePrefixCache(t *testing.T) {
 	var err error
 	cfg.Router, err = NewRouter(PrefixAwareName, 1)
 	require.NoError(t, err)
-	d, res := runElasticDisagg(t, w.requests, cfg)
+	d, res := runDisagg(t, w.requests, cfg)
 	checkDisagg(t, d, res)
 	for _, k := range d.members[poolDecode] {
 		assert.Nil(t, res.Replicas[k].Result.Engine, "decode replica %d has no prefix cache", k)

@@ -30,14 +30,24 @@ func (e *engine) result() *Result {
 
 // runElasticResult runs an elastic fleet and returns its result.
 func (e *engine) runElasticResult() (*Result, error) {
+	_, res, err := e.elasticResult()
+	return res, err
+}
+
+// elasticResult runs an elastic fleet and returns the run and its result:
+// a disaggregated fleet's with its pools' block.
+func (e *engine) elasticResult() (*elastic, *Result, error) {
 	el, err := e.runElastic(e.cfg.Scaling)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	e.elastic = true
 	res := e.result()
 	res.Scaling = el.scalingResult()
-	return res, nil
+	if el.pools != nil {
+		res.Disaggregation = el.pools.report(res)
+	}
+	return el, res, nil
 }
 
 // checksum is the workload checksum of the fleet's requests.
