@@ -307,6 +307,10 @@ type ScaleSeries struct {
 	Draining      []int     `json:"draining"`
 	RouterWaiting []int     `json:"router_waiting"`
 	PowerW        []float64 `json:"power_w"`
+	// GroupReady is, in a fleet whose groups scale on their own, each
+	// group's ready replicas (in group order) at each sample; left out
+	// otherwise.
+	GroupReady [][]int `json:"group_ready,omitempty"`
 }
 
 // ScalingResult is what an elastic run adds to a fleet's: its lifecycle,
@@ -752,6 +756,17 @@ func (el *elastic) sample(powerW float64, last bool, endS float64) {
 	s.Draining = append(s.Draining, counts[lifeDraining])
 	s.RouterWaiting = append(s.RouterWaiting, el.queue.len())
 	s.PowerW = append(s.PowerW, powerW)
+	if el.sc.Groups != nil {
+		if s.GroupReady == nil {
+			s.GroupReady = make([][]int, len(el.groups))
+		}
+		for g := range s.GroupReady {
+			s.GroupReady[g] = append(s.GroupReady[g], 0)
+		}
+		for _, in := range el.ready {
+			s.GroupReady[in.group][len(s.GroupReady[in.group])-1]++
+		}
+	}
 }
 
 // routeUntil routes the requests not routed yet that arrive by untilS to
@@ -1117,7 +1132,11 @@ func (s ScaleSeries) Resample(stride int) ScaleSeries {
 		}
 		return out
 	}
-	return ScaleSeries{TimeS: pickF(s.TimeS), Requested: pickI(s.Requested), Provisioning: pickI(s.Provisioning),
+	out := ScaleSeries{TimeS: pickF(s.TimeS), Requested: pickI(s.Requested), Provisioning: pickI(s.Provisioning),
 		Loading: pickI(s.Loading), Ready: pickI(s.Ready), Draining: pickI(s.Draining),
 		RouterWaiting: pickI(s.RouterWaiting), PowerW: pickF(s.PowerW)}
+	for _, g := range s.GroupReady {
+		out.GroupReady = append(out.GroupReady, pickI(g))
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -127,6 +128,17 @@ func TestElasticDisaggScalesEachPool(t *testing.T) {
 			assert.Equal(t, 4, doc.Groups[1].ReplicasStarted)
 			assert.InDelta(t, doc.GPUHours, doc.Groups[0].GPUHours+doc.Groups[1].GPUHours, 1e-9)
 			assert.InDelta(t, doc.EnergyKWh, doc.Groups[0].EnergyKWh+doc.Groups[1].EnergyKWh, 1e-9)
+			// The series counts each pool's ready replicas, their sum the
+			// fleet's, also once resampled.
+			series := res.Scaling.Series
+			require.Len(t, series.GroupReady, 2)
+			for _, s := range []ScaleSeries{series, series.Resample(7)} {
+				for i := range s.TimeS {
+					assert.Equal(t, s.Ready[i], s.GroupReady[0][i]+s.GroupReady[1][i], "sample %d", i)
+				}
+			}
+			assert.Equal(t, 3, slices.Max(series.GroupReady[0]), "the prefill plan's peak")
+			assert.Equal(t, 4, slices.Max(series.GroupReady[1]), "the decode plan's peak")
 			// The pools' windows and the fleet's judgments agree.
 			met := 0
 			for _, w := range res.Scaling.Windows {

@@ -286,13 +286,22 @@ func (r *Report) scalePanels() []*figure.Panel {
 		edges = append(edges, edges[n-1]+a.ScaleIntervalS)
 		rate = append(rate, rate[n-1])
 	}
+	replicas := []figure.Series{
+		{Name: "requested", X: s.TimeS, Y: ints(s.Requested), Steps: true, Dashed: true},
+		{Name: "starting (provisioning or loading)", X: s.TimeS, Y: ints(s.Provisioning, s.Loading), Steps: true},
+		{Name: "ready", X: s.TimeS, Y: ints(s.Ready), Steps: true},
+		{Name: "draining", X: s.TimeS, Y: ints(s.Draining), Steps: true},
+	}
+	for g, ready := range s.GroupReady {
+		// Each group's (pool's) ready replicas, dotted under the total.
+		name := "ready: " + a.Groups[g].Name
+		if role := a.Groups[g].Role; role != "" {
+			name += " (" + role + ")"
+		}
+		replicas = append(replicas, figure.Series{Name: name, X: s.TimeS, Y: ints(ready), Steps: true, Dashed: true})
+	}
 	return []*figure.Panel{
-		figure.TimeSeries(fmt.Sprintf("replicas: autoscale %s", a.Policy), "replicas", []figure.Series{
-			{Name: "requested", X: s.TimeS, Y: ints(s.Requested), Steps: true, Dashed: true},
-			{Name: "starting (provisioning or loading)", X: s.TimeS, Y: ints(s.Provisioning, s.Loading), Steps: true},
-			{Name: "ready", X: s.TimeS, Y: ints(s.Ready), Steps: true},
-			{Name: "draining", X: s.TimeS, Y: ints(s.Draining), Steps: true},
-		}, nil),
+		figure.TimeSeries(fmt.Sprintf("replicas: autoscale %s", a.Policy), "replicas", replicas, nil),
 		figure.TimeSeries("load", "requests/s, requests", []figure.Series{
 			{Name: fmt.Sprintf("arrivals per s, per %s s", texttable.Sig(a.ScaleIntervalS, 4)), X: edges, Y: rate, Steps: true},
 			{Name: "waiting at the router", X: s.TimeS, Y: ints(s.RouterWaiting)},
