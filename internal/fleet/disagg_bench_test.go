@@ -22,6 +22,18 @@ func BenchmarkDisaggregated(b *testing.B) {
 	})
 }
 
+// BenchmarkDisaggregatedBatched is BenchmarkDisaggregated under the
+// batched service model, whose objectives come from its cost model's
+// baseline: worked out once per group (objectivesByGroup), not per request
+// judged, which made the fleet's metrics cost more than its steps.
+func BenchmarkDisaggregatedBatched(b *testing.B) {
+	benchDisagg(b, func(n int, cfg *Config) {
+		cfg.Service = batchedService()
+		cfg.Router = LeastOutstanding{}
+		cfg.Disaggregation.DecodeRouter = LeastOutstanding{}
+	})
+}
+
 // BenchmarkDisaggregatedPrefixCache is BenchmarkDisaggregated with the
 // prefix cache on in the prefill pool (every prompt sharing its first 1024
 // tokens) and prefix-aware routing there (its approximate index): the

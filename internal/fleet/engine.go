@@ -36,6 +36,8 @@ type engine struct {
 	// a round of routing (reset on the round's states, updated as they
 	// change); nil for another router.
 	costs *costHeap
+	// objectives are each group's SLO (objectivesByGroup).
+	objectives []plant.SLO
 	// loss, when set, stops a streamed run that can no longer meet its
 	// target (Config.StopBelowAttainment).
 	loss *lossBudget
@@ -54,6 +56,7 @@ func newEngine(ctx context.Context, requests []plant.Request, cfg Config, specs 
 		sums:         stepSums{scale: powerScale(specs)},
 		lastArrivalS: requests[len(requests)-1].ArrivalTimeS,
 		costs:        newCostHeap(router),
+		objectives:   objectivesByGroup(&cfg),
 	}
 }
 

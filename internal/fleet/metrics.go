@@ -157,11 +157,23 @@ func (e *engine) targets() plant.SLO {
 }
 
 // slo is what replica k's requests are judged by: its profile's objectives
-// unless Options.SLO sets them.
+// unless Options.SLO sets them (objectives, worked out once per group).
 func (e *engine) slo(k int) plant.SLO {
 	group := 0 // a request an elastic fleet never routed: its one group's
 	if k >= 0 && k < len(e.specs) {
 		group = e.specs[k].group
 	}
-	return e.cfg.Options.SLO.ObjectivesFor(e.cfg.Groups[group].Profile, e.cfg.Options.Service)
+	return e.objectives[group]
+}
+
+// objectivesByGroup are the objectives each group's requests are judged
+// by. Under the batched service model they come from its baseline, a
+// thousand iterations of its cost model: worked out once here, not at
+// every request judged.
+func objectivesByGroup(cfg *Config) []plant.SLO {
+	out := make([]plant.SLO, len(cfg.Groups))
+	for g := range cfg.Groups {
+		out[g] = cfg.Options.SLO.ObjectivesFor(cfg.Groups[g].Profile, cfg.Options.Service)
+	}
+	return out
 }

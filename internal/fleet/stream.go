@@ -55,6 +55,7 @@ func SimulateStream(ctx context.Context, ws *plant.WorkloadStream, cfg Config) (
 		lastArrivalS: lastArrivalS,
 		stream:       &streamRun{ws: ws, expected: expected},
 		costs:        newCostHeap(router),
+		objectives:   objectivesByGroup(&cfg),
 	}
 	e.stream.samples.ttftOnly = cfg.TTFTOnly
 	if expected > 0 {
