@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"servesim/internal/cliflag"
+	"servesim/internal/trace"
 	"servesim/internal/workload"
 )
 
@@ -22,14 +23,19 @@ type traceSynthOptions struct {
 	PeakHour      float64
 	WeekendFactor float64
 	Start         string // a date (2006-01-02) or an RFC 3339 time
-	Format        string // azure2024 or azure
-	Output        outputOptions
+	Format        string // azure2024, azure or mooncake
+	// SharedPrompts and SharedPromptTokens open every prompt with one of
+	// that many shared prompts of that many tokens (mooncake only).
+	SharedPrompts      int
+	SharedPromptTokens int
+	Output             outputOptions
 }
 
 // Formats trace synth writes.
 const (
 	synthAzure2024 = "azure2024" // the 2024 week-long form: +00:00 offsets, six digits, LF
 	synthAzure     = "azure"     // the 2023 form: seven digits, CRLF
+	synthMooncake  = "mooncake"  // Mooncake JSON Lines, with the prompts' hash ids
 )
 
 // defaultSynthRate is the synthetic week's rate: the Azure 2024
@@ -60,7 +66,9 @@ func newTraceSynthCmd(s *streams, runF func(*traceSynthOptions) error) *cobra.Co
 	f.Float64Var(&opts.PeakHour, "peak-hour", 14, "hour of the day (UTC) of the peak rate, in [0, 24)")
 	f.Float64Var(&opts.WeekendFactor, "weekend", 0.7, "a Saturday's or Sunday's rate over a weekday's, in (0, 1]")
 	f.StringVar(&opts.Start, "start", "2024-05-10", "wall-clock time of the first instant: a date (UTC midnight) or an RFC 3339 time")
-	cliflag.AddChoice(cmd, &opts.Format, "format", synthAzure2024, "format written: azure2024 (the week-long traces' form) or azure (the 2023 form)", synthAzure2024, synthAzure)
+	cliflag.AddChoice(cmd, &opts.Format, "format", synthAzure2024, "format written: azure2024 (the week-long traces' form), azure (the 2023 form) or mooncake (JSON Lines with the prompts' hash ids, held in memory while written)", synthAzure2024, synthAzure, synthMooncake)
+	f.IntVar(&opts.SharedPrompts, "shared-prompts", 0, "open every prompt with one of `N` shared prompts (system prompts), chosen at random, before its own tokens; their 512-token blocks share hash ids (needs --format mooncake)")
+	f.IntVar(&opts.SharedPromptTokens, "shared-prompt-tokens", 2048, "length of each shared prompt in `TOKENS` (with --shared-prompts)")
 	addOutputFlag(cmd, &opts.Output)
 	return cmd
 }
@@ -92,6 +100,12 @@ func (o *traceSynthOptions) config() (workload.SyntheticTrace, error) {
 	if o.Amplitude > 0 || o.WeekendFactor < 1 {
 		c.Diurnal = d
 	}
+	if o.SharedPrompts != 0 && o.Format != synthMooncake {
+		return workload.SyntheticTrace{}, fmt.Errorf("--shared-prompts %d: the shared prompts are hash ids, which only --format mooncake writes", o.SharedPrompts)
+	}
+	if err := o.shared().Check(); err != nil {
+		return workload.SyntheticTrace{}, fmt.Errorf("--shared-prompts or --shared-prompt-tokens: %w", err)
+	}
 	peak := o.RatePerS
 	if c.Diurnal != nil {
 		peak *= c.Diurnal.Peak()
@@ -101,6 +115,12 @@ func (o *traceSynthOptions) config() (workload.SyntheticTrace, error) {
 			o.RatePerS, peak, c.MeanBurstSize/((c.MeanBurstSize-1)*c.BurstGapS))
 	}
 	return c, nil
+}
+
+// shared is the shared prompts of --shared-prompts and
+// --shared-prompt-tokens.
+func (o *traceSynthOptions) shared() trace.SharedPrompts {
+	return trace.SharedPrompts{Prompts: o.SharedPrompts, Tokens: o.SharedPromptTokens}
 }
 
 // parseSynthStart reads --start: a date, or an RFC 3339 time.
@@ -120,8 +140,15 @@ func runTraceSynth(s *streams, o *traceSynthOptions) error {
 		return usageError(err)
 	}
 	return writeResult(s, o.Output, func(w io.Writer) error {
-		if o.Format == synthAzure {
+		switch o.Format {
+		case synthAzure:
 			return c.WriteCSV(w)
+		case synthMooncake:
+			t, err := trace.Synthesize(c, o.shared())
+			if err != nil {
+				return err
+			}
+			return trace.WriteMooncake(w, t)
 		}
 		return c.WriteCSV2024(w)
 	})

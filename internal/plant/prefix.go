@@ -1,6 +1,10 @@
 package plant
 
-import "math"
+import (
+	"math"
+
+	"servesim/internal/workload"
+)
 
 // The prefix cache model.
 //
@@ -45,7 +49,7 @@ import "math"
 // request.
 
 // HashIDBlockTokens is the tokens per hash id of a Mooncake trace.
-const HashIDBlockTokens = 512
+const HashIDBlockTokens = workload.HashIDBlockTokens
 
 // Kinds of block keys.
 const (

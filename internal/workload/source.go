@@ -15,8 +15,11 @@ type Source interface {
 	Estimate() int
 }
 
+// HashIDBlockTokens is the tokens per hash id of a Mooncake trace.
+const HashIDBlockTokens = 512
+
 // HashIDSource gives the block hash ids of a request's prompt, as a
-// Mooncake trace has them: one id per plant.HashIDBlockTokens tokens,
+// Mooncake trace has them: one id per HashIDBlockTokens tokens,
 // equal ids meaning equal prefixes up to the end of that block. The
 // argument is the request's ID; nil means the request has none.
 type HashIDSource interface {
