@@ -68,8 +68,10 @@ type disaggPools struct {
 	steppers []*plant.Stepper
 	routed   [][]int
 	deferred []deferredPower
-	sums     [2]stepSums
-	states   [2][]ReplicaState
+	// sums are each pool's step sums; states what a router sees of the
+	// pool's replicas it may choose (readStates).
+	sums   [2]stepSums
+	states [2][]ReplicaState
 	// By prefill replica: the requests (indices into its stepper's
 	// records) it has not finished, its transfers whose KV has not all
 	// left, its link.
@@ -87,9 +89,9 @@ type disaggPools struct {
 	xfers    []transfer // by workload index
 	// records are each replica's request records once it finished.
 	records     [][]plant.RequestRecord
-	ready, sent []int // the step's
-	decoded     int   // requests routed to the decode pool so far
-	timeS       float64
+	ready, sent []int   // the step's
+	decoded     int     // requests routed to the decode pool so far
+	timeS       float64 // the start of the step under way (a transfer that waited starts then)
 	// prefillBusy counts requests routed and not finished at their
 	// prefill replica; outstanding, first tokens not yet arrived as KV at
 	// a decode replica.
