@@ -29,7 +29,9 @@ type capacityOptions struct {
 	// Resume is --resume: capacity.ResumeAuto, or "" for none.
 	Resume string
 	// OutPlan is --out-plan: the file the plan of --over-time is written
-	// to as a schedule (start_s,replicas); empty for none.
+	// to as a schedule (start_s,replicas), or with --disaggregated the
+	// name the pools' schedules are named after (poolPlanPath); empty for
+	// none.
 	OutPlan string
 }
 
