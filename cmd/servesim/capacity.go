@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -28,7 +29,9 @@ type capacityOptions struct {
 	// Resume is --resume: capacity.ResumeAuto, or "" for none.
 	Resume string
 	// OutPlan is --out-plan: the file the plan of --over-time is written
-	// to as a schedule (start_s,replicas); empty for none.
+	// to as a schedule (start_s,replicas), or with --disaggregated the
+	// name the pools' schedules are named after (poolPlanPath); empty for
+	// none.
 	OutPlan string
 }
 
@@ -69,8 +72,8 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	f.StringVar(&opts.Shard, "shard", "", "evaluate only shard `I/N` of the search's doubling sizes (auto: from a Slurm job array or Kubernetes Indexed Job), one JSON Lines record per size")
 	cliflag.AddList(cmd, &opts.Evaluations, "evaluations", nil, "files", "take the sizes the records of these capacity --shard outputs hold (files or glob patterns) as simulated")
 	f.StringVar(&opts.Resume, "resume", "", "with --shard: auto, to copy the sizes an earlier run of the shard left in -o FILE or FILE.partial, if of this study, rather than simulate them (a job's restart)")
-	f.Float64Var(&opts.OverTimeS, "over-time", 0, "also plan the fleet over time: per window of `S` seconds of arrivals, the smallest fleet meeting the target on that window alone (a lower bound for an autoscaler), beside the static answer")
-	f.StringVar(&opts.OutPlan, "out-plan", "", "with --over-time: also write the plan to `FILE` as a schedule, CSV start_s,replicas, one row per window (what simulate --autoscale schedule:FILE and oracle:FILE read)")
+	f.Float64Var(&opts.OverTimeS, "over-time", 0, "also plan the fleet over time: per window of `S` seconds of arrivals, the smallest fleet meeting the target on that window alone (with --disaggregated, the fewest prefill and decode replicas too; a lower bound for an autoscaler), beside the static answer")
+	f.StringVar(&opts.OutPlan, "out-plan", "", "with --over-time: also write the plan to `FILE` as a schedule, CSV start_s,replicas, one row per window (what simulate --autoscale schedule:FILE and oracle:FILE read); with --disaggregated, one per pool instead, named with .prefill and .decode before FILE's extension (plan.prefill.csv, plan.decode.csv), what a fleet file's prefill and decode groups read; all written with the result, or none")
 	f.BoolVar(&opts.Disaggregated, "disaggregated", false, "also find the fewest GPUs as a disaggregated fleet: prefill and decode replicas searched together (the least energy among splits of as many), and the answer under each pair of --controller, one per pool; --fleet may give the pools as a prefill and a decode group")
 	addLinkFlags(cmd, &opts.Link)
 	_ = cmd.MarkFlagFilename("evaluations")
@@ -116,7 +119,8 @@ func (o *capacityOptions) check(cmd *cobra.Command, s *streams) error {
 // checkOverTime checks --over-time and --out-plan (usage errors): a
 // positive finite window, not with --shard (a shard evaluates the static
 // search's sizes only), and a plan file only with a window, not -o's
-// file (pathFlags refuses standard output).
+// file, nor with --disaggregated one of the pools' plans (pathFlags
+// refuses standard output).
 func (o *capacityOptions) checkOverTime(cmd *cobra.Command) error {
 	if cmd.Flags().Changed("over-time") && !(o.OverTimeS > 0 && !math.IsInf(o.OverTimeS, 1)) {
 		return usageErrorf("--over-time %v: expected a positive finite number of seconds", o.OverTimeS)
@@ -129,8 +133,15 @@ func (o *capacityOptions) checkOverTime(cmd *cobra.Command) error {
 	case o.OutPlan == "":
 	case o.OverTimeS == 0:
 		return usageErrorf("--out-plan %s: writes the plan of --over-time: give --over-time S", o.OutPlan)
-	case o.Output.Path != "" && o.Output.Path != "-" && outfile.SameFile(o.Output.Path, o.OutPlan):
+	case o.Output.Path == "" || o.Output.Path == "-":
+	case !o.Disaggregated && outfile.SameFile(o.Output.Path, o.OutPlan):
 		return usageErrorf("--out-plan %s: -o writes that file already", o.OutPlan)
+	case o.Disaggregated:
+		for _, pool := range []string{fleet.RolePrefill, fleet.RoleDecode} {
+			if path := poolPlanPath(o.OutPlan, pool); outfile.SameFile(o.Output.Path, path) {
+				return usageErrorf("--out-plan %s: with --disaggregated it writes the %s pool's plan to %s, which -o writes already", o.OutPlan, pool, path)
+			}
+		}
 	}
 	return nil
 }
@@ -161,8 +172,8 @@ func runCapacity(ctx context.Context, s *streams, o *capacityOptions) error {
 }
 
 // runCapacityOverTime runs a study over time and writes its document and,
-// with --out-plan, its schedule: both or neither (outputSet), the document
-// last. A study or windows no size serves still write both, and exit 1.
+// with --out-plan, its schedule (with --disaggregated, one per pool): all
+// or none (outputSet), the document last. A study or windows no size serves still write both, and exit 1.
 func runCapacityOverTime(ctx context.Context, s *streams, o *capacityOptions, study *capacity.Study, progress capacity.Progress) error {
 	doc, err := study.RunOverTime(ctx, o.Evaluations, progress)
 	if doc == nil {
@@ -170,8 +181,8 @@ func runCapacityOverTime(ctx context.Context, s *streams, o *capacityOptions, st
 	}
 	set := newOutputSet(s)
 	defer set.abandon(nil) // a panic leaves no temporary file behind
-	if o.OutPlan != "" {
-		if werr := set.target("--out-plan", o.OutPlan, chunksWriter([][]byte{doc.ScheduleCSV()})); werr != nil {
+	for _, plan := range o.planFiles(doc) {
+		if werr := set.target(plan.flag, plan.path, chunksWriter([][]byte{plan.data})); werr != nil {
 			return werr
 		}
 	}
@@ -179,4 +190,35 @@ func runCapacityOverTime(ctx context.Context, s *streams, o *capacityOptions, st
 		return werr
 	}
 	return err // an unreachable static study or windows, after the outputs: bad input
+}
+
+// planFile is a schedule file --out-plan writes.
+type planFile struct {
+	flag, path string // the flag naming it in messages, and its path
+	data       []byte
+}
+
+// planFiles are the schedule files of --out-plan: the plan's, or with
+// --disaggregated the prefill pool's and the decode pool's
+// (poolPlanPath); none without --out-plan.
+func (o *capacityOptions) planFiles(doc *capacity.CapacityOverTimeDocument) []planFile {
+	switch {
+	case o.OutPlan == "":
+		return nil
+	case doc.Disaggregated == nil:
+		return []planFile{{"--out-plan", o.OutPlan, doc.ScheduleCSV()}}
+	}
+	prefill, decode := doc.Disaggregated.Plan.ScheduleCSVs()
+	return []planFile{
+		{"--out-plan's prefill plan", poolPlanPath(o.OutPlan, fleet.RolePrefill), prefill},
+		{"--out-plan's decode plan", poolPlanPath(o.OutPlan, fleet.RoleDecode), decode},
+	}
+}
+
+// poolPlanPath is the file of pool's plan (prefill or decode) that
+// --out-plan path names with --disaggregated: path with "."+pool before
+// its extension (plan.csv: plan.prefill.csv), or after a name without one.
+func poolPlanPath(path, pool string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "." + pool + ext
 }

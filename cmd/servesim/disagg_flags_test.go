@@ -24,6 +24,9 @@ func TestDisaggregationFlags(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.True(t, c.Disaggregated)
 	assert.Equal(t, fleet.Link{BandwidthGBps: 12.5}, c.Link)
+	c, code, stderr = parseCapacity(t, "--disaggregated", "--over-time", "3600", "--out-plan", "plan.csv", "-o", "plan.csv")
+	require.Equal(t, exitOK, code, "-o may name --out-plan's file: the pools' plans are beside it: %s", stderr)
+	assert.Equal(t, 3600.0, c.OverTimeS)
 	for _, tc := range []struct {
 		command string
 		args    []string
@@ -34,7 +37,10 @@ func TestDisaggregationFlags(t *testing.T) {
 		{"simulate", []string{"--kv-transfer-latency", "-0.1"}, "--kv-transfer-latency -0.1: expected a finite nonnegative latency in seconds"},
 		{"capacity", []string{"--disaggregated", "--kv-transfer-latency", "inf"}, "--kv-transfer-latency +Inf: expected a finite nonnegative latency in seconds"},
 		{"capacity", []string{"--disaggregated", "--shard", "1/2"}, "--disaggregated runs a whole study"},
-		{"capacity", []string{"--disaggregated", "--over-time", "60"}, "--disaggregated cannot be combined with --over-time"},
+		{"capacity", []string{"--disaggregated", "--over-time", "60", "--out-plan", "plan.csv", "-o", "plan.prefill.csv"},
+			"--out-plan plan.csv: with --disaggregated it writes the prefill pool's plan to plan.prefill.csv, which -o writes already"},
+		{"capacity", []string{"--disaggregated", "--over-time", "60", "--out-plan", "plan", "-o", "./plan.decode"},
+			"--out-plan plan: with --disaggregated it writes the decode pool's plan to plan.decode, which -o writes already"},
 	} {
 		var code int
 		var stderr string
@@ -45,5 +51,18 @@ func TestDisaggregationFlags(t *testing.T) {
 		}
 		assert.Equal(t, exitUsage, code, "%s %v", tc.command, tc.args)
 		assert.Contains(t, stderr, tc.want, "%s %v", tc.command, tc.args)
+	}
+}
+
+func TestPoolPlanPath(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ path, prefill, decode string }{
+		{"plan.csv", "plan.prefill.csv", "plan.decode.csv"},
+		{"out/day.plan.csv", "out/day.plan.prefill.csv", "out/day.plan.decode.csv"},
+		{"plan", "plan.prefill", "plan.decode"},
+		{"dir.d/plan", "dir.d/plan.prefill", "dir.d/plan.decode"},
+	} {
+		assert.Equal(t, tc.prefill, poolPlanPath(tc.path, fleet.RolePrefill), tc.path)
+		assert.Equal(t, tc.decode, poolPlanPath(tc.path, fleet.RoleDecode), tc.path)
 	}
 }

@@ -484,6 +484,13 @@ var notRunByScripts = map[string]string{
 	// search over the day's 95,361 requests takes 33 s on two cores, and
 	// capacity_disaggregated.txtar runs --disaggregated on a shorter trace.
 	"servesim capacity --trace day.csv --service-model batched --ttft-slo 5 --tpot-slo 0.15 --attainment 0.95 --max-sim-time 200000 --disaggregated --controller max --format table": "the worked day: 33 s",
+	// docs/fleets-and-capacity.md, the capacity plan per pool of the
+	// worked day: the search over the day's 95,361 requests takes about a
+	// minute on two cores, and the simulate reads the plans it writes;
+	// capacity_disaggregated_over_time.txtar runs both on 20 minutes of a
+	// synthetic day.
+	"servesim capacity --trace day.csv --service-model batched --ttft-slo 5 --tpot-slo 0.15 --attainment 0.95 --max-sim-time 200000 --disaggregated --over-time 3600 --controller max --out-plan plan.csv --format table": "the worked day's plan per pool: 58 s",
+	"servesim simulate --trace day.csv --service-model batched --ttft-slo 5 --tpot-slo 0.15 --max-sim-time 200000 --cold-start 300 --fleet pd-plan.json --autoscale static --summary -o out.json":                         "reads the plans of the worked day's capacity run (58 s)",
 	// docs/bench-and-calibrate.md, the walk-through: it reads the result
 	// files of a clone of github.com/LambdaLabsML/vllm-benchmark, which the
 	// tests do not fetch; calibrate_fit.txtar fits files of the same kind.

@@ -68,6 +68,20 @@ type DisaggCapacityReport struct {
 	EnergyMinimalPoolControllers *PoolControllers `json:"energy_minimal_pool_controllers"`
 }
 
+// Answer returns the evaluation of the answer's split, or false when no
+// split searched meets the target.
+func (r *DisaggCapacityReport) Answer() (SplitEvaluation, bool) {
+	if r.Replicas == nil {
+		return SplitEvaluation{}, false
+	}
+	for _, e := range r.Evaluations {
+		if e.PrefillReplicas == *r.PrefillReplicas && e.DecodeReplicas == *r.DecodeReplicas {
+			return e, true
+		}
+	}
+	return SplitEvaluation{}, false
+}
+
 // PoolControllers are the controllers of the two pools.
 type PoolControllers struct {
 	Prefill string `json:"prefill"`

@@ -8,7 +8,9 @@
 // CapacityDocument is what `servesim capacity` writes. A study over time
 // (RunCapacityOverTime) sizes each window of the trace, its plan a
 // schedule an autoscaler replays (PlanSchedule); a disaggregated study
-// (RunDisaggCapacity) searches the prefill and decode pools' split. The
+// (RunDisaggCapacity) searches the prefill and decode pools' split, and
+// over time (RunDisaggCapacityOverTime) each window's, a schedule per
+// pool (DisaggPlan.ScheduleCSVs). The
 // sizes a search may ask for form a grid (CapacityGrid) that shards
 // evaluate ahead of it, written as records (EvaluationRecord) a later
 // search reads back.

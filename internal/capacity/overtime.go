@@ -133,14 +133,23 @@ type CapacityPlan struct {
 
 // UnreachableWindowsError is RunCapacityOverTime's error when some windows
 // reach the target with no size up to MaxReplicas: the plan holds their
-// best size.
+// best size. RunDisaggCapacityOverTime's, with Disaggregated, is for
+// windows no disaggregated split searched serves: its plan holds their
+// split of best attainment.
 type UnreachableWindowsError struct {
 	Windows, Of int // windows unreachable, of all windows
 	Target      float64
-	MaxReplicas int
+	MaxReplicas int // the largest size searched; 0 with Disaggregated
+	// Disaggregated says the windows are the disaggregated plan's (each
+	// pool searched as RunDisaggCapacity searches it).
+	Disaggregated bool
 }
 
 func (e *UnreachableWindowsError) Error() string {
+	if e.Disaggregated {
+		return fmt.Sprintf("%d of %d windows reach attainment %v with no disaggregated fleet searched: the disaggregated plan holds the split of their best attainment (meets_target false)",
+			e.Windows, e.Of, e.Target)
+	}
 	return fmt.Sprintf("%d of %d windows reach attainment %v with no fleet of at most %d replicas: the plan holds the size of their best attainment (meets_target false)",
 		e.Windows, e.Of, e.Target, e.MaxReplicas)
 }
@@ -164,6 +173,19 @@ func (e *UnreachableWindowsError) Error() string {
 // *UnreachableWindowsError; another error of a window ends the study with
 // that of the earliest window.
 func RunCapacityOverTime(ctx context.Context, requests []plant.Request, c Capacity, windowS float64, jobs int, progress func()) (*CapacityPlan, error) {
+	return runOverTime(ctx, requests, c, windowS, jobs, progress, nil)
+}
+
+// windowStudy is a study run on each window with requests after the
+// search of its size: its index, its requests (re-timed to start at 0),
+// the window's study (c of runOverTime, as the window ran it) and the
+// search's report.
+type windowStudy func(ctx context.Context, k int, requests []plant.Request, c Capacity, mixed *CapacityReport) error
+
+// runOverTime is RunCapacityOverTime, running also, when set, each
+// window's study after its search; an error of a window's study ends the
+// study as a search's does.
+func runOverTime(ctx context.Context, requests []plant.Request, c Capacity, windowS float64, jobs int, progress func(), also windowStudy) (*CapacityPlan, error) {
 	windows, err := SplitWindows(requests, windowS)
 	if err != nil {
 		return nil, err
@@ -193,8 +215,7 @@ func RunCapacityOverTime(ctx context.Context, requests []plant.Request, c Capaci
 		defer func() { done <- struct{}{} }()
 		w := windows[k]
 		row := &plan.Windows[k]
-		*row = CapacityWindow{Window: k, StartS: w.StartS, EndS: w.EndS, Requests: w.Requests(),
-			MeetsTarget: true, Attainment: math.NaN(), P99TTFTS: math.NaN()}
+		*row = emptyWindow(k, w)
 		if w.Requests() == 0 {
 			return
 		}
@@ -218,6 +239,11 @@ func RunCapacityOverTime(ctx context.Context, requests []plant.Request, c Capaci
 		row.Replicas, row.MeetsTarget = e.Replicas, ok
 		row.Attainment, row.P99TTFTS, row.EnergyKWh = e.Attainment, e.P99TTFTS, e.EnergyKWh
 		row.Simulations = len(report.Evaluations)
+		if also != nil {
+			if err := also(ctx, k, retimed, wc, report); err != nil {
+				errs[k] = fmt.Errorf("window %d [%v, %v) s: %w", k, w.StartS, w.EndS, err)
+			}
+		}
 	})
 	close(done)
 	<-finished
@@ -235,12 +261,26 @@ func RunCapacityOverTime(ctx context.Context, requests []plant.Request, c Capaci
 			plan.UnreachableWindows++
 		}
 	}
-	plan.ReplicaHours = float64(replicas) * windowS / 3600 // whole replicas summed first: 168 x 600 s is 28 h, not 28.000000000000004
+	plan.ReplicaHours = replicaHours(replicas, windowS)
 	if plan.UnreachableWindows > 0 {
 		return plan, &UnreachableWindowsError{Windows: plan.UnreachableWindows, Of: len(plan.Windows),
 			Target: c.Search.Target, MaxReplicas: c.maxSize()}
 	}
 	return plan, nil
+}
+
+// emptyWindow is the row of window k, w, before its search: no replica,
+// meeting the target, no attainment nor TTFT (a window without requests).
+func emptyWindow(k int, w TraceWindow) CapacityWindow {
+	return CapacityWindow{Window: k, StartS: w.StartS, EndS: w.EndS, Requests: w.Requests(),
+		MeetsTarget: true, Attainment: math.NaN(), P99TTFTS: math.NaN()}
+}
+
+// replicaHours is replicas, summed over windows of windowS seconds, in
+// hours: whole replicas summed first, so 168 x 600 s is 28 h, not
+// 28.000000000000004.
+func replicaHours(replicas int, windowS float64) float64 {
+	return float64(replicas) * windowS / 3600
 }
 
 // PlanScheduleHeader is the header line of a schedule file (CapacityPlan.ScheduleCSV).
@@ -262,11 +302,14 @@ func (p *CapacityPlan) Schedule() (startS []float64, replicas []int) {
 // per window, its start in seconds from the trace's first arrival (the
 // first 0, strictly increasing; the shortest decimal that reads back as
 // the same float64, never an exponent) and its whole replica count.
-func (p *CapacityPlan) ScheduleCSV() []byte {
+func (p *CapacityPlan) ScheduleCSV() []byte { return scheduleCSV(p.Schedule()) }
+
+// scheduleCSV writes a schedule file (CapacityPlan.ScheduleCSV) of the
+// rows startS[i], replicas[i].
+func scheduleCSV(startS []float64, replicas []int) []byte {
 	b := []byte(PlanScheduleHeader + "\n")
-	starts, replicas := p.Schedule()
-	for i := range starts {
-		b = strconv.AppendFloat(b, starts[i], 'f', -1, 64)
+	for i := range startS {
+		b = strconv.AppendFloat(b, startS[i], 'f', -1, 64)
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(replicas[i]), 10)
 		b = append(b, '\n')

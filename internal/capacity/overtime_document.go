@@ -34,6 +34,28 @@ type CapacityOverTimeDocument struct {
 	// Service is the batched service model and its cards; nil (left out)
 	// under the reference's model.
 	Service *plant.ServiceModel `json:"service,omitempty"`
+	// Disaggregated is capacity --disaggregated --over-time's plan per
+	// pool beside its static answer; nil (left out) without
+	// --disaggregated.
+	Disaggregated *DisaggOverTime `json:"disaggregated,omitempty"`
+}
+
+// DisaggOverTime is the disaggregated study over time: the plan (per
+// window, the fewest prefill and decode replicas for that window alone)
+// beside the static disaggregated study of the whole trace, the two
+// compared in replica-hours, as the mixed fleet's above.
+type DisaggOverTime struct {
+	Plan *DisaggPlan `json:"plan"` // plan: the windows' splits
+	// static: the disaggregated study of the whole trace, as capacity
+	// --disaggregated reports it.
+	Static *DisaggCapacityReport `json:"static"`
+	// static_replica_hours: the static answer's replicas (prefill +
+	// decode) held over every window of the plan; null when no split
+	// meets the target on the whole trace.
+	StaticReplicaHours *float64 `json:"static_replica_hours"`
+	// plan_to_static_replica_hours: plan.replica_hours /
+	// static_replica_hours; null without a static answer.
+	PlanToStaticReplicaHours *float64 `json:"plan_to_static_replica_hours"`
 }
 
 // NewCapacityOverTimeDocument puts a plan beside the static study doc of
@@ -42,14 +64,32 @@ type CapacityOverTimeDocument struct {
 func NewCapacityOverTimeDocument(plan *CapacityPlan, doc *CapacityDocument) *CapacityOverTimeDocument {
 	d := &CapacityOverTimeDocument{Plan: plan, Static: doc.CapacityReport, SLO: doc.SLO, Provenance: doc.Provenance, Service: doc.Service}
 	if doc.Replicas != nil {
-		hours := float64(*doc.Replicas*doc.ReplicasPerSize) * float64(len(plan.Windows)) * plan.WindowS / 3600
-		d.StaticReplicaHours = &hours
-		if hours > 0 {
-			ratio := plan.ReplicaHours / hours
-			d.PlanToStaticReplicaHours = &ratio
-		}
+		d.StaticReplicaHours, d.PlanToStaticReplicaHours = compareHours(*doc.Replicas*doc.ReplicasPerSize, len(plan.Windows), plan.WindowS, plan.ReplicaHours)
 	}
 	return d
+}
+
+// NewDisaggOverTime puts a disaggregated plan beside the static
+// disaggregated study of the same trace and compares their
+// replica-hours.
+func NewDisaggOverTime(plan *DisaggPlan, static *DisaggCapacityReport) *DisaggOverTime {
+	d := &DisaggOverTime{Plan: plan, Static: static}
+	if static.Replicas != nil {
+		d.StaticReplicaHours, d.PlanToStaticReplicaHours = compareHours(*static.Replicas, len(plan.Windows), plan.WindowS, plan.ReplicaHours)
+	}
+	return d
+}
+
+// compareHours returns the replica-hours of a static fleet of replicas
+// held over windows of windowS seconds, and a plan's planHours over them
+// (nil when the static fleet's hours are 0).
+func compareHours(replicas, windows int, windowS, planHours float64) (static, planToStatic *float64) {
+	hours := float64(replicas) * float64(windows) * windowS / 3600
+	if hours > 0 {
+		ratio := planHours / hours
+		planToStatic = &ratio
+	}
+	return &hours, planToStatic
 }
 
 // ScheduleCSV is the plan's schedule file (CapacityPlan.ScheduleCSV).
@@ -93,16 +133,26 @@ func (d *CapacityOverTimeDocument) Table() string {
 		{Header: "attainment (%)"}, {Header: "meets", Text: true}, {Header: "p99 TTFT (s)"}, {Header: "energy (kWh)"},
 	}}
 	for _, w := range d.Plan.Windows {
-		meets, attainment := "yes", "-"
-		if !w.MeetsTarget {
-			meets = "no"
-		}
-		if !math.IsNaN(w.Attainment) {
-			attainment = pct(w.Attainment)
-		}
+		meets, attainment := windowCells(w)
 		t.AddRow(strconv.Itoa(w.Window), texttable.Sig(w.StartS, 10), texttable.Sig(w.EndS, 10), strconv.Itoa(w.Requests),
 			strconv.Itoa(w.Replicas), attainment, meets, texttable.Fixed(w.P99TTFTS, 3), texttable.Fixed(w.EnergyKWh, 6))
 	}
 	b.WriteString(t.String())
+	if d.Disaggregated != nil {
+		d.Disaggregated.table(&b)
+	}
 	return b.String()
+}
+
+// windowCells are a window's "meets" and "attainment (%)" cells of a
+// table: yes or no, and "-" for a window without requests.
+func windowCells(w CapacityWindow) (meets, attainment string) {
+	meets, attainment = "yes", "-"
+	if !w.MeetsTarget {
+		meets = "no"
+	}
+	if !math.IsNaN(w.Attainment) {
+		attainment = percentText(w.Attainment)
+	}
+	return meets, attainment
 }

@@ -265,8 +265,9 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*Cap
 // RunOverTime runs the study over time (--over-time): the static study of
 // the whole trace, as Run runs it (its evaluations fed by the records of
 // evaluations), and, at the same time, the plan, each window of the trace
-// searched alone (RunCapacityOverTime) on the --jobs workers, and
-// returns them in one document. A static study that no size serves comes back as Run's
+// searched alone (RunCapacityOverTime; with --disaggregated,
+// RunDisaggCapacityOverTime, a plan per pool too) on the --jobs workers,
+// and returns them in one document. A static study that no size serves comes back as Run's
 // *UnreachableError with the document, and so do windows no size
 // serves, as a *UnreachableWindowsError; on any other error, no
 // document.
@@ -313,7 +314,15 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 			cancel() // the windows are of no use
 		}
 	}()
-	plan, err := RunCapacityOverTime(ctx, s.workload.Requests, capacity, s.overTimeS, s.jobs, step)
+	var (
+		plan  *CapacityPlan
+		dplan *DisaggPlan
+	)
+	if s.disagg != nil {
+		plan, dplan, err = RunDisaggCapacityOverTime(ctx, s.workload.Requests, capacity, s.disagg.Unit, s.disagg.Link, s.overTimeS, s.jobs, step)
+	} else {
+		plan, err = RunCapacityOverTime(ctx, s.workload.Requests, capacity, s.overTimeS, s.jobs, step)
+	}
 	<-done
 	if bar != nil {
 		bar.Finish()
@@ -326,6 +335,9 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 		return nil, err
 	}
 	doc := NewCapacityOverTimeDocument(plan, static)
+	if dplan != nil {
+		doc.Disaggregated = NewDisaggOverTime(dplan, static.Disaggregated)
+	}
 	if staticErr != nil {
 		return doc, staticErr
 	}
@@ -425,15 +437,10 @@ func checkLiveKVBlocks(cfg Config, unit []fleet.Group) error {
 	return nil
 }
 
-// checkDisaggregated refuses --disaggregated with what it does not do (a
-// shard's records and the study over time are the mixed fleet's), and a
-// bad link.
+// checkDisaggregated refuses, with --disaggregated, a bad link.
 func (cfg *Config) checkDisaggregated() error {
 	if !cfg.Disaggregated {
 		return nil
-	}
-	if cfg.OverTimeS != 0 {
-		return runparams.Errorf("%s cannot be combined with %s: the plan over time is the mixed fleet's", runparams.Setting("disaggregated"), runparams.Setting("over-time"))
 	}
 	return cfg.Link.Validate()
 }
@@ -461,25 +468,26 @@ func (cfg *Config) disaggUnits(unit []fleet.Group) (mixed, pools []fleet.Group, 
 	return unit, pools, nil
 }
 
-// runDisaggregated runs the disaggregated study into doc, each pool
-// searched up to twice the mixed answer (at least 4; with no answer, twice
-// the mixed size of best attainment) while no split meets the target.
+// runDisaggregated runs the disaggregated study into doc, its pools
+// capped as disaggCap caps them.
 func (s *Study) runDisaggregated(ctx context.Context, doc *CapacityDocument) error {
 	d := *s.disagg
 	d.Search = s.Search
 	d.Simulated = s.Simulated
-	mixed := doc.Best.Replicas
-	if doc.Replicas != nil {
-		mixed = *doc.Replicas
-	}
-	d.DecodeCap = max(4, 2*mixed*s.perUnit())
+	d.DecodeCap = disaggCap(doc.CapacityReport)
 	report, err := RunDisaggCapacity(ctx, s.workload.Requests, d)
 	doc.Disaggregated = report
 	return err
 }
 
-// perUnit is the mixed unit fleet's replicas.
-func (s *Study) perUnit() int {
-	n, _ := fleet.Size(s.Unit)
-	return n
+// disaggCap is the bound of each pool of a disaggregated search while no
+// split meets the target (DisaggCapacity.DecodeCap), from the mixed study
+// of the same requests: twice the mixed answer's replicas, at least 4;
+// with no answer, twice those of the mixed size of best attainment.
+func disaggCap(mixed *CapacityReport) int {
+	size := mixed.Best.Replicas
+	if mixed.Replicas != nil {
+		size = *mixed.Replicas
+	}
+	return max(4, 2*size*mixed.ReplicasPerSize)
 }
