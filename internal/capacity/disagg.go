@@ -1,11 +1,9 @@
 package capacity
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -220,6 +218,10 @@ func RunDisaggCapacity(ctx context.Context, requests []plant.Request, c DisaggCa
 	}
 	var best SplitEvaluation
 	found := false
+	// used are the splits the searches' decisions used, by prefill then
+	// decode pool: not those a search simulated ahead on spare jobs and
+	// did not need, so that the report does not depend on Jobs.
+	var used []SplitEvaluation
 	for p := 1; p <= maxPool; p++ {
 		limit := decodeCap
 		if found {
@@ -238,6 +240,12 @@ func RunDisaggCapacity(ctx context.Context, requests []plant.Request, c DisaggCa
 		if err != nil && !errors.As(err, &unreachable) {
 			return nil, err
 		}
+		for _, e := range res.Evaluations {
+			// The search's sizes are the decode pool's; the split's own
+			// evaluation counts both pools (evaluate).
+			d := e.Replicas
+			used = append(used, SplitEvaluation{PrefillReplicas: p, DecodeReplicas: d, Evaluation: s.cache[split{p, d, searched}]})
+		}
 		if res.Replicas == nil {
 			continue
 		}
@@ -250,12 +258,7 @@ func RunDisaggCapacity(ctx context.Context, requests []plant.Request, c DisaggCa
 	}
 	report := &DisaggCapacityReport{
 		KVTransferBandwidthGBps: c.Link.BandwidthGBps, KVTransferLatencyS: c.Link.LatencyS,
-		SearchControllers: searched, Evaluations: []SplitEvaluation{}, PoolControllers: []PoolControllerEvaluation{},
-	}
-	for _, sp := range slices.SortedFunc(maps.Keys(s.cache), func(a, b split) int {
-		return cmp.Or(cmp.Compare(a.prefill, b.prefill), cmp.Compare(a.decode, b.decode))
-	}) {
-		report.Evaluations = append(report.Evaluations, SplitEvaluation{PrefillReplicas: sp.prefill, DecodeReplicas: sp.decode, Evaluation: s.cache[sp]})
+		SearchControllers: searched, Evaluations: append([]SplitEvaluation{}, used...), PoolControllers: []PoolControllerEvaluation{},
 	}
 	if !found {
 		unreachable := &DisaggUnreachableError{Target: c.Search.Target}

@@ -122,3 +122,27 @@ func TestDisaggUnit(t *testing.T) {
 	_, err = DisaggUnit([]fleet.Group{{}, {}})
 	require.Error(t, err)
 }
+
+// TestDisaggCapacityDoesNotDependOnJobs: the report lists the splits the
+// searches' decisions used, each once, not those spare jobs simulated
+// ahead: the same for any --jobs.
+func TestDisaggCapacityDoesNotDependOnJobs(t *testing.T) {
+	var want *DisaggCapacityReport
+	for _, jobs := range []int{1, 2, 5} {
+		c, requests := disaggStudy(t, 0.9, "max", "fixed:1500")
+		c.Search.Jobs = jobs
+		report, err := RunDisaggCapacity(context.Background(), requests, c)
+		require.NoError(t, err)
+		seen := map[[2]int]bool{}
+		for _, e := range report.Evaluations {
+			shape := [2]int{e.PrefillReplicas, e.DecodeReplicas}
+			assert.False(t, seen[shape], "split %v listed twice", shape)
+			seen[shape] = true
+		}
+		if want == nil {
+			want = report
+			continue
+		}
+		assert.Equal(t, want, report, "jobs %d", jobs)
+	}
+}
