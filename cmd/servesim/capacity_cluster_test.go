@@ -25,6 +25,7 @@ import (
 const (
 	k8sCapacityPath      = "../../docs/cluster/kubernetes-capacity.yaml"
 	k8sCapacityFinalPath = "../../docs/cluster/kubernetes-capacity-final.yaml"
+	k8sCapacitySpec      = "../../docs/cluster/kubernetes-capacity-spec.yaml"
 	slurmCapacityPath    = "../../docs/cluster/slurm-capacity.sbatch"
 )
 
@@ -138,11 +139,13 @@ func TestKubernetesCapacityIndexedJob(t *testing.T) {
 	}
 	assert.Equal(t, withoutFlags(args, []string{"--shard", "-o", "--resume"}, []string{"--quiet"}),
 		withoutFlags(finalArgs, []string{"--evaluations", "-o"}, nil), "the final run is the shards' study")
+	assert.Equal(t, job.values("configMap"), final.values("configMap"), "the final Job mounts the shards' spec")
 
-	// Play the Jobs, with the volumes as folders.
+	// Play the Jobs, with the volumes as folders and the ConfigMap's spec
+	// in the one standing for /spec, which both Jobs read.
 	play := newIndexedJob(t, job, args)
-	writeStudyInputs(t, filepath.Join(play.dir, "traces"), filepath.Base(args[slices.Index(args, "--trace")+1]),
-		filepath.Base(args[slices.Index(args, "--profile")+1]))
+	spec := play.mountSpec(t, k8sCapacitySpec)
+	writeStudyInputs(t, filepath.Join(play.dir, "traces"), filepath.Base(spec.value(t, "trace")), filepath.Base(spec.value(t, "profile")))
 	for index, output := range play.all(t, completions) {
 		assert.Empty(t, output, "pod %d", index)
 	}
@@ -158,7 +161,7 @@ func TestKubernetesCapacityIndexedJob(t *testing.T) {
 	code, plain, errOut := runCLI(t, plainArgs...)
 	require.Equal(t, exitOK, code, errOut)
 	assert.Equal(t, plain, string(got), "the final run writes what a plain run writes")
-	maxSize, err := strconv.Atoi(args[slices.Index(args, "--max-replicas")+1])
+	maxSize, err := strconv.Atoi(spec.value(t, "max-replicas"))
 	require.NoError(t, err)
 	requireCachedRun(t, got, stderr.String(), maxSize, completions)
 }

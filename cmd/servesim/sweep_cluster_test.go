@@ -19,12 +19,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 )
 
 // The files of docs/cluster and the Dockerfile, from this package's folder.
 const (
 	dockerfilePath  = "../../Dockerfile"
 	k8sSweepPath    = "../../docs/cluster/kubernetes-sweep.yaml"
+	k8sSweepSpec    = "../../docs/cluster/kubernetes-sweep-spec.yaml"
 	k8sMergePath    = "../../docs/cluster/kubernetes-merge.yaml"
 	slurmScriptPath = "../../docs/cluster/slurm-sweep.sbatch"
 	goModPath       = "../../go.mod"
@@ -240,10 +242,12 @@ func TestKubernetesIndexedJob(t *testing.T) {
 	require.Positive(t, mergeOut)
 	assert.Equal(t, want, mergeArgs[2:mergeOut], "the merge reads the file of each completion index, once")
 
-	// Play the Jobs, with the volumes as folders and a small trace.
+	// Play the Jobs, with the volumes as folders, the ConfigMap's spec in
+	// the one standing for /spec, and a small trace.
 	play := newIndexedJob(t, job, args)
 	dir := play.dir
-	writeSmallTrace(t, filepath.Join(dir, "traces"), filepath.Base(args[slices.Index(args, "--trace")+1]))
+	spec := play.mountSpec(t, k8sSweepSpec)
+	writeSmallTrace(t, filepath.Join(dir, "traces"), filepath.Base(spec.value(t, "trace")))
 	play.all(t, completions)
 	mergeCmd := play.command(mergeArgs)
 	msg, err := servesimProcess(t, dir, nil, mergeCmd...).CombinedOutput()
@@ -274,8 +278,8 @@ func TestKubernetesIndexedJob(t *testing.T) {
 }
 
 // indexedJob plays a Kubernetes Indexed Job of docs/cluster on this
-// machine: its volumes /traces/ and /results/ are folders of dir, and a
-// pod is a servesim process with the environment Kubernetes gives it.
+// machine: its volumes /spec/, /traces/ and /results/ are folders of dir,
+// and a pod is a servesim process with the environment Kubernetes gives it.
 type indexedJob struct {
 	dir     string
 	volumes *strings.Replacer // the volumes' paths to the folders
@@ -284,17 +288,61 @@ type indexedJob struct {
 }
 
 // newIndexedJob prepares a play of job, whose pods run args: a temporary
-// dir with an empty results folder (the caller writes the traces).
+// dir with an empty results folder (the caller writes the spec, with
+// mountSpec, and the traces).
 func newIndexedJob(t *testing.T, job yamlDoc, args []string) *indexedJob {
 	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "results"), 0o755))
 	return &indexedJob{
-		dir:     dir,
-		volumes: strings.NewReplacer("/traces/", filepath.Join(dir, "traces")+"/", "/results/", filepath.Join(dir, "results")+"/"),
-		job:     job,
-		args:    args,
+		dir: dir,
+		volumes: strings.NewReplacer("/spec/", filepath.Join(dir, "spec")+"/", "/traces/", filepath.Join(dir, "traces")+"/",
+			"/results/", filepath.Join(dir, "results")+"/"),
+		job:  job,
+		args: args,
 	}
+}
+
+// specFile is the settings a pod reads from a spec file: its keys (flag
+// names) and their values, as YAML reads them.
+type specFile map[string]any
+
+// value returns the value of key, as a string.
+func (s specFile) value(t *testing.T, key string) string {
+	t.Helper()
+	v, ok := s[key]
+	require.True(t, ok, "the spec sets %s", key)
+	return fmt.Sprint(v)
+}
+
+// mountSpec plays the ConfigMap of the file configMap mounted at /spec:
+// the Job mounts it, and the key its pods' --spec PATH names is written
+// where the folder standing for /spec has PATH, with the volumes' paths
+// in it made the folders'. It returns the spec the pods read.
+func (j *indexedJob) mountSpec(t *testing.T, configMap string) specFile {
+	t.Helper()
+	data, err := os.ReadFile(configMap)
+	require.NoError(t, err)
+	var cm struct {
+		Kind     string                `yaml:"kind"`
+		Metadata struct{ Name string } `yaml:"metadata"`
+		Data     map[string]string     `yaml:"data"`
+	}
+	require.NoError(t, yaml.Unmarshal(data, &cm))
+	require.Equal(t, "ConfigMap", cm.Kind)
+	assert.Contains(t, j.job.values("configMap"), "{name: "+cm.Metadata.Name+"}", "the Job mounts the ConfigMap")
+	at := slices.Index(j.args, "--spec")
+	require.Positive(t, at, "the pods read the ConfigMap's spec with --spec")
+	key, ok := strings.CutPrefix(j.args[at+1], "/spec/")
+	require.True(t, ok, "--spec %s: expected a file of the ConfigMap's volume, /spec", j.args[at+1])
+	content, ok := cm.Data[key]
+	require.True(t, ok, "the ConfigMap has no key %s", key)
+	path := j.volumes.Replace(j.args[at+1])
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	require.NoError(t, os.WriteFile(path, []byte(j.volumes.Replace(content)), 0o644))
+	var spec specFile
+	require.NoError(t, yaml.Unmarshal([]byte(content), &spec))
+	return spec
 }
 
 // command is args with the volumes' paths made the folders'.
@@ -370,7 +418,8 @@ func writeSmallTrace(t *testing.T, dir, name string) {
 }
 
 // wholeGrid runs, in-process, the sweep of args without its shard and
-// output, paths rewritten, and returns its output.
+// output, paths rewritten (a spec file is the play's, which mountSpec
+// wrote), and returns its output.
 func wholeGrid(t *testing.T, args []string, paths *strings.Replacer) string {
 	t.Helper()
 	var whole []string

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,29 +19,110 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// manifests are the files of docs/cluster, and the Job each must be.
+// manifests are the files of docs/cluster, the Job each must be, and the
+// file of the ConfigMap whose spec its pods read (--spec), if any.
 var manifests = map[string]struct {
 	name      string
 	indexed   bool
 	container string
+	spec      string
 }{
-	"kubernetes-sweep.yaml":          {"servesim-sweep", true, "shard"},
-	"kubernetes-merge.yaml":          {"servesim-sweep-merge", false, "merge"},
-	"kubernetes-capacity.yaml":       {"servesim-capacity", true, "shard"},
-	"kubernetes-capacity-final.yaml": {"servesim-capacity-final", false, "final"},
+	"kubernetes-sweep.yaml":          {"servesim-sweep", true, "shard", "kubernetes-sweep-spec.yaml"},
+	"kubernetes-merge.yaml":          {"servesim-sweep-merge", false, "merge", ""},
+	"kubernetes-capacity.yaml":       {"servesim-capacity", true, "shard", "kubernetes-capacity-spec.yaml"},
+	"kubernetes-capacity-final.yaml": {"servesim-capacity-final", false, "final", "kubernetes-capacity-spec.yaml"},
 }
 
-func readJob(t *testing.T, name string) *batchv1.Job {
+// configMaps are the ConfigMaps of docs/cluster, by file, and their names.
+var configMaps = map[string]string{
+	"kubernetes-sweep-spec.yaml":    "servesim-sweep-spec",
+	"kubernetes-capacity-spec.yaml": "servesim-capacity-spec",
+}
+
+// decode reads the file name of docs/cluster strictly into v, an API type.
+func decode(t *testing.T, name string, v any) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "cluster", name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var job batchv1.Job
-	if err := yaml.UnmarshalStrict(data, &job); err != nil {
-		t.Fatalf("%s: not a batch/v1 Job as the API server reads it: %v", name, err)
+	if err := yaml.UnmarshalStrict(data, v); err != nil {
+		t.Fatalf("%s: not a %T as the API server reads it: %v", name, v, err)
 	}
+}
+
+func readJob(t *testing.T, name string) *batchv1.Job {
+	t.Helper()
+	var job batchv1.Job
+	decode(t, name, &job)
 	return &job
+}
+
+func readConfigMap(t *testing.T, name string) *corev1.ConfigMap {
+	t.Helper()
+	var cm corev1.ConfigMap
+	decode(t, name, &cm)
+	return &cm
+}
+
+// TestConfigMapsAreSpecs checks that each ConfigMap is a v1 ConfigMap of
+// its name whose every key is a spec file: one YAML mapping (no key twice).
+func TestConfigMapsAreSpecs(t *testing.T) {
+	for file, name := range configMaps {
+		t.Run(file, func(t *testing.T) {
+			cm := readConfigMap(t, file)
+			if cm.APIVersion != "v1" || cm.Kind != "ConfigMap" || cm.Name != name {
+				t.Errorf("%s/%s %s: expected v1 ConfigMap %s", cm.APIVersion, cm.Kind, cm.Name, name)
+			}
+			if len(cm.Data) == 0 {
+				t.Error("no data: expected a spec file")
+			}
+			for key, spec := range cm.Data {
+				var keys map[string]any
+				if err := yaml.UnmarshalStrict([]byte(spec), &keys); err != nil || len(keys) == 0 {
+					t.Errorf("data %s: expected a mapping of flag names to values (%v)", key, err)
+				}
+			}
+		})
+	}
+}
+
+// requireSpecMounted checks that the Job's pods read their spec (--spec
+// PATH) from the ConfigMap of the file spec: a volume of that ConfigMap,
+// its keys as files (no items), mounted read-only at PATH's folder, and
+// PATH's name a key of its data.
+func requireSpecMounted(t *testing.T, job *batchv1.Job, spec string) {
+	t.Helper()
+	cm := readConfigMap(t, spec)
+	container := job.Spec.Template.Spec.Containers[0]
+	k := slices.Index(container.Args, "--spec")
+	if k < 0 || k+1 >= len(container.Args) {
+		t.Fatalf("the pods read no spec: expected --spec PATH, the ConfigMap %s's", cm.Name)
+	}
+	path := container.Args[k+1]
+	volumes := job.Spec.Template.Spec.Volumes
+	v := slices.IndexFunc(volumes, func(v corev1.Volume) bool { return v.ConfigMap != nil && v.ConfigMap.Name == cm.Name })
+	if v < 0 {
+		t.Fatalf("no volume of the ConfigMap %s", cm.Name)
+	}
+	if len(volumes[v].ConfigMap.Items) > 0 {
+		t.Errorf("volume %s: items rename the ConfigMap's files: mount its keys as they are", volumes[v].Name)
+	}
+	m := slices.IndexFunc(container.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == volumes[v].Name })
+	if m < 0 {
+		t.Fatalf("volume %s is not mounted", volumes[v].Name)
+	}
+	mount := container.VolumeMounts[m]
+	if !mount.ReadOnly {
+		t.Errorf("volume %s is mounted read-write", mount.Name)
+	}
+	key, ok := strings.CutPrefix(path, strings.TrimSuffix(mount.MountPath, "/")+"/")
+	if !ok || mount.SubPath != "" {
+		t.Fatalf("--spec %s is not under the ConfigMap's mount %s", path, mount.MountPath)
+	}
+	if _, ok := cm.Data[key]; !ok {
+		t.Errorf("--spec %s: the ConfigMap %s has no key %s", path, cm.Name, key)
+	}
 }
 
 func TestManifestsAreJobs(t *testing.T) {
@@ -65,6 +147,11 @@ func TestManifestsAreJobs(t *testing.T) {
 				if r.OnExitCodes != nil && (r.OnExitCodes.ContainerName == nil || *r.OnExitCodes.ContainerName != want.container) {
 					t.Errorf("a rule on exit codes names no container %s", want.container)
 				}
+			}
+			if want.spec != "" {
+				requireSpecMounted(t, job, want.spec)
+			} else if slices.Contains(spec.Containers[0].Args, "--spec") {
+				t.Error("the pods read a spec: name its ConfigMap in manifests")
 			}
 			if !want.indexed {
 				return
