@@ -61,7 +61,7 @@ func newCapacityCmd(s *streams, runF func(*capacityOptions) error) *cobra.Comman
 	cliflag.AddList(cmd, &opts.Controllers, "controller", []string{"max"}, "controllers", "clock controllers compared at the answer (the search runs the first): max, min, fixed:MHZ, reactive, sampled-reactive[:PERIOD_S], race-to-idle[:MHZ], exec:COMMAND (a child per replica), mpc[:KEY=VALUE,...] (double-quote a spec holding commas)")
 	plantflag.AddExecTimeout(cmd, &opts.ExecTimeoutS)
 	f.StringVar(&opts.Scheduler, "scheduler", "chunked", "static, continuous or chunked")
-	f.IntVar(&opts.MaxReplicas, "max-replicas", capacity.DefaultCapacityMaxReplicas, fmt.Sprintf("largest fleet tried, 1 to %d", fleet.MaxReplicas))
+	f.IntVar(&opts.MaxReplicas, "max-replicas", capacity.DefaultMaxReplicas, fmt.Sprintf("largest fleet tried, 1 to %d", fleet.MaxReplicas))
 	f.IntVar(&opts.Jobs, "jobs", 0, "simulations (or replicas) at a time (0, the default: all cores)")
 	plantflag.AddPlant(cmd, &opts.Plant)
 	plantflag.AddEngine(cmd, &opts.Engine)
@@ -201,7 +201,7 @@ type planFile struct {
 // planFiles are the schedule files of --out-plan: the plan's, or with
 // --disaggregated the prefill pool's and the decode pool's
 // (poolPlanPath); none without --out-plan.
-func (o *capacityOptions) planFiles(doc *capacity.CapacityOverTimeDocument) []planFile {
+func (o *capacityOptions) planFiles(doc *capacity.OverTimeDocument) []planFile {
 	switch {
 	case o.OutPlan == "":
 		return nil

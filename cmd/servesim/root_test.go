@@ -170,7 +170,7 @@ func TestWriteBytesAtomic(t *testing.T) {
 func TestDocumentsAreStreamed(t *testing.T) {
 	t.Parallel()
 	for _, v := range []any{
-		plant.Report{}, &plant.Report{}, &fleet.Report{}, &capacity.CapacityDocument{},
+		plant.Report{}, &plant.Report{}, &fleet.Report{}, &capacity.Document{},
 		diagnose.Snapshot{}, diagnose.WindowReport{}, diagnose.DemoReport{}, profile.Verdicts{},
 	} {
 		assert.True(t, jsonout.Streamable(reflect.TypeOf(v)), "%T", v)

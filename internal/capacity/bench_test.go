@@ -33,11 +33,11 @@ func BenchmarkCapacityCodeTrace(b *testing.B) {
 		Router:      fleet.RoundRobinName,
 		Controllers: []string{"max", "reactive"},
 		SLO:         plant.SLO{TTFTSeconds: 5},
-		Search:      CapacitySearch{Target: 0.99, Jobs: runtime.GOMAXPROCS(0)},
+		Search:      SearchSettings{Target: 0.99, Jobs: runtime.GOMAXPROCS(0)},
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		report, err := RunCapacity(context.Background(), w.Requests, study)
+		report, err := Run(context.Background(), w.Requests, study)
 		require.NoError(b, err)
 		require.Equal(b, 33, *report.Replicas)
 		b.ReportMetric(float64(len(report.Evaluations)+len(report.Controllers)-1), "simulations")

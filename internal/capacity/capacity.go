@@ -7,9 +7,9 @@ import (
 	"sync"
 )
 
-// DefaultCapacityMaxReplicas is the largest fleet a capacity search tries
+// DefaultMaxReplicas is the largest fleet a capacity search tries
 // unless told otherwise.
-const DefaultCapacityMaxReplicas = 1024
+const DefaultMaxReplicas = 1024
 
 // Evaluation is what simulating one fleet size tells the capacity search.
 type Evaluation struct {
@@ -52,13 +52,13 @@ func (e Evaluation) Meets(target float64) bool { return e.Attainment >= target }
 // size every time and return ctx's error once ctx is done.
 type Evaluator func(ctx context.Context, replicas int) (Evaluation, error)
 
-// CapacitySearch configures SearchCapacity.
-type CapacitySearch struct {
+// SearchSettings configures Search.
+type SearchSettings struct {
 	Target      float64 // attainment to reach, in (0, 1]
-	MaxReplicas int     // largest size tried; 0 means DefaultCapacityMaxReplicas
+	MaxReplicas int     // largest size tried; 0 means DefaultMaxReplicas
 	Jobs        int     // evaluations run at once; 0 means 1
 	// Used, when set, is called with each evaluation the search's decisions
-	// use, in order, from the goroutine that called SearchCapacity (for a
+	// use, in order, from the goroutine that called Search (for a
 	// progress display). There are at most MaxSearchSteps(MaxReplicas).
 	Used func(Evaluation)
 	// Known are evaluations made beforehand (a capacity shard's, read
@@ -68,8 +68,8 @@ type CapacitySearch struct {
 	Known []Evaluation
 }
 
-// CapacityResult is the outcome of a capacity search.
-type CapacityResult struct {
+// SearchResult is the outcome of a capacity search.
+type SearchResult struct {
 	TargetAttainment float64 `json:"target_attainment"` // target_attainment: the target
 	MaxReplicas      int     `json:"max_replicas"`      // max_replicas: the largest size the search could try
 	// replicas: the answer, a size that meets the target one fewer does
@@ -88,7 +88,7 @@ type CapacityResult struct {
 
 // Answer returns the evaluation of the answer, or false when the target is
 // unreachable.
-func (r *CapacityResult) Answer() (Evaluation, bool) {
+func (r *SearchResult) Answer() (Evaluation, bool) {
 	if r.Replicas == nil {
 		return Evaluation{}, false
 	}
@@ -100,7 +100,7 @@ func (r *CapacityResult) Answer() (Evaluation, bool) {
 	return Evaluation{}, false
 }
 
-// UnreachableError is SearchCapacity's error when no fleet of at most
+// UnreachableError is Search's error when no fleet of at most
 // MaxReplicas replicas meets the target.
 type UnreachableError struct {
 	Target      float64
@@ -132,7 +132,7 @@ func MaxSearchSteps(maxReplicas int) int {
 	return 2*n + 2
 }
 
-// SearchCapacity finds the smallest fleet size meeting the target
+// Search finds the smallest fleet size meeting the target
 // attainment: it doubles the size from 1 until one meets the target (or
 // MaxReplicas fails), bisects between the last failing and the first
 // meeting size until they are adjacent (so the answer's predecessor has
@@ -151,12 +151,12 @@ func MaxSearchSteps(maxReplicas int) int {
 // When no size up to MaxReplicas meets the target, the result (answer nil,
 // Best the highest attainment) comes with an *UnreachableError. An
 // evaluation error the search needs ends it with that error; so does ctx.
-func SearchCapacity(ctx context.Context, evaluate Evaluator, cfg CapacitySearch) (*CapacityResult, error) {
+func Search(ctx context.Context, evaluate Evaluator, cfg SearchSettings) (*SearchResult, error) {
 	if !(cfg.Target > 0 && cfg.Target <= 1) {
 		return nil, fmt.Errorf("target attainment %v: expected a number in (0, 1]", cfg.Target)
 	}
 	if cfg.MaxReplicas == 0 {
-		cfg.MaxReplicas = DefaultCapacityMaxReplicas
+		cfg.MaxReplicas = DefaultMaxReplicas
 	}
 	if cfg.MaxReplicas < 1 {
 		return nil, fmt.Errorf("max replicas %d: expected at least 1", cfg.MaxReplicas)
@@ -229,7 +229,7 @@ type outcome struct {
 }
 
 type searcher struct {
-	cfg      CapacitySearch
+	cfg      SearchSettings
 	jobs     int
 	evaluate Evaluator
 	cache    map[int]outcome
@@ -303,8 +303,8 @@ func (s *searcher) run(ctx context.Context, sizes []int) {
 
 // result assembles the outcome of a search that ended at bracket b after
 // using the sizes used.
-func (s *searcher) result(b bracket, used []int) (*CapacityResult, error) {
-	res := &CapacityResult{TargetAttainment: s.cfg.Target, MaxReplicas: s.cfg.MaxReplicas, NonMonotone: []Evaluation{}}
+func (s *searcher) result(b bracket, used []int) (*SearchResult, error) {
+	res := &SearchResult{TargetAttainment: s.cfg.Target, MaxReplicas: s.cfg.MaxReplicas, NonMonotone: []Evaluation{}}
 	slices.Sort(used)
 	for _, size := range used {
 		res.Evaluations = append(res.Evaluations, s.cache[size].eval)

@@ -81,12 +81,12 @@ func sizesOf(evals []Evaluation) []int {
 	return out
 }
 
-func search(t *testing.T, s *synthetic, cfg CapacitySearch) (*CapacityResult, error) {
+func search(t *testing.T, s *synthetic, cfg SearchSettings) (*SearchResult, error) {
 	t.Helper()
-	return SearchCapacity(context.Background(), s.evaluate, cfg)
+	return Search(context.Background(), s.evaluate, cfg)
 }
 
-func TestSearchCapacityDoublesBisectsAndVerifies(t *testing.T) {
+func TestSearchDoublesBisectsAndVerifies(t *testing.T) {
 	tests := []struct {
 		name        string
 		attainment  func(int) float64
@@ -112,11 +112,11 @@ func TestSearchCapacityDoublesBisectsAndVerifies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var reference *CapacityResult
+			var reference *SearchResult
 			for _, jobs := range []int{0, 1, 2, 3, 4, 8} {
 				s := &synthetic{attainment: tt.attainment}
 				var used []int
-				res, err := search(t, s, CapacitySearch{Target: 0.99, MaxReplicas: tt.max, Jobs: jobs,
+				res, err := search(t, s, SearchSettings{Target: 0.99, MaxReplicas: tt.max, Jobs: jobs,
 					Used: func(e Evaluation) { used = append(used, e.Replicas) }})
 				require.NoError(t, err)
 				require.NotNil(t, res.Replicas)
@@ -154,20 +154,20 @@ func TestSearchCapacityDoublesBisectsAndVerifies(t *testing.T) {
 	}
 }
 
-func TestSearchCapacityUsesTheJobs(t *testing.T) {
+func TestSearchUsesTheJobs(t *testing.T) {
 	// Each evaluation waits (up to 100 ms) for the others of its round.
 	s := &synthetic{attainment: threshold(300), hold: func(s *synthetic) {
 		for i := 0; i < 100 && s.peak.Load() < 4; i++ {
 			time.Sleep(time.Millisecond)
 		}
 	}}
-	res, err := search(t, s, CapacitySearch{Target: 0.99, Jobs: 4})
+	res, err := search(t, s, SearchSettings{Target: 0.99, Jobs: 4})
 	require.NoError(t, err)
 	assert.Equal(t, int32(4), s.peak.Load(), "four sizes simulated at once")
 	assert.Equal(t, 300, *res.Replicas)
 }
 
-func TestSearchCapacityBestAndTie(t *testing.T) {
+func TestSearchBestAndTie(t *testing.T) {
 	// Attainment 0.5 everywhere but 0.8 at 16 and 32: the first best wins.
 	s := &synthetic{attainment: func(n int) float64 {
 		if n == 16 || n == 32 {
@@ -175,7 +175,7 @@ func TestSearchCapacityBestAndTie(t *testing.T) {
 		}
 		return 0.5
 	}}
-	res, err := search(t, s, CapacitySearch{Target: 0.9, MaxReplicas: 40})
+	res, err := search(t, s, SearchSettings{Target: 0.9, MaxReplicas: 40})
 	var unreachable *UnreachableError
 	require.ErrorAs(t, err, &unreachable)
 	assert.Equal(t, 16, res.Best.Replicas)
@@ -183,11 +183,11 @@ func TestSearchCapacityBestAndTie(t *testing.T) {
 	assert.Zero(t, unreachable.Plateau, "40 replicas reach less than 16")
 }
 
-// TestSearchCapacityPlateau: when the largest fleet evaluated reaches no
+// TestSearchPlateau: when the largest fleet evaluated reaches no
 // more than a smaller one, the error says that more replicas do not help.
-func TestSearchCapacityPlateau(t *testing.T) {
+func TestSearchPlateau(t *testing.T) {
 	s := &synthetic{attainment: func(n int) float64 { return 0.5 + 0.1*float64(min(n, 8))/8 }}
-	_, err := search(t, s, CapacitySearch{Target: 0.9, MaxReplicas: 64})
+	_, err := search(t, s, SearchSettings{Target: 0.9, MaxReplicas: 64})
 	var unreachable *UnreachableError
 	require.ErrorAs(t, err, &unreachable)
 	assert.Equal(t, 8, unreachable.Best.Replicas)
@@ -197,10 +197,10 @@ func TestSearchCapacityPlateau(t *testing.T) {
 		"(looser SLOs or a faster profile would help, more replicas do not)")
 }
 
-func TestSearchCapacityUnreachable(t *testing.T) {
+func TestSearchUnreachable(t *testing.T) {
 	for _, jobs := range []int{1, 3} {
 		s := &synthetic{attainment: func(n int) float64 { return 0.9 - 0.5/float64(n) }}
-		res, err := search(t, s, CapacitySearch{Target: 0.95, MaxReplicas: 100, Jobs: jobs})
+		res, err := search(t, s, SearchSettings{Target: 0.95, MaxReplicas: 100, Jobs: jobs})
 		var unreachable *UnreachableError
 		require.ErrorAs(t, err, &unreachable)
 		assert.EqualError(t, err, "no fleet of at most 100 replicas reaches attainment 0.95: the best is 0.895 with 100 replicas")
@@ -219,7 +219,7 @@ func TestSearchCapacityUnreachable(t *testing.T) {
 	}
 }
 
-func TestSearchCapacityMatchesJobsOneOnRandomAttainments(t *testing.T) {
+func TestSearchMatchesJobsOneOnRandomAttainments(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for trial := range 200 {
 		maxSize := 1 + rng.IntN(300)
@@ -231,9 +231,9 @@ func TestSearchCapacityMatchesJobsOneOnRandomAttainments(t *testing.T) {
 		scale := 1 + rng.IntN(maxSize)
 		attainment := func(n int) float64 { return min(1, float64(n)/float64(scale)) - noise[n] }
 		target := 0.5 + rng.Float64()*0.5
-		reference, refErr := search(t, &synthetic{attainment: attainment}, CapacitySearch{Target: target, MaxReplicas: maxSize, Jobs: 1})
+		reference, refErr := search(t, &synthetic{attainment: attainment}, SearchSettings{Target: target, MaxReplicas: maxSize, Jobs: 1})
 		for _, jobs := range []int{2, 3, 5} {
-			res, err := search(t, &synthetic{attainment: attainment}, CapacitySearch{Target: target, MaxReplicas: maxSize, Jobs: jobs})
+			res, err := search(t, &synthetic{attainment: attainment}, SearchSettings{Target: target, MaxReplicas: maxSize, Jobs: jobs})
 			require.Equal(t, refErr, err, "trial %d jobs %d", trial, jobs)
 			require.Equal(t, reference, res, "trial %d jobs %d", trial, jobs)
 		}
@@ -252,20 +252,20 @@ func TestSearchCapacityMatchesJobsOneOnRandomAttainments(t *testing.T) {
 	}
 }
 
-func TestSearchCapacityErrors(t *testing.T) {
+func TestSearchErrors(t *testing.T) {
 	boom := errors.New("boom")
 	// An error at a size the search needs ends it.
 	s := &synthetic{attainment: threshold(5), fail: map[int]error{8: boom}}
-	_, err := search(t, s, CapacitySearch{Target: 0.99, Jobs: 2})
+	_, err := search(t, s, SearchSettings{Target: 0.99, Jobs: 2})
 	assert.ErrorIs(t, err, boom)
 
 	// An error at a size only speculation reached is never seen: the result
 	// is that of one job.
 	probe := &synthetic{attainment: threshold(37)}
-	want, err := search(t, probe, CapacitySearch{Target: 0.99, Jobs: 1})
+	want, err := search(t, probe, SearchSettings{Target: 0.99, Jobs: 1})
 	require.NoError(t, err)
 	spec := &synthetic{attainment: threshold(37)}
-	_, err = search(t, spec, CapacitySearch{Target: 0.99, Jobs: 4})
+	_, err = search(t, spec, SearchSettings{Target: 0.99, Jobs: 4})
 	require.NoError(t, err)
 	var unused []int
 	for _, n := range spec.calls {
@@ -278,16 +278,16 @@ func TestSearchCapacityErrors(t *testing.T) {
 	for _, n := range unused {
 		failing[n] = boom
 	}
-	got, err := search(t, &synthetic{attainment: threshold(37), fail: failing}, CapacitySearch{Target: 0.99, Jobs: 4})
+	got, err := search(t, &synthetic{attainment: threshold(37), fail: failing}, SearchSettings{Target: 0.99, Jobs: 4})
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 }
 
-func TestSearchCapacityCancellation(t *testing.T) {
+func TestSearchCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	s := &synthetic{attainment: threshold(5)}
-	_, err := SearchCapacity(ctx, s.evaluate, CapacitySearch{Target: 0.99})
+	_, err := Search(ctx, s.evaluate, SearchSettings{Target: 0.99})
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.Empty(t, s.calls, "nothing is simulated after cancellation")
 
@@ -302,29 +302,29 @@ func TestSearchCapacityCancellation(t *testing.T) {
 		}
 		return Evaluation{Attainment: 0}, nil
 	}
-	_, err = SearchCapacity(ctx, blocking, CapacitySearch{Target: 0.99, Jobs: 2})
+	_, err = Search(ctx, blocking, SearchSettings{Target: 0.99, Jobs: 2})
 	assert.ErrorIs(t, err, context.Canceled)
 }
 
-func TestSearchCapacityRejectsBadSettings(t *testing.T) {
+func TestSearchRejectsBadSettings(t *testing.T) {
 	s := &synthetic{attainment: threshold(5)}
 	for _, tt := range []struct {
-		cfg  CapacitySearch
+		cfg  SearchSettings
 		want string
 	}{
-		{CapacitySearch{Target: 0}, "target attainment 0: expected a number in (0, 1]"},
-		{CapacitySearch{Target: 1.5}, "target attainment 1.5"},
-		{CapacitySearch{Target: -0.5}, "target attainment -0.5"},
-		{CapacitySearch{Target: 0.9, MaxReplicas: -1}, "max replicas -1: expected at least 1"},
-		{CapacitySearch{Target: 0.9, Jobs: -2}, "jobs -2: expected at least 1"},
+		{SearchSettings{Target: 0}, "target attainment 0: expected a number in (0, 1]"},
+		{SearchSettings{Target: 1.5}, "target attainment 1.5"},
+		{SearchSettings{Target: -0.5}, "target attainment -0.5"},
+		{SearchSettings{Target: 0.9, MaxReplicas: -1}, "max replicas -1: expected at least 1"},
+		{SearchSettings{Target: 0.9, Jobs: -2}, "jobs -2: expected at least 1"},
 	} {
 		_, err := search(t, s, tt.cfg)
 		assert.ErrorContains(t, err, tt.want)
 	}
 	assert.Empty(t, s.calls)
-	res, err := search(t, s, CapacitySearch{Target: 1})
+	res, err := search(t, s, SearchSettings{Target: 1})
 	require.NoError(t, err)
-	assert.Equal(t, DefaultCapacityMaxReplicas, res.MaxReplicas)
+	assert.Equal(t, DefaultMaxReplicas, res.MaxReplicas)
 }
 
 func TestEvaluateEachAndCheapest(t *testing.T) {

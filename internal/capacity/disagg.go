@@ -12,22 +12,22 @@ import (
 	"servesim/internal/runparams"
 )
 
-// DisaggCapacity is the disaggregated half of `capacity --disaggregated`:
+// DisaggStudy is the disaggregated half of `capacity --disaggregated`:
 // the fewest GPUs, prefill and decode replicas together, that serve the
 // study's workload within its SLOs as a disaggregated fleet (disagg.go),
 // and, among splits of that many, the one of least energy; then the
 // answer under every pair of the study's controllers, one per pool.
 //
 // The search: for each prefill pool size P = 1, 2, ... it finds the fewest
-// decode replicas D(P) meeting the target (SearchCapacity over D: doubling,
+// decode replicas D(P) meeting the target (Search over D: doubling,
 // bisection, one verification), with D at most the best total found so far
 // less P (a larger total can no longer win), before any at most
 // DecodeCap; it stops once P + 1 exceeds the best total (or, before any,
 // P exceeds DecodeCap). Every split of
 // the winning total is thus tried whose decode size is the least for its
-// P. Attainment need not grow with D (see SearchCapacity): the answer is a
+// P. Attainment need not grow with D (see Search): the answer is a
 // D(P) that meets the target while D(P) - 1 does not.
-type DisaggCapacity struct {
+type DisaggStudy struct {
 	// Capacity is the study: its Plant, Router (both pools' kind; the
 	// decode pool's seeded one past RouterSeed), SLO, Engine, Service,
 	// Controllers (the search runs the first in both pools), Search
@@ -41,9 +41,9 @@ type DisaggCapacity struct {
 	DecodeCap int
 }
 
-// DisaggCapacityReport is the outcome of a disaggregated capacity search
+// DisaggReport is the outcome of a disaggregated capacity search
 // (the disaggregated block of `capacity --disaggregated`).
-type DisaggCapacityReport struct {
+type DisaggReport struct {
 	KVTransferBandwidthGBps float64 `json:"kv_transfer_bandwidth_gbps"` // kv_transfer_bandwidth_gbps: the link of each prefill replica (null: instant)
 	KVTransferLatencyS      float64 `json:"kv_transfer_latency_s"`      // kv_transfer_latency_s: the link's latency
 	// prefill_replicas, decode_replicas and replicas (their sum): the
@@ -68,7 +68,7 @@ type DisaggCapacityReport struct {
 
 // Answer returns the evaluation of the answer's split, or false when no
 // split searched meets the target.
-func (r *DisaggCapacityReport) Answer() (SplitEvaluation, bool) {
+func (r *DisaggReport) Answer() (SplitEvaluation, bool) {
 	if r.Replicas == nil {
 		return SplitEvaluation{}, false
 	}
@@ -100,7 +100,7 @@ type PoolControllerEvaluation struct {
 	Evaluation
 }
 
-// DisaggUnreachableError is RunDisaggCapacity's error when no split
+// DisaggUnreachableError is RunDisagg's error when no split
 // searched meets the target.
 type DisaggUnreachableError struct {
 	Target float64
@@ -137,7 +137,7 @@ type split struct {
 // disaggSearch holds a disaggregated study's evaluations, each split
 // simulated once.
 type disaggSearch struct {
-	c        *DisaggCapacity
+	c        *DisaggStudy
 	requests []plant.Request
 	pools    []fleet.Group
 	mu       sync.Mutex
@@ -184,17 +184,17 @@ func (s *disaggSearch) evaluate(ctx context.Context, sp split) (Evaluation, erro
 
 // choices are the controllers a pool's group runs: its own, or each of the
 // study's.
-func (c *DisaggCapacity) choices(g fleet.Group) []string {
+func (c *DisaggStudy) choices(g fleet.Group) []string {
 	if g.Controller != "" {
 		return []string{g.Controller}
 	}
 	return c.Controllers
 }
 
-// RunDisaggCapacity runs the disaggregated study on requests (sorted by
+// RunDisagg runs the disaggregated study on requests (sorted by
 // arrival, unique IDs). With no split meeting the target the report (no
 // answer) comes with a *DisaggUnreachableError.
-func RunDisaggCapacity(ctx context.Context, requests []plant.Request, c DisaggCapacity) (*DisaggCapacityReport, error) {
+func RunDisagg(ctx context.Context, requests []plant.Request, c DisaggStudy) (*DisaggReport, error) {
 	pools, err := DisaggUnit(c.Unit)
 	if err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func RunDisaggCapacity(ctx context.Context, requests []plant.Request, c DisaggCa
 	s := &disaggSearch{c: &c, requests: requests, pools: pools, cache: map[split]Evaluation{}}
 	prefillChoices, decodeChoices := c.choices(pools[0]), c.choices(pools[1])
 	searched := PoolControllers{Prefill: prefillChoices[0], Decode: decodeChoices[0]}
-	maxPool := MaxCapacitySize(c.Search.MaxReplicas, 1)
+	maxPool := MaxSize(c.Search.MaxReplicas, 1)
 	decodeCap := maxPool
 	if c.DecodeCap > 0 {
 		decodeCap = min(c.DecodeCap, maxPool)
@@ -233,9 +233,9 @@ func RunDisaggCapacity(ctx context.Context, requests []plant.Request, c DisaggCa
 		if limit < 1 {
 			break
 		}
-		res, err := SearchCapacity(ctx, func(ctx context.Context, d int) (Evaluation, error) {
+		res, err := Search(ctx, func(ctx context.Context, d int) (Evaluation, error) {
 			return s.evaluate(ctx, split{p, d, searched})
-		}, CapacitySearch{Target: c.Search.Target, MaxReplicas: limit, Jobs: c.Search.Jobs})
+		}, SearchSettings{Target: c.Search.Target, MaxReplicas: limit, Jobs: c.Search.Jobs})
 		var unreachable *UnreachableError
 		if err != nil && !errors.As(err, &unreachable) {
 			return nil, err
@@ -256,7 +256,7 @@ func RunDisaggCapacity(ctx context.Context, requests []plant.Request, c DisaggCa
 			best, found = SplitEvaluation{PrefillReplicas: p, DecodeReplicas: d, Evaluation: e}, true
 		}
 	}
-	report := &DisaggCapacityReport{
+	report := &DisaggReport{
 		KVTransferBandwidthGBps: c.Link.BandwidthGBps, KVTransferLatencyS: c.Link.LatencyS,
 		SearchControllers: searched, Evaluations: append([]SplitEvaluation{}, used...), PoolControllers: []PoolControllerEvaluation{},
 	}

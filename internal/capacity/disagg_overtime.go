@@ -11,7 +11,7 @@ import (
 // DisaggWindow is one window of a disaggregated plan: the fewest prefill
 // and decode replicas together meeting the target on the window's
 // requests alone (the least energy among splits of as many). Its
-// CapacityWindow's replicas are their sum (0 for a window without
+// PlanWindow's replicas are their sum (0 for a window without
 // requests; for a window no split searched serves, the split of best
 // attainment, meets_target false), its attainment, p99_ttft_s and
 // energy_kwh the split's, its simulations the splits the window's search
@@ -19,7 +19,7 @@ import (
 // simulated ahead too: with more jobs than windows, a number that depends
 // on them).
 type DisaggWindow struct {
-	CapacityWindow
+	PlanWindow
 	PrefillReplicas int `json:"prefill_replicas"` // prefill_replicas: the prefill pool's size
 	DecodeReplicas  int `json:"decode_replicas"`  // decode_replicas: the decode pool's size
 }
@@ -49,10 +49,10 @@ type DisaggPlan struct {
 	EnergyKWh float64 `json:"energy_kwh"`
 }
 
-// RunDisaggCapacityOverTime is RunCapacityOverTime's study of c (its plan
+// RunDisaggOverTime is RunOverTime's study of c (its plan
 // of the mixed fleet) with, for each window with requests, the
 // disaggregated study of that window's requests alone, after the
-// window's search: RunDisaggCapacity of the pools (DisaggUnit) over link,
+// window's search: RunDisagg of the pools (DisaggUnit) over link,
 // with the window's study (c's router, first controller, SLO, target and
 // largest pool), each pool bounded, while no split meets the target, by
 // the window's mixed answer as a study of the window alone bounds it
@@ -63,7 +63,7 @@ type DisaggPlan struct {
 // *UnreachableWindowsError; else windows no split serves do, as one with
 // Disaggregated set. Another error of a window ends the study with that
 // of the earliest window.
-func RunDisaggCapacityOverTime(ctx context.Context, requests []plant.Request, c Capacity, pools []fleet.Group, link fleet.Link, windowS float64, jobs int, progress func()) (*CapacityPlan, *DisaggPlan, error) {
+func RunDisaggOverTime(ctx context.Context, requests []plant.Request, c Capacity, pools []fleet.Group, link fleet.Link, windowS float64, jobs int, progress func()) (*Plan, *DisaggPlan, error) {
 	pools, err := DisaggUnit(pools)
 	if err != nil {
 		return nil, nil, err
@@ -74,12 +74,12 @@ func RunDisaggCapacityOverTime(ctx context.Context, requests []plant.Request, c 
 	}
 	dplan := &DisaggPlan{WindowS: windowS, Windows: make([]DisaggWindow, len(windows))}
 	for k, w := range windows {
-		dplan.Windows[k] = DisaggWindow{CapacityWindow: emptyWindow(k, w)}
+		dplan.Windows[k] = DisaggWindow{PlanWindow: emptyWindow(k, w)}
 	}
-	plan, err := runOverTime(ctx, requests, c, windowS, jobs, progress, func(ctx context.Context, k int, requests []plant.Request, c Capacity, mixed *CapacityReport) error {
-		d := DisaggCapacity{Capacity: c, Link: link, DecodeCap: disaggCap(mixed)}
+	plan, err := runOverTime(ctx, requests, c, windowS, jobs, progress, func(ctx context.Context, k int, requests []plant.Request, c Capacity, mixed *Report) error {
+		d := DisaggStudy{Capacity: c, Link: link, DecodeCap: disaggCap(mixed)}
 		d.Unit = pools
-		report, err := RunDisaggCapacity(ctx, requests, d)
+		report, err := RunDisagg(ctx, requests, d)
 		var unreachable *DisaggUnreachableError
 		if err != nil && !errors.As(err, &unreachable) {
 			return err
@@ -131,7 +131,7 @@ func (p *DisaggPlan) Schedules() (startS []float64, prefill, decode []int) {
 }
 
 // ScheduleCSVs are the plan's schedule files, the prefill pool's and the
-// decode pool's, each as CapacityPlan.ScheduleCSV writes one: what a
+// decode pool's, each as Plan.ScheduleCSV writes one: what a
 // fleet file's prefill and decode groups read with "autoscale":
 // "schedule:FILE" or "oracle:FILE".
 func (p *DisaggPlan) ScheduleCSVs() (prefill, decode []byte) {

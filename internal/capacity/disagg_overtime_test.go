@@ -110,7 +110,7 @@ func TestDisaggOverTimeIsEachWindowsStaticStudy(t *testing.T) {
 func TestDisaggOverTimeDoesNotDependOnJobs(t *testing.T) {
 	study := disaggStudyOf(t, busyMinute(t), 0.9, 10)
 	plan := func(jobs int) string {
-		mixed, dplan, err := RunDisaggCapacityOverTime(context.Background(), study.workload.Requests, study.Capacity, study.disagg.Unit, study.disagg.Link, 10, jobs, nil)
+		mixed, dplan, err := RunDisaggOverTime(context.Background(), study.workload.Requests, study.Capacity, study.disagg.Unit, study.disagg.Link, 10, jobs, nil)
 		require.NoError(t, err)
 		return fmt.Sprintf("%+v %+v", mixed, dplan)
 	}
@@ -141,7 +141,7 @@ func TestDisaggOverTimeUnreachableWindows(t *testing.T) {
 			study := disaggStudyOf(t, arrivingAt(0, 1, 2, 130, 131), 0.9, 60)
 			study.Search.MaxReplicas = 4
 			tc.change(study)
-			mixed, plan, err := RunDisaggCapacityOverTime(context.Background(), study.workload.Requests, study.Capacity, study.disagg.Unit, study.disagg.Link, 60, 2, nil)
+			mixed, plan, err := RunDisaggOverTime(context.Background(), study.workload.Requests, study.Capacity, study.disagg.Unit, study.disagg.Link, 60, 2, nil)
 			var unreachable *UnreachableWindowsError
 			require.ErrorAs(t, err, &unreachable)
 			assert.EqualError(t, err, tc.err)
@@ -168,13 +168,13 @@ func TestDisaggPlanScheduleCSVs(t *testing.T) {
 		prefill, decode string
 	}{
 		{"hours, an empty one", DisaggPlan{Windows: []DisaggWindow{
-			{CapacityWindow: CapacityWindow{StartS: 0}, PrefillReplicas: 3, DecodeReplicas: 1},
-			{CapacityWindow: CapacityWindow{StartS: 3600}},
-			{CapacityWindow: CapacityWindow{StartS: 7200}, PrefillReplicas: 2, DecodeReplicas: 2},
+			{PlanWindow: PlanWindow{StartS: 0}, PrefillReplicas: 3, DecodeReplicas: 1},
+			{PlanWindow: PlanWindow{StartS: 3600}},
+			{PlanWindow: PlanWindow{StartS: 7200}, PrefillReplicas: 2, DecodeReplicas: 2},
 		}}, "start_s,replicas\n0,3\n3600,0\n7200,2\n", "start_s,replicas\n0,1\n3600,0\n7200,2\n"},
 		{"tenths", DisaggPlan{Windows: []DisaggWindow{
-			{CapacityWindow: CapacityWindow{StartS: 0}, PrefillReplicas: 1, DecodeReplicas: 4},
-			{CapacityWindow: CapacityWindow{StartS: 0.30000000000000004}, PrefillReplicas: 5, DecodeReplicas: 6},
+			{PlanWindow: PlanWindow{StartS: 0}, PrefillReplicas: 1, DecodeReplicas: 4},
+			{PlanWindow: PlanWindow{StartS: 0.30000000000000004}, PrefillReplicas: 5, DecodeReplicas: 6},
 		}}, "start_s,replicas\n0,1\n0.30000000000000004,5\n", "start_s,replicas\n0,4\n0.30000000000000004,6\n"},
 		{"no window", DisaggPlan{}, "start_s,replicas\n", "start_s,replicas\n"},
 	} {

@@ -15,7 +15,7 @@ import (
 
 // disaggStudy is a disaggregated study of the batched model on the
 // embedded trace's first minutes, both pools of the default profile.
-func disaggStudy(t *testing.T, target float64, controllers ...string) (DisaggCapacity, []plant.Request) {
+func disaggStudy(t *testing.T, target float64, controllers ...string) (DisaggStudy, []plant.Request) {
 	gpu, ok := cards.BuiltinGPU("L4")
 	require.True(t, ok)
 	model, ok := cards.BuiltinModel(cards.DefaultModel)
@@ -28,21 +28,21 @@ func disaggStudy(t *testing.T, target float64, controllers ...string) (DisaggCap
 	pools, err := DisaggUnit([]fleet.Group{{Replicas: 1, Profile: profile.Default(), Scheduler: "continuous"}})
 	require.NoError(t, err)
 	svc := plant.NewBatchedService(gpu, model)
-	return DisaggCapacity{
+	return DisaggStudy{
 		Capacity: Capacity{Plant: plant.NewPlant(nil), Unit: pools, Router: fleet.LeastOutstandingName, RouterSeed: 1,
 			Controllers: controllers, Service: svc, SLO: plant.SLO{}.ObjectivesFor(nil, svc),
-			Search: CapacitySearch{Target: target, MaxReplicas: 16, Jobs: 2}},
+			Search: SearchSettings{Target: target, MaxReplicas: 16, Jobs: 2}},
 		Link: fleet.Link{BandwidthGBps: 25},
 	}, w.Requests
 }
 
-// TestDisaggCapacityFindsTheFewestGPUs: the answer meets the target, one
+// TestDisaggStudyFindsTheFewestGPUs: the answer meets the target, one
 // decode replica fewer does not, no split of fewer GPUs the search
 // simulated meets it, and the pool controllers are compared at the answer.
-func TestDisaggCapacityFindsTheFewestGPUs(t *testing.T) {
+func TestDisaggStudyFindsTheFewestGPUs(t *testing.T) {
 	for _, target := range []float64{0.9, 0.97} {
 		c, requests := disaggStudy(t, target, "max", "fixed:1500")
-		report, err := RunDisaggCapacity(context.Background(), requests, c)
+		report, err := RunDisagg(context.Background(), requests, c)
 		require.NoError(t, err)
 		require.NotNil(t, report.Replicas)
 		p, d := *report.PrefillReplicas, *report.DecodeReplicas
@@ -94,13 +94,13 @@ func TestDisaggCapacityFindsTheFewestGPUs(t *testing.T) {
 	}
 }
 
-// TestDisaggCapacityUnreachable: a target no split reaches within the cap
+// TestDisaggStudyUnreachable: a target no split reaches within the cap
 // comes back as a report without an answer and a DisaggUnreachableError
 // naming the best split.
-func TestDisaggCapacityUnreachable(t *testing.T) {
+func TestDisaggStudyUnreachable(t *testing.T) {
 	c, requests := disaggStudy(t, 1, "min")
 	c.DecodeCap = 2
-	report, err := RunDisaggCapacity(context.Background(), requests, c)
+	report, err := RunDisagg(context.Background(), requests, c)
 	var unreachable *DisaggUnreachableError
 	require.ErrorAs(t, err, &unreachable)
 	assert.Nil(t, report.Replicas)
@@ -123,15 +123,15 @@ func TestDisaggUnit(t *testing.T) {
 	require.Error(t, err)
 }
 
-// TestDisaggCapacityDoesNotDependOnJobs: the report lists the splits the
+// TestDisaggStudyDoesNotDependOnJobs: the report lists the splits the
 // searches' decisions used, each once, not those spare jobs simulated
 // ahead: the same for any --jobs.
-func TestDisaggCapacityDoesNotDependOnJobs(t *testing.T) {
-	var want *DisaggCapacityReport
+func TestDisaggStudyDoesNotDependOnJobs(t *testing.T) {
+	var want *DisaggReport
 	for _, jobs := range []int{1, 2, 5} {
 		c, requests := disaggStudy(t, 0.9, "max", "fixed:1500")
 		c.Search.Jobs = jobs
-		report, err := RunDisaggCapacity(context.Background(), requests, c)
+		report, err := RunDisagg(context.Background(), requests, c)
 		require.NoError(t, err)
 		seen := map[[2]int]bool{}
 		for _, e := range report.Evaluations {

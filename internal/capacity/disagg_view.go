@@ -10,7 +10,7 @@ import (
 
 // Table renders a disaggregated study for terminals: the answer, every
 // split simulated, and the answer under each pair of pool controllers.
-func (r *DisaggCapacityReport) Table() string {
+func (r *DisaggReport) Table() string {
 	var b strings.Builder
 	b.WriteString(r.studyLine())
 	if r.Replicas != nil {
@@ -51,7 +51,7 @@ func (r *DisaggCapacityReport) Table() string {
 
 // studyLine is the first line of a disaggregated study's table: the link
 // and the pools' search controllers.
-func (r *DisaggCapacityReport) studyLine() string {
+func (r *DisaggReport) studyLine() string {
 	return fmt.Sprintf("disaggregated: KV link %s GB/s per prefill replica, latency %s s, search controllers %s (prefill) and %s (decode)\n",
 		texttable.Sig(r.KVTransferBandwidthGBps, 4), texttable.Sig(r.KVTransferLatencyS, 4), r.SearchControllers.Prefill, r.SearchControllers.Decode)
 }
@@ -87,7 +87,7 @@ func (d *DisaggOverTime) table(b *strings.Builder) {
 		{Header: "attainment (%)"}, {Header: "meets", Text: true}, {Header: "p99 TTFT (s)"}, {Header: "energy (kWh)"},
 	}}
 	for _, w := range p.Windows {
-		meets, attainment := windowCells(w.CapacityWindow)
+		meets, attainment := windowCells(w.PlanWindow)
 		t.AddRow(strconv.Itoa(w.Window), texttable.Sig(w.StartS, 10), texttable.Sig(w.EndS, 10), strconv.Itoa(w.Requests),
 			strconv.Itoa(w.PrefillReplicas), strconv.Itoa(w.DecodeReplicas), attainment, meets, texttable.Fixed(w.P99TTFTS, 3), texttable.Fixed(w.EnergyKWh, 6))
 	}

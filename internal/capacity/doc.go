@@ -2,16 +2,16 @@
 // unit fleet serve a workload within its SLOs, and at that size which
 // clock controller spends the least energy.
 //
-// The search (capacity.go: SearchCapacity, the bracket and bisection over
+// The search (capacity.go: Search, the bracket and bisection over
 // sizes) simulates fleets with package fleet and judges each run (Judge);
-// RunCapacity runs a study (Capacity) to a CapacityReport, and
-// CapacityDocument is what `servesim capacity` writes. A study over time
-// (RunCapacityOverTime) sizes each window of the trace, its plan a
+// Run runs a study (Capacity) to a Report, and
+// Document is what `servesim capacity` writes. A study over time
+// (RunOverTime) sizes each window of the trace, its plan a
 // schedule an autoscaler replays (PlanSchedule); a disaggregated study
-// (RunDisaggCapacity) searches the prefill and decode pools' split, and
-// over time (RunDisaggCapacityOverTime) each window's, a schedule per
+// (RunDisagg) searches the prefill and decode pools' split, and
+// over time (RunDisaggOverTime) each window's, a schedule per
 // pool (DisaggPlan.ScheduleCSVs). The
-// sizes a search may ask for form a grid (CapacityGrid) that shards
+// sizes a search may ask for form a grid (Grid) that shards
 // evaluate ahead of it, written as records (EvaluationRecord) a later
 // search reads back.
 //

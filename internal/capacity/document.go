@@ -5,31 +5,31 @@ import (
 	"servesim/internal/plant"
 )
 
-// CapacityDocument is what `servesim capacity` writes: the study's report,
+// Document is what `servesim capacity` writes: the study's report,
 // the objectives the requests were judged by and the inputs.
-type CapacityDocument struct {
-	*CapacityReport
-	SLO        CapacitySLO        `json:"slo"`        // slo: the objectives the requests were judged by
-	Provenance CapacityProvenance `json:"provenance"` // provenance: the inputs
+type Document struct {
+	*Report
+	SLO        DocumentSLO `json:"slo"`        // slo: the objectives the requests were judged by
+	Provenance Provenance  `json:"provenance"` // provenance: the inputs
 	// Service is the batched service model and its cards; nil (left out)
 	// under the reference's model.
 	Service *plant.ServiceModel `json:"service,omitempty"`
 	// Disaggregated is capacity --disaggregated's answer, beside the mixed
 	// fleet's above; nil (left out) without it.
-	Disaggregated *DisaggCapacityReport `json:"disaggregated,omitempty"`
+	Disaggregated *DisaggReport `json:"disaggregated,omitempty"`
 }
 
-// CapacitySLO holds the objectives used, in seconds; nil (null) for an
+// DocumentSLO holds the objectives used, in seconds; nil (null) for an
 // objective taken from each replica's profile when the groups' profiles
 // differ or, for e2e, not given.
-type CapacitySLO struct {
+type DocumentSLO struct {
 	TTFTSLOSeconds *float64 `json:"ttft_slo_s"`
 	TPOTSLOSeconds *float64 `json:"tpot_slo_s"`
 	E2ESLOSeconds  *float64 `json:"e2e_slo_s"`
 }
 
-// CapacityProvenance identifies the inputs of a study.
-type CapacityProvenance struct {
+// Provenance identifies the inputs of a study.
+type Provenance struct {
 	ProfilePath     string `json:"profile_path"`    // --profile, or the embedded profile's name
 	FleetPath       string `json:"fleet_path"`      // fleet file; empty without one
 	TracePath       string `json:"trace_path"`      // where the trace was read from
@@ -44,7 +44,7 @@ type CapacityProvenance struct {
 // SLOUsed reports the objectives a study of unit judged by: those given
 // (non-zero), else the profile's when every group's profile has the same
 // one, else nil (each replica's own).
-func SLOUsed(given plant.SLO, unit []fleet.Group) CapacitySLO {
+func SLOUsed(given plant.SLO, unit []fleet.Group) DocumentSLO {
 	objective := func(given float64, of func(plant.SLO) float64) *float64 {
 		if given != 0 {
 			return &given
@@ -57,7 +57,7 @@ func SLOUsed(given plant.SLO, unit []fleet.Group) CapacitySLO {
 		}
 		return &first
 	}
-	used := CapacitySLO{
+	used := DocumentSLO{
 		TTFTSLOSeconds: objective(given.TTFTSeconds, func(s plant.SLO) float64 { return s.TTFTSeconds }),
 		TPOTSLOSeconds: objective(given.TPOTSeconds, func(s plant.SLO) float64 { return s.TPOTSeconds }),
 	}

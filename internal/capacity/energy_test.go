@@ -104,10 +104,10 @@ func TestJudgeEnergyTotalsFollowTheirDefinitions(t *testing.T) {
 	}
 }
 
-func TestRunCapacityGivesEachControllerItsEnergyTotals(t *testing.T) {
+func TestRunGivesEachControllerItsEnergyTotals(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.89, "max", "reactive")
-	report, err := RunCapacity(context.Background(), requests, study)
+	report, err := Run(context.Background(), requests, study)
 	require.NoError(t, err)
 	require.NotNil(t, report.Replicas)
 	require.Len(t, report.Controllers, 2)
@@ -144,7 +144,7 @@ func TestShardRecordsRoundTripTheEnergyTotals(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.89, "max", "reactive")
 	study.Search.MaxReplicas = 8
-	want, err := RunCapacity(context.Background(), requests, study)
+	want, err := Run(context.Background(), requests, study)
 	require.NoError(t, err)
 
 	grid, shards := shardRecords(t, study, requests, 2)
@@ -168,7 +168,7 @@ func TestShardRecordsRoundTripTheEnergyTotals(t *testing.T) {
 	require.Len(t, known.Evaluations, len(grid.Sizes))
 	cached := study
 	cached.Search.Known = known.Evaluations
-	got, err := RunCapacity(context.Background(), requests, cached)
+	got, err := Run(context.Background(), requests, cached)
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 	for i, e := range got.Evaluations {
@@ -186,8 +186,8 @@ func TestCapacityTableShowsTheEnergyTotals(t *testing.T) {
 			EnergyPerOutputTokenJ: 1, PeakPowerW: 100, EnergyPerRequestJ: perRequestJ, EnergyPer1kRequestsKJ: perRequestJ,
 			EnergyKWh: kWh, MeanPowerW: meanW}
 	}
-	doc := &CapacityDocument{CapacityReport: &CapacityReport{
-		CapacityResult: CapacityResult{TargetAttainment: 0.9, MaxReplicas: 8, Replicas: &answer,
+	doc := &Document{Report: &Report{
+		SearchResult: SearchResult{TargetAttainment: 0.9, MaxReplicas: 8, Replicas: &answer,
 			Evaluations: []Evaluation{eval(1, false, 20, 0.001, 40), eval(2, true, 31.403610971786073, 0.007187937622431034, 86.39925021953749)},
 			NonMonotone: []Evaluation{}},
 		ReplicasPerSize: 1, Router: fleet.RoundRobinName, SearchedWith: "max",

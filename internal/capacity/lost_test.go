@@ -26,10 +26,10 @@ func TestStopWhenLostKeepsTheSearchsDecisions(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/target=%g", router, target), func(t *testing.T) {
 				study := proxyStudy(target, "max")
 				study.Router = router
-				full, err := RunCapacity(context.Background(), requests, study)
+				full, err := Run(context.Background(), requests, study)
 				require.NoError(t, err)
 				study.StopWhenLost = true
-				stopped, err := RunCapacity(context.Background(), requests, study)
+				stopped, err := Run(context.Background(), requests, study)
 				require.NoError(t, err)
 				require.Equal(t, *full.Replicas, *stopped.Replicas)
 				require.Len(t, stopped.Evaluations, len(full.Evaluations))
@@ -52,7 +52,7 @@ func TestStopWhenLostKeepsTheSearchsDecisions(t *testing.T) {
 				assert.False(t, stopped.Best.StoppedEarly)
 				for _, jobs := range []int{1, 3} {
 					study.Search.Jobs = jobs
-					again, err := RunCapacity(context.Background(), requests, study)
+					again, err := Run(context.Background(), requests, study)
 					require.NoError(t, err)
 					assert.Equal(t, describeReport(stopped), describeReport(again), "jobs %d", jobs)
 				}
@@ -61,18 +61,18 @@ func TestStopWhenLostKeepsTheSearchsDecisions(t *testing.T) {
 	}
 }
 
-// TestRunCapacityStops: a study returns its context's error once the
+// TestRunStops: a study returns its context's error once the
 // context is done, instead of running to the end.
-func TestRunCapacityStops(t *testing.T) {
+func TestRunStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := RunCapacity(ctx, firstMinutes(t), proxyStudy(0.9, "max"))
+	_, err := Run(ctx, firstMinutes(t), proxyStudy(0.9, "max"))
 	require.ErrorIs(t, err, context.Canceled)
 }
 
 // describeReport is r printed with its pointers' values (NaN compared as
 // text).
-func describeReport(r *CapacityReport) string {
+func describeReport(r *Report) string {
 	c := *r
 	c.Replicas, c.EnergyMinimalController = nil, nil
 	text := fmt.Sprintf("%#v", c)

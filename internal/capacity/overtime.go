@@ -12,10 +12,10 @@ import (
 	"servesim/internal/plant"
 )
 
-// MaxCapacityWindows bounds the windows of a capacity study over time
+// MaxWindows bounds the windows of a capacity study over time
 // (capacity --over-time): each is a search of its own and a row of the
 // plan.
-const MaxCapacityWindows = 100_000
+const MaxWindows = 100_000
 
 // TraceWindow is one window of a trace split by SplitWindows: the requests
 // arriving in [StartS, EndS), requests[First:Last] of the trace.
@@ -28,7 +28,7 @@ type TraceWindow struct {
 func (w TraceWindow) Requests() int { return w.Last - w.First }
 
 // WindowCountError is SplitWindows' error for a window so short that the
-// trace makes more than MaxCapacityWindows of them.
+// trace makes more than MaxWindows of them.
 type WindowCountError struct {
 	WindowS, LastArrivalS float64
 	Windows               int // the windows the trace would make (capped at MaxInt32)
@@ -36,7 +36,7 @@ type WindowCountError struct {
 
 func (e *WindowCountError) Error() string {
 	return fmt.Sprintf("%v s windows: the trace's %v s from its first to its last arrival make %d windows, more than %d",
-		e.WindowS, e.LastArrivalS, e.Windows, MaxCapacityWindows)
+		e.WindowS, e.LastArrivalS, e.Windows, MaxWindows)
 }
 
 // SplitWindows splits requests (sorted by arrival, times from the first
@@ -44,7 +44,7 @@ func (e *WindowCountError) Error() string {
 // arrival time, k = 0, 1, ..., up to the window of the last arrival: a
 // request belongs to the window it arrives in, and a window may hold no
 // request. windowS must be positive and finite; an empty trace has no
-// window. More than MaxCapacityWindows windows is a *WindowCountError.
+// window. More than MaxWindows windows is a *WindowCountError.
 func SplitWindows(requests []plant.Request, windowS float64) ([]TraceWindow, error) {
 	if !(windowS > 0 && !math.IsInf(windowS, 1)) {
 		return nil, fmt.Errorf("window %v s: expected a positive finite number of seconds", windowS)
@@ -54,7 +54,7 @@ func SplitWindows(requests []plant.Request, windowS float64) ([]TraceWindow, err
 	}
 	last := requests[len(requests)-1].ArrivalTimeS
 	count := windowOf(last, windowS) + 1
-	if count > MaxCapacityWindows {
+	if count > MaxWindows {
 		return nil, &WindowCountError{WindowS: windowS, LastArrivalS: last, Windows: count}
 	}
 	windows := make([]TraceWindow, count)
@@ -89,9 +89,9 @@ func windowOf(t, windowS float64) int {
 	return k
 }
 
-// CapacityWindow is one window of a capacity plan: the smallest fleet
+// PlanWindow is one window of a capacity plan: the smallest fleet
 // meeting the target on the window's requests alone.
-type CapacityWindow struct {
+type PlanWindow struct {
 	Window   int     `json:"window"`   // window: its index, from 0
 	StartS   float64 `json:"start_s"`  // start_s: its start, s from the first arrival
 	EndS     float64 `json:"end_s"`    // end_s: its end (excluded), s
@@ -112,11 +112,11 @@ type CapacityWindow struct {
 	Simulations int `json:"simulations"`
 }
 
-// CapacityPlan is a capacity study over time: per window of the trace, the
+// Plan is a capacity study over time: per window of the trace, the
 // smallest fleet meeting the target on that window's requests alone.
-type CapacityPlan struct {
-	WindowS float64          `json:"window_s"` // window_s: the windows' length, s
-	Windows []CapacityWindow `json:"windows"`  // windows: in time order
+type Plan struct {
+	WindowS float64      `json:"window_s"` // window_s: the windows' length, s
+	Windows []PlanWindow `json:"windows"`  // windows: in time order
 	// peak_replicas: the largest size of the plan.
 	PeakReplicas int `json:"peak_replicas"`
 	// unreachable_windows: windows where no size up to max_replicas meets
@@ -131,9 +131,9 @@ type CapacityPlan struct {
 	replicasPerSize int
 }
 
-// UnreachableWindowsError is RunCapacityOverTime's error when some windows
+// UnreachableWindowsError is RunOverTime's error when some windows
 // reach the target with no size up to MaxReplicas: the plan holds their
-// best size. RunDisaggCapacityOverTime's, with Disaggregated, is for
+// best size. RunDisaggOverTime's, with Disaggregated, is for
 // windows no disaggregated split searched serves: its plan holds their
 // split of best attainment.
 type UnreachableWindowsError struct {
@@ -141,7 +141,7 @@ type UnreachableWindowsError struct {
 	Target      float64
 	MaxReplicas int // the largest size searched; 0 with Disaggregated
 	// Disaggregated says the windows are the disaggregated plan's (each
-	// pool searched as RunDisaggCapacity searches it).
+	// pool searched as RunDisagg searches it).
 	Disaggregated bool
 }
 
@@ -154,10 +154,10 @@ func (e *UnreachableWindowsError) Error() string {
 		e.Windows, e.Of, e.Target, e.MaxReplicas)
 }
 
-// RunCapacityOverTime splits requests (sorted by arrival, unique IDs,
+// RunOverTime splits requests (sorted by arrival, unique IDs,
 // times from the first request) into windows of windowS seconds
 // (SplitWindows) and runs, for each window with requests, the search of
-// RunCapacity (c's router, first controller, SLO, target and unit fleet;
+// Run (c's router, first controller, SLO, target and unit fleet;
 // no other controller, no Known evaluations) on that window's requests
 // alone, their arrivals re-timed so that the window starts at 0. Each
 // window starts with an empty fleet, cold and idle, and none carries a
@@ -172,7 +172,7 @@ func (e *UnreachableWindowsError) Error() string {
 // windows some no size serves, the plan comes with an
 // *UnreachableWindowsError; another error of a window ends the study with
 // that of the earliest window.
-func RunCapacityOverTime(ctx context.Context, requests []plant.Request, c Capacity, windowS float64, jobs int, progress func()) (*CapacityPlan, error) {
+func RunOverTime(ctx context.Context, requests []plant.Request, c Capacity, windowS float64, jobs int, progress func()) (*Plan, error) {
 	return runOverTime(ctx, requests, c, windowS, jobs, progress, nil)
 }
 
@@ -180,12 +180,12 @@ func RunCapacityOverTime(ctx context.Context, requests []plant.Request, c Capaci
 // search of its size: its index, its requests (re-timed to start at 0),
 // the window's study (c of runOverTime, as the window ran it) and the
 // search's report.
-type windowStudy func(ctx context.Context, k int, requests []plant.Request, c Capacity, mixed *CapacityReport) error
+type windowStudy func(ctx context.Context, k int, requests []plant.Request, c Capacity, mixed *Report) error
 
-// runOverTime is RunCapacityOverTime, running also, when set, each
+// runOverTime is RunOverTime, running also, when set, each
 // window's study after its search; an error of a window's study ends the
 // study as a search's does.
-func runOverTime(ctx context.Context, requests []plant.Request, c Capacity, windowS float64, jobs int, progress func(), also windowStudy) (*CapacityPlan, error) {
+func runOverTime(ctx context.Context, requests []plant.Request, c Capacity, windowS float64, jobs int, progress func(), also windowStudy) (*Plan, error) {
 	windows, err := SplitWindows(requests, windowS)
 	if err != nil {
 		return nil, err
@@ -199,7 +199,7 @@ func runOverTime(ctx context.Context, requests []plant.Request, c Capacity, wind
 	wc.Search.Known, wc.Search.Used = nil, nil
 	wc.Search.Jobs = max(1, jobs/max(1, len(windows)))
 	wc.Progress, wc.Simulated = nil, nil
-	plan := &CapacityPlan{WindowS: windowS, Windows: make([]CapacityWindow, len(windows)), replicasPerSize: c.perSize()}
+	plan := &Plan{WindowS: windowS, Windows: make([]PlanWindow, len(windows)), replicasPerSize: c.perSize()}
 	errs := make([]error, len(windows))
 	done := make(chan struct{}, len(windows))
 	finished := make(chan struct{})
@@ -226,7 +226,7 @@ func runOverTime(ctx context.Context, requests []plant.Request, c Capacity, wind
 		for i := range retimed {
 			retimed[i].ArrivalTimeS -= w.StartS
 		}
-		report, err := RunCapacity(ctx, retimed, wc)
+		report, err := Run(ctx, retimed, wc)
 		var unreachable *UnreachableError
 		if err != nil && !errors.As(err, &unreachable) {
 			errs[k] = fmt.Errorf("window %d [%v, %v) s: %w", k, w.StartS, w.EndS, err)
@@ -271,8 +271,8 @@ func runOverTime(ctx context.Context, requests []plant.Request, c Capacity, wind
 
 // emptyWindow is the row of window k, w, before its search: no replica,
 // meeting the target, no attainment nor TTFT (a window without requests).
-func emptyWindow(k int, w TraceWindow) CapacityWindow {
-	return CapacityWindow{Window: k, StartS: w.StartS, EndS: w.EndS, Requests: w.Requests(),
+func emptyWindow(k int, w TraceWindow) PlanWindow {
+	return PlanWindow{Window: k, StartS: w.StartS, EndS: w.EndS, Requests: w.Requests(),
 		MeetsTarget: true, Attainment: math.NaN(), P99TTFTS: math.NaN()}
 }
 
@@ -283,13 +283,13 @@ func replicaHours(replicas int, windowS float64) float64 {
 	return float64(replicas) * windowS / 3600
 }
 
-// PlanScheduleHeader is the header line of a schedule file (CapacityPlan.ScheduleCSV).
+// PlanScheduleHeader is the header line of a schedule file (Plan.ScheduleCSV).
 const PlanScheduleHeader = "start_s,replicas"
 
 // Schedule returns the plan as a schedule: per window, its start in
 // seconds from the first arrival and its replicas (the window's size times
 // the replicas of the unit fleet).
-func (p *CapacityPlan) Schedule() (startS []float64, replicas []int) {
+func (p *Plan) Schedule() (startS []float64, replicas []int) {
 	for _, w := range p.Windows {
 		startS = append(startS, w.StartS)
 		replicas = append(replicas, w.Replicas*max(1, p.replicasPerSize))
@@ -302,9 +302,9 @@ func (p *CapacityPlan) Schedule() (startS []float64, replicas []int) {
 // per window, its start in seconds from the trace's first arrival (the
 // first 0, strictly increasing; the shortest decimal that reads back as
 // the same float64, never an exponent) and its whole replica count.
-func (p *CapacityPlan) ScheduleCSV() []byte { return scheduleCSV(p.Schedule()) }
+func (p *Plan) ScheduleCSV() []byte { return scheduleCSV(p.Schedule()) }
 
-// scheduleCSV writes a schedule file (CapacityPlan.ScheduleCSV) of the
+// scheduleCSV writes a schedule file (Plan.ScheduleCSV) of the
 // rows startS[i], replicas[i].
 func scheduleCSV(startS []float64, replicas []int) []byte {
 	b := []byte(PlanScheduleHeader + "\n")
@@ -319,6 +319,6 @@ func scheduleCSV(startS []float64, replicas []int) []byte {
 
 // PlanSchedule is plan as a schedule, its lines those of ScheduleCSV, its
 // path label the one given.
-func PlanSchedule(plan *CapacityPlan, label string) (*fleet.Schedule, error) {
+func PlanSchedule(plan *Plan, label string) (*fleet.Schedule, error) {
 	return fleet.ParseSchedule(label, plan.ScheduleCSV())
 }

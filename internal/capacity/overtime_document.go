@@ -10,17 +10,17 @@ import (
 	"servesim/internal/texttable"
 )
 
-// CapacityOverTimeDocument is what `servesim capacity --over-time` writes:
+// OverTimeDocument is what `servesim capacity --over-time` writes:
 // the plan (per window, the smallest fleet for that window alone), the
 // static study of the whole trace (today's capacity answer: the one fleet
 // size serving every window, queues carried over), the two compared in
 // replica-hours, the objectives and the inputs.
-type CapacityOverTimeDocument struct {
-	Plan *CapacityPlan `json:"plan"` // plan: the windows' sizes
+type OverTimeDocument struct {
+	Plan *Plan `json:"plan"` // plan: the windows' sizes
 	// static: the capacity study of the whole trace, as capacity without
 	// --over-time reports it (without its slo and provenance, given once
 	// below).
-	Static *CapacityReport `json:"static"`
+	Static *Report `json:"static"`
 	// static_replica_hours: the static answer's replicas (size x
 	// replicas_per_size) held over every window of the plan (windows x
 	// window_s / 3600); null when no size meets the target on the whole
@@ -28,9 +28,9 @@ type CapacityOverTimeDocument struct {
 	StaticReplicaHours *float64 `json:"static_replica_hours"`
 	// plan_to_static_replica_hours: plan.replica_hours /
 	// static_replica_hours; null without a static answer.
-	PlanToStaticReplicaHours *float64           `json:"plan_to_static_replica_hours"`
-	SLO                      CapacitySLO        `json:"slo"`        // slo: the objectives the requests were judged by
-	Provenance               CapacityProvenance `json:"provenance"` // provenance: the inputs
+	PlanToStaticReplicaHours *float64    `json:"plan_to_static_replica_hours"`
+	SLO                      DocumentSLO `json:"slo"`        // slo: the objectives the requests were judged by
+	Provenance               Provenance  `json:"provenance"` // provenance: the inputs
 	// Service is the batched service model and its cards; nil (left out)
 	// under the reference's model.
 	Service *plant.ServiceModel `json:"service,omitempty"`
@@ -48,7 +48,7 @@ type DisaggOverTime struct {
 	Plan *DisaggPlan `json:"plan"` // plan: the windows' splits
 	// static: the disaggregated study of the whole trace, as capacity
 	// --disaggregated reports it.
-	Static *DisaggCapacityReport `json:"static"`
+	Static *DisaggReport `json:"static"`
 	// static_replica_hours: the static answer's replicas (prefill +
 	// decode) held over every window of the plan; null when no split
 	// meets the target on the whole trace.
@@ -58,11 +58,11 @@ type DisaggOverTime struct {
 	PlanToStaticReplicaHours *float64 `json:"plan_to_static_replica_hours"`
 }
 
-// NewCapacityOverTimeDocument puts a plan beside the static study doc of
+// NewOverTimeDocument puts a plan beside the static study doc of
 // the same trace (its report, objectives, inputs and service model) and
 // compares their replica-hours.
-func NewCapacityOverTimeDocument(plan *CapacityPlan, doc *CapacityDocument) *CapacityOverTimeDocument {
-	d := &CapacityOverTimeDocument{Plan: plan, Static: doc.CapacityReport, SLO: doc.SLO, Provenance: doc.Provenance, Service: doc.Service}
+func NewOverTimeDocument(plan *Plan, doc *Document) *OverTimeDocument {
+	d := &OverTimeDocument{Plan: plan, Static: doc.Report, SLO: doc.SLO, Provenance: doc.Provenance, Service: doc.Service}
 	if doc.Replicas != nil {
 		d.StaticReplicaHours, d.PlanToStaticReplicaHours = compareHours(*doc.Replicas*doc.ReplicasPerSize, len(plan.Windows), plan.WindowS, plan.ReplicaHours)
 	}
@@ -72,7 +72,7 @@ func NewCapacityOverTimeDocument(plan *CapacityPlan, doc *CapacityDocument) *Cap
 // NewDisaggOverTime puts a disaggregated plan beside the static
 // disaggregated study of the same trace and compares their
 // replica-hours.
-func NewDisaggOverTime(plan *DisaggPlan, static *DisaggCapacityReport) *DisaggOverTime {
+func NewDisaggOverTime(plan *DisaggPlan, static *DisaggReport) *DisaggOverTime {
 	d := &DisaggOverTime{Plan: plan, Static: static}
 	if static.Replicas != nil {
 		d.StaticReplicaHours, d.PlanToStaticReplicaHours = compareHours(*static.Replicas, len(plan.Windows), plan.WindowS, plan.ReplicaHours)
@@ -92,13 +92,13 @@ func compareHours(replicas, windows int, windowS, planHours float64) (static, pl
 	return &hours, planToStatic
 }
 
-// ScheduleCSV is the plan's schedule file (CapacityPlan.ScheduleCSV).
-func (d *CapacityOverTimeDocument) ScheduleCSV() []byte { return d.Plan.ScheduleCSV() }
+// ScheduleCSV is the plan's schedule file (Plan.ScheduleCSV).
+func (d *OverTimeDocument) ScheduleCSV() []byte { return d.Plan.ScheduleCSV() }
 
 // Table renders a capacity study over time for terminals (capacity
 // --over-time --format table): the study, the static answer and the plan
 // in replica-hours, then one row per window.
-func (d *CapacityOverTimeDocument) Table() string {
+func (d *OverTimeDocument) Table() string {
 	var b strings.Builder
 	pct := percentText
 	s := d.Static
@@ -146,7 +146,7 @@ func (d *CapacityOverTimeDocument) Table() string {
 
 // windowCells are a window's "meets" and "attainment (%)" cells of a
 // table: yes or no, and "-" for a window without requests.
-func windowCells(w CapacityWindow) (meets, attainment string) {
+func windowCells(w PlanWindow) (meets, attainment string) {
 	meets, attainment = "yes", "-"
 	if !w.MeetsTarget {
 		meets = "no"

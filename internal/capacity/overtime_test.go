@@ -72,19 +72,19 @@ func TestSplitWindowsRefuses(t *testing.T) {
 	assert.Equal(t, "0.01 s windows: the trace's 3600 s from its first to its last arrival make 360001 windows, more than 100000", err.Error())
 	_, err = SplitWindows(arrivingAt(0, 1e300), 1e-300)
 	require.ErrorAs(t, err, &count)
-	assert.Greater(t, count.Windows, MaxCapacityWindows, "capped, never overflowing")
+	assert.Greater(t, count.Windows, MaxWindows, "capped, never overflowing")
 }
 
 // planOf runs the proxy study over time on requests and fails the test on
 // an error.
-func planOf(t *testing.T, requests []plant.Request, study Capacity, windowS float64, jobs int) *CapacityPlan {
+func planOf(t *testing.T, requests []plant.Request, study Capacity, windowS float64, jobs int) *Plan {
 	t.Helper()
-	plan, err := RunCapacityOverTime(context.Background(), requests, study, windowS, jobs, nil)
+	plan, err := RunOverTime(context.Background(), requests, study, windowS, jobs, nil)
 	require.NoError(t, err)
 	return plan
 }
 
-func TestRunCapacityOverTimeSearchesEachWindowAlone(t *testing.T) {
+func TestRunOverTimeSearchesEachWindowAlone(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.9, "max", "reactive")
 	plan := planOf(t, requests, study, 100, 2)
@@ -94,10 +94,10 @@ func TestRunCapacityOverTimeSearchesEachWindowAlone(t *testing.T) {
 	hours := 0.0
 	for k, w := range windows {
 		row := plan.Windows[k]
-		assert.Equal(t, CapacityWindow{Window: k, StartS: w.StartS, EndS: w.EndS, Requests: w.Requests()},
-			CapacityWindow{Window: row.Window, StartS: row.StartS, EndS: row.EndS, Requests: row.Requests})
+		assert.Equal(t, PlanWindow{Window: k, StartS: w.StartS, EndS: w.EndS, Requests: w.Requests()},
+			PlanWindow{Window: row.Window, StartS: row.StartS, EndS: row.EndS, Requests: row.Requests})
 		// The window's requests alone, re-timed to start at 0, searched as
-		// RunCapacity searches them, with the first controller only.
+		// Run searches them, with the first controller only.
 		alone := make([]plant.Request, 0, w.Requests())
 		for _, r := range requests[w.First:w.Last] {
 			r.ArrivalTimeS -= w.StartS
@@ -105,7 +105,7 @@ func TestRunCapacityOverTimeSearchesEachWindowAlone(t *testing.T) {
 		}
 		one := study
 		one.Controllers = []string{"max"}
-		report, err := RunCapacity(context.Background(), alone, one)
+		report, err := Run(context.Background(), alone, one)
 		require.NoError(t, err)
 		answer, ok := report.Answer()
 		require.True(t, ok)
@@ -121,7 +121,7 @@ func TestRunCapacityOverTimeSearchesEachWindowAlone(t *testing.T) {
 	assert.Greater(t, plan.PeakReplicas, 1, "the bursty trace needs more than one GPU somewhere")
 }
 
-func TestRunCapacityOverTimeDoesNotDependOnJobs(t *testing.T) {
+func TestRunOverTimeDoesNotDependOnJobs(t *testing.T) {
 	requests := firstMinutes(t)
 	for _, router := range []string{fleet.RoundRobinName, "least-outstanding"} {
 		study := proxyStudy(0.95, "max")
@@ -133,7 +133,7 @@ func TestRunCapacityOverTimeDoesNotDependOnJobs(t *testing.T) {
 	}
 }
 
-func TestRunCapacityOverTimeEmptyAndUnreachableWindows(t *testing.T) {
+func TestRunOverTimeEmptyAndUnreachableWindows(t *testing.T) {
 	requests := arrivingAt(0, 1, 2, 130, 131)
 	study := proxyStudy(0.9, "max")
 	plan := planOf(t, requests, study, 60, 2)
@@ -150,7 +150,7 @@ func TestRunCapacityOverTimeEmptyAndUnreachableWindows(t *testing.T) {
 	// A TTFT objective below any prefill: no size serves a window.
 	study.SLO.TTFTSeconds = 1e-4
 	study.Search.MaxReplicas = 4
-	plan, err := RunCapacityOverTime(context.Background(), requests, study, 60, 2, nil)
+	plan, err := RunOverTime(context.Background(), requests, study, 60, 2, nil)
 	var unreachable *UnreachableWindowsError
 	require.ErrorAs(t, err, &unreachable)
 	assert.Equal(t, UnreachableWindowsError{Windows: 2, Of: 3, Target: 0.9, MaxReplicas: 4}, *unreachable)
@@ -161,16 +161,16 @@ func TestRunCapacityOverTimeEmptyAndUnreachableWindows(t *testing.T) {
 	assert.Equal(t, 2, plan.UnreachableWindows)
 }
 
-func TestRunCapacityOverTimeErrors(t *testing.T) {
+func TestRunOverTimeErrors(t *testing.T) {
 	study := proxyStudy(0.9, "max")
-	_, err := RunCapacityOverTime(context.Background(), arrivingAt(0, 1), study, 0, 1, nil)
+	_, err := RunOverTime(context.Background(), arrivingAt(0, 1), study, 0, 1, nil)
 	assert.ErrorContains(t, err, "window 0 s")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = RunCapacityOverTime(ctx, firstMinutes(t), study, 60, 2, nil)
+	_, err = RunOverTime(ctx, firstMinutes(t), study, 60, 2, nil)
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
 	study.Router = "nearest"
-	_, err = RunCapacityOverTime(context.Background(), arrivingAt(0, 1), study, 60, 1, nil)
+	_, err = RunOverTime(context.Background(), arrivingAt(0, 1), study, 60, 1, nil)
 	assert.ErrorContains(t, err, "window 0 [0, 60) s: ")
 }
 
@@ -214,15 +214,15 @@ func readSchedule(data []byte) (starts []float64, replicas []int, err error) {
 func TestScheduleCSVRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		plan     CapacityPlan
+		plan     Plan
 		want     string
 		replicas []int
 	}{
-		{"hours", CapacityPlan{replicasPerSize: 1, Windows: []CapacityWindow{{StartS: 0, Replicas: 3}, {StartS: 3600, Replicas: 0}, {StartS: 1e6, Replicas: 12}}},
+		{"hours", Plan{replicasPerSize: 1, Windows: []PlanWindow{{StartS: 0, Replicas: 3}, {StartS: 3600, Replicas: 0}, {StartS: 1e6, Replicas: 12}}},
 			"start_s,replicas\n0,3\n3600,0\n1000000,12\n", []int{3, 0, 12}},
-		{"tenths, a fleet file of 3 replicas a size", CapacityPlan{replicasPerSize: 3, Windows: []CapacityWindow{{StartS: 0, Replicas: 1}, {StartS: 0.1, Replicas: 2}, {StartS: 0.30000000000000004, Replicas: 5}}},
+		{"tenths, a fleet file of 3 replicas a size", Plan{replicasPerSize: 3, Windows: []PlanWindow{{StartS: 0, Replicas: 1}, {StartS: 0.1, Replicas: 2}, {StartS: 0.30000000000000004, Replicas: 5}}},
 			"start_s,replicas\n0,3\n0.1,6\n0.30000000000000004,15\n", []int{3, 6, 15}},
-		{"no window", CapacityPlan{replicasPerSize: 1}, "start_s,replicas\n", nil},
+		{"no window", Plan{replicasPerSize: 1}, "start_s,replicas\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := tc.plan.ScheduleCSV()

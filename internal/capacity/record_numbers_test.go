@@ -19,7 +19,7 @@ import (
 // NaN), so the final run's document is the plain run's.
 func TestCapacityRecordsKeepEveryNumber(t *testing.T) {
 	t.Parallel()
-	grid := CapacityGrid{Sizes: []int{1, 2, 4}, Digest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+	grid := Grid{Sizes: []int{1, 2, 4}, Digest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
 	special := []float64{0, 1, math.NaN(), math.Copysign(0, -1), 5e-324, math.SmallestNonzeroFloat64 * 3, 1e-7, 1e21, 1e15, 999999999999999.9,
 		math.MaxFloat64, 0.1 + 0.2, 2.3000202995371297, 33777.541884716404}
 	rng := rand.New(rand.NewPCG(3, 4))

@@ -45,7 +45,7 @@ type Capacity struct {
 	ControllerOptions plant.ControllerOptions
 	// Search sets the target, the largest size (capped so that the fleet
 	// stays within fleet.MaxReplicas) and the parallelism; its Used is replaced.
-	Search CapacitySearch
+	Search SearchSettings
 	// Progress, when set, is called once per evaluation used (at most
 	// MaxEvaluations), never concurrently.
 	Progress func()
@@ -67,9 +67,9 @@ type Capacity struct {
 	Simulated func(size int, controller string)
 }
 
-// CapacityReport is the outcome of a capacity study.
-type CapacityReport struct {
-	CapacityResult
+// Report is the outcome of a capacity study.
+type Report struct {
+	SearchResult
 	// replicas_per_size: the replicas of the unit fleet; a size of N runs
 	// N times as many.
 	ReplicasPerSize int    `json:"replicas_per_size"`
@@ -99,14 +99,14 @@ func (c *Capacity) MaxEvaluations() int {
 
 // maxSize is the largest size searched: Search.MaxReplicas (or its
 // default), capped so that the fleet stays within fleet.MaxReplicas.
-func (c *Capacity) maxSize() int { return MaxCapacitySize(c.Search.MaxReplicas, c.perSize()) }
+func (c *Capacity) maxSize() int { return MaxSize(c.Search.MaxReplicas, c.perSize()) }
 
-// MaxCapacitySize is the largest size a capacity search of the given
-// --max-replicas (0: DefaultCapacityMaxReplicas) simulates with a unit
+// MaxSize is the largest size a capacity search of the given
+// --max-replicas (0: DefaultMaxReplicas) simulates with a unit
 // fleet of perSize replicas: within fleet.MaxReplicas replicas in all.
-func MaxCapacitySize(maxReplicas, perSize int) int {
+func MaxSize(maxReplicas, perSize int) int {
 	if maxReplicas == 0 {
-		maxReplicas = DefaultCapacityMaxReplicas
+		maxReplicas = DefaultMaxReplicas
 	}
 	return max(1, min(maxReplicas, fleet.MaxReplicas/max(1, perSize)))
 }
@@ -251,11 +251,11 @@ func (r *capacityRun) evaluate(ctx context.Context, size int, controller string)
 	return e, nil
 }
 
-// RunCapacity runs the study on requests (sorted by arrival, unique IDs):
-// SearchCapacity over fleet sizes with the first controller, then the
+// Run runs the study on requests (sorted by arrival, unique IDs):
+// Search over fleet sizes with the first controller, then the
 // answer with every other controller. With an unreachable target the
 // report (no answer, the best attainment) comes with an *UnreachableError.
-func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*CapacityReport, error) {
+func Run(ctx context.Context, requests []plant.Request, c Capacity) (*Report, error) {
 	run, err := c.prepare(requests)
 	if err != nil {
 		return nil, err
@@ -271,14 +271,14 @@ func RunCapacity(ctx context.Context, requests []plant.Request, c Capacity) (*Ca
 	search := c.Search
 	search.MaxReplicas, search.Jobs = c.maxSize(), run.sizeJobs
 	search.Used = func(Evaluation) { progress() }
-	found, err := SearchCapacity(ctx, func(ctx context.Context, size int) (Evaluation, error) {
+	found, err := Search(ctx, func(ctx context.Context, size int) (Evaluation, error) {
 		return run.evaluate(ctx, size, c.Controllers[0])
 	}, search)
 	var unreachable *UnreachableError
 	if err != nil && !errors.As(err, &unreachable) {
 		return nil, err
 	}
-	report := &CapacityReport{CapacityResult: *found, ReplicasPerSize: c.perSize(), Router: run.router,
+	report := &Report{SearchResult: *found, ReplicasPerSize: c.perSize(), Router: run.router,
 		SearchedWith: c.Controllers[0], Controllers: []ControllerEvaluation{}}
 	answer, ok := found.Answer()
 	if !ok {

@@ -32,7 +32,7 @@ func proxyStudy(target float64, controllers ...string) Capacity {
 		Router:      fleet.RoundRobinName,
 		Controllers: controllers,
 		SLO:         plant.SLO{TTFTSeconds: 5},
-		Search:      CapacitySearch{Target: target, Jobs: 2},
+		Search:      SearchSettings{Target: target, Jobs: 2},
 	}
 }
 
@@ -93,12 +93,12 @@ func TestJudgeUsesEachGroupsProfile(t *testing.T) {
 	assert.Equal(t, plant.EvaluateSLO(res.Requests, given, 1).Attainment, Judge(res, groups, given).Attainment)
 }
 
-func TestRunCapacityFindsTheSmallestFleetAndTheCheapestController(t *testing.T) {
+func TestRunFindsTheSmallestFleetAndTheCheapestController(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.89, "max", "reactive", "min")
 	used := 0
 	study.Progress = func() { used++ }
-	report, err := RunCapacity(context.Background(), requests, study)
+	report, err := Run(context.Background(), requests, study)
 	require.NoError(t, err)
 	require.NotNil(t, report.Replicas)
 	answer := *report.Replicas
@@ -134,31 +134,31 @@ func TestRunCapacityFindsTheSmallestFleetAndTheCheapestController(t *testing.T) 
 	// The same study with other jobs and another router state gives the
 	// same report.
 	study.Progress, study.Search.Jobs = nil, 1
-	again, err := RunCapacity(context.Background(), requests, study)
+	again, err := Run(context.Background(), requests, study)
 	require.NoError(t, err)
 	assert.Equal(t, report, again)
 }
 
-func TestRunCapacityJobsDoNotChangeALockStepStudy(t *testing.T) {
+func TestRunJobsDoNotChangeALockStepStudy(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.95, "max", "reactive")
 	study.Router = fleet.LeastOutstandingName
 	study.Search.Jobs = 1
-	one, err := RunCapacity(context.Background(), requests, study)
+	one, err := Run(context.Background(), requests, study)
 	require.NoError(t, err)
 	study.Search.Jobs = 3
-	three, err := RunCapacity(context.Background(), requests, study)
+	three, err := Run(context.Background(), requests, study)
 	require.NoError(t, err)
 	assert.Equal(t, one, three)
 	assert.Equal(t, fleet.LeastOutstandingName, one.Router)
 }
 
-func TestRunCapacityUnreachable(t *testing.T) {
+func TestRunUnreachable(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.9, "max", "reactive")
 	study.SLO = plant.SLO{TTFTSeconds: 0.3}
 	study.Search.MaxReplicas = 8
-	report, err := RunCapacity(context.Background(), requests, study)
+	report, err := Run(context.Background(), requests, study)
 	var unreachable *UnreachableError
 	require.ErrorAs(t, err, &unreachable)
 	require.NotNil(t, report)
@@ -170,14 +170,14 @@ func TestRunCapacityUnreachable(t *testing.T) {
 	assert.Less(t, report.Best.Attainment, 0.9)
 }
 
-func TestRunCapacityMultipliesTheUnitFleet(t *testing.T) {
+func TestRunMultipliesTheUnitFleet(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.95, "max", "min")
 	study.Unit = []fleet.Group{
 		{Name: "a", Replicas: 2, Profile: profile.Default(), Scheduler: "chunked"},
 		{Name: "b", Replicas: 1, Profile: profile.Default(), Scheduler: "static", Controller: "reactive"},
 	}
-	report, err := RunCapacity(context.Background(), requests, study)
+	report, err := Run(context.Background(), requests, study)
 	require.NoError(t, err)
 	assert.Equal(t, 3, report.ReplicasPerSize)
 	require.NotNil(t, report.Replicas)
@@ -197,27 +197,27 @@ func TestRunCapacityMultipliesTheUnitFleet(t *testing.T) {
 		assert.Equal(t, want, c.Evaluation, c.Controller)
 	}
 	// The largest size keeps the fleet within fleet.MaxReplicas.
-	assert.Equal(t, DefaultCapacityMaxReplicas, study.maxSize())
+	assert.Equal(t, DefaultMaxReplicas, study.maxSize())
 	study.Search.MaxReplicas = fleet.MaxReplicas
 	assert.Equal(t, fleet.MaxReplicas/3, study.maxSize())
 	assert.Equal(t, MaxSearchSteps(fleet.MaxReplicas/3)+1, study.MaxEvaluations())
 }
 
-func TestRunCapacityRejectsBadStudies(t *testing.T) {
+func TestRunRejectsBadStudies(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.9)
-	_, err := RunCapacity(context.Background(), requests, study)
+	_, err := Run(context.Background(), requests, study)
 	assert.ErrorContains(t, err, "no controller")
 	study = proxyStudy(0.9, "max")
 	study.Router = "nearest"
-	_, err = RunCapacity(context.Background(), requests, study)
+	_, err = Run(context.Background(), requests, study)
 	assert.ErrorContains(t, err, `unknown router "nearest"`)
 	study = proxyStudy(math.NaN(), "max")
-	_, err = RunCapacity(context.Background(), requests, study)
+	_, err = Run(context.Background(), requests, study)
 	assert.ErrorContains(t, err, "target attainment NaN")
 	study = proxyStudy(0.9, "max")
 	study.Unit[0].Replicas = 0
-	_, err = RunCapacity(context.Background(), requests, study)
+	_, err = Run(context.Background(), requests, study)
 	assert.ErrorContains(t, err, "replicas 0")
 }
 

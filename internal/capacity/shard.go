@@ -13,12 +13,12 @@ import (
 	"servesim/internal/plant"
 )
 
-// CapacityGrid is the part of a capacity search that no evaluation decides
+// Grid is the part of a capacity search that no evaluation decides
 // and so can run ahead of it, spread over many processes: the doubling
 // sizes 1, 2, 4, ... the search tries first. Which sizes the bisection
 // then needs, and the controller comparison at the answer, depend on the
 // evaluations, so they are not in the grid.
-type CapacityGrid struct {
+type Grid struct {
 	// Sizes are the grid's cells: the powers of two below the largest size
 	// searched, then that size (1, 2, 4, ..., 512, 1024 for 1024; 1, 2,
 	// ..., 64, 100 for 100). Cell k is Sizes[k].
@@ -28,7 +28,7 @@ type CapacityGrid struct {
 	Digest string
 }
 
-// doublingSizes are the sizes SearchCapacity doubles through up to
+// doublingSizes are the sizes Search doubles through up to
 // maxSize: 1, 2, 4, ... below it, then maxSize.
 func doublingSizes(maxSize int) []int {
 	var sizes []int
@@ -51,9 +51,9 @@ func doublingSizes(maxSize int) []int {
 // leaves out what no evaluation depends on: the target attainment, the
 // other controllers, the jobs, and the paths; one grid's evaluations serve
 // a study of any target.
-func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (CapacityGrid, error) {
+func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (Grid, error) {
 	if len(c.Controllers) == 0 {
-		return CapacityGrid{}, errors.New("capacity: no controller given")
+		return Grid{}, errors.New("capacity: no controller given")
 	}
 	type group struct {
 		Name             string `json:"name"`
@@ -118,10 +118,10 @@ func (c *Capacity) Grid(requests []plant.Request, traceSHA256, version string) (
 	}
 	data, err := json.Marshal(identity)
 	if err != nil {
-		return CapacityGrid{}, err // a plant value that is not a number: Validate refuses it first
+		return Grid{}, err // a plant value that is not a number: Validate refuses it first
 	}
 	sum := sha256.Sum256(data)
-	return CapacityGrid{Sizes: sizes, Digest: hex.EncodeToString(sum[:])}, nil
+	return Grid{Sizes: sizes, Digest: hex.EncodeToString(sum[:])}, nil
 }
 
 // engineID is the identity of the engine options: the block size and the
@@ -205,7 +205,7 @@ func requestsDigest(requests []plant.Request) string {
 // would give the last shard the largest sizes; dealt out, the shard with
 // the largest size holds little else (at most 1/2^n more, by that
 // measure). A shard beyond the grid's cells gets none.
-func (g CapacityGrid) Shard(i, n int) []int {
+func (g Grid) Shard(i, n int) []int {
 	var cells []int
 	for k := len(g.Sizes) - i; k >= 0; k -= n {
 		cells = append(cells, k)
@@ -224,7 +224,7 @@ type SizeEvaluator struct {
 }
 
 // SizeEvaluator checks the study and the requests (sorted by arrival,
-// unique IDs) as RunCapacity does and returns its evaluator of single
+// unique IDs) as Run does and returns its evaluator of single
 // sizes.
 func (c *Capacity) SizeEvaluator(requests []plant.Request) (*SizeEvaluator, error) {
 	run, err := c.prepare(requests)

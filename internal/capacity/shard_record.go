@@ -25,7 +25,7 @@ const EvaluationRecordKind = "capacity_evaluation"
 type EvaluationRecord struct {
 	Kind       string `json:"kind"`        // kind: "capacity_evaluation"
 	Cell       int    `json:"cell"`        // cell: the size's index in the grid's sizes
-	GridSHA256 string `json:"grid_sha256"` // grid_sha256: CapacityGrid.Digest
+	GridSHA256 string `json:"grid_sha256"` // grid_sha256: Grid.Digest
 	GridCells  int    `json:"grid_cells"`  // grid_cells: the grid's sizes
 	Replicas   int    `json:"replicas"`    // replicas: the size, Sizes[cell]
 	// The Evaluation's numbers.
@@ -42,7 +42,7 @@ type EvaluationRecord struct {
 }
 
 // Record returns the record of the evaluation e of the grid's cell.
-func (g CapacityGrid) Record(cell int, e Evaluation) EvaluationRecord {
+func (g Grid) Record(cell int, e Evaluation) EvaluationRecord {
 	return EvaluationRecord{
 		Kind: EvaluationRecordKind, Cell: cell, GridSHA256: g.Digest, GridCells: len(g.Sizes), Replicas: e.Replicas,
 		Attainment: e.Attainment, CompletedFraction: e.CompletedFraction, P95TTFTS: e.P95TTFTS, P99TTFTS: e.P99TTFTS,
@@ -178,7 +178,7 @@ func isHexSHA256(s string) bool {
 
 // check checks a record against the grid: the same digest, cells and size
 // for its cell.
-func (g CapacityGrid) check(r EvaluationRecord) error {
+func (g Grid) check(r EvaluationRecord) error {
 	if r.GridSHA256 != g.Digest {
 		return runparams.Errorf("the record is of another capacity study (grid_sha256 %.12s..., this study's %.12s...): "+
 			"another trace, %s or trace option, profile, fleet file, plant, engine or service flag (%s and its cards), SLO, router or %s, "+
@@ -202,7 +202,7 @@ const maxRecordLine = 4 << 10
 // KnownEvaluations are the evaluations read back from capacity shards'
 // outputs.
 type KnownEvaluations struct {
-	Evaluations []Evaluation // one per size, by size: for CapacitySearch.Known
+	Evaluations []Evaluation // one per size, by size: for SearchSettings.Known
 	Records     int          // the records read, repeats included
 }
 
@@ -212,7 +212,7 @@ type KnownEvaluations struct {
 // a size may come more than once only with the same numbers. A last line
 // without its newline (a process killed while it wrote it) is left out
 // with a warning on warn. Errors name the file and the line.
-func (g CapacityGrid) ReadEvaluations(names []string, warn io.Writer) (*KnownEvaluations, error) {
+func (g Grid) ReadEvaluations(names []string, warn io.Writer) (*KnownEvaluations, error) {
 	type seen struct {
 		rec   EvaluationRecord
 		where string

@@ -51,7 +51,7 @@ func olderRecord(t testing.TB, r EvaluationRecord) []byte {
 }
 
 // testGrid is a grid of 1, 2, 4 and 6 replicas.
-var testGrid = CapacityGrid{Sizes: []int{1, 2, 4, 6}, Digest: strings.Repeat("ab", 32)}
+var testGrid = Grid{Sizes: []int{1, 2, 4, 6}, Digest: strings.Repeat("ab", 32)}
 
 func testRecord(cell int) EvaluationRecord {
 	size := testGrid.Sizes[cell]
@@ -184,7 +184,7 @@ func TestReadEvaluations(t *testing.T) {
 	}{
 		{"other.jsonl", [][]byte{encodeRecord(t, testRecord(0)), encodeRecord(t, other.Record(1, testRecord(1).Evaluation()))},
 			"other.jsonl line 2: the record is of another capacity study (grid_sha256 cdcdcdcdcdcd..., this study's abababababab...): another trace,"},
-		{"cells.jsonl", [][]byte{encodeRecord(t, CapacityGrid{Sizes: []int{1, 2, 4}, Digest: testGrid.Digest}.Record(0, testRecord(0).Evaluation()))},
+		{"cells.jsonl", [][]byte{encodeRecord(t, Grid{Sizes: []int{1, 2, 4}, Digest: testGrid.Digest}.Record(0, testRecord(0).Evaluation()))},
 			"cells.jsonl line 1: grid_cells 3: this study's grid has 4 cells"},
 		{"size.jsonl", [][]byte{encodeRecord(t, wrongSize)}, "size.jsonl line 1: cell 2 has 5 replicas: this study's cell 2 is 4 replicas"},
 		{"twice.jsonl", [][]byte{encodeRecord(t, changed)}, "twice.jsonl line 1: cell 0 (1 replicas) has other numbers than at " + a + " line 2"},

@@ -34,7 +34,7 @@ const maxResumedLine = 64 << 10
 // shardResume reads the records an earlier run of shard cells (of grid)
 // left at path or path.partial, by cell, saying on stderr what it takes
 // and what it passes over.
-func shardResume(grid CapacityGrid, cells []int, path string, stderr runparams.Warner) map[int][]byte {
+func shardResume(grid Grid, cells []int, path string, stderr runparams.Warner) map[int][]byte {
 	for _, candidate := range []string{path, path + ".partial"} {
 		if info, err := os.Stat(candidate); errors.Is(err, fs.ErrNotExist) || (err == nil && !info.Mode().IsRegular()) {
 			continue
@@ -56,7 +56,7 @@ func shardResume(grid CapacityGrid, cells []int, path string, stderr runparams.W
 // readShardRecords reads the records of name, each of which must be of
 // grid and of one of cells; a last line without its newline (a process
 // killed while it wrote it) is left out.
-func readShardRecords(grid CapacityGrid, cells []int, name string) (map[int][]byte, error) {
+func readShardRecords(grid Grid, cells []int, name string) (map[int][]byte, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err

@@ -29,7 +29,7 @@ func TestDoublingSizesAreTheSearchsDoubling(t *testing.T) {
 	// of the grid, and through nothing else.
 	for maxSize := 1; maxSize <= 300; maxSize++ {
 		s := &synthetic{attainment: func(int) float64 { return 0 }}
-		res, err := search(t, s, CapacitySearch{Target: 1, MaxReplicas: maxSize, Jobs: 1})
+		res, err := search(t, s, SearchSettings{Target: 1, MaxReplicas: maxSize, Jobs: 1})
 		var unreachable *UnreachableError
 		require.ErrorAs(t, err, &unreachable)
 		assert.Equal(t, doublingSizes(maxSize), sizesOf(res.Evaluations), "max %d", maxSize)
@@ -37,7 +37,7 @@ func TestDoublingSizesAreTheSearchsDoubling(t *testing.T) {
 }
 
 func TestShardDealsTheCellsOutLargestFirst(t *testing.T) {
-	g := CapacityGrid{Sizes: doublingSizes(1024)} // 11 cells
+	g := Grid{Sizes: doublingSizes(1024)} // 11 cells
 	assert.Equal(t, []int{10, 6, 2}, g.Shard(1, 4), "1024, 64 and 4 replicas")
 	assert.Equal(t, []int{9, 5, 1}, g.Shard(2, 4))
 	assert.Equal(t, []int{8, 4, 0}, g.Shard(3, 4))
@@ -45,7 +45,7 @@ func TestShardDealsTheCellsOutLargestFirst(t *testing.T) {
 	assert.Equal(t, []int{10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}, g.Shard(1, 1))
 	assert.Empty(t, g.Shard(12, 16), "a shard beyond the cells")
 	for cells := 1; cells <= 13; cells++ {
-		g := CapacityGrid{Sizes: make([]int, cells)}
+		g := Grid{Sizes: make([]int, cells)}
 		for n := 1; n <= 16; n++ {
 			var all []int
 			for i := 1; i <= n; i++ {
@@ -76,7 +76,7 @@ func gridStudy() Capacity {
 		},
 		Router: fleet.RandomName, RouterSeed: 7, Controllers: []string{"max", "reactive"},
 		SLO:    plant.SLO{TTFTSeconds: 5, TPOTSeconds: 0.1, E2ESeconds: 60},
-		Search: CapacitySearch{Target: 0.9, MaxReplicas: 100, Jobs: 2},
+		Search: SearchSettings{Target: 0.9, MaxReplicas: 100, Jobs: 2},
 	}
 }
 
@@ -178,7 +178,7 @@ func TestGridDigestCoversWhatAnEvaluationDependsOn(t *testing.T) {
 	check("ControllerOptions", false, func(c *Capacity) { c.ControllerOptions = plant.ControllerOptions{ExecTimeout: time.Second} })
 
 	prefixes := map[reflect.Type]string{reflect.TypeFor[Capacity](): "", reflect.TypeFor[fleet.Group](): "Unit.",
-		reflect.TypeFor[CapacitySearch](): "Search.", reflect.TypeFor[plant.SLO](): "SLO.", reflect.TypeFor[plant.EngineOptions](): "Engine."}
+		reflect.TypeFor[SearchSettings](): "Search.", reflect.TypeFor[plant.SLO](): "SLO.", reflect.TypeFor[plant.EngineOptions](): "Engine."}
 	for typ, prefix := range prefixes {
 		for i := range typ.NumField() {
 			name := prefix + typ.Field(i).Name
@@ -226,7 +226,7 @@ type hashIDs map[int][]int64
 
 func (h hashIDs) HashIDs(requestID int) []int64 { return h[requestID] }
 
-func TestSearchCapacityTakesKnownEvaluations(t *testing.T) {
+func TestSearchTakesKnownEvaluations(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 2))
 	for trial := range 300 {
 		maxSize := 1 + rng.IntN(200)
@@ -238,7 +238,7 @@ func TestSearchCapacityTakesKnownEvaluations(t *testing.T) {
 		target := rng.Float64()
 		jobs := 1 + rng.IntN(4)
 		plain := &synthetic{attainment: attainment}
-		want, wantErr := search(t, plain, CapacitySearch{Target: target, MaxReplicas: maxSize, Jobs: jobs})
+		want, wantErr := search(t, plain, SearchSettings{Target: target, MaxReplicas: maxSize, Jobs: jobs})
 
 		// Some of the grid known beforehand, as the evaluator gives them;
 		// meets_target is not trusted.
@@ -252,7 +252,7 @@ func TestSearchCapacityTakesKnownEvaluations(t *testing.T) {
 			}
 		}
 		cached := &synthetic{attainment: attainment}
-		got, gotErr := search(t, cached, CapacitySearch{Target: target, MaxReplicas: maxSize, Jobs: jobs, Known: known})
+		got, gotErr := search(t, cached, SearchSettings{Target: target, MaxReplicas: maxSize, Jobs: jobs, Known: known})
 		assert.Equal(t, want, got, "trial %d", trial)
 		assert.Equal(t, wantErr, gotErr, "trial %d", trial)
 		for _, size := range cached.calls {
@@ -264,7 +264,7 @@ func TestSearchCapacityTakesKnownEvaluations(t *testing.T) {
 
 // shardRecords evaluates the cells of the study's grid as n shards would
 // and returns their records, shard by shard.
-func shardRecords(t *testing.T, c Capacity, requests []plant.Request, n int) (CapacityGrid, [][]EvaluationRecord) {
+func shardRecords(t *testing.T, c Capacity, requests []plant.Request, n int) (Grid, [][]EvaluationRecord) {
 	t.Helper()
 	grid, err := c.Grid(requests, "trace", "test")
 	require.NoError(t, err)
@@ -281,13 +281,13 @@ func shardRecords(t *testing.T, c Capacity, requests []plant.Request, n int) (Ca
 	return grid, shards
 }
 
-func TestRunCapacityWithTheGridKnownSimulatesTheRestOnly(t *testing.T) {
+func TestRunWithTheGridKnownSimulatesTheRestOnly(t *testing.T) {
 	requests := firstMinutes(t)
 	for _, router := range []string{fleet.RoundRobinName, fleet.LeastOutstandingName} {
 		study := proxyStudy(0.89, "max", "reactive")
 		study.Router = router
 		study.Search.MaxReplicas = 16
-		want, err := RunCapacity(context.Background(), requests, study)
+		want, err := Run(context.Background(), requests, study)
 		require.NoError(t, err)
 
 		grid, shards := shardRecords(t, study, requests, 3)
@@ -306,7 +306,7 @@ func TestRunCapacityWithTheGridKnownSimulatesTheRestOnly(t *testing.T) {
 			defer mu.Unlock()
 			simulated[controller] = append(simulated[controller], size)
 		}
-		got, err := RunCapacity(context.Background(), requests, cached)
+		got, err := Run(context.Background(), requests, cached)
 		require.NoError(t, err)
 		assert.Equal(t, want, got, router)
 
@@ -331,7 +331,7 @@ func TestRunCapacityWithTheGridKnownSimulatesTheRestOnly(t *testing.T) {
 	}
 }
 
-func TestSizeEvaluatorRejectsWhatRunCapacityRejects(t *testing.T) {
+func TestSizeEvaluatorRejectsWhatRunRejects(t *testing.T) {
 	requests := firstMinutes(t)
 	study := proxyStudy(0.9)
 	_, err := study.SizeEvaluator(requests)

@@ -113,13 +113,13 @@ func (cfg *Config) Check() error {
 type Study struct {
 	Capacity
 	workload plant.Workload
-	prov     CapacityProvenance
+	prov     Provenance
 	version  string
 	// overTimeS and jobs are --over-time and --jobs (0 resolved).
 	overTimeS float64
 	jobs      int
 	// disagg is --disaggregated's study (nil without it).
-	disagg *DisaggCapacity
+	disagg *DisaggStudy
 }
 
 // Load reads the profiles, the fleet file and the trace of cfg.
@@ -175,12 +175,12 @@ func Load(cfg Config) (*Study, error) {
 			Plant: cfg.Plant, Unit: unit, Router: cfg.Router, RouterSeed: cfg.RouterSeed,
 			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(), Sessions: sessions,
 			ControllerOptions: runparams.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
-			Search:            CapacitySearch{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
+			Search:            SearchSettings{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
 		},
 		workload: workload, prov: prov, version: cfg.Version, overTimeS: cfg.OverTimeS, jobs: cfg.Jobs,
 	}
 	if pools != nil {
-		study.disagg = &DisaggCapacity{Capacity: study.Capacity, Link: cfg.Link}
+		study.disagg = &DisaggStudy{Capacity: study.Capacity, Link: cfg.Link}
 		study.disagg.Unit = pools
 	}
 	return study, nil
@@ -190,16 +190,16 @@ func Load(cfg Config) (*Study, error) {
 // groups of --fleet (whose missing fields take the command line's values,
 // one replica by default; a group without a controller takes each of
 // --controller in turn).
-func unitFleet(cfg Config) ([]fleet.Group, CapacityProvenance, error) {
+func unitFleet(cfg Config) ([]fleet.Group, Provenance, error) {
 	prof, profilePath := profile.Default(), profile.EmbeddedPath
 	if cfg.ProfilePath != "" {
 		profilePath = profile.ResolvePath(cfg.ProfilePath) // a bundle folder, as simulate takes it
 		var err error
 		if prof, err = profile.Load(profilePath); err != nil {
-			return nil, CapacityProvenance{}, err
+			return nil, Provenance{}, err
 		}
 	}
-	prov := CapacityProvenance{ProfilePath: profilePath, FleetPath: cfg.FleetPath}
+	prov := Provenance{ProfilePath: profilePath, FleetPath: cfg.FleetPath}
 	if cfg.FleetPath == "" {
 		return []fleet.Group{{Replicas: 1, Profile: prof, ProfilePath: profilePath, Scheduler: cfg.Scheduler}}, prov, nil
 	}
@@ -225,7 +225,7 @@ type Progress struct {
 // When no fleet of at most MaxReplicas replicas meets the target, it
 // returns the document and a *UnreachableError; on any other error,
 // no document.
-func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*CapacityDocument, error) {
+func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*Document, error) {
 	summary, err := s.useEvaluations(evaluations, p)
 	if err != nil {
 		return nil, err
@@ -235,7 +235,7 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*Cap
 		bar = progress.New(p.Stderr, "capacity", "simulations", s.MaxEvaluations())
 		s.Progress = bar.Increment
 	}
-	report, err := RunCapacity(ctx, s.workload.Requests, s.Capacity)
+	report, err := Run(ctx, s.workload.Requests, s.Capacity)
 	if bar != nil {
 		bar.Finish() // before the result reaches a terminal
 	}
@@ -246,7 +246,7 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*Cap
 	if err != nil && !errors.As(err, &unreachable) {
 		return nil, err
 	}
-	doc := &CapacityDocument{CapacityReport: report, SLO: SLOUsed(s.SLO, s.Unit), Provenance: s.prov}
+	doc := &Document{Report: report, SLO: SLOUsed(s.SLO, s.Unit), Provenance: s.prov}
 	if s.Service.Batched() {
 		doc.Service = &s.Service
 	}
@@ -265,13 +265,13 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*Cap
 // RunOverTime runs the study over time (--over-time): the static study of
 // the whole trace, as Run runs it (its evaluations fed by the records of
 // evaluations), and, at the same time, the plan, each window of the trace
-// searched alone (RunCapacityOverTime; with --disaggregated,
-// RunDisaggCapacityOverTime, a plan per pool too) on the --jobs workers,
+// searched alone (RunOverTime; with --disaggregated,
+// RunDisaggOverTime, a plan per pool too) on the --jobs workers,
 // and returns them in one document. A static study that no size serves comes back as Run's
 // *UnreachableError with the document, and so do windows no size
 // serves, as a *UnreachableWindowsError; on any other error, no
 // document.
-func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progress) (*CapacityOverTimeDocument, error) {
+func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progress) (*OverTimeDocument, error) {
 	if s.overTimeS <= 0 {
 		return nil, runparams.Errorf("capacity over time: no window length (%s)", runparams.Setting("over-time"))
 	}
@@ -305,7 +305,7 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 	s.StopWhenLost = true
 	capacity := s.Capacity // as loaded: Run adds the evaluations' hooks
 	s.Progress = step
-	var static *CapacityDocument
+	var static *Document
 	var staticErr error
 	done := make(chan struct{})
 	go func() {
@@ -315,13 +315,13 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 		}
 	}()
 	var (
-		plan  *CapacityPlan
+		plan  *Plan
 		dplan *DisaggPlan
 	)
 	if s.disagg != nil {
-		plan, dplan, err = RunDisaggCapacityOverTime(ctx, s.workload.Requests, capacity, s.disagg.Unit, s.disagg.Link, s.overTimeS, s.jobs, step)
+		plan, dplan, err = RunDisaggOverTime(ctx, s.workload.Requests, capacity, s.disagg.Unit, s.disagg.Link, s.overTimeS, s.jobs, step)
 	} else {
-		plan, err = RunCapacityOverTime(ctx, s.workload.Requests, capacity, s.overTimeS, s.jobs, step)
+		plan, err = RunOverTime(ctx, s.workload.Requests, capacity, s.overTimeS, s.jobs, step)
 	}
 	<-done
 	if bar != nil {
@@ -334,7 +334,7 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 	if err != nil && !errors.As(err, &unreachable) {
 		return nil, err
 	}
-	doc := NewCapacityOverTimeDocument(plan, static)
+	doc := NewOverTimeDocument(plan, static)
 	if dplan != nil {
 		doc.Disaggregated = NewDisaggOverTime(dplan, static.Disaggregated)
 	}
@@ -348,7 +348,7 @@ func (s *Study) RunOverTime(ctx context.Context, evaluations []string, p Progres
 // and counts the fleets the study then simulates. The summary it returns
 // prints, unless p.Quiet, one line saying how many of the sizes the
 // search used came from the files; nil without evaluations.
-func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*CapacityReport), err error) {
+func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*Report), err error) {
 	if len(evaluations) == 0 {
 		return nil, nil
 	}
@@ -367,7 +367,7 @@ func (s *Study) useEvaluations(evaluations []string, p Progress) (summary func(*
 	s.Search.Known = known.Evaluations
 	var simulated atomic.Int64
 	s.Simulated = func(int, string) { simulated.Add(1) }
-	return func(report *CapacityReport) {
+	return func(report *Report) {
 		if p.Quiet || report == nil {
 			return
 		}
@@ -430,7 +430,7 @@ func checkLiveKVBlocks(cfg Config, unit []fleet.Group) error {
 	if err != nil {
 		return err
 	}
-	largest := MaxCapacitySize(cfg.MaxReplicas, perSize) * perSize
+	largest := MaxSize(cfg.MaxReplicas, perSize) * perSize
 	if err := runparams.CheckLiveKVBlocks(cfg.Plant, cfg.Service.EngineOptions(cfg.Engine.Options()), largest); err != nil {
 		return runparams.Errorf("%s %d: %w", runparams.Setting("max-replicas"), cfg.MaxReplicas, err)
 	}
@@ -470,21 +470,21 @@ func (cfg *Config) disaggUnits(unit []fleet.Group) (mixed, pools []fleet.Group, 
 
 // runDisaggregated runs the disaggregated study into doc, its pools
 // capped as disaggCap caps them.
-func (s *Study) runDisaggregated(ctx context.Context, doc *CapacityDocument) error {
+func (s *Study) runDisaggregated(ctx context.Context, doc *Document) error {
 	d := *s.disagg
 	d.Search = s.Search
 	d.Simulated = s.Simulated
-	d.DecodeCap = disaggCap(doc.CapacityReport)
-	report, err := RunDisaggCapacity(ctx, s.workload.Requests, d)
+	d.DecodeCap = disaggCap(doc.Report)
+	report, err := RunDisagg(ctx, s.workload.Requests, d)
 	doc.Disaggregated = report
 	return err
 }
 
 // disaggCap is the bound of each pool of a disaggregated search while no
-// split meets the target (DisaggCapacity.DecodeCap), from the mixed study
+// split meets the target (DisaggStudy.DecodeCap), from the mixed study
 // of the same requests: twice the mixed answer's replicas, at least 4;
 // with no answer, twice those of the mixed size of best attainment.
-func disaggCap(mixed *CapacityReport) int {
+func disaggCap(mixed *Report) int {
 	size := mixed.Best.Replicas
 	if mixed.Replicas != nil {
 		size = *mixed.Replicas

@@ -46,7 +46,7 @@ func TestRunOverTime(t *testing.T) {
 	require.Len(t, doc.Plan.Windows, 3, "60 s of arrivals in 20 s windows")
 	static, err := study.Run(context.Background(), nil, Progress{})
 	require.NoError(t, err)
-	assert.Equal(t, static.CapacityReport, doc.Static, "the static study is capacity's own")
+	assert.Equal(t, static.Report, doc.Static, "the static study is capacity's own")
 	assert.Equal(t, static.Provenance, doc.Provenance)
 	require.NotNil(t, doc.StaticReplicaHours)
 	assert.InDelta(t, float64(*static.Replicas)*60/3600, *doc.StaticReplicaHours, 1e-12)

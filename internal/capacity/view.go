@@ -12,7 +12,7 @@ import (
 // the answer, every size simulated, the controllers compared at the answer
 // and their energy totals (or, with no answer, the best size's); then,
 // with --disaggregated, the disaggregated study's.
-func (d *CapacityDocument) Table() string {
+func (d *Document) Table() string {
 	if d.Disaggregated == nil {
 		return d.mixedTable()
 	}
@@ -20,7 +20,7 @@ func (d *CapacityDocument) Table() string {
 }
 
 // mixedTable is the table of the (mixed) study.
-func (d *CapacityDocument) mixedTable() string {
+func (d *Document) mixedTable() string {
 	var b strings.Builder
 	pct := percentText
 	fmt.Fprintf(&b, "capacity: trace %s (%d requests), router %s, search controller %s\n",
@@ -103,7 +103,7 @@ func percentText(x float64) string { return texttable.Fixed(100*x, 2) }
 
 // sloLine is a capacity table's objectives line: "SLO: TTFT 5 s, TPOT
 // per profile, end-to-end none; target attainment 99.00%".
-func sloLine(slo CapacitySLO, target float64) string {
+func sloLine(slo DocumentSLO, target float64) string {
 	seconds := func(x *float64, none string) string {
 		if x == nil {
 			return none

@@ -223,9 +223,9 @@ func (c *Config) oraclePlan(ctx context.Context, unit fleet.Group, loaded **plan
 			Plant: c.Plant, Unit: []fleet.Group{unit}, Router: router, RouterSeed: c.Fleet.RouterSeed,
 			Controllers: []string{c.Controller}, SLO: opt.SLO, Engine: opt.Engine, Service: opt.Service, Sessions: c.sessions,
 			ControllerOptions: runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr),
-			Search:            capacity.CapacitySearch{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
+			Search:            capacity.SearchSettings{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
 		}
-		plan, err := capacity.RunCapacityOverTime(ctx, workload.Requests, study, windowS, jobs, nil)
+		plan, err := capacity.RunOverTime(ctx, workload.Requests, study, windowS, jobs, nil)
 		var unreachable *capacity.UnreachableWindowsError
 		switch {
 		case errors.As(err, &unreachable):
