@@ -15,9 +15,7 @@ import (
 // requests; for a window no split searched serves, the split of best
 // attainment, meets_target false), its attainment, p99_ttft_s and
 // energy_kwh the split's, its simulations the splits the window's search
-// simulated (as the static study's evaluations, those its workers
-// simulated ahead too: with more jobs than windows, a number that depends
-// on them).
+// used (the static study's evaluations: the same for any jobs).
 type DisaggWindow struct {
 	PlanWindow
 	PrefillReplicas int `json:"prefill_replicas"` // prefill_replicas: the prefill pool's size
