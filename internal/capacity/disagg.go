@@ -33,7 +33,10 @@ type DisaggStudy struct {
 	// Controllers (the search runs the first in both pools), Search
 	// (target, MaxReplicas: the largest pool, Jobs) and Simulated hooks.
 	// Its Unit is the two pools: one group of role prefill and one of role
-	// decode; a group with a Controller keeps it.
+	// decode; a group with a Controller keeps it. Its Progress, when set,
+	// is called once per split the searches use and per pair of pool
+	// controllers run at the answer (at most MaxEvaluations), from the
+	// goroutine that called RunDisagg.
 	Capacity
 	Link fleet.Link
 	// DecodeCap bounds each pool searched before any split has met the
@@ -126,6 +129,29 @@ func DisaggUnit(unit []fleet.Group) ([]fleet.Group, error) {
 		return nil, runparams.Errorf("capacity %s: expected one group (both pools alike) or a fleet file of a prefill group then a decode group", runparams.Setting("disaggregated"))
 	}
 	return unit, nil
+}
+
+// MaxEvaluations bounds the splits the study uses: each prefill pool size,
+// up to twice the pool bound (a split of fewer GPUs than the best so far),
+// searches its decode pools within the bound, and the answer is run once
+// per pair of pool controllers.
+func (c *DisaggStudy) MaxEvaluations() int {
+	bound := MaxSize(c.Search.MaxReplicas, 1)
+	if c.DecodeCap > 0 {
+		bound = min(c.DecodeCap, bound)
+	}
+	pools, err := DisaggUnit(c.Unit)
+	if err != nil {
+		return 0
+	}
+	return 2*bound*MaxSearchSteps(bound) + len(c.choices(pools[0]))*len(c.choices(pools[1]))
+}
+
+// progress counts one evaluation used on Progress, when set.
+func (c *DisaggStudy) progress() {
+	if c.Progress != nil {
+		c.Progress()
+	}
 }
 
 // split is one fleet of a disaggregated search.
@@ -235,7 +261,7 @@ func RunDisagg(ctx context.Context, requests []plant.Request, c DisaggStudy) (*D
 		}
 		res, err := Search(ctx, func(ctx context.Context, d int) (Evaluation, error) {
 			return s.evaluate(ctx, split{p, d, searched})
-		}, SearchSettings{Target: c.Search.Target, MaxReplicas: limit, Jobs: c.Search.Jobs})
+		}, SearchSettings{Target: c.Search.Target, MaxReplicas: limit, Jobs: c.Search.Jobs, Used: func(Evaluation) { c.progress() }})
 		var unreachable *UnreachableError
 		if err != nil && !errors.As(err, &unreachable) {
 			return nil, err
@@ -285,6 +311,7 @@ func RunDisagg(ctx context.Context, requests []plant.Request, c DisaggStudy) (*D
 	}
 	for i, e := range evals {
 		report.PoolControllers = append(report.PoolControllers, PoolControllerEvaluation{PoolControllers: pairs[i], Evaluation: e})
+		c.progress()
 	}
 	if i, ok := Cheapest(evals); ok {
 		report.EnergyMinimalPoolControllers = &pairs[i]

@@ -146,3 +146,20 @@ func TestDisaggStudyDoesNotDependOnJobs(t *testing.T) {
 		assert.Equal(t, want, report, "jobs %d", jobs)
 	}
 }
+
+// TestDisaggStudyCountsItsProgress: Progress counts each split the
+// searches used and each pair of pool controllers run at the answer,
+// within MaxEvaluations, whatever the jobs.
+func TestDisaggStudyCountsItsProgress(t *testing.T) {
+	for _, jobs := range []int{1, 3} {
+		c, requests := disaggStudy(t, 0.9, "max", "fixed:1500")
+		c.Search.Jobs = jobs
+		calls := 0
+		c.Progress = func() { calls++ }
+		report, err := RunDisagg(context.Background(), requests, c)
+		require.NoError(t, err)
+		assert.Equal(t, len(report.Evaluations)+len(report.PoolControllers), calls, "jobs %d", jobs)
+		assert.LessOrEqual(t, calls, c.MaxEvaluations())
+		assert.Equal(t, 2*16*MaxSearchSteps(16)+4, c.MaxEvaluations(), "16 replicas a pool at most, two controllers a pool")
+	}
+}

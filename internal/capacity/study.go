@@ -251,7 +251,7 @@ func (s *Study) Run(ctx context.Context, evaluations []string, p Progress) (*Doc
 		doc.Service = &s.Service
 	}
 	if s.disagg != nil {
-		derr := s.runDisaggregated(ctx, doc)
+		derr := s.runDisaggregated(ctx, doc, p)
 		if doc.Disaggregated == nil {
 			return nil, derr
 		}
@@ -469,12 +469,19 @@ func (cfg *Config) disaggUnits(unit []fleet.Group) (mixed, pools []fleet.Group, 
 }
 
 // runDisaggregated runs the disaggregated study into doc, its pools
-// capped as disaggCap caps them.
-func (s *Study) runDisaggregated(ctx context.Context, doc *Document) error {
+// capped as disaggCap caps them, with a progress bar of its own when p
+// asks for one (its total a bound: the search ends before it).
+func (s *Study) runDisaggregated(ctx context.Context, doc *Document, p Progress) error {
 	d := *s.disagg
 	d.Search = s.Search
 	d.Simulated = s.Simulated
 	d.DecodeCap = disaggCap(doc.Report)
+	d.Progress = nil
+	if p.Bar {
+		bar := progress.New(p.Stderr, "capacity --disaggregated", "simulations (at most)", d.MaxEvaluations())
+		d.Progress = bar.Increment
+		defer bar.Finish()
+	}
 	report, err := RunDisagg(ctx, s.workload.Requests, d)
 	doc.Disaggregated = report
 	return err
