@@ -46,6 +46,10 @@ type Config struct {
 	// OverTimeS is --over-time: the windows' length of a study over time
 	// (RunOverTime), s; 0 for none.
 	OverTimeS float64
+	// StopLost is --stop-lost: a fleet that fails stops once its lost
+	// requests say so (Capacity.StopWhenLost; a study over time always
+	// does).
+	StopLost bool
 	// Plant holds the plant flags; each group's profile replaces Profile.
 	Plant  plant.Plant
 	Engine runparams.Engine
@@ -176,6 +180,7 @@ func Load(cfg Config) (*Study, error) {
 			Controllers: cfg.Controllers, SLO: cfg.SLO, Engine: cfg.Service.EngineOptions(cfg.Engine.Options()), Service: cfg.Service.Model(), Sessions: sessions,
 			ControllerOptions: runparams.ControllerOptions(cfg.ExecTimeoutS, cfg.Stderr),
 			Search:            SearchSettings{Target: cfg.Attainment, MaxReplicas: cfg.MaxReplicas, Jobs: cfg.Jobs},
+			StopWhenLost:      cfg.StopLost,
 		},
 		workload: workload, prov: prov, version: cfg.Version, overTimeS: cfg.OverTimeS, jobs: cfg.Jobs,
 	}
