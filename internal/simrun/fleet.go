@@ -39,13 +39,16 @@ func (c *Config) runFleet(ctx context.Context, prof *profile.Profile, profilePat
 			return nil, err
 		}
 	}
+	if err := c.Fleet.plainOracleGroups(groups); err != nil {
+		return nil, err
+	}
 	if err := c.checkFleetWork(groups, bounds); err != nil {
 		return nil, err
 	}
 	var scaling *fleet.Scaling
 	var planned *plant.Workload // the trace, loaded to plan the plain oracle
 	if c.Fleet.Scale.Policy != "" {
-		plan := c.oraclePlan(ctx, groups[0], &planned)
+		plan := c.oraclePlans(ctx, groups, &planned)
 		if scaling, err = c.Fleet.Scale.scaling(runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr), groups, bounds, c.Fleet.Path, plan); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 
 	"servesim/internal/capacity"
@@ -134,11 +135,11 @@ func (s *Scale) Check(replicas int, given func(name string) bool) error {
 // when it gives one), its min_replicas and max_replicas (the flags' when
 // not given) and its replicas as its initial size: a disaggregated fleet
 // scales each pool so.
-func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, bounds []fleet.Bounds, path string, plan func(windowS, attainment float64) (*fleet.Schedule, error)) (*fleet.Scaling, error) {
-	newAutoscaler := func(policy string) (fleet.Autoscaler, error) {
+func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, bounds []fleet.Bounds, path string, plan groupPlanner) (*fleet.Scaling, error) {
+	newAutoscaler := func(policy string, group int) (fleet.Autoscaler, error) {
 		a, err := fleet.NewAutoscaler(policy, fleet.AutoscaleOptions{
 			ReadSchedule: fleet.ReadSchedule, LeadS: s.ProvisionS + s.LoadS + s.IntervalS,
-			IntervalS: s.IntervalS, Exec: exec, Plan: plan})
+			IntervalS: s.IntervalS, Exec: exec, Plan: plan(group)})
 		if err != nil {
 			var oe *fleet.OptionError
 			if errors.As(err, &oe) {
@@ -148,7 +149,7 @@ func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, boun
 		}
 		return a, nil
 	}
-	a, err := newAutoscaler(s.Policy)
+	a, err := newAutoscaler(s.Policy, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -165,11 +166,11 @@ func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, boun
 	for i, g := range groups {
 		gs := fleet.GroupScaling{Autoscaler: a, MinReplicas: s.MinReplicas, MaxReplicas: s.MaxReplicas, InitialReplicas: g.Replicas}
 		if policy := bounds[i].Autoscale; policy != "" {
-			if gs.Autoscaler, err = newAutoscaler(policy); err != nil {
+			if gs.Autoscaler, err = newAutoscaler(policy, i); err != nil {
 				return nil, err
 			}
 		} else if i > 0 {
-			if gs.Autoscaler, err = newAutoscaler(s.Policy); err != nil {
+			if gs.Autoscaler, err = newAutoscaler(s.Policy, i); err != nil {
 				return nil, err
 			}
 		}
@@ -196,6 +197,54 @@ func (s *Scale) scaling(exec plant.ControllerOptions, groups []fleet.Group, boun
 	return sc, nil
 }
 
+// groupPlanner returns the plain oracle's planner of a group of the
+// fleet (fleet.AutoscaleOptions.Plan), by the group's index.
+type groupPlanner func(group int) func(windowS, attainment float64) (*fleet.Schedule, error)
+
+// plainOracleGroups refuses the plain oracle for a fleet file other than
+// one prefill and one decode group (a usage error, exit 2): it plans one
+// group, or the two pools of a disaggregated fleet.
+func (f *Fleet) plainOracleGroups(groups []fleet.Group) error {
+	if f.Path == "" || !fleet.IsPlannedOracle(f.Scale.Policy) {
+		return nil
+	}
+	if fleet.Disaggregated(groups) && len(groups) == 2 {
+		return nil
+	}
+	return &runparams.LateUsageError{Err: runparams.Errorf("%s %s: plans one count for one group, or one per pool for a fleet of one prefill and one decode group: with this %s, give each group's plan as oracle:FILE", runparams.Setting("autoscale"), f.Scale.Policy, runparams.Setting("fleet"))}
+}
+
+// oraclePlans returns the plain oracle's planners for the groups of c's
+// fleet: its one group's (a fleet without a file), or, for a fleet of a
+// prefill and a decode group, each pool's plan as capacity
+// --disaggregated --over-time makes them, worked out once for both. The
+// trace is loaded into *loaded for the run.
+func (c *Config) oraclePlans(ctx context.Context, groups []fleet.Group, loaded **plant.Workload) groupPlanner {
+	if !fleet.Disaggregated(groups) {
+		plan := c.oraclePlan(ctx, groups[0], loaded)
+		return func(int) func(windowS, attainment float64) (*fleet.Schedule, error) { return plan }
+	}
+	type key struct{ windowS, attainment float64 }
+	pools := map[key][2]*fleet.Schedule{}
+	return func(group int) func(windowS, attainment float64) (*fleet.Schedule, error) {
+		return func(windowS, attainment float64) (*fleet.Schedule, error) {
+			k := key{windowS, attainment}
+			plans, ok := pools[k]
+			if !ok {
+				var err error
+				if plans, err = c.planPools(ctx, groups, loaded, windowS, attainment); err != nil {
+					return nil, err
+				}
+				pools[k] = plans
+			}
+			if groups[group].Role == fleet.RoleDecode {
+				return plans[1], nil
+			}
+			return plans[0], nil
+		}
+	}
+}
+
 // oraclePlan returns the plain oracle's planner (fleet.AutoscaleOptions.Plan)
 // for the one group of c's fleet: it loads the trace, keeping it in
 // *loaded for the run, and plans it as capacity --over-time does, with
@@ -209,32 +258,103 @@ func (c *Config) oraclePlan(ctx context.Context, unit fleet.Group, loaded **plan
 			return nil, err
 		}
 		*loaded = &workload
-		router := c.Fleet.Router
-		if router == "" {
-			router = fleet.RoundRobinName
+		plan, err := capacity.RunOverTime(ctx, workload.Requests, c.oracleStudy(unit, attainment), windowS, c.oracleJobs(), nil)
+		if err := c.planned(err); err != nil {
+			return nil, err
 		}
-		opt := c.options()
-		unit.Replicas, unit.Controller = 1, ""
-		jobs := c.Fleet.Jobs
-		if jobs == 0 {
-			jobs = runtime.GOMAXPROCS(0)
-		}
-		study := capacity.Capacity{
-			Plant: c.Plant, Unit: []fleet.Group{unit}, Router: router, RouterSeed: c.Fleet.RouterSeed,
-			Controllers: []string{c.Controller}, SLO: opt.SLO, Engine: opt.Engine, Service: opt.Service, Sessions: c.sessions,
-			ControllerOptions: runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr),
-			Search:            capacity.SearchSettings{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
-		}
-		plan, err := capacity.RunOverTime(ctx, workload.Requests, study, windowS, jobs, nil)
-		var unreachable *capacity.UnreachableWindowsError
-		switch {
-		case errors.As(err, &unreachable):
-			c.Stderr.Warnf("servesim: warning: %s %s: %v; those windows plan the fleet nearest the target\n", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
-		case err != nil:
-			return nil, runparams.Errorf("%s %s: planning: %w", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
-		}
-		return capacity.PlanSchedule(plan, "(planned: "+strconv.FormatFloat(windowS, 'g', -1, 64)+" s windows at "+strconv.FormatFloat(attainment, 'g', -1, 64)+" attainment)")
+		return capacity.PlanSchedule(plan, plannedLabel(windowS, attainment, ""))
 	}
+}
+
+// planPools plans the prefill and decode pools of a fleet of one group of
+// each, as capacity --disaggregated --over-time does (the mixed fleet of
+// its search is the prefill group's, without its role or controller),
+// and returns their schedules.
+func (c *Config) planPools(ctx context.Context, groups []fleet.Group, loaded **plant.Workload, windowS, attainment float64) ([2]*fleet.Schedule, error) {
+	var out [2]*fleet.Schedule
+	workload, err := c.loadTrace()
+	if err != nil {
+		return out, err
+	}
+	*loaded = &workload
+	pools := slices.Clone(groups)
+	if pools[0].Role == fleet.RoleDecode {
+		pools[0], pools[1] = pools[1], pools[0]
+	}
+	mixed := pools[0]
+	mixed.Name, mixed.Role = "mixed", ""
+	for i := range pools {
+		pools[i].Replicas = 1
+	}
+	_, dplan, err := capacity.RunDisaggOverTime(ctx, workload.Requests, c.oracleStudy(mixed, attainment), pools, c.Fleet.Link, windowS, c.oracleJobs(), nil)
+	// The mixed windows only bound the pools' search: the warning is of
+	// the pools' plan.
+	if unreachable := (*capacity.UnreachableWindowsError)(nil); errors.As(err, &unreachable) {
+		err = nil
+		if n := dplan.UnreachableWindows; n > 0 {
+			err = &capacity.UnreachableWindowsError{Windows: n, Of: len(dplan.Windows), Target: attainment, Disaggregated: true}
+		}
+	}
+	if err := c.planned(err); err != nil {
+		return out, err
+	}
+	prefill, decode := dplan.ScheduleCSVs()
+	if out[0], err = fleet.ParseSchedule(plannedLabel(windowS, attainment, fleet.RolePrefill), prefill); err != nil {
+		return out, err
+	}
+	out[1], err = fleet.ParseSchedule(plannedLabel(windowS, attainment, fleet.RoleDecode), decode)
+	return out, err
+}
+
+// oracleStudy is the capacity study the plain oracle plans with: the run's
+// plant, router, scheduler, controller, objectives and service model,
+// unit's fleet (one replica, the run's controller), up to --max-replicas.
+func (c *Config) oracleStudy(unit fleet.Group, attainment float64) capacity.Capacity {
+	router := c.Fleet.Router
+	if router == "" {
+		router = fleet.RoundRobinName
+	}
+	opt := c.options()
+	unit.Replicas, unit.Controller = 1, ""
+	return capacity.Capacity{
+		Plant: c.Plant, Unit: []fleet.Group{unit}, Router: router, RouterSeed: c.Fleet.RouterSeed,
+		Controllers: []string{c.Controller}, SLO: opt.SLO, Engine: opt.Engine, Service: opt.Service, Sessions: c.sessions,
+		ControllerOptions: runparams.ControllerOptions(c.ExecTimeoutS, c.Stderr),
+		Search:            capacity.SearchSettings{Target: attainment, MaxReplicas: c.Fleet.Scale.MaxReplicas},
+	}
+}
+
+// oracleJobs is --jobs for the plain oracle's planning (0: every core).
+func (c *Config) oracleJobs() int {
+	if c.Fleet.Jobs == 0 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return c.Fleet.Jobs
+}
+
+// planned is the plain oracle's planning error err as the run reports it:
+// windows no fleet within --max-replicas serves at the target take the
+// plan's best, with a warning; another error names the setting.
+func (c *Config) planned(err error) error {
+	var unreachable *capacity.UnreachableWindowsError
+	switch {
+	case errors.As(err, &unreachable):
+		c.Stderr.Warnf("servesim: warning: %s %s: %v; those windows plan the fleet nearest the target\n", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
+	case err != nil:
+		return runparams.Errorf("%s %s: planning: %w", runparams.Setting("autoscale"), c.Fleet.Scale.Policy, err)
+	}
+	return nil
+}
+
+// plannedLabel names a plan the plain oracle made, as its schedule's
+// path: its windows and target, and the pool it is for ("" for a fleet
+// without pools).
+func plannedLabel(windowS, attainment float64, pool string) string {
+	label := "(planned: " + strconv.FormatFloat(windowS, 'g', -1, 64) + " s windows at " + strconv.FormatFloat(attainment, 'g', -1, 64) + " attainment"
+	if pool != "" {
+		label += ", " + pool + " pool"
+	}
+	return label + ")"
 }
 
 // mostUp is the most replicas the elastic fleet holds at once: the sum of

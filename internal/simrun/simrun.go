@@ -156,14 +156,10 @@ func (f *Fleet) Check(normalize, routerGiven bool) error {
 	if f.Jobs < 0 {
 		return runparams.Errorf("%s %d: expected a nonnegative number (0: all cores)", runparams.Setting("jobs"), f.Jobs)
 	}
-	if fleet.IsPlannedOracle(f.Scale.Policy) {
-		// It plans one count on the arrivals as read.
-		switch {
-		case f.Path != "":
-			return runparams.Errorf("%s %s: plans one count for one group: with %s, give each group's plan as oracle:FILE", runparams.Setting("autoscale"), f.Scale.Policy, runparams.Setting("fleet"))
-		case normalize:
-			return runparams.Errorf("%s %s: plans on the trace's own arrivals: without %s (or plan a normalized trace with capacity %s and give oracle:FILE)", runparams.Setting("autoscale"), f.Scale.Policy, runparams.Setting("normalize"), runparams.Setting("over-time"))
-		}
+	if fleet.IsPlannedOracle(f.Scale.Policy) && normalize {
+		// It plans on the arrivals as read (a fleet file's groups are
+		// checked once it is read: plainOracleGroups).
+		return runparams.Errorf("%s %s: plans on the trace's own arrivals: without %s (or plan a normalized trace with capacity %s and give oracle:FILE)", runparams.Setting("autoscale"), f.Scale.Policy, runparams.Setting("normalize"), runparams.Setting("over-time"))
 	}
 	if err := f.Link.Validate(); err != nil {
 		return err

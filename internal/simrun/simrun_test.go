@@ -132,3 +132,37 @@ func TestFleetCheckDecidesWhetherTheRunIsAFleets(t *testing.T) {
 		assert.Equal(t, tt.field, fe.Field)
 	}
 }
+
+// TestPlainOracleGroups: the plain oracle takes a fleet without a file,
+// or a file of one prefill and one decode group (one plan per pool); any
+// other fleet file is a usage error (exit 2) once it is read.
+func TestPlainOracleGroups(t *testing.T) {
+	prefill := fleet.Group{Name: "p", Role: fleet.RolePrefill}
+	decode := fleet.Group{Name: "d", Role: fleet.RoleDecode}
+	for _, tc := range []struct {
+		name   string
+		path   string
+		policy string
+		groups []fleet.Group
+		ok     bool
+	}{
+		{"no fleet file", "", "oracle", []fleet.Group{{Name: "group0"}}, true},
+		{"a prefill and a decode group", "pd.json", "oracle:window=600", []fleet.Group{prefill, decode}, true},
+		{"another policy", "mixed.json", "queue:target=2", []fleet.Group{{Name: "a"}, {Name: "b"}}, true},
+		{"a mixed fleet file", "mixed.json", "oracle", []fleet.Group{{Name: "a"}, {Name: "b"}}, false},
+		{"two decode groups", "pdd.json", "oracle", []fleet.Group{prefill, decode, decode}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := Fleet{Path: tc.path, Scale: Scale{Policy: tc.policy}}
+			err := f.plainOracleGroups(tc.groups)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			var late *runparams.LateUsageError
+			require.ErrorAs(t, err, &late)
+			assert.Equal(t, 2, late.ExitCode())
+			assert.Contains(t, err.Error(), "autoscale "+tc.policy+": plans one count for one group, or one per pool")
+		})
+	}
+}
