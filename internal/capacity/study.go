@@ -140,15 +140,8 @@ func Load(cfg Config) (*Study, error) {
 		return nil, err
 	}
 	cfg.Plant.Profile = unit[0].Profile
-	if err := cfg.Service.Resolve(&cfg.Plant); err != nil {
+	if err := cfg.Service.ResolveRun(&cfg.Plant, &cfg.SLO); err != nil {
 		return nil, err
-	}
-	if svc := cfg.Service.Model(); svc.Batched() {
-		// The batched model's own objectives, where none is given.
-		cfg.SLO = cfg.SLO.ObjectivesFor(nil, svc)
-	}
-	if err := cfg.Plant.Validate(); err != nil {
-		return nil, fmt.Errorf("plant: %w", runparams.FieldNamed(err))
 	}
 	if err := checkLiveKVBlocks(cfg, unit); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package runparams
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"servesim/internal/cards"
@@ -118,6 +119,22 @@ func (o *Service) Resolve(p *plant.Plant) error {
 		p.KVCapacityTokens = kv
 	}
 	o.model = m
+	return nil
+}
+
+// ResolveRun resolves the service model for a run of plant p (Resolve),
+// gives slo the batched model's own objectives where none is given, and
+// checks p; its plant errors say "plant:" and name the setting.
+func (o *Service) ResolveRun(p *plant.Plant, slo *plant.SLO) error {
+	if err := o.Resolve(p); err != nil {
+		return err
+	}
+	if svc := o.Model(); svc.Batched() {
+		*slo = slo.ObjectivesFor(nil, svc)
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("plant: %w", FieldNamed(err))
+	}
 	return nil
 }
 

@@ -10,7 +10,6 @@ package simrun
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 
@@ -189,15 +188,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	cfg.Plant.Profile = prof
-	if err := cfg.Service.Resolve(&cfg.Plant); err != nil {
+	if err := cfg.Service.ResolveRun(&cfg.Plant, &cfg.SLO); err != nil {
 		return nil, err
-	}
-	if svc := cfg.Service.Model(); svc.Batched() {
-		// The batched model's own objectives, where none is given.
-		cfg.SLO = cfg.SLO.ObjectivesFor(nil, svc)
-	}
-	if err := cfg.Plant.Validate(); err != nil {
-		return nil, fmt.Errorf("plant: %w", runparams.FieldNamed(err))
 	}
 	if cfg.Fleet.Enabled {
 		return cfg.runFleet(ctx, prof, profilePath)
