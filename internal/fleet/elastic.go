@@ -652,6 +652,9 @@ func (el *elastic) advance() (bool, error) {
 			return true, err
 		}
 	}
+	if el.pools != nil {
+		el.gatherPools() // the step's replicas, now that none will change
+	}
 	untilS := el.timeS + plant.TimeEpsilonS
 	if e.cfg.Service.Batched() {
 		untilS += p.TimeStepS

@@ -111,7 +111,8 @@ func (el *elastic) finish(in *instance) {
 
 // gatherPools sorts the replicas into their pools: those that step (ready
 // or draining, in start order) and those a router may choose (ready, in
-// replica order).
+// replica order). It runs once a step, after its lifecycle changes; the
+// requests routed after the last step see the last step's.
 func (el *elastic) gatherPools() {
 	d := el.pools
 	for pool := range el.poolAlive {
@@ -134,7 +135,6 @@ func (el *elastic) gatherPools() {
 func (el *elastic) routePrefill() error {
 	e := el.e
 	d := el.pools
-	el.gatherPools()
 	candidates := el.poolReady[poolPrefill]
 	if len(candidates) == 0 {
 		return nil
@@ -166,7 +166,6 @@ func (el *elastic) stepPools(more bool) (powerW float64, running int, err error)
 	for _, in := range el.alive {
 		powerW += el.loadingStep(in)
 	}
-	el.gatherPools()
 	d.timeS = el.timeS
 	stepPool := func(pool int) (idle bool, err error) {
 		idle = true
